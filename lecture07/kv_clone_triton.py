@@ -1,0 +1,480 @@
+"""KV block 的 copy-on-write（COW）克隆：Triton kernel、带校验的 wrapper、一个小的 KVBlockManager。
+
+问题：多个请求共享同一个没写满的 last block 时，第一次 decode 写入要先把这个 block
+整块复制一份（COW）。这一步能不能只用一次 kernel launch、以接近显存带宽的速度完成？
+
+本模块提供三种克隆方式（06_triton_cow_clone.py 会逐一校验、计时）：
+
+- ``clone_blocks_index_copy``：index_select + index_copy_（种子文章里的“之前”，也是 CPU 上的回退）。
+- ``kv_clone_blocks_triton``：每层一次 Triton launch，K/V 一起搬（种子文章里的“之后”）。
+- ``kv_clone_blocks_all``：所有层 × K/V × N 个 block 对只用一次 launch；
+  缓存是一整块 ``[L, 2, n_blocks, H, BS, D]`` 的张量，下标走可复用的 ``CloneIndexBuffer``。
+
+用法（需要 torch；kernel 还需要 triton）::
+
+    from kv_clone_triton import KVBlockManager
+    mgr = KVBlockManager(n_layers=12, n_heads=12, head_dim=64, block_size=16,
+                         n_blocks=1024, dtype=torch.float16, device="cuda")
+
+没有 CUDA 的机器上，导入本模块时会设置 ``TRITON_INTERPRET=1``（在导入 triton 之前），
+kernel 由 Triton 的解释器在 CPU 上逐个 program 执行：很慢，但逐位结果与 GPU 上一致，
+测试就用它校验 kernel。没装 triton 时本模块仍可导入（只能用 index_copy 回退）；
+没装 torch 时导入会抛出 ImportError，并说明如何安装。
+"""
+import os
+
+try:
+    import numpy as np
+    import torch
+except ImportError as exc:  # CPU 讲义的安装里没有 torch：给出一句清楚的话
+    raise ImportError(
+        "kv_clone_triton 需要 torch（以及 triton）：pip install -r requirements-triton.txt"
+        f"（原始错误：{exc}）") from exc
+
+# 没有 CUDA 时用 Triton 解释器：必须在 import triton 之前设置（triton.jit 在装饰时读取它）
+if not torch.cuda.is_available():
+    os.environ.setdefault("TRITON_INTERPRET", "1")
+
+try:
+    import triton
+    import triton.language as tl
+    HAVE_TRITON = True
+    TRITON_VERSION = triton.__version__
+except ImportError:  # 没装 triton：模块照样可用，只是没有 kernel
+    triton = None
+    tl = None
+    HAVE_TRITON = False
+    TRITON_VERSION = None
+
+SUPPORTED_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
+MAX_TILE = 4096          # 一个 program 最多搬多少个元素（fp16 时 8 KB）
+NUM_WARPS = 4
+
+
+def interpret_mode():
+    """当前 triton 是否跑在解释器里（TRITON_INTERPRET=1）。"""
+    return os.environ.get("TRITON_INTERPRET", "0") not in ("", "0", "false", "False")
+
+
+def kernel_available(device):
+    """这个 device 上能不能跑 Triton kernel：CUDA + triton，或者 CPU + triton 解释器。"""
+    if not HAVE_TRITON:
+        return False
+    device = torch.device(device)
+    if device.type == "cuda":
+        return True
+    return device.type == "cpu" and interpret_mode()
+
+
+def _next_pow2(x):
+    return 1 << max(0, int(x) - 1).bit_length()
+
+
+def tile_for(n_elems, max_tile=MAX_TILE):
+    """每个 program 搬的元素数（2 的幂）和每个 block 要几个 tile。"""
+    tile = min(max_tile, _next_pow2(max(1, n_elems)))
+    return tile, -(-n_elems // tile)
+
+
+# ─────────────────────────────── Triton kernels ───────────────────────────────
+if HAVE_TRITON:
+    @triton.jit
+    def _kv_clone_layer_kernel(k_ptr, v_ptr, src_ptr, dst_ptr,
+                               H: tl.constexpr, TD: tl.constexpr, BLOCK: tl.constexpr):
+        """种子文章里的 kernel：grid = (N, H, cdiv(BS*D, BLOCK))，一个 program 搬一个 (h, tile)，K/V 一起搬。"""
+        n = tl.program_id(0)
+        h = tl.program_id(1)
+        pid = tl.program_id(2)
+        td = pid * BLOCK + tl.arange(0, BLOCK)
+        mask = td < TD
+        src_blk = tl.load(src_ptr + n).to(tl.int64)
+        dst_blk = tl.load(dst_ptr + n).to(tl.int64)
+        src_off = (src_blk * H + h) * TD + td
+        dst_off = (dst_blk * H + h) * TD + td
+        k = tl.load(k_ptr + src_off, mask=mask, other=0)
+        v = tl.load(v_ptr + src_off, mask=mask, other=0)
+        tl.store(k_ptr + dst_off, k, mask=mask)
+        tl.store(v_ptr + dst_off, v, mask=mask)
+
+    @triton.jit
+    def _kv_clone_all_kernel(kv_ptr, src_ptr, dst_ptr, group_stride,
+                             G: tl.constexpr, E: tl.constexpr, BLOCK: tl.constexpr,
+                             TILES: tl.constexpr):
+        """一次 launch 搬完所有 (层, K/V) × N 个 block：一维 grid = N * G * TILES。
+
+        kv 看作 [G, n_blocks, E]（G = 层数 × 2，E = H*BS*D）；group_stride = n_blocks * E。
+        相邻的 program 搬同一个 block 的相邻 tile，读写都是连续的大段。
+        """
+        pid = tl.program_id(0)
+        tile = pid % TILES
+        rest = pid // TILES
+        g = (rest % G).to(tl.int64)
+        n = rest // G
+        src_blk = tl.load(src_ptr + n).to(tl.int64)
+        dst_blk = tl.load(dst_ptr + n).to(tl.int64)
+        e = tile * BLOCK + tl.arange(0, BLOCK)
+        mask = e < E
+        base = g * group_stride
+        x = tl.load(kv_ptr + base + src_blk * E + e, mask=mask, other=0)
+        tl.store(kv_ptr + base + dst_blk * E + e, x, mask=mask)
+
+
+# ─────────────────────────────── 输入校验 ───────────────────────────────
+def _check_cache(name, t):
+    if not isinstance(t, torch.Tensor):
+        raise ValueError(f"{name} 必须是 torch.Tensor，收到 {type(t).__name__}")
+    if t.dtype not in SUPPORTED_DTYPES:
+        raise ValueError(f"{name} 的 dtype 是 {t.dtype}，只支持 float16 / bfloat16 / float32")
+    if not t.is_contiguous():
+        raise ValueError(f"{name} 必须是 contiguous 的（kernel 按连续内存计算偏移）")
+
+
+def _index_to_host(name, idx, device):
+    """把下标转成主机上的 int64 numpy 数组并检查类型/维度/设备。
+
+    传 GPU 上的下标张量会多一次同步（要把它拷回主机才能检查范围）；
+    热路径请传主机端下标（list / numpy / CPU 张量），让 wrapper 通过可复用缓冲区上传。
+    """
+    if isinstance(idx, torch.Tensor):
+        if idx.dtype.is_floating_point or idx.dtype.is_complex or idx.dtype == torch.bool:
+            raise ValueError(f"{name} 必须是整数下标，收到 dtype {idx.dtype}")
+        if idx.dim() != 1:
+            raise ValueError(f"{name} 必须是一维的，收到形状 {tuple(idx.shape)}")
+        if idx.device.type != "cpu" and idx.device != torch.device(device):
+            raise ValueError(f"{name} 在 {idx.device} 上，而 KV 缓存在 {device} 上")
+        if idx.device.type == "meta":
+            raise ValueError(f"{name} 在 meta 设备上，没有数值")
+        return idx.detach().to("cpu", torch.int64).numpy()
+    if isinstance(idx, np.ndarray):
+        arr = idx
+    else:
+        try:
+            arr = np.asarray(list(idx))
+        except TypeError as exc:
+            raise ValueError(f"{name} 必须是整数序列，收到 {type(idx).__name__}") from exc
+    if arr.size == 0:
+        arr = arr.reshape(-1).astype(np.int64)
+    if arr.ndim != 1:
+        raise ValueError(f"{name} 必须是一维的，收到形状 {arr.shape}")
+    if arr.dtype.kind not in "iu":
+        raise ValueError(f"{name} 必须是整数下标，收到 dtype {arr.dtype}")
+    return arr.astype(np.int64, copy=False)
+
+
+def check_clone_indices(src, dst, n_blocks):
+    """检查一组 (src, dst) block 对：长度一致、范围合法、dst 不重复、dst 不与 src 重叠。
+
+    GPU 上越界的下标不会报错，只会悄悄写坏别的显存，所以必须在 launch 之前在主机上查。
+    """
+    if src.shape[0] != dst.shape[0]:
+        raise ValueError(f"src 有 {src.shape[0]} 个下标，dst 有 {dst.shape[0]} 个：长度必须相同")
+    if src.shape[0] == 0:
+        return
+    for name, a in (("src", src), ("dst", dst)):
+        lo, hi = int(a.min()), int(a.max())
+        if lo < 0 or hi >= n_blocks:
+            bad = lo if lo < 0 else hi
+            raise ValueError(f"{name} 下标 {bad} 越界：合法范围是 [0, {n_blocks})")
+    if dst.shape[0] > 1:
+        u, counts = np.unique(dst, return_counts=True)
+        if u.shape[0] != dst.shape[0]:
+            raise ValueError(f"dst 下标 {int(u[counts > 1][0])} 重复：两个 program 会写同一个 block")
+        both = np.intersect1d(u, src)
+        if both.shape[0]:
+            raise ValueError(f"block {int(both[0])} 同时是 src 和 dst：读写会互相竞争")
+    elif int(dst[0]) in set(src.tolist()):
+        raise ValueError(f"block {int(dst[0])} 同时是 src 和 dst：读写会互相竞争")
+
+
+def _check_layer_pair(k_cache_layer, v_cache_layer):
+    _check_cache("k_cache_layer", k_cache_layer)
+    _check_cache("v_cache_layer", v_cache_layer)
+    if k_cache_layer.device != v_cache_layer.device:
+        raise ValueError(f"K 在 {k_cache_layer.device}、V 在 {v_cache_layer.device}：必须在同一设备上")
+    if k_cache_layer.dtype != v_cache_layer.dtype:
+        raise ValueError(f"K 是 {k_cache_layer.dtype}、V 是 {v_cache_layer.dtype}：dtype 必须相同")
+    if k_cache_layer.dim() != 4:
+        raise ValueError(f"每层的 KV 缓存必须是 [n_blocks, H, BS, D]，收到形状 {tuple(k_cache_layer.shape)}")
+    if k_cache_layer.shape != v_cache_layer.shape:
+        raise ValueError(f"K 形状 {tuple(k_cache_layer.shape)} 与 V 形状 {tuple(v_cache_layer.shape)} 不同")
+
+
+def _check_stacked(kv):
+    _check_cache("kv", kv)
+    if kv.dim() != 6 or kv.shape[1] != 2:
+        raise ValueError(f"整块 KV 缓存必须是 [L, 2, n_blocks, H, BS, D]，收到形状 {tuple(kv.shape)}")
+
+
+def _check_kernel_device(device):
+    if not HAVE_TRITON:
+        raise ValueError("没有安装 triton：用 clone_blocks_index_copy，或 pip install -r requirements-triton.txt")
+    if not kernel_available(device):
+        raise ValueError(f"张量在 {device} 上：Triton kernel 需要 CUDA，CPU 上需要先设置 TRITON_INTERPRET=1")
+
+
+# ─────────────────────────────── 可复用的下标缓冲区 ───────────────────────────────
+class CloneIndexBuffer:
+    """预分配的 src/dst 下标缓冲区：每步只做一次 H2D 拷贝，不再每层 torch.tensor(...)。
+
+    CUDA 上用两块锁页（pinned）主机缓冲区轮流使用：拷贝是异步的，
+    下一次复用同一块主机缓冲区之前，先等它上一次的 H2D 拷贝完成（CUDA event），
+    所以主机可以领先 GPU 一步，而不会改写还没传出去的下标。
+    """
+
+    def __init__(self, device, capacity=256):
+        self.device = torch.device(device)
+        self.capacity = 0
+        self._slot = 0
+        self._grow(max(1, int(capacity)))
+
+    def _grow(self, capacity):
+        cuda = self.device.type == "cuda"
+        self.capacity = capacity
+        self.dev = torch.empty((2, capacity), dtype=torch.int32, device=self.device)
+        self.host = [torch.empty((2, capacity), dtype=torch.int32, pin_memory=cuda) for _ in range(2)]
+        self.host_np = [h.numpy() for h in self.host]
+        self.events = [torch.cuda.Event() if cuda else None for _ in range(2)]
+        self.used = [False, False]
+
+    def upload(self, src, dst):
+        """src/dst：已检查过的主机 int64 数组。返回设备上的 (src, dst) int32 视图。"""
+        n = src.shape[0]
+        if n > self.capacity:
+            if self.device.type == "cuda":
+                torch.cuda.current_stream(self.device).synchronize()
+            self._grow(max(n, 2 * self.capacity))
+        if self.device.type != "cuda":
+            self.dev[0, :n] = torch.from_numpy(src)
+            self.dev[1, :n] = torch.from_numpy(dst)
+            return self.dev[0, :n], self.dev[1, :n]
+        s = self._slot
+        self._slot ^= 1
+        if self.used[s]:
+            self.events[s].synchronize()   # 这块主机缓冲区上一次的拷贝已完成，才可以改写
+        h = self.host_np[s]
+        h[0, :n] = src
+        h[1, :n] = dst
+        # 设备缓冲区也要两块才能完全重叠；这里只用一块：同一个 stream 上，下一步的 H2D
+        # 排在这一步的 kernel 之后，顺序由 stream 保证
+        self.dev[:, :n].copy_(self.host[s][:, :n], non_blocking=True)
+        self.events[s].record()
+        self.used[s] = True
+        return self.dev[0, :n], self.dev[1, :n]
+
+
+# ─────────────────────────────── 三种克隆方式 ───────────────────────────────
+def clone_blocks_index_copy(k_cache_layer, v_cache_layer, src_block_idx, dst_block_idx):
+    """种子文章里的“之前”：index_select + index_copy_（通用 gather/scatter）。也用作 CPU 回退。"""
+    _check_layer_pair(k_cache_layer, v_cache_layer)
+    device = k_cache_layer.device
+    src = _index_to_host("src_block_idx", src_block_idx, device)
+    dst = _index_to_host("dst_block_idx", dst_block_idx, device)
+    check_clone_indices(src, dst, k_cache_layer.shape[0])
+    if src.shape[0] == 0:
+        return
+    s = torch.from_numpy(src).to(device)
+    d = torch.from_numpy(dst).to(device)
+    k_cache_layer.index_copy_(0, d, k_cache_layer.index_select(0, s))
+    v_cache_layer.index_copy_(0, d, v_cache_layer.index_select(0, s))
+
+
+def launch_layer_kernel(k_cache_layer, v_cache_layer, src_dev, dst_dev, max_tile=MAX_TILE):
+    """不做任何检查的每层 launch（种子文章原样）：下标必须已在设备上、已检查过。"""
+    n = src_dev.shape[0]
+    if n == 0:
+        return
+    _, H, BS, D = k_cache_layer.shape
+    td = BS * D
+    block, tiles = tile_for(td, max_tile)
+    _kv_clone_layer_kernel[(n, H, tiles)](k_cache_layer, v_cache_layer, src_dev, dst_dev,
+                                          H=H, TD=td, BLOCK=block, num_warps=NUM_WARPS)
+
+
+def kv_clone_blocks_triton(k_cache_layer, v_cache_layer, src_block_idx, dst_block_idx):
+    """种子文章里的“之后”：一层、一次 Triton launch，把 N 个 [H, BS, D] block 从 src 拷到 dst（K/V 一起）。
+
+    先检查设备、dtype、形状、下标（范围、长度、重复）——不合法就抛 ValueError。
+    """
+    _check_layer_pair(k_cache_layer, v_cache_layer)
+    device = k_cache_layer.device
+    _check_kernel_device(device)
+    src = _index_to_host("src_block_idx", src_block_idx, device)
+    dst = _index_to_host("dst_block_idx", dst_block_idx, device)
+    check_clone_indices(src, dst, k_cache_layer.shape[0])
+    if src.shape[0] == 0:
+        return
+    s = torch.from_numpy(src.astype(np.int32)).to(device)
+    d = torch.from_numpy(dst.astype(np.int32)).to(device)
+    launch_layer_kernel(k_cache_layer, v_cache_layer, s, d)
+
+
+def launch_all_kernel(kv, src_dev, dst_dev, max_tile=MAX_TILE, num_warps=NUM_WARPS):
+    """不做检查的单次 launch：kv 是 [L, 2, n_blocks, H, BS, D]，下标已在设备上。"""
+    n = src_dev.shape[0]
+    if n == 0:
+        return
+    L, _, n_blocks, H, BS, D = kv.shape
+    e = H * BS * D
+    block, tiles = tile_for(e, max_tile)
+    g = 2 * L
+    _kv_clone_all_kernel[(n * g * tiles,)](kv, src_dev, dst_dev, n_blocks * e,
+                                           G=g, E=e, BLOCK=block, TILES=tiles,
+                                           num_warps=num_warps)
+
+
+def kv_clone_blocks_all(kv, src_block_idx, dst_block_idx, index_buffer=None, use_kernel=None):
+    """所有层、K 和 V、N 个 block 对：一次调用（kernel 路径下是一次 launch）。
+
+    kv：[L, 2, n_blocks, H, BS, D] contiguous。下标最好是主机端的（list / numpy / CPU 张量）：
+    在主机上检查后，经 index_buffer（CloneIndexBuffer，可复用）一次 H2D 上传。
+    use_kernel=None 时：CUDA 或解释器可用就用 kernel，否则回退到 index_select + index_copy_。
+    """
+    _check_stacked(kv)
+    device = kv.device
+    src = _index_to_host("src_block_idx", src_block_idx, device)
+    dst = _index_to_host("dst_block_idx", dst_block_idx, device)
+    check_clone_indices(src, dst, kv.shape[2])
+    if use_kernel is None:
+        use_kernel = kernel_available(device)
+    if use_kernel:
+        _check_kernel_device(device)
+    if src.shape[0] == 0:
+        return
+    if not use_kernel:
+        s = torch.from_numpy(src).to(device)
+        d = torch.from_numpy(dst).to(device)
+        kv.index_copy_(2, d, kv.index_select(2, s))
+        return
+    if index_buffer is None:
+        index_buffer = CloneIndexBuffer(device, capacity=src.shape[0])
+    s, d = index_buffer.upload(src, dst)
+    launch_all_kernel(kv, s, d)
+
+
+# ─────────────────────────────── KVBlockManager ───────────────────────────────
+class KVBlockManager:
+    """最小的分页 KV 缓存管理器：block 池、引用计数、每条序列的 block table。
+
+    存储是一整块 ``kv[L, 2, n_blocks, H, BS, D]``；``k_caches[l]`` / ``v_caches[l]`` 是每层的
+    ``[n_blocks, H, BS, D]`` 视图（和种子文章的每层缓存一样），整块存储让一次 launch 覆盖所有层。
+    """
+
+    def __init__(self, n_layers, n_heads, head_dim, block_size, n_blocks,
+                 dtype=torch.float16, device="cpu", use_kernel=None):
+        if dtype not in SUPPORTED_DTYPES:
+            raise ValueError(f"dtype {dtype} 不支持：只支持 float16 / bfloat16 / float32")
+        for name, v in (("n_layers", n_layers), ("n_heads", n_heads), ("head_dim", head_dim),
+                        ("block_size", block_size), ("n_blocks", n_blocks)):
+            if int(v) < 1:
+                raise ValueError(f"{name} 必须 ≥ 1，收到 {v}")
+        self.n_layers, self.n_heads, self.head_dim = n_layers, n_heads, head_dim
+        self.block_size, self.n_blocks = block_size, n_blocks
+        self.dtype, self.device = dtype, torch.device(device)
+        self.kv = torch.zeros((n_layers, 2, n_blocks, n_heads, block_size, head_dim),
+                              dtype=dtype, device=self.device)
+        self.k_caches = [self.kv[l, 0] for l in range(n_layers)]
+        self.v_caches = [self.kv[l, 1] for l in range(n_layers)]
+        self.ref_counts = [0] * n_blocks
+        self.free_blocks = list(range(n_blocks - 1, -1, -1))   # pop() 从 0 开始给
+        self.block_tables = {}
+        self.seq_lens = {}
+        self.use_kernel = kernel_available(self.device) if use_kernel is None else bool(use_kernel)
+        self.index_buffer = CloneIndexBuffer(self.device) if self.use_kernel else None
+        self.last_clone_pairs = []          # 最近一次 append 的 (src, dst)，给校验和教学用
+        self.clone_calls = 0                # 调用克隆的次数（每个 append 最多一次）
+
+    # ---- block 池 ----
+    def _alloc(self):
+        if not self.free_blocks:
+            raise RuntimeError("KV block 用完了")
+        b = self.free_blocks.pop()
+        self.ref_counts[b] = 1
+        return b
+
+    def _release(self, b):
+        self.ref_counts[b] -= 1
+        if self.ref_counts[b] == 0:
+            self.free_blocks.append(b)
+
+    # ---- 序列 ----
+    def add_sequence(self, seq_id, k, v):
+        """新序列并写入它的 prefill KV：k/v 形状 [L, T, H, D]。"""
+        if seq_id in self.block_tables:
+            raise ValueError(f"序列 {seq_id!r} 已存在")
+        L, T, H, D = k.shape
+        bs = self.block_size
+        table = [self._alloc() for _ in range(-(-T // bs))]
+        self.block_tables[seq_id] = table
+        self.seq_lens[seq_id] = T
+        for i, b in enumerate(table):
+            lo, hi = i * bs, min(T, (i + 1) * bs)
+            self.kv[:, 0, b, :, : hi - lo, :] = k[:, lo:hi].permute(0, 2, 1, 3).to(self.dtype)
+            self.kv[:, 1, b, :, : hi - lo, :] = v[:, lo:hi].permute(0, 2, 1, 3).to(self.dtype)
+
+    def fork(self, parent_id, child_id):
+        """child 共享 parent 的全部 block（prefix cache 命中）：只增加引用计数，不拷贝。"""
+        if child_id in self.block_tables:
+            raise ValueError(f"序列 {child_id!r} 已存在")
+        table = list(self.block_tables[parent_id])
+        for b in table:
+            self.ref_counts[b] += 1
+        self.block_tables[child_id] = table
+        self.seq_lens[child_id] = self.seq_lens[parent_id]
+
+    def free_sequence(self, seq_id):
+        for b in self.block_tables.pop(seq_id):
+            self._release(b)
+        del self.seq_lens[seq_id]
+
+    def append_token_batch(self, seq_ids, k_new, v_new):
+        """一批序列各追加一个 token：k_new/v_new 形状 [L, B, H, D]。
+
+        1) 最后一个 block 写满了 → 分配新 block；
+        2) 最后一个 block 没写满但被共享（ref_count > 1）→ COW：分配新 block、记下 (旧, 新)；
+        3) 所有待克隆的 block 对一次调用拷完（所有层、K 和 V）；
+        4) 在 pos = old_len % BS 写入新 token 的 KV。
+        """
+        seq_ids = list(seq_ids)
+        if len(set(seq_ids)) != len(seq_ids):
+            raise ValueError("同一批里有重复的序列")
+        exp = (self.n_layers, len(seq_ids), self.n_heads, self.head_dim)
+        if tuple(k_new.shape) != exp or tuple(v_new.shape) != exp:
+            raise ValueError(f"k_new/v_new 形状必须是 {exp}，收到 {tuple(k_new.shape)} / {tuple(v_new.shape)}")
+        bs = self.block_size
+        cow_src, cow_dst, blocks, slots = [], [], [], []
+        for sid in seq_ids:
+            table = self.block_tables[sid]
+            old_len = self.seq_lens[sid]
+            pos = old_len % bs
+            if pos == 0:                              # 写满了（或空序列）：新 block
+                table.append(self._alloc())
+            elif self.ref_counts[table[-1]] > 1:      # 共享且没写满：copy-on-write
+                old = table[-1]
+                new = self._alloc()
+                self.ref_counts[old] -= 1             # 还 > 0：别人仍在用它
+                table[-1] = new
+                cow_src.append(old)
+                cow_dst.append(new)
+            blocks.append(table[-1])
+            slots.append(pos)
+            self.seq_lens[sid] = old_len + 1
+        self.last_clone_pairs = list(zip(cow_src, cow_dst))
+        if cow_src:
+            kv_clone_blocks_all(self.kv, cow_src, cow_dst, index_buffer=self.index_buffer,
+                                use_kernel=self.use_kernel)
+            self.clone_calls += 1
+        if seq_ids:
+            b = torch.tensor(blocks, dtype=torch.long, device=self.device)
+            p = torch.tensor(slots, dtype=torch.long, device=self.device)
+            new = torch.stack([k_new, v_new], dim=1).to(self.dtype)      # [L, 2, B, H, D]
+            # 两个高级下标（dim 2 和 dim 4）被切片隔开 → 结果维度是 [B, L, 2, H, D]
+            self.kv[:, :, b, :, p, :] = new.permute(2, 0, 1, 3, 4)
+        return self.last_clone_pairs
+
+    def gather_sequence(self, seq_id):
+        """按 block table 读出一条序列的 K/V：[L, 2, T, H, D]（给校验用）。"""
+        table = self.block_tables[seq_id]
+        T = self.seq_lens[seq_id]
+        x = self.kv[:, :, table]                                  # [L, 2, nb, H, BS, D]
+        x = x.permute(0, 1, 2, 4, 3, 5).reshape(self.n_layers, 2, -1, self.n_heads, self.head_dim)
+        return x[:, :, :T]
