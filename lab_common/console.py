@@ -11,9 +11,11 @@
 - 中文在终端里占 2 列；rich 按显示宽度排版，所以中英混排的表格在 80 列里也是对齐的。
 """
 import os
+import re
 import sys
 
 from rich import box
+from rich.cells import cell_len
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
@@ -46,29 +48,68 @@ def _is_number(s):
         return False
 
 
+_NO_LINE_START = set("，。；：、）》」！？")  # 这些标点不放在行首（允许超出 2 列）
+
+
+def wrap_cjk(text, width, indent=0):
+    """按显示宽度折行（中文占 2 列），尽量不把英文单词 / 数字从中间断开。
+
+    >>> wrap_cjk("缓存命中率 hit ratio 很高。", 12)
+    ['缓存命中率', 'hit ratio 很', '高。']
+    """
+    lines, line, w = [], "", 0
+    pad = " " * indent
+    for word in re.findall(r"[A-Za-z0-9_.,%×/+\-:()']+ ?|.", text):
+        cw = cell_len(word)
+        overflow = w + cell_len(word.rstrip()) > width - (indent if lines else 0)
+        if overflow and line and word not in _NO_LINE_START:
+            lines.append(line.rstrip())
+            line, w = "", 0
+            word = word.lstrip()
+            cw = cell_len(word)
+        line += word
+        w += cw
+    if line.strip():
+        lines.append(line.rstrip())
+    return [lines[0]] + [pad + x for x in lines[1:]] if lines else []
+
+
+def _width():
+    return _console().width
+
+
 def print_header(title):
-    """一个演示的大标题（上下各空一行）。"""
+    """一个演示的大标题：上方空一行和一条粗线，标题太长时折行而不是被截断。"""
     c = _console()
     c.print()
-    c.rule(Text(title, style="bold"), characters="═", style="cyan")
+    c.print("═" * c.width, style="cyan")
+    for line in wrap_cjk(title, c.width - 2):
+        c.print(Text(line, style="bold"), soft_wrap=True)
+    c.print("─" * c.width, style="cyan")
 
 
 def print_text(text=""):
-    """普通的一段说明文字（不做 rich 标记解析，方括号原样输出）。"""
-    _console().print(text, markup=False)
+    """普通的一段说明文字（不做 rich 标记解析，方括号原样输出），按显示宽度折行。"""
+    c = _console()
+    for line in wrap_cjk(text, c.width - 2) or [""]:
+        c.print(line, markup=False, highlight=False, soft_wrap=True)
 
 
 def print_table(headers, rows, title=None, caption=None):
     """打印一张表；数字列自动右对齐。rows 的每个元素都会被 str() 一次。"""
     rows = [[str(x) for x in r] for r in rows]
-    table = Table(title=title, caption=caption, box=box.SIMPLE_HEAD, header_style="bold",
+    table = Table(title=title, caption=None, box=box.SIMPLE_HEAD, header_style="bold",
                   show_edge=False, pad_edge=False)
     for j, h in enumerate(headers):
         numeric = bool(rows) and all(_is_number(r[j]) or r[j] in ("-", "") for r in rows)
         table.add_column(str(h), justify="right" if numeric else "left", overflow="fold")
     for r in rows:
         table.add_row(*r)
-    _console().print(table)
+    c = _console()
+    c.print(table)
+    if caption:
+        for line in wrap_cjk(caption, c.width - 2, indent=2):
+            c.print(line, markup=False, highlight=False, soft_wrap=True)
 
 
 def print_observations(lines, title="观察"):
@@ -76,7 +117,8 @@ def print_observations(lines, title="观察"):
     c = _console()
     c.print(Text(title, style="bold yellow"))
     for i, line in enumerate(lines, 1):
-        c.print(f"  {i}. {line}", markup=False)
+        for out in wrap_cjk(f"  {i}. {line}", c.width - 2, indent=5):   # 留 2 列给行尾的标点
+            c.print(out, markup=False, highlight=False, soft_wrap=True)
 
 
 def fmt_int(n):

@@ -70,8 +70,9 @@ def _next_pow2(x):
     return 1 << max(0, int(x) - 1).bit_length()
 
 
-def tile_for(n_elems, max_tile=MAX_TILE):
-    """每个 program 搬的元素数（2 的幂）和每个 block 要几个 tile。"""
+def tile_for(n_elems, max_tile=None):
+    """每个 program 搬的元素数（2 的幂）和每个 block 要几个 tile。max_tile=None 用当前的 MAX_TILE。"""
+    max_tile = MAX_TILE if max_tile is None else max_tile
     tile = min(max_tile, _next_pow2(max(1, n_elems)))
     return tile, -(-n_elems // tile)
 
@@ -278,7 +279,7 @@ def clone_blocks_index_copy(k_cache_layer, v_cache_layer, src_block_idx, dst_blo
     v_cache_layer.index_copy_(0, d, v_cache_layer.index_select(0, s))
 
 
-def launch_layer_kernel(k_cache_layer, v_cache_layer, src_dev, dst_dev, max_tile=MAX_TILE):
+def launch_layer_kernel(k_cache_layer, v_cache_layer, src_dev, dst_dev, max_tile=None):
     """不做任何检查的每层 launch（种子文章原样）：下标必须已在设备上、已检查过。"""
     n = src_dev.shape[0]
     if n == 0:
@@ -308,7 +309,7 @@ def kv_clone_blocks_triton(k_cache_layer, v_cache_layer, src_block_idx, dst_bloc
     launch_layer_kernel(k_cache_layer, v_cache_layer, s, d)
 
 
-def launch_all_kernel(kv, src_dev, dst_dev, max_tile=MAX_TILE, num_warps=NUM_WARPS):
+def launch_all_kernel(kv, src_dev, dst_dev, max_tile=None, num_warps=None):
     """不做检查的单次 launch：kv 是 [L, 2, n_blocks, H, BS, D]，下标已在设备上。"""
     n = src_dev.shape[0]
     if n == 0:
@@ -319,7 +320,7 @@ def launch_all_kernel(kv, src_dev, dst_dev, max_tile=MAX_TILE, num_warps=NUM_WAR
     g = 2 * L
     _kv_clone_all_kernel[(n * g * tiles,)](kv, src_dev, dst_dev, n_blocks * e,
                                            G=g, E=e, BLOCK=block, TILES=tiles,
-                                           num_warps=num_warps)
+                                           num_warps=NUM_WARPS if num_warps is None else num_warps)
 
 
 def kv_clone_blocks_all(kv, src_block_idx, dst_block_idx, index_buffer=None, use_kernel=None):

@@ -1,0 +1,318 @@
+"""CS349E · 第 7 讲 · 04_prefix_caching.py —— 前缀缓存：算过的 KV 存下来，给后面的请求用。
+
+【问题】很多请求的开头相同（系统提示、few-shot 例子、长文档、多轮对话的历史）。这些前缀的 KV
+只需算一次——前提是能"认出"这段前缀算过，而且"存得下"。那么：怎样认出来？真的能省多少？
+缓存要多大、用什么淘汰策略？省下的命中率换成 GPU 时间是多少？
+
+  演示 1：怎样认出来——链式块哈希（Mooncake 图 3、vLLM 的自动前缀缓存）。
+  演示 2：在第 2 讲的小模型上真的复用：8 个请求共享 few-shot 前缀（vLLM 论文 §6.4 / 图 16），
+          后来的请求把前缀映射到缓存里的物理块，只算自己的后缀；logits 与从头算逐位比较。
+  演示 3：仿 Mooncake Tool&Agent trace 的合成负载：块的热度、缓存容量与命中率、
+          LRU / LFU / LengthAwareCache（Mooncake arXiv v3 表 1）。
+  演示 4：命中率换算成 LLaMA2-70B 在 8×A800 上的 prefill GPU 时间（FAST'25 式 1）。
+
+【运行】python lecture07/04_prefix_caching.py          （约 2–3 秒，2 核笔记本，不需要 GPU）
+        python lecture07/04_prefix_caching.py --demo 3 （只跑演示 3）
+【依赖】numpy、rich；本目录的 paged_kv、kv_store；lab_common 的 transformer_lab、console。
+"""
+import argparse
+import functools
+import os
+import sys
+from collections import Counter
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, "..", "lab_common"))
+from console import fmt_int, print_header, print_observations, print_table, print_text  # noqa: E402
+from kv_store import (A800_X8, BLOCK, LLAMA2_70B, POLICY_NAMES, TIERS, block_hashes,  # noqa: E402
+                      make_trace, prefill_compute_time, prefill_time, sweep)
+from paged_kv import BlockPool, PagedSequence, paged_step  # noqa: E402
+from transformer_lab import TINY, KVCache, config_like, forward, init_params  # noqa: E402
+
+# ---- 学生可以改的设置 ----
+TRACE_SEED = 0                      # 合成 trace 的随机种子
+MODEL_SEED = 0                      # 小模型权重的随机种子
+PROMPT_SEED = 5                     # 演示 2 里随机前缀 / 后缀的种子
+N_SHARING = 8                       # 演示 2：共享前缀的请求数
+FEW_SHOT = (("1-shot", 80), ("5-shot", 341))   # vLLM 论文 §6.4：1-shot 前缀 80 token、5-shot 341 token
+PAGE = 16                           # 演示 2 的块大小（vLLM 默认 16）
+CAPACITIES = (None, 100_000, 50_000, 30_000, 10_000, 3_000, 1_000)   # 演示 3 的缓存容量（块）；None = 无限
+POLICIES = ("lru", "lfu", "lengthaware")
+DEMO4_CAPS = (None, 10_000, 1_000)  # 演示 4 比较的 LRU 容量
+TIER_FOR_HITS = 1                   # 演示 4：命中的 KV 从哪一层读（TIERS[1] = 本机 DRAM）
+
+# ---- 论文的数字（只用来对照，标明出处）----
+PAPER_TABLE1 = {   # Mooncake arXiv 2407.00079v3 表 1，容量 Inf/100000/50000/30000/10000/1000（没有 3000 这一列）
+    "lru": {None: 0.51, 100_000: 0.51, 50_000: 0.50, 30_000: 0.48, 10_000: 0.40, 1_000: 0.30},
+    "lfu": {None: 0.51, 100_000: 0.51, 50_000: 0.49, 30_000: 0.43, 10_000: 0.35, 1_000: 0.30},
+    "lengthaware": {None: 0.51, 100_000: 0.50, 50_000: 0.48, 30_000: 0.42, 10_000: 0.35, 1_000: 0.30},
+}
+PAPER_TRACES = [   # (名字, 请求数, 时长（分钟）, 平均输入, 平均输出, 无限容量命中率, 出处)
+    ("arXiv v3 的 trace", 23_608, 60, 7_590, 182, 0.51, "Mooncake arXiv v3 §4、表 1"),
+    ("公开 Tool&Agent", 23_608, 60, 8_596, 182, 0.59, "Mooncake FAST'25 表 2（cache ratio）"),
+]
+VLLM_FIG16 = {"1-shot": 1.67, "5-shot": 3.58}   # vLLM 论文图 16：相对 Orca (Oracle) 的吞吐
+
+
+# =============================================================================
+def demo1_hashing():
+    """怎样认出"这段前缀算过"？——链式块哈希。"""
+    print_header("演示 1：链式哈希——每块的哈希 = hash(前一块的哈希 ‖ 这一块的 token)，块大小 4")
+    sys_prompt = [101, 7, 7, 3, 55, 2, 9, 14]                    # 两块长的"系统提示"
+    reqs = {
+        "A": sys_prompt + [21, 22, 23, 24, 25, 26, 27, 28, 29],   # 17 个 token：4 个满块 + 1 个零头
+        "B": sys_prompt + [21, 22, 23, 24, 31, 32, 33, 34],
+        "C": [101, 7, 7, 3, 55, 2, 9, 99] + [21, 22, 23, 24, 25, 26, 27, 28],   # 系统提示的最后一个 token 改了
+    }
+    h = {name: block_hashes(toks, block=4) for name, toks in reqs.items()}
+    names = {"A": "A", "B": "B", "C": "C（改了系统提示）"}
+    print_table(["请求", "token 数", "每个完整块的哈希（前 12 位）"],
+                [[names[n], len(reqs[n]), " ".join(h[n])] for n in reqs])
+
+    def common(x, y):
+        return next((i for i, (p, q) in enumerate(zip(x, y)) if p != q), min(len(x), len(y)))
+    ab = common(h["A"], h["B"])
+    changed = next(i for i, (p, q) in enumerate(zip(reqs["A"], reqs["C"])) if p != q) // 4
+    ac = common(h["A"], h["C"])
+    tail = len(reqs["A"]) % 4
+    print_observations([
+        f"A 和 B 的前 {ab} 块哈希相同（系统提示 + 共同的开头）：B 可以直接用 A 算好的这 {ab} 块 KV，"
+        f"从第 {ab + 1} 块起自己算。",
+        f"C 只在第 {changed + 1} 块改了一个 token，它与 A 相同的块只剩前 {ac} 块——改动那一块以及之后全部 "
+        f"{len(h['C']) - ac} 块的哈希都变了。KV 依赖前面的全部内容，链式哈希正好表达这一点，"
+        "所以前缀缓存只能复用\"从开头起连续相同\"的部分。",
+        f"A 最后 {tail} 个 token 不满一块，不算哈希、不进缓存（vLLM 和 Mooncake 都只缓存完整的块）。",
+    ])
+    return dict(hashes=h, a_b_common=ab, c_first_changed_block=changed, a_c_common=ac, a_tail=tail)
+
+
+# =============================================================================
+def run_shared_prefix(params, cfg, prefix, suffixes, page=PAGE):
+    """N 个请求依次到达，共享 prefix。返回统计和每个请求的 (paged 最后一个 token 的 logits, 从头算的)。
+
+    前缀缓存 = {块哈希 → 物理块}；缓存自己也持有一份引用（ref_count +1），请求结束了块也不会被回收。
+    """
+    max_len = len(prefix) + max(len(s) for s in suffixes)
+    pool = BlockPool(cfg, n_blocks=2 * len(suffixes) * (-(-max_len // page)), block_size=page)
+    cache, seqs = {}, []
+    computed, worst, mapped = 0, 0.0, 0
+    for suf in suffixes:
+        toks = np.concatenate([prefix, suf])
+        hs = block_hashes(toks, block=page)
+        seq = PagedSequence(pool)
+        for hsh in hs:                       # 从第一块开始，连续命中几块就映射几块
+            if hsh not in cache:
+                break
+            seq.blocks.append(cache[hsh])
+            pool.incref(cache[hsh])          # 共享：只加引用计数，不复制 KV
+            mapped += 1
+        seq.length = len(seq.blocks) * page
+        new = toks[seq.length:]
+        last = paged_step(params, cfg, [seq], [new])[0][-1]
+        computed += len(new)
+        for i, hsh in enumerate(hs):         # 把这个请求的完整块登记进缓存
+            if hsh not in cache:
+                cache[hsh] = seq.blocks[i]
+                pool.incref(seq.blocks[i])
+        ref = forward(params, cfg, toks[None], cache=KVCache(cfg, 1))[0, -1]
+        worst = max(worst, float(np.max(np.abs(last - ref))))
+        seqs.append(seq)
+    total = sum(len(prefix) + len(s) for s in suffixes)
+    used_shared = pool.num_used                                  # 8 个请求都还在（比如正在解码）
+    used_private = sum(-(-(len(prefix) + len(s)) // page) for s in suffixes)
+    return dict(total=total, computed=computed, worst=worst, cached_blocks=len(cache), mapped=mapped,
+                used_shared=used_shared, used_private=used_private,
+                full_prefix_blocks=len(prefix) // page, prefix_tail=len(prefix) % page)
+
+
+def demo2_shared_prefix():
+    """在真模型上复用前缀：能省多少计算？结果和从头算一样吗？"""
+    print_header(f"演示 2：{N_SHARING} 个请求共享 few-shot 前缀（vLLM 论文 §6.4 的设置），块大小 {PAGE}")
+    cfg = config_like(TINY, max_seq=384)
+    params = init_params(cfg, seed=MODEL_SEED)
+    rng = np.random.default_rng(PROMPT_SEED)
+    print_text(f"模型：第 2 讲的 TINY（{cfg.n_layers} 层、d_model={cfg.d_model}、GQA {cfg.n_heads}/{cfg.n_kv_heads}，"
+               f"float64，权重种子 {MODEL_SEED}）；前缀和后缀是随机 token（种子 {PROMPT_SEED}），后缀 10–29 个。")
+    results = {}
+    for name, plen in FEW_SHOT:
+        prefix = rng.integers(0, cfg.vocab, plen)
+        suffixes = [rng.integers(0, cfg.vocab, int(rng.integers(10, 30))) for _ in range(N_SHARING)]
+        results[name] = run_shared_prefix(params, cfg, prefix, suffixes)
+    rows = []
+    for name, plen in FEW_SHOT:
+        r = results[name]
+        rows.append([name, plen, r["total"], r["computed"], f"{1 - r['computed'] / r['total']:.0%}",
+                     f"{r['total'] / r['computed']:.1f}×", r["cached_blocks"], r["used_private"], r["used_shared"],
+                     "0.0" if r["worst"] == 0 else f"{r['worst']:.1e}"])
+    print_table(["前缀", "长度", "总输入", "实际算", "省下", "少算", "缓存块", "不共享", "共享", "最大差"], rows,
+                caption=f"总输入 / 实际算：{N_SHARING} 个请求的 token 数；缓存块：前缀缓存里的块；不共享 / 共享："
+                        f"{N_SHARING} 个请求同时在场时占用的物理块；最大差：最后一个 token 的 logits 与从头算的 max |diff|。"),
+    worst = max(r["worst"] for r in results.values())
+    r1, r5 = results["1-shot"], results["5-shot"]
+    exact = "逐位相同（最大差 0.0）" if worst == 0.0 else f"一致到 {worst:.1e}（≤ 1e-12）"
+    print_observations([
+        f"第一个请求从头算，并把完整的块登记进缓存；后面 {N_SHARING - 1} 个请求把前缀映射到缓存里的物理块"
+        f"（5-shot 时一共映射了 {r5['mapped']} 次，只加引用计数、不复制），只算自己的部分。"
+        f"最后一个 token 的 logits 与从头算{exact}。",
+        f"5-shot 的前缀 {FEW_SHOT[1][1]} 个 token = {r5['full_prefix_blocks']} 个满块 + {r5['prefix_tail']} 个零头；"
+        f"零头不在缓存里，每个请求都要和后缀一起重算。所以 5-shot 省下 {1 - r5['computed'] / r5['total']:.0%}，"
+        f"1-shot 省下 {1 - r1['computed'] / r1['total']:.0%}：前缀越长、后缀越短，省得越多。",
+        f"显存也省了：{N_SHARING} 个请求同时在场时，5-shot 不共享要 {r5['used_private']} 块，共享只要 "
+        f"{r5['used_shared']} 块（{r5['used_shared'] / r5['used_private']:.0%}），批可以开得更大。",
+        f"对照 vLLM 论文图 16（OPT-13B、WMT16 翻译）：共享前缀让吞吐比 Orca (Oracle) 高 "
+        f"{VLLM_FIG16['1-shot']} 倍（1-shot）和 {VLLM_FIG16['5-shot']} 倍（5-shot）——那里省的是显存换来的更大批，"
+        "这里数的是 prefill 的计算量，两者不是同一个量。",
+    ])
+    return results
+
+
+# =============================================================================
+@functools.lru_cache(maxsize=None)
+def trace_and_hits(seed=TRACE_SEED):
+    """生成 trace，一次算完全部 (策略, 容量) 的逐请求命中块数——演示 3 和演示 4 共用这一遍。"""
+    tr = make_trace(seed)
+    return tr, sweep([r.blocks for r in tr], CAPACITIES, POLICIES)
+
+
+def trace_stats(tr):
+    """trace 的统计量：请求数、时长、平均输入输出、块的热度。"""
+    cnt = Counter(b for r in tr for b in r.blocks)
+    v = np.sort(np.fromiter(cnt.values(), dtype=np.int64, count=len(cnt)))[::-1]
+    total = int(v.sum())
+    return dict(n=len(tr), minutes=(tr[-1].arrival - tr[0].arrival) / 60,
+                mean_in=float(np.mean([r.input_len for r in tr])),
+                mean_out=float(np.mean([r.output_len for r in tr])),
+                total_blocks=total, distinct=len(cnt), once=float(np.mean(v == 1)), hottest=int(v[0]),
+                top1pct=float(v[:max(1, len(v) // 100)].sum() / total), inf_ratio=1 - len(cnt) / total)
+
+
+SHORT = {"lru": "LRU", "lfu": "LFU", "lengthaware": "LengthAware"}   # 表格里的短名字
+
+
+def cap_name(c):
+    return "无限" if c is None else f"{c:,}"
+
+
+def demo3_trace():
+    """块有多热门？缓存要多大？LRU、LFU、LengthAwareCache 谁更好？"""
+    print_header("演示 3：仿 Mooncake trace 的合成负载——块的热度、缓存容量与命中率（arXiv v3 §4、表 1）")
+    tr, hits = trace_and_hits()
+    st = trace_stats(tr)
+    print_text(f"合成 trace：种子 {TRACE_SEED}，块大小 {BLOCK}；一共 {fmt_int(st['total_blocks'])} 次块访问、"
+               f"{fmt_int(st['distinct'])} 个不同的块。")
+    rows = [["本实验（合成）", fmt_int(st["n"]), f"{st['minutes']:.0f}", fmt_int(st["mean_in"]),
+             f"{st['mean_out']:.0f}", f"{st['inf_ratio']:.2f}"]]
+    rows += [[n, fmt_int(q), m, fmt_int(i), o, f"{c:.2f}"] for n, q, m, i, o, c, _ in PAPER_TRACES]
+    print_table(["trace", "请求数", "分钟", "平均输入", "平均输出", "无限容量命中率"], rows,
+                caption="出处：" + "；".join(f"{n}——{src}" for n, *_, src in PAPER_TRACES) + "。")
+    print_table(["块的热度", "本实验", "论文（arXiv v3 §4）"], [
+        ["只被访问过一次的块", f"{st['once']:.0%}", "超过 50% 的块没有被再次使用"],
+        ["最热的块被访问的次数", fmt_int(st["hottest"]), "有的块被访问上万次"],
+        ["最热 1% 的块占全部访问", f"{st['top1pct']:.0%}", "-"],
+    ])
+    total = st["total_blocks"]
+    ratio = {k: v.sum() / total for k, v in hits.items()}
+    rows = []
+    for p in POLICIES:
+        rows.append([SHORT[p]] + [f"{ratio[(p, c)]:.2f}" for c in CAPACITIES])
+    for p in POLICIES:
+        rows.append([f"论文 {SHORT[p]}"] + [f"{PAPER_TABLE1[p][c]:.2f}" if c in PAPER_TABLE1[p] else "-"
+                                                   for c in CAPACITIES])
+    print_table(["策略 \\ 容量（块）"] + [cap_name(c) for c in CAPACITIES], rows,
+                caption="论文行：Mooncake arXiv 2407.00079v3 表 1，是在较早版本的 trace 上算的"
+                        "（平均输入 7,590，不是今天公开的 8,596）；论文没有 3,000 这一列。"
+                        "LengthAware = LengthAwareCache。")
+
+    lru, lfu = (lambda c: ratio[("lru", c)]), (lambda c: ratio[("lfu", c)])
+    mid = [c for c in (50_000, 30_000, 10_000) if c in CAPACITIES]
+    lru_wins = all(lru(c) >= lfu(c) for c in mid)
+    best_gap = max(mid, key=lambda c: lru(c) - lfu(c))
+    keep = lru(1_000) / lru(None)
+    paper_keep = PAPER_TABLE1["lru"][1_000] / PAPER_TABLE1["lru"][None]
+    order = sorted(POLICIES, key=lambda p: -ratio[(p, 10_000)])
+    print_observations([
+        f"无限容量时命中率 {ratio[('lru', None)]:.3f} = 1 − 不同的块数 / 总块数（"
+        f"1 − {fmt_int(st['distinct'])} / {fmt_int(total)}）：剩下的块是第一次出现，再大的缓存也没用。"
+        f"论文的真实 trace 是 0.51（arXiv v3）和 0.59（FAST'25 公开版）。",
+        f"容量从无限降到 {CAPACITIES[-1]:,} 块，LRU 的命中率从 {lru(None):.2f} 降到 {lru(1_000):.2f}，"
+        f"还保留了 {keep:.0%}（论文 {PAPER_TABLE1['lru'][1_000]} / {PAPER_TABLE1['lru'][None]} = {paper_keep:.0%}）："
+        "热门的系统提示很少几块就占了大量命中。",
+        (f"在 {', '.join(f'{c:,}' for c in mid)} 块时 LRU 都不低于 LFU，差得最多的是 {best_gap:,} 块"
+         f"（{lru(best_gap):.2f} 对 {lfu(best_gap):.2f}），和论文结论（LRUCache performs best）一致：" if lru_wins else
+         f"在 {', '.join(f'{c:,}' for c in mid)} 块时 LRU 并不总是高于 LFU，和论文的结论不完全一致：")
+        + "复用多半发生在时间上相近的请求之间（同一个会话的下一轮），LFU 让\"以前很热、现在没人用\"的块赖着不走。",
+        f"10,000 块时三种策略从高到低：{' > '.join(POLICY_NAMES[p] for p in order)}"
+        f"（{', '.join(f'{ratio[(p, 10_000)]:.2f}' for p in order)}）。",
+        f"{st['once']:.0%} 的块只出现过一次，而最热的块被访问了 {fmt_int(st['hottest'])} 次：热门块值得复制到"
+        "多台机器上，否则所有请求都去同一台机器拉 KV，网卡会堵（Mooncake §6.2，05 脚本演示 2）。",
+        "这是合成负载，只模仿了论文给出的几个统计量；Mooncake 开源了真实 trace，可以换进来对比。",
+    ])
+    return dict(stats=st, ratio=ratio)
+
+
+# =============================================================================
+def gpu_hours(tr, hits_blocks, tier=TIERS[TIER_FOR_HITS]):
+    """按 FAST'25 式 (1) 和本机 DRAM 的带宽，算全部请求的 prefill GPU 时间（小时）和命中的 token 比例。"""
+    total_s, hit_tok = 0.0, 0
+    for r, hb in zip(tr, hits_blocks):
+        n_hit = min(int(hb) * BLOCK, r.input_len - 1)     # 至少要算最后一个 token，才能得到第一个输出
+        total_s += prefill_time(LLAMA2_70B, r.input_len, n_hit, tier)
+        hit_tok += n_hit
+    return total_s / 3600, hit_tok / sum(r.input_len for r in tr)
+
+
+def demo4_compute_saved():
+    """命中率能省多少 prefill 的 GPU 时间？缓存又要多大的存储？"""
+    node, tier = A800_X8, TIERS[TIER_FOR_HITS]
+    print_header(f"演示 4：命中率换算成 prefill 的 GPU 时间（{LLAMA2_70B.name}、{node.name} 张量并行、"
+                 f"{node.mfu:.0%} 峰值算力）")
+    tr, hits = trace_and_hits()
+    base = sum(prefill_compute_time(LLAMA2_70B, r.input_len, 0) for r in tr) / 3600
+    rows = [["不缓存", "0%", f"{base:.2f}", "1.00×"]]
+    res = {}
+    for cap in DEMO4_CAPS:
+        h, frac = gpu_hours(tr, hits[("lru", cap)])
+        res[cap] = (h, frac)
+        rows.append([f"LRU，容量 {cap_name(cap)}{'' if cap is None else ' 块'}", f"{frac:.0%}", f"{h:.2f}",
+                     f"{base / h:.2f}×"])
+    kv_blk = BLOCK * LLAMA2_70B.kv_bytes_per_token()
+    print_text(f"命中的 KV 从{tier.name}读（{tier.gb_per_s:g} GB/s，{tier.source}），和计算按层重叠；"
+               f"一块 = {BLOCK} × {LLAMA2_70B.kv_bytes_per_token() // 1024} KB = {kv_blk / 1e6:.0f} MB。")
+    print_table(["缓存", "命中的输入 token", "prefill GPU 时间（小时）", "快了"], rows,
+                caption=f"GPU 时间：{fmt_int(len(tr))} 个请求的 prefill 在一台 {node.name} 上的总时间。")
+    hbm = node.n_gpus * node.hbm_gb_per_gpu * 1e9
+    need = 10_000 * kv_blk
+    h_inf, f_inf = res[None]
+    print_observations([
+        f"无限缓存命中了 {f_inf:.0%} 的输入 token，prefill 的 GPU 时间从 {base:.2f} 小时降到 {h_inf:.2f} 小时"
+        f"（少了 {1 - h_inf / base:.0%}）。" + (
+            "省下的时间比例低于命中的 token 比例：命中的是开头，没命中的 token 仍要对全部前缀做注意力，"
+            "读 KV 也有一部分盖不住。" if 1 - h_inf / base < f_inf else
+            "省下的时间比例不低于命中的 token 比例：注意力随长度平方增长，命中的长前缀省得更多。"),
+        f"容量 10,000 块就需要 {need / 1e12:.2f} TB 的存储，是一台 8 卡机器全部 HBM（{hbm / 1e12:.2f} TB，"
+        f"还没减去权重）的 {need / hbm:.1f} 倍：这么大的前缀缓存只能放在 CPU 内存、SSD 或整个集群的内存池里——"
+        "这就是 Mooncake 把 KV 放到集群的 DRAM/SSD 上、按 KV 的位置调度请求的原因（05 脚本）。",
+        f"只有 1,000 块（{1_000 * kv_blk / 1e12:.2f} TB）时仍命中 {res[1_000][1]:.0%} 的 token，"
+        f"GPU 时间少 {1 - res[1_000][0] / base:.0%}：热门的前缀很集中。",
+    ])
+    return dict(base_hours=base, lru=res, need_bytes=need, hbm_bytes=hbm)
+
+
+# =============================================================================
+DEMOS = {1: demo1_hashing, 2: demo2_shared_prefix, 3: demo3_trace, 4: demo4_compute_saved}
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description="第 7 讲 · 前缀缓存的四个演示")
+    ap.add_argument("--demo", type=int, choices=sorted(DEMOS), help="只跑某一个演示（默认全跑）")
+    args = ap.parse_args(argv)
+    for k in ([args.demo] if args.demo else sorted(DEMOS)):
+        DEMOS[k]()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,128 @@
+"""KV 存储的"账本"：模型的 KV 大小、存储层级、链式块哈希、负载 trace、缓存策略、prefill 时间。
+
+数字的来源（都在变量旁边注明）：
+- Mooncake arXiv 2407.00079v3（§4、表 1）和 FAST'25 论文（式 1、表 1、表 2）；
+- vLLM 论文（SOSP'23）。
+
+    >>> LLAMA2_70B.kv_bytes_per_token()          # 80 层 × 8 个 KV 头 × 128 × 2（K、V）× 2 字节
+    327680
+    >>> block_hashes([1, 2, 3, 4, 5, 6], block=4)   # 只有一个完整块；结尾 2 个 token 不算哈希
+    ['9ae4b5f1c6b3']
+"""
+import hashlib
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+# 公开 API 的一部分：学生习惯 from kv_store import make_trace, hit_ratio, ...
+from kv_cache_policies import CACHE_POLICIES, POLICY_NAMES, hit_ratio, make_cache, simulate, sweep  # noqa: E402,F401
+from kv_trace import BLOCK, Request, make_trace  # noqa: E402,F401  BLOCK = 512（Mooncake 的块大小）
+
+
+# ---------------------------------------------------------------- 模型与硬件
+@dataclass(frozen=True)
+class ModelSpec:
+    name: str
+    n_layers: int
+    d_model: int
+    n_heads: int
+    n_kv_heads: int
+    n_params: float          # 参数个数（算权重占多少显存）
+    dtype_bytes: int = 2     # fp16 / bf16
+
+    @property
+    def head_dim(self):
+        return self.d_model // self.n_heads
+
+    def kv_bytes_per_token(self):
+        """层数 × KV 头数 × 头维度 × 2（K 和 V）× 每个数的字节数。"""
+        return self.n_layers * self.n_kv_heads * self.head_dim * 2 * self.dtype_bytes
+
+    def prefill_flops(self, n):
+        """FAST'25 式 (1)：FLOPs(n) = l·(a·n²·d + b·n·d²)，a = 4（注意力），b = 22（投影与 MLP）。"""
+        return self.n_layers * (4 * n * n * self.d_model + 22 * n * self.d_model ** 2)
+
+
+LLAMA2_70B = ModelSpec("LLaMA2-70B", n_layers=80, d_model=8192, n_heads=64, n_kv_heads=8, n_params=70e9)
+
+
+@dataclass(frozen=True)
+class Node:
+    """一台推理机器（FAST'25 表 1 的设置：8 × A800，张量并行）。"""
+    name: str
+    n_gpus: int
+    tflops_per_gpu: float    # bf16 稠密峰值
+    hbm_gb_per_gpu: float
+    mfu: float = 0.6         # 实际能达到的峰值比例（演示 4 的假设）
+
+    @property
+    def flops(self):
+        return self.n_gpus * self.tflops_per_gpu * 1e12 * self.mfu
+
+
+A800_X8 = Node("8×A800", n_gpus=8, tflops_per_gpu=312, hbm_gb_per_gpu=80)
+
+
+@dataclass(frozen=True)
+class Tier:
+    name: str
+    gb_per_s: float          # 整台 8 卡机器能拿到的读带宽（GB/s，1 GB = 1e9 字节）
+    source: str
+
+
+TIERS = [
+    Tier("HBM（显存）", 8 * 2039, "A800 80GB SXM 数据手册：每卡 2,039 GB/s × 8 卡"),
+    Tier("本机 DRAM（PCIe）", 128, "Mooncake FAST'25 表 1：host-to-device 128 GB/s"),
+    Tier("远端 DRAM（RDMA）", 100, "Mooncake FAST'25 表 1：RDMA 网卡 800 Gbps = 100 GB/s"),
+    Tier("本机 SSD（NVMe）", 6.9, "本实验的假设：一块 PCIe 4.0 NVMe 顺序读约 6.9 GB/s（厂商规格量级）"),
+]
+
+
+def prefill_compute_time(model, n_input, n_cached, node=A800_X8):
+    """前 n_cached 个 token 的 KV 已经有了，只算剩下的：FLOPs(n_input) − FLOPs(n_cached)。
+
+    （新 token 的注意力要看全部 n_input 个位置，式 (1) 的差正好是这部分。）
+    """
+    return (model.prefill_flops(n_input) - model.prefill_flops(n_cached)) / node.flops
+
+
+def prefill_time(model, n_input, n_hit, tier, node=A800_X8):
+    """命中的 n_hit 个 token 的 KV 从 tier 读进来，和其余 token 的计算按层流水重叠。
+
+    l 层流水线、两种资源（读 KV、算）：总时间 ≈ max(读, 算) + min(读, 算) / l
+    （第一层的读没有计算可以盖住，最后一层的算没有读可以盖住，各露出 1/l）。
+    """
+    compute = prefill_compute_time(model, n_input, n_hit, node)
+    load = n_hit * model.kv_bytes_per_token() / (tier.gb_per_s * 1e9)
+    return max(compute, load) + min(compute, load) / model.n_layers
+
+
+# ---------------------------------------------------------------- 链式块哈希
+def block_hashes(tokens, block):
+    """每个完整块的哈希 = SHA-256(前一块的哈希 ‖ 这一块的 token)，返回前 12 位十六进制。
+
+    链式：第 i 块的哈希包含了第 0..i 块的全部内容，所以"哈希相同"就等于"从开头到这里都相同"。
+    结尾不满一块的 token 不算哈希（vLLM、Mooncake 都只缓存完整的块）。
+
+    >>> a = block_hashes([1, 2, 3, 4, 5, 6, 7, 8], block=4)
+    >>> b = block_hashes([1, 2, 3, 4, 9, 9, 9, 9], block=4)
+    >>> a[0] == b[0], a[1] == b[1]
+    (True, False)
+    """
+    out, prev = [], b""
+    for i in range(len(tokens) // block):
+        chunk = np.asarray(tokens[i * block:(i + 1) * block], dtype=np.int64).tobytes()
+        prev = hashlib.sha256(prev + chunk).digest()
+        out.append(prev.hex()[:12])
+    return out
+
+
+# ---------------------------------------------------------------- 请求、trace 与缓存（在各自的模块里，这里统一导出）
+def n_blocks(n_tokens, block=BLOCK):
+    """ceil(n_tokens / block)：n_blocks(1025) == 3。"""
+    return -(-n_tokens // block)

@@ -1,0 +1,153 @@
+"""分页 KV 缓存（PagedAttention 的 numpy 版）：块池、块表、引用计数、写时复制。
+
+术语和 vLLM / nano-vllm 一致：
+- 物理块（block）：块池里固定大小的一段 KV 存储，能放 block_size 个 token；
+- 块表（block_table，这里是 PagedSequence.blocks）：序列的第 i 个逻辑块 → 物理块号；
+- ref_count：有几个序列（或前缀缓存）在用这个物理块；降到 0 就回到空闲表；
+- 写时复制（copy-on-write，COW）：要往一个 ref_count > 1 的块里写时，先复制一份自己的。
+
+    pool = BlockPool(cfg, n_blocks=8, block_size=4)
+    a = PagedSequence(pool)
+    paged_step(params, cfg, [a], [np.array([5, 6, 7, 8, 9])])   # 5 个 token → 2 个块
+    a.blocks, a.length          # ([0, 1], 5)
+    b = a.fork()                # 共享 a 的两个块：ref_count 都变成 2
+    paged_step(params, cfg, [b], [np.array([3])])   # 块 1 没写满又被共享 → 复制成块 2 再写
+    b.blocks, pool.ref_count[:3]   # ([0, 2], [2, 1, 1])
+"""
+import os
+import sys
+from collections import deque
+
+import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lab_common"))
+from transformer_lab import run_layers  # noqa: E402
+
+
+class OutOfBlocks(RuntimeError):
+    """块池用完了（真实系统此时会抢占 / 换出某个请求）。"""
+
+
+class BlockPool:
+    """所有层共用一张块表：第 b 个物理块在每一层都有自己的 K/V 存储。"""
+
+    def __init__(self, cfg, n_blocks, block_size):
+        if n_blocks <= 0 or block_size <= 0:
+            raise ValueError(f"n_blocks 和 block_size 必须是正数（收到 {n_blocks}, {block_size}）")
+        self.cfg, self.n_blocks, self.block_size = cfg, n_blocks, block_size
+        shape = (cfg.n_layers, n_blocks, cfg.n_kv_heads, block_size, cfg.head_dim)
+        self.k = np.zeros(shape)   # (n_layers, n_blocks, n_kv_heads, block_size, head_dim)
+        self.v = np.zeros(shape)
+        self.ref_count = np.zeros(n_blocks, dtype=np.int64)
+        self.free_blocks = deque(range(n_blocks))   # 空闲表：先进先出
+        self.n_cow = 0                               # 发生过几次写时复制（给演示统计用）
+
+    @property
+    def num_free(self):
+        return len(self.free_blocks)
+
+    @property
+    def num_used(self):
+        return self.n_blocks - len(self.free_blocks)
+
+    def alloc(self):
+        """取一个空闲块，ref_count = 1。"""
+        if not self.free_blocks:
+            raise OutOfBlocks(f"块池已满：{self.n_blocks} 个块（每块 {self.block_size} 个 token）都在用")
+        b = self.free_blocks.popleft()
+        self.ref_count[b] = 1
+        return b
+
+    def incref(self, b):
+        """多一个使用者（共享前缀、fork 出的样本、前缀缓存本身）。"""
+        if self.ref_count[b] <= 0:
+            raise ValueError(f"块 {b} 是空闲的，不能 incref")
+        self.ref_count[b] += 1
+
+    def decref(self, b):
+        """少一个使用者；降到 0 时块回到空闲表（内容不清零，下次分配时会被覆盖）。"""
+        if self.ref_count[b] <= 0:
+            raise ValueError(f"块 {b} 的 ref_count 已经是 0，不能再 decref")
+        self.ref_count[b] -= 1
+        if self.ref_count[b] == 0:
+            self.free_blocks.append(b)
+
+    def copy_block(self, src):
+        """写时复制：分配新块，把 src 在所有层的 K/V 整块拷过去，返回新块号。"""
+        dst = self.alloc()
+        self.k[:, dst] = self.k[:, src]
+        self.v[:, dst] = self.v[:, src]
+        self.n_cow += 1
+        return dst
+
+
+class PagedSequence:
+    """一条序列：块表 blocks（逻辑块 i → 物理块号）和已经写入的 token 数 length。"""
+
+    def __init__(self, pool):
+        self.pool, self.blocks, self.length = pool, [], 0
+
+    def fork(self):
+        """复制出一条共享全部块的序列（并行采样、束搜索）：只加引用计数，不拷数据。"""
+        child = PagedSequence(self.pool)
+        child.blocks, child.length = list(self.blocks), self.length
+        for b in self.blocks:
+            self.pool.incref(b)
+        return child
+
+    def free(self):
+        for b in self.blocks:
+            self.pool.decref(b)
+        self.blocks, self.length = [], 0
+
+    def reserve(self, n):
+        """为接下来的 n 个 token 准备好可写的位置，返回它们的 (物理块, 块内偏移)。
+
+        - 最后一块没写满、而且被共享（ref_count > 1）→ 写时复制，换成自己的一份；
+        - 不够的位置按需分配新块（分页的意义：用多少分多少）。
+        """
+        pool, bs = self.pool, self.pool.block_size
+        if n > 0 and self.length % bs != 0:
+            last = self.blocks[-1]
+            if pool.ref_count[last] > 1:
+                self.blocks[-1] = pool.copy_block(last)   # 先复制再 decref：旧块绝不会被写
+                pool.decref(last)
+        need = -(-(self.length + n) // bs) - len(self.blocks)
+        for _ in range(need):
+            self.blocks.append(pool.alloc())
+        pos = self.length + np.arange(n)
+        return np.asarray(self.blocks, dtype=np.int64)[pos // bs], pos % bs
+
+
+def gather_kv(pool, layer, blocks, length):
+    """按块表把一条序列的 K/V 拼回连续的 (n_kv_heads, length, head_dim)——PagedAttention 的"查表"。"""
+    k = pool.k[layer, blocks]          # (n_blocks_of_seq, n_kv_heads, block_size, head_dim)
+    v = pool.v[layer, blocks]
+    H, hd = k.shape[1], k.shape[3]
+    k = k.transpose(1, 0, 2, 3).reshape(H, -1, hd)[:, :length]
+    v = v.transpose(1, 0, 2, 3).reshape(H, -1, hd)[:, :length]
+    return k, v
+
+
+def paged_step(params, cfg, seqs, new_tokens):
+    """每条序列接着自己的 KV 往后算 new_tokens[i]，返回每条的 logits (len(new), vocab)。
+
+    和 transformer_lab.forward 共用同一份层计算（run_layers），只是 K/V 写进块池、按块表读出。
+    """
+    outs = []
+    for seq, toks in zip(seqs, new_tokens):
+        toks = np.asarray(toks)
+        start = seq.length
+        blk, off = seq.reserve(len(toks))
+        blocks = np.asarray(seq.blocks, dtype=np.int64)
+        pool = seq.pool
+
+        def kv_io(layer, k, v):          # k, v: (n_kv_heads, T, head_dim)
+            pool.k[layer, blk, :, off] = k.transpose(1, 0, 2)   # 按 (块, 偏移) 散写
+            pool.v[layer, blk, :, off] = v.transpose(1, 0, 2)
+            return gather_kv(pool, layer, blocks, start + len(toks))
+
+        pos = np.arange(start, start + len(toks))
+        outs.append(run_layers(params, cfg, params["embed"][toks], pos, kv_io))
+        seq.length = start + len(toks)
+    return outs
