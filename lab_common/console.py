@@ -10,6 +10,7 @@
   而且宽度固定为 80 列，所以同一条命令两次的输出逐字节相同（测试会检查）。
 - 中文在终端里占 2 列；rich 按显示宽度排版，所以中英混排的表格在 80 列里也是对齐的。
 """
+import argparse
 import os
 import re
 import sys
@@ -124,3 +125,20 @@ def print_observations(lines, title="观察"):
 def fmt_int(n):
     """千分位整数：fmt_int(23608) == '23,608'。"""
     return f"{int(round(n)):,}"
+
+
+class ArgParser(argparse.ArgumentParser):
+    """参数不对时只打一行错误（说清是哪个参数），退出码 2，不打印用法大段文字或 traceback。
+
+    >>> ArgParser(prog="04_prefix_caching.py").format_usage().startswith("usage:")
+    True
+    """
+
+    def error(self, message):
+        self.exit(2, f"{self.prog}: 参数错误：{message}（--help 查看用法）\n")
+
+
+def fail(where, message):
+    """输入有错：在 stderr 打一行 "where: message"，退出码 2（用在读文件、检查参数的地方）。"""
+    print(f"{where}: {message}", file=sys.stderr)
+    raise SystemExit(2)

@@ -15,7 +15,6 @@
         python lecture07/04_prefix_caching.py --demo 3 （只跑演示 3）
 【依赖】numpy、rich；本目录的 paged_kv、kv_store；lab_common 的 transformer_lab、console。
 """
-import argparse
 import functools
 import os
 import sys
@@ -26,7 +25,7 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "lab_common"))
-from console import fmt_int, print_header, print_observations, print_table, print_text  # noqa: E402
+from console import ArgParser, fmt_int, print_header, print_observations, print_table, print_text  # noqa: E402
 from kv_store import (A800_X8, BLOCK, LLAMA2_70B, POLICY_NAMES, TIERS, block_hashes,  # noqa: E402
                       make_trace, prefill_compute_time, prefill_time, sweep)
 from paged_kv import BlockPool, PagedSequence, paged_step  # noqa: E402
@@ -306,7 +305,7 @@ DEMOS = {1: demo1_hashing, 2: demo2_shared_prefix, 3: demo3_trace, 4: demo4_comp
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description="第 7 讲 · 前缀缓存的四个演示")
+    ap = ArgParser(description="第 7 讲 · 前缀缓存的四个演示")
     ap.add_argument("--demo", type=int, choices=sorted(DEMOS), help="只跑某一个演示（默认全跑）")
     args = ap.parse_args(argv)
     for k in ([args.demo] if args.demo else sorted(DEMOS)):

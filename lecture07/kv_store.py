@@ -7,7 +7,7 @@
     >>> LLAMA2_70B.kv_bytes_per_token()          # 80 层 × 8 个 KV 头 × 128 × 2（K、V）× 2 字节
     327680
     >>> block_hashes([1, 2, 3, 4, 5, 6], block=4)   # 只有一个完整块；结尾 2 个 token 不算哈希
-    ['9ae4b5f1c6b3']
+    ['73e200e2b048']
 """
 import hashlib
 import math

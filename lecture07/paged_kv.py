@@ -6,13 +6,17 @@
 - ref_count：有几个序列（或前缀缓存）在用这个物理块；降到 0 就回到空闲表；
 - 写时复制（copy-on-write，COW）：要往一个 ref_count > 1 的块里写时，先复制一份自己的。
 
-    pool = BlockPool(cfg, n_blocks=8, block_size=4)
-    a = PagedSequence(pool)
-    paged_step(params, cfg, [a], [np.array([5, 6, 7, 8, 9])])   # 5 个 token → 2 个块
-    a.blocks, a.length          # ([0, 1], 5)
-    b = a.fork()                # 共享 a 的两个块：ref_count 都变成 2
-    paged_step(params, cfg, [b], [np.array([3])])   # 块 1 没写满又被共享 → 复制成块 2 再写
-    b.blocks, pool.ref_count[:3]   # ([0, 2], [2, 1, 1])
+    >>> from transformer_lab import TINY, config_like, init_params
+    >>> cfg = config_like(TINY, max_seq=32); params = init_params(cfg, seed=0)
+    >>> pool = BlockPool(cfg, n_blocks=8, block_size=4)
+    >>> a = PagedSequence(pool)
+    >>> _ = paged_step(params, cfg, [a], [np.array([5, 6, 7, 8, 9])])   # 5 个 token → 2 个块
+    >>> a.blocks, a.length
+    ([0, 1], 5)
+    >>> b = a.fork()            # 共享 a 的两个块：ref_count 都变成 2
+    >>> _ = paged_step(params, cfg, [b], [np.array([3])])   # 块 1 没写满又被共享 → 复制成块 2 再写
+    >>> b.blocks, pool.ref_count[:3].tolist(), pool.n_cow
+    ([0, 2], [2, 1, 1], 1)
 """
 import os
 import sys

@@ -1,0 +1,10 @@
+"""共用模块 docstring 里的小例子必须是真的。"""
+import doctest
+import importlib
+
+import pytest
+
+
+@pytest.mark.parametrize("name", ["kv_store", "kv_cache_policies", "console", "paged_kv"])
+def test_module_doctests(name):
+    assert doctest.testmod(importlib.import_module(name)).failed == 0
