@@ -679,7 +679,9 @@ def run(args):
                  "date": datetime.date.today().isoformat(),
                  "timing": f"预热 5 次；CUDA event 包住 inner 次连续调用（≥ 约 2 ms），{args.reps} 次取中位数；"
                            "µs 为每步耗时（含主机开销），GB/s = 克隆读+写的字节数 / 时间",
-                 "methods": METHOD_NAMES},
+                 "methods": METHOD_NAMES,
+                 "launches_per_step": {"A": "L × (2 次 H2D 建下标 + 4 个 kernel)", "B": "L × (2 次 H2D + 1 个 kernel)",
+                                       "C": "1 次 H2D（锁页缓冲区）+ 1 个 kernel", "D": "1 次 D2D 拷贝"}},
         "shapes": SHAPES, "Ns": list(NS), "anchors": ANCHORS,
         "validation": val, "tuning_C": tuning, "results": results,
     }

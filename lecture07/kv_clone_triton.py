@@ -288,7 +288,7 @@ def launch_layer_kernel(k_cache_layer, v_cache_layer, src_dev, dst_dev, max_tile
     td = BS * D
     block, tiles = tile_for(td, max_tile)
     _kv_clone_layer_kernel[(n, H, tiles)](k_cache_layer, v_cache_layer, src_dev, dst_dev,
-                                          H=H, TD=td, BLOCK=block, num_warps=NUM_WARPS)
+                                          H=H, TD=td, BLOCK=block, num_warps=4)   # 种子原样：固定 4 warps
 
 
 def kv_clone_blocks_triton(k_cache_layer, v_cache_layer, src_block_idx, dst_block_idx):
