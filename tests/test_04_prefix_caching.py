@@ -140,3 +140,13 @@ def test_bad_argument_is_one_line_and_exit_2():
                        capture_output=True, text=True)
     assert p.returncode == 2 and p.stdout == ""
     assert len(p.stderr.strip().splitlines()) == 1 and "--demo" in p.stderr and "Traceback" not in p.stderr
+
+
+@pytest.mark.parametrize("cwd", ["lecture07", "/"])
+def test_runs_from_any_working_directory(cwd, tmp_path):
+    import os
+    root = os.path.dirname(LECTURE)
+    where = os.path.join(root, cwd) if cwd != "/" else str(tmp_path)
+    p = subprocess.run([sys.executable, os.path.join(LECTURE, "04_prefix_caching.py"), "--demo", "1"],
+                       capture_output=True, text=True, cwd=where, env=dict(os.environ, NO_COLOR="1"))
+    assert p.returncode == 0 and "演示 1" in p.stdout
