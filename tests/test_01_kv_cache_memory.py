@@ -1,0 +1,117 @@
+"""01_kv_cache_memory.py：每个 token 的 KV 字节数、一张卡能放多少 token、连续预分配与分页的显存构成。"""
+import numpy as np
+import pytest
+from rich.cells import cell_len
+
+from conftest import load_script
+
+m = load_script("01_kv_cache_memory")
+
+
+@pytest.fixture(scope="module")
+def d1():
+    return m.demo1_bytes_per_token()
+
+
+@pytest.fixture(scope="module")
+def d2():
+    return m.demo2_fragmentation()
+
+
+def test_smoke_main(capsys):
+    assert m.main([]) == 0
+    out = capsys.readouterr().out
+    assert "演示 1" in out and "演示 2" in out
+    assert max(cell_len(line) for line in out.splitlines()) <= 80   # 显示宽度（中文占 2 列）
+
+
+def test_bad_demo_argument_exits_2():
+    with pytest.raises(SystemExit) as e:
+        m.main(["--demo", "9"])
+    assert e.value.code == 2
+
+
+def test_kv_bytes_per_token_known_values(d1):
+    kv = d1["kv_bytes"]
+    assert kv["OPT-13B"] == 2 * 5120 * 40 * 2 == 800 * 1024          # vLLM 论文 §3：800 KB
+    assert kv["LLaMA2-70B"] == 320 * 1024                            # GQA：80 × 8 × 128 × 2 × 2
+    assert kv["GPT-2 small"] == 36 * 1024
+    assert kv["LLaMA2-7B"] == 512 * 1024
+    assert kv["LLaMA2-13B"] == 800 * 1024
+    assert kv["LLaMA3-8B"] == 128 * 1024
+
+
+def test_demo1_claims(d1):
+    assert d1["opt_req_mb"] == 1600                                   # 2048 × 800 KB = 1,600 MB ≈ 1.6 GB
+    assert round(d1["opt_slots"] / 100) / 10 == 15.7                  # 论文表 1：15.7K
+    assert d1["mha_70"] == 8 * 320 * 1024
+    for gpu in ("A800 80GB", "H200 141GB"):
+        assert d1["fit"]["LLaMA2-70B"][gpu] is None                   # 一张卡放不下 70B 的 fp16 权重
+        assert d1["fit"]["LLaMA2-13B"][gpu] > 0
+    assert d1["fit"]["LLaMA2-13B"]["A800 80GB"] // 2048 == 30
+    assert d1["l70_8xa800"] > 1_000_000
+    # H200 的显存更大，能放的 token 更多
+    for name, f in d1["fit"].items():
+        if f["A800 80GB"] is not None:
+            assert f["H200 141GB"] > f["A800 80GB"]
+
+
+def test_tokens_that_fit_hand_checked():
+    spec = m.ModelSpec("toy", n_layers=1, d_model=4, n_heads=1, n_kv_heads=1, n_params=10)   # 16 B/token，权重 20 B
+    assert spec.kv_bytes_per_token() == 16
+    assert m.tokens_that_fit(spec, 100, util=1.0) == 5                # (100 − 20) // 16
+    assert m.tokens_that_fit(spec, 10, util=1.0) is None
+
+
+def test_reservation_rules():
+    assert m.reservation("Max", 10, 25) == m.MAX_SEQ
+    assert m.reservation("Pow2", 10, 25) == 10 + 32                  # 论文：输出 25 → 预留 32
+    assert m.reservation("Oracle", 10, 25) == 35
+    assert m.reservation("Pow2", 1000, 1040) == m.MAX_SEQ            # 不超过最大长度
+
+
+def test_lengths_deterministic_and_bounded():
+    p1, o1 = m.make_lengths(200)
+    p2, o2 = m.make_lengths(200)
+    assert np.array_equal(p1, p2) and np.array_equal(o1, o2)
+    assert (p1 >= 1).all() and (o1 >= 1).all() and (p1 + o1 <= m.MAX_SEQ).all()
+
+
+def test_tiny_contiguous_hand_checked():
+    # 池 10 个位置；两个请求 (p=2, o=2)、Oracle 各预留 4：都放得下，之后没人排队 → 没有满载的步
+    # 三个请求时：前两个占 8，第三个放不下（空 2 < 4），排队 2 步。
+    share, conc = m.simulate_contiguous("Oracle", np.array([2, 2, 2]), np.array([2, 2, 2]), pool=10)
+    # 第 0 步：token 4、预留 4、内部 0、空闲 2；第 1 步：token 6、预留 2、空闲 2
+    assert np.allclose(share, np.array([10, 6, 0, 4]) / 20)
+    assert conc == 2
+
+
+def test_tiny_paged_hand_checked():
+    # 块 2、池 6 个位置（3 块）；请求 (p=2, o=1) × 4：每个要 1 块输入 + 写第 3 个 token 时再要 1 块
+    share, conc = m.simulate_paged(np.array([1, 1, 1, 1]), np.array([1, 1, 1, 1]), pool=6, block=2)
+    assert np.isclose(share.sum(), 1.0)
+    assert share[1] == 0                                             # 分页没有"预留"
+
+
+def test_demo2_claims(d2):
+    s = d2["shares"]
+    for v in s.values():
+        assert np.isclose(v.sum(), 1.0)
+    assert d2["same_order"] and d2["order"] == ["Orca (Max)", "Orca (Pow2)", "Orca (Oracle)", "vLLM"]
+    assert d2["pow2_between"]
+    assert s["vLLM"][0] > 0.9                                        # 分页后绝大部分显存存着 token
+    assert s["vLLM"][1] == 0
+    assert s["Orca (Oracle)"][2] == 0                                # Oracle 没有内部碎片
+    assert s["Orca (Max)"][2] > s["Orca (Max)"][0]                   # Max 的内部碎片比 token 状态还多
+    c = d2["concurrency"]
+    assert c["vLLM"] > c["Orca (Oracle)"] > c["Orca (Max)"]
+    assert c["Orca (Max)"] == d2["pool"] // m.MAX_SEQ
+    assert abs(d2["mean_prompt"] - m.SHAREGPT_MEAN[0]) / m.SHAREGPT_MEAN[0] < 0.1
+    assert abs(d2["mean_output"] - m.SHAREGPT_MEAN[1]) / m.SHAREGPT_MEAN[1] < 0.1
+
+
+def test_output_deterministic(capsys):
+    m.main([])
+    a = capsys.readouterr().out
+    m.main([])
+    assert capsys.readouterr().out == a
