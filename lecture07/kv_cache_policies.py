@@ -14,8 +14,13 @@
 一个细节：insert 从最后一块往前"碰"，让父块（靠前的块）比子块更"新"。这样 LRU 总是先淘汰
 靠后的块，缓存里的内容始终是若干完整的前缀，前缀命中数 = 逐块命中数（vLLM 的空闲队列
 也是把一个请求的块倒序放回去的）。
+
+还有一个"策略" "min"：Belady 的 MIN（离线最优，要预知未来，真实系统做不到），见 min_hits。
+它数的是逐块命中（请求的块只要在缓存里就算，不要求从开头连续），这是任何策略前缀命中的上界：
+前缀命中 ≤ 同一个缓存的逐块命中 ≤ MIN 的逐块命中。sweep(..., policies=("lru", "min")) 直接可用。
 """
 import heapq
+import itertools
 import os
 from collections import OrderedDict
 
@@ -38,6 +43,11 @@ class LRUCache:
                 break
             n += 1
         return n
+
+    def count(self, blocks):
+        """逐块命中：有几块在缓存里（不要求连续）。"""
+        od = self.od
+        return sum(b in od for b in blocks)
 
     def insert(self, blocks):
         od = self.od
@@ -80,6 +90,10 @@ class LFUCache:
             n += 1
         return n
 
+    def count(self, blocks):
+        key = self.key
+        return sum(b in key for b in blocks)
+
     def insert(self, blocks):
         key, heap, block_at = self.key, self.heap, self.block_at
         use_pos = self.USE_POSITION
@@ -116,15 +130,23 @@ class LengthAwareCache(LFUCache):
 
 
 CACHE_POLICIES = {"lru": LRUCache, "lfu": LFUCache, "lengthaware": LengthAwareCache}
-POLICY_NAMES = {"lru": "LRU", "lfu": "LFU", "lengthaware": "LengthAwareCache"}
+POLICY_NAMES = {"lru": "LRU", "lfu": "LFU", "lengthaware": "LengthAwareCache", "min": "MIN（Belady，离线最优）"}
+
+
+def _check(capacity, policy, allowed):
+    if policy not in allowed:
+        raise ValueError(f"未知的缓存策略 {policy!r}；可选：{', '.join(allowed)}")
+    try:
+        bad = capacity is not None and (int(capacity) != capacity or capacity <= 0)
+    except (TypeError, ValueError):
+        bad = True
+    if bad:
+        raise ValueError(f"缓存容量必须是正整数或 None（无限），收到 {capacity!r}")
 
 
 def make_cache(capacity, policy):
-    """capacity：块数，None 表示无限；policy："lru"、"lfu" 或 "lengthaware"。"""
-    if policy not in CACHE_POLICIES:
-        raise ValueError(f"未知的缓存策略 {policy!r}；可选：{', '.join(CACHE_POLICIES)}")
-    if capacity is not None and (int(capacity) != capacity or capacity <= 0):
-        raise ValueError(f"缓存容量必须是正整数或 None（无限），收到 {capacity!r}")
+    """capacity：块数，None 表示无限；policy："lru"、"lfu" 或 "lengthaware"（"min" 不是在线缓存，用 simulate）。"""
+    _check(capacity, policy, CACHE_POLICIES)
     return CACHE_POLICIES[policy](capacity)
 
 
@@ -145,13 +167,19 @@ def infinite_hits(block_lists):
     return hits
 
 
-def simulate(block_lists, capacity, policy):
-    """按到达顺序跑一遍：每个请求先 match 再 insert。返回每个请求的前缀命中块数 (n_requests,)。"""
-    if capacity is None:
-        make_cache(capacity, policy)          # 仍然检查参数
+def simulate(block_lists, capacity, policy, per_block=False, prep=None):
+    """按到达顺序跑一遍：每个请求先 match 再 insert。返回每个请求的前缀命中块数 (n_requests,)。
+
+    per_block=True：改数逐块命中（count）。policy="min"：Belady 的 MIN，总是逐块命中；
+    prep 是 next_use(block_lists) 的结果（sweep 预先算好一次，省得每个容量重算）。
+    """
+    _check(capacity, policy, (*CACHE_POLICIES, "min"))
+    if policy == "min":
+        return min_hits(block_lists, capacity, prep)
+    if capacity is None and not per_block:
         return infinite_hits(block_lists)
     cache = make_cache(capacity, policy)
-    match, insert = cache.match, cache.insert
+    match, insert = (cache.count if per_block else cache.match), cache.insert
     hits = np.zeros(len(block_lists), dtype=np.int64)
     for i, blocks in enumerate(block_lists):
         hits[i] = match(blocks)
@@ -165,39 +193,117 @@ def hit_ratio(trace, capacity, policy):
     return simulate(blocks, capacity, policy).sum() / max(1, sum(len(b) for b in blocks))
 
 
+# ---------------------------------------------------------------- Belady 的 MIN：离线最优（上界）
+def next_use(block_lists):
+    """把全部访问摊平成一列。返回 (ids, starts, nxt)，都是 Python 列表（循环里比 numpy 标量快）：
+    ids[p] 第 p 次访问的块；请求 i 的访问是 ids[starts[i]:starts[i+1]]；
+    nxt[p] 这块下一次被哪个请求用到（请求号；= len(block_lists) 表示再也不用）。
+    用 numpy 算：按块 id 稳定排序，同一块的各次访问按时间挨在一起，后一个就是"下一次"。
+    """
+    n = len(block_lists)
+    lens = np.fromiter(map(len, block_lists), dtype=np.int64, count=n)
+    starts = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(lens, out=starts[1:])
+    ids = np.fromiter(itertools.chain.from_iterable(block_lists), dtype=np.int64, count=int(starts[-1]))
+    req = np.repeat(np.arange(n, dtype=np.int64), lens)
+    order = np.argsort(ids, kind="stable")
+    same = ids[order[1:]] == ids[order[:-1]]
+    nxt = np.full(len(ids), n, dtype=np.int64)
+    nxt[order[:-1][same]] = req[order[1:][same]]
+    return ids.tolist(), starts.tolist(), nxt.tolist()
+
+
+def min_hits(block_lists, capacity, prep=None):
+    """Belady 的 MIN：每个请求数逐块命中，再把这个请求的块放进缓存；超出容量时淘汰"下一次用到最晚"的块
+    （再也不用的块直接不留）。这是逐块命中的最优解，所以也是任何策略前缀命中的上界。
+
+    实现：缓存 = {块: 下一次用到它的请求号}，外加一个最大堆（惰性删除：堆里的旧记录和字典对不上就跳过）。
+    请求 i 到来时，缓存里的块 b 一定有 cache[b] == i（它的"下一次"就是现在），据此判断命中。
+    """
+    n = len(block_lists)
+    hits = np.zeros(n, dtype=np.int64)
+    if capacity is None:                      # 不淘汰：以前见过的块都命中
+        seen = set()
+        for i, blocks in enumerate(block_lists):
+            hits[i] = sum(b in seen for b in blocks)
+            seen.update(blocks)
+        return hits
+    ids, starts, nxt = prep if prep is not None else next_use(block_lists)
+    cap = int(capacity)
+    cache, heap = {}, []
+    get, push, pop = cache.get, heapq.heappush, heapq.heappop
+    for i in range(n):
+        h = 0
+        for p in range(starts[i], starts[i + 1]):
+            b = ids[p]
+            if get(b) == i:
+                h += 1
+            nu = nxt[p]
+            if nu == i:                       # 同一个请求里重复出现：由最后一次出现来更新
+                continue
+            if nu == n:
+                cache.pop(b, None)            # 再也不用：不留
+            else:
+                cache[b] = nu
+                push(heap, -((nu << 32) | p))   # 键 = (下一次, 位置)，取负变成最大堆
+        hits[i] = h
+        while len(cache) > cap:
+            k = -pop(heap)
+            nu, b = k >> 32, ids[k & 0xFFFFFFFF]
+            if get(b) == nu:                  # 不是旧记录：它就是下一次用到最晚的块
+                del cache[b]
+    return hits
+
+
 # ---------------------------------------------------------------- 一次算完整张表（两个核一起）
 _SHARED = None   # fork 出的子进程直接继承这份数据，不用序列化 40 万个块 id
+_PREP = None     # MIN 用的 next_use(…)，同样继承
 
 
 def _run(task):
-    return task, simulate(_SHARED, *task)
+    return task, simulate(_SHARED, *task, prep=_PREP)
+
+
+def _cost(task):
+    """粗略的相对耗时（先派最慢的，两个核的负载更均衡）：LFU 类容量越大越慢，MIN 容量越小越慢。"""
+    c, p = task
+    if p == "lru":
+        return 1.0
+    if p == "min":
+        return 1.6 + 10_000 / (c + 10_000)
+    return 1.5 + c / 100_000
 
 
 def sweep(block_lists, capacities, policies, workers=None):
     """{(policy, capacity): 每个请求的命中块数}。各格互相独立，分给多个进程并行算。
 
-    无限容量只算一次（所有策略相同）。workers=None：用本机可用的核数（最多 4 个）。
+    无限容量只算一次（在线策略都相同；"min" 的是逐块命中，单独算）。workers=None：用本机可用的核数（最多 4 个）。
     """
-    global _SHARED
+    global _SHARED, _PREP
+    for p in policies:
+        for c in capacities:
+            _check(c, p, (*CACHE_POLICIES, "min"))
     tasks = [(c, p) for p in policies for c in capacities if c is not None]
+    prep = next_use(block_lists) if "min" in policies else None
     out = {}
     if None in capacities:
         inf = infinite_hits(block_lists)
-        out.update({(p, None): inf for p in policies})
+        out.update({(p, None): inf for p in policies if p != "min"})
+        if "min" in policies:
+            out[("min", None)] = min_hits(block_lists, None, prep)
     if workers is None:
         workers = min(4, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1)
-    # 大容量的 LFU 类最慢，先派出去，两个核的负载更均衡
-    tasks.sort(key=lambda t: (t[1] == "lru", -t[0]))
+    tasks.sort(key=_cost, reverse=True)
     if workers > 1 and len(tasks) > 1 and "fork" in _start_methods():
         import multiprocessing as mp
-        _SHARED = block_lists
+        _SHARED, _PREP = block_lists, prep
         try:
             with mp.get_context("fork").Pool(workers) as pool:
                 results = pool.map(_run, tasks, chunksize=1)
         finally:
-            _SHARED = None
+            _SHARED = _PREP = None
     else:
-        results = [((c, p), simulate(block_lists, c, p)) for c, p in tasks]
+        results = [((c, p), simulate(block_lists, c, p, prep=prep)) for c, p in tasks]
     for (c, p), hits in results:
         out[(p, c)] = hits
     return out

@@ -4,7 +4,7 @@
 "hash_ids": [...]}，hash_ids 是每 512 个 token 一块的链式哈希 id。这里生成同样的东西：
 
     tr = make_trace(seed=0)
-    tr[0]          # Request(arrival=0.08, input_len=5377, output_len=107, blocks=(0, 1, ..., 10))
+    tr[0]          # Request(arrival=0.409, input_len=7179, output_len=102, blocks=(0, 1, 2, 3, 4, 9, 64, ..., 72))
 
 负载的结构（工具调用 / 智能体场景）：
 - 系统提示：几个"框架"各有一段公共前缀（工具说明），每个框架下又有若干具体模板；
@@ -12,12 +12,18 @@
 - 会话：智能体一轮一轮地调用模型，每一轮的输入 = 上一轮的输入 + 上一轮的输出 + 新的工具结果，
   所以相邻两轮共享前缀；两轮之间隔几秒到几分钟（时间局部性：LRU 擅长的情况）；
 - 一次性请求：系统提示 + 一大段只出现一次的内容（文档、网页），这些块之后再没人用。
+
+换成真实 trace：load_trace(路径) 读 Mooncake 公开的 JSONL（见 kv_trace_io.py：格式、哪些算错误）。
 """
-from dataclasses import dataclass
+import os
+import sys
 
 import numpy as np
 
-BLOCK = 512                 # 每块 token 数（和 Mooncake trace 一致）
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+# Request、BLOCK 和读真实 trace 的 load_trace 在 kv_trace_io.py 里，这里一并导出
+from kv_trace_io import BLOCK, Request, TraceError, load_trace  # noqa: E402,F401
+
 N_REQUESTS = 23_608         # Mooncake arXiv v3 §4 / FAST'25 表 2：一小时 23,608 个请求
 DURATION_S = 3600.0
 
@@ -34,14 +40,6 @@ MEAN_TURNS = 3.0                            # 每个会话的平均轮数（几�
 TURN_GAP_MEAN_S = 200.0                     # 相邻两轮的平均间隔（秒，指数分布）
 OUTPUT_MEAN = 182                           # 平均输出 token 数（对数正态，σ = 0.8）
 MAX_INPUT = 128_000                         # 上下文上限
-
-
-@dataclass
-class Request:
-    arrival: float           # 到达时间（秒）
-    input_len: int           # 输入 token 数
-    output_len: int          # 输出 token 数
-    blocks: tuple            # 每块的哈希 id（整数，同 Mooncake 的 hash_ids），共 ceil(input_len / 512) 个
 
 
 def _lognormal(rng, mean, sigma, size=None):
