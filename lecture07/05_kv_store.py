@@ -88,6 +88,15 @@ def layer_pipeline(load, compute, n_layers):
     return done
 
 
+def fmt_bw(x):
+    return f"{x:,.0f}" if x >= 100 else f"{x:g}"
+
+
+def fmt_s(sec):
+    """秒 → "11.6 s" 或 "5.5 ms"。"""
+    return f"{sec:.1f} s" if sec >= 1 else f"{sec * 1e3:.1f} ms"
+
+
 def fmt_len(n):
     return "任意长度" if n <= 0 else f"{fmt_int(n)}"
 
@@ -109,7 +118,7 @@ def demo1_load_or_recompute():
                           ratio_a800=ld / recompute[node.name], ratio_h800=ld / recompute[h800.name],
                           n_star_a800=break_even_len(t, node), n_star_h800=break_even_len(t, h800)))
     print_table(["层级", "GB/s", "读（ms）", "读/重算 A800", "读/重算 H800", "保本长度 A800", "H800"],
-                [[r["short"], f"{r['gbps']:,.4g}", f"{r['load'] * 1e3:.1f}", f"{r['ratio_a800']:.3f}",
+                [[r["short"], fmt_bw(r["gbps"]), f"{r['load'] * 1e3:.1f}", f"{r['ratio_a800']:.3f}",
                   f"{r['ratio_h800']:.3f}", fmt_len(r["n_star_a800"]), fmt_len(r["n_star_h800"])] for r in tiers],
                 caption="读/重算 < 1：读更快。保本长度：前缀超过这么多 token，从这一层读才比重算快"
                         "（读的时间 ∝ n，重算 ∝ n² + n，所以总有一个交点）。带宽出处：" +
@@ -150,6 +159,7 @@ def demo1_load_or_recompute():
     a100, h100 = bw[(node.name, 1.0, PREFIX)], bw[(h800.name, 1.0, PREFIX)]
     a60, h60 = bw[(node.name, node.mfu, PREFIX)], bw[(h800.name, h800.mfu, PREFIX)]
     faster = [r["short"] for r in tiers if r["ratio_a800"] < 1]
+    slowest = min(tiers, key=lambda r: r["gbps"])
     slow_h800 = [r for r in tiers if r["n_star_h800"] > 0]
     worst_diff = max(abs(p["sim"] - p["formula"]) for p in pipe)
     dram, ssd = pipe[1], pipe[3]
@@ -157,7 +167,7 @@ def demo1_load_or_recompute():
     obs = [
         f"在 {node.name}、{node.mfu:.0%} 算力下，读 {PREFIX:,} token 的 KV 比重算快的层级："
         f"{'、'.join(faster) if faster else '没有'}（共 {len(faster)}/{len(tiers)} 个）。"
-        f"即使最慢的 SSD（{tiers[3]['gbps']:g} GB/s）也只要重算时间的 {tiers[3]['ratio_a800']:.0%}。",
+        f"最慢的{slowest['short']}（{fmt_bw(slowest['gbps'])} GB/s）读的时间是重算的 {slowest['ratio_a800']:.0%}。",
         f"按 100% 峰值算力算，最低带宽 {node.name} 是 {a100:.2f} GB/s ≈ {round(a100)} GB/s、"
         f"{h800.name} 是 {h100:.2f} GB/s ≈ {round(h100)} GB/s，"
         + ("与论文的 6 GB/s、19 GB/s 一致" if (round(a100), round(h100)) == (PAPER_MIN_BW["8×A800"],
@@ -174,9 +184,11 @@ def demo1_load_or_recompute():
         f"{bw[(node.name, node.mfu, lo)]:.1f} GB/s，{hi // 1024}K 只要 {bw[(node.name, node.mfu, hi)]:.2f} GB/s——"
         "重算的注意力随长度平方增长，读 KV 只随长度线性增长。",
         f"按层流水：从本机 DRAM 读 {dram['load'] * 1e3:.1f} ms、算 {dram['compute'] * 1e3:.1f} ms，"
-        f"读被计算盖住了 {dram['hidden'] / dram['load']:.0%}，只露出第一层的 {dram['exposed'] * 1e3:.2f} ms。"
-        f"SSD 读 {ssd['load'] * 1e3:.0f} ms {'长于' if ssd['load'] > ssd['compute'] else '不长于'}计算，"
-        f"反过来是计算被读盖住，总时间 {ssd['formula'] * 1e3:.0f} ms，"
+        + (f"读被计算盖住了 {dram['hidden'] / dram['load']:.0%}，只露出第一层的 {dram['exposed'] * 1e3:.2f} ms。"
+           if dram["load"] < dram["compute"] else f"读长于算，露出 {dram['exposed'] * 1e3:.1f} ms。")
+        + f"SSD 读 {ssd['load'] * 1e3:.0f} ms {'长于' if ssd['load'] > ssd['compute'] else '不长于'}计算，"
+        + ("反过来是计算被读盖住，" if ssd["load"] > ssd["compute"] else "")
+        + f"总时间 {ssd['formula'] * 1e3:.0f} ms，"
         f"{'仍短于' if ssd['formula'] < ssd['full'] else '不短于'}全部重算的 {ssd['full'] * 1e3:.0f} ms。"
         f"逐层模拟和公式的最大差 {worst_diff:.1e} s。",
     ]
@@ -240,23 +252,39 @@ def demo2_hot_blocks(trace=None, source=None):
                         "空下来的副本拉（本机有副本就不走网络）；副本假设事先放好（Conductor 按热度复制）。")
 
     k1, kb = by_k[1], by_k[REPLICAS[-1]]
-    k2 = by_k[2] if 2 in by_k else by_k[REPLICAS[1]]
+    k2 = by_k[REPLICAS[1]]
+    small = by_n[NET_NODES[0]]["k1"]
     saturated = [n for n, r in by_n.items() if r["k1"]["hot_load"] > 1]
     first_k_ok = next((k for k, s in by_k.items() if s["hot_load"] <= 1), None)
+    grows = big["k1"]["hot_load"] > 1.5 * small["hot_load"]
+    skewed = big["k1"]["hot_load"] > 5 * big["k1"]["avg_load"]
     obs = [
-        f"最忙的那块网卡的负载随集群规模增长：{NET_NODES[0]} 个节点时 {by_n[NET_NODES[0]]['k1']['hot_load']:.0%}，"
-        f"{n_big} 个节点时 {big['k1']['hot_load']:.0%}——节点越多，来拉同一段热门前缀的请求越多，"
-        f"而全部网卡的平均负载只有 {big['k1']['avg_load']:.1%}：不是网络总带宽不够，是流量全挤在一台上。",
-        (f"{'、'.join(map(str, saturated))} 个节点时最忙的网卡超过 100%，队列越排越长："
-         f"{n_big} 个节点时平均排队 {k1['mean']:.1f} s、最长 {k1['max']:.0f} s，TTFT 全被网络拖垮。"
-         if saturated else "没有哪种规模让网卡超过 100%（试试加大 NET_NODES 或 NET_GPU_UTIL）。"),
-        f"把热点块复制 2 份，最忙网卡的负载从 {k1['hot_load']:.0%} 降到 {k2['hot_load']:.0%}，"
-        f"平均排队从 {k1['mean'] * 1e3:,.1f} ms 降到 {k2['mean'] * 1e3:,.1f} ms；"
-        f"{'副本数 ≥ ' + str(first_k_ok) + ' 时不再超载；' if first_k_ok else ''}"
-        f"复制 {REPLICAS[-1]} 份时 {kb['mean'] * 1e3:.1f} ms。副本越多越分散，代价是多占 DRAM。",
-        "简化：只模拟发送方的网卡（接收方、交换机不排队），每次传输独占网卡（不分片、不多路）；"
-        "命中按无限容量的池算；热点块由整个 trace 的访问次数事先选出（真实系统要在线预测热度）。",
+        f"最忙那块网卡的负载：{NET_NODES[0]} 个节点时 {small['hot_load']:.0%}，{n_big} 个节点时 "
+        f"{big['k1']['hot_load']:.0%}，" + ("随集群规模增长——节点越多，来拉同一段热门前缀的请求越多；"
+                                           if grows else "没有随集群规模明显增长；")
+        + f"而全部网卡的平均负载只有 {big['k1']['avg_load']:.1%}"
+        + ("：不是网络总带宽不够，是流量全挤在一台上。" if skewed else "，最忙的和平均的差得不多。"),
+        (f"{'、'.join(map(str, saturated))} 个节点时最忙的网卡超过 100%（要发的比带宽能发的多），队列越排越长"
+         + (("：" if saturated == [n_big] else f"；{n_big} 个节点时") +
+            f"平均排队 {fmt_s(k1['mean'])}、最长 {fmt_s(k1['max'])}，TTFT 被网络拖垮。"
+            if n_big in saturated else "。")
+         if saturated else
+         f"在这些规模下没有哪块网卡超过 100%，平均排队最多 {fmt_s(max(r['k1']['mean'] for r in by_n.values()))}"
+         "（试试加大 NET_NODES 或 NET_GPU_UTIL）。"),
     ]
+    if hot:
+        obs.append(
+            f"把热点块复制 {REPLICAS[1]} 份，最忙网卡的负载从 {k1['hot_load']:.0%} "
+            f"{'降到' if k2['hot_load'] < k1['hot_load'] else '变为'} {k2['hot_load']:.0%}，"
+            f"平均排队从 {fmt_s(k1['mean'])} {'降到' if k2['mean'] < k1['mean'] else '变为'} "
+            f"{fmt_s(k2['mean'])}；"
+            + (f"副本数 ≥ {first_k_ok} 时不再超载；" if k1["hot_load"] > 1 and first_k_ok else "")
+            + f"复制 {REPLICAS[-1]} 份时 {fmt_s(kb['mean'])}。副本越多越分散，代价是多占 DRAM。")
+    else:
+        obs.append(f"这个 trace 里没有被至少 {HOT_SHARE:.0%} 的请求用到的块，没有热点可复制，"
+                   "各副本数的结果相同。")
+    obs.append("简化：只模拟发送方的网卡（接收方、交换机不排队），每次传输独占网卡（不分片、不多路）；"
+               "命中按无限容量的池算；热点块由整个 trace 的访问次数事先选出（真实系统要在线预测热度）。")
     print_observations(obs)
     return dict(node_hours=node_h, n_hot=len(hot), hot_share=hot_acc / total_acc,
                 by_n={n: dict(scale=r["scale"], k1=r["k1"], k4=r["k4"]) for n, r in by_n.items()},
@@ -302,22 +330,23 @@ def demo3_scheduling(trace=None, source=None):
     holds = all(res[a]["mean"] <= res[b]["mean"] for a, b in zip(expected, expected[1:]))
     means = ", ".join(f"{res[s]['mean']:.2f} s" for s in order)
     rnd, lb, loc, glo = (res[s] for s in ("random", "load_balancing", "local_cache", "global_cache"))
+    rises = "升到 " if min(loc["hit"], glo["hit"]) > max(rnd["hit"], lb["hit"]) else "是 "
     obs = [
         f"平均 TTFT 从低到高：{' < '.join(SCHED_NAMES[s] for s in order)}"
         f"（{means}）。"
         + ("与论文图 5 的顺序（全局 ≤ 本地 ≤ 负载均衡 ≤ 随机）一致。" if holds else
            "与论文图 5 的顺序（全局 ≤ 本地 ≤ 负载均衡 ≤ 随机）不一致——我们的模拟在这个负载下不支持论文的结论。"),
-        f"随机和负载均衡都不看缓存，命中率一样低（{rnd['hit']:.0%}、{lb['hit']:.0%}）；随机调度把请求分得不均，"
-        f"排队更长，TTFT 是负载均衡的 {rnd['mean'] / lb['mean']:.1f} 倍。",
-        f"看缓存的调度把同一会话的下一轮送回有它前缀的节点，命中率升到 {loc['hit']:.0%}（本地）和 "
-        f"{glo['hit']:.0%}（全局），GPU 忙碌从 {lb['util']:.0%} 降到 {loc['util']:.0%} 和 {glo['util']:.0%}："
-        "省下的计算就是省下的排队。",
+        f"随机和负载均衡都不看缓存，命中率只有 {rnd['hit']:.0%} 和 {lb['hit']:.0%}；随机调度还不看排队，"
+        f"TTFT 是负载均衡的 {rnd['mean'] / lb['mean']:.1f} 倍。",
+        f"看缓存的调度把同一会话的下一轮送回有它前缀的节点，命中率{rises}{loc['hit']:.0%}（本地）和 "
+        f"{glo['hit']:.0%}（全局），GPU 忙碌从 {lb['util']:.0%}（负载均衡）变为 {loc['util']:.0%} 和 "
+        f"{glo['util']:.0%}" + ("：省下的计算就是省下的排队。" if max(loc["util"], glo["util"]) < lb["util"] else "。"),
         f"全局调度有 {glo['pulled_share']:.0%} 的请求从别的节点拉了 KV（共 {fmt_int(glo['pulled'])} 块），"
         f"既能去空闲的节点，又不丢掉别处的前缀；平均 TTFT 比只看本地{'低' if glo['mean'] < loc['mean'] else '不低'} "
         f"{abs(1 - glo['mean'] / loc['mean']):.0%}（论文 {1 - pg / PAPER_FIG5['local_cache']:.0%}）。",
         "绝对值和论文差很多，比较的是相对大小：论文是真实的 Mooncake 集群回放真实请求（有 batching、"
-        "真实的排队估计误差）；我们是离散事件模拟、合成 trace、每台一次只做一个 prefill、"
-        "排队时间精确已知、RDMA 传输不排队、传输和计算不重叠。",
+        "真实的排队估计误差）；我们是离散事件模拟、每台一次只做一个 prefill、"
+        f"排队时间精确已知、RDMA 传输不排队、传输和计算不重叠；负载是{source}。",
     ]
     print_observations(obs)
     return dict(results=res, order=order, holds=holds, scale=scale, no_cache_nodes=no_cache)
