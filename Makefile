@@ -32,3 +32,20 @@ test: $(STAMP) $(TRITON_STAMP)
 
 bench: $(STAMP)
 	$(VPY) tests/bench_speed.py
+
+# ---- 图：make all / make clean ----
+# 每个 figures/plot_XX.py 一次生成几张 PNG。它生成哪些图（FIGURES）、依赖哪些文件（它逐层 import 的
+# figures/、lecture07/、lab_common/ 模块，加上 DATA_FILES），由 figures/figdeps.py 从源码里读出来，
+# 写成一条分组规则（make ≥ 4.3 的 &:）：改了哪个脚本或模块，只重画用到它的图；什么都没改时不做任何事。
+FIG_PY := $(firstword $(wildcard $(VPY)) $(PY))
+define FIG_NL
+
+
+endef
+$(eval $(subst @NL@,$(FIG_NL),$(shell $(FIG_PY) figures/figdeps.py --make)))
+
+all: $(FIGS)
+
+# 只删生成的 PNG；figures/data/*.json 是 H200 上的实测结果，CPU 上重新生成不了，不删
+clean:
+	rm -f $(FIGS)

@@ -1,0 +1,57 @@
+"""figures/plot_XX.py 共用的小工具：找路径、按文件名加载 lecture07 的脚本、统一的 main()。
+
+每个 plot_XX.py 都是这样的结构：
+    FIGURES = ("XX_a.png", "XX_b.png")       # 它生成的图（Makefile 从这里读出目标）
+    def compute(): ...                         # 调 lecture07 的函数算出数据（数字不手抄）
+    def plot_a(data, out): ...                 # 只画图：小数据也能画（测试就这样用）
+    def main(argv=None): return figlib.main(argv, __doc__, build)
+
+运行：python figures/plot_04.py [--out DIR]      （默认写到 figures/）
+"""
+import argparse
+import importlib.util
+import os
+import sys
+import time
+
+FIGDIR = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(FIGDIR)
+LECTURE = os.path.join(ROOT, "lecture07")
+DATA = os.path.join(FIGDIR, "data")
+for _p in (os.path.join(ROOT, "lab_common"), LECTURE):
+    if _p not in sys.path:
+        sys.path.insert(0, _p)
+
+from plotting import font_description, glyph_warnings_as_errors, plt, save_png, setup_matplotlib  # noqa: E402,F401
+
+_scripts = {}
+
+
+def load_script(name):
+    """load_script("04_prefix_caching") → 那个脚本的模块对象（文件名以数字开头，不能直接 import）。"""
+    if name not in _scripts:
+        path = os.path.join(LECTURE, name + ".py")
+        spec = importlib.util.spec_from_file_location("script_" + name, path)
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        _scripts[name] = mod
+    return _scripts[name]
+
+
+def caption(fig, text):
+    """图下方的一行说明（配置、出处）。"""
+    fig.text(0.5, 0.01, text, ha="center", va="bottom", fontsize=12, color="0.25", wrap=True)
+
+
+def main(argv, description, build):
+    """build(out_dir) → 写出的 PNG 路径列表。打印用的字体和写出的文件；缺字直接报错。"""
+    ap = argparse.ArgumentParser(description=(description or "").strip().splitlines()[0])
+    ap.add_argument("--out", default=FIGDIR, help="图的输出目录（默认 figures/）")
+    args = ap.parse_args(argv)
+    setup_matplotlib()
+    glyph_warnings_as_errors()
+    t0 = time.perf_counter()
+    paths = build(args.out)
+    rel = ", ".join(os.path.relpath(p) for p in paths)
+    print(f"{rel}（{time.perf_counter() - t0:.1f} s；{font_description()}）")
+    return 0
