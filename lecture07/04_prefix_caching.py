@@ -7,12 +7,15 @@
   演示 1：怎样认出来——链式块哈希（Mooncake 图 3、vLLM 的自动前缀缓存）。
   演示 2：在第 2 讲的小模型上真的复用：8 个请求共享 few-shot 前缀（vLLM 论文 §6.4 / 图 16），
           后来的请求把前缀映射到缓存里的物理块，只算自己的后缀；logits 与从头算逐位比较。
-  演示 3：仿 Mooncake Tool&Agent trace 的合成负载：块的热度、缓存容量与命中率、
-          LRU / LFU / LengthAwareCache（Mooncake arXiv v3 表 1）。
+  演示 3：仿 Mooncake Tool&Agent trace 的合成负载（或用 --trace 换成真实 trace）：块的热度、
+          缓存容量与命中率、LRU / LFU / LengthAwareCache（Mooncake arXiv v3 表 1），
+          以及离线最优的 MIN（Belady）——在线策略离最好还差多少。
   演示 4：命中率换算成 LLaMA2-70B 在 8×A800 上的 prefill GPU 时间（FAST'25 式 1）。
 
 【运行】python lecture07/04_prefix_caching.py          （约 2–3 秒，2 核笔记本，不需要 GPU）
         python lecture07/04_prefix_caching.py --demo 3 （只跑演示 3）
+        python lecture07/04_prefix_caching.py --trace ../shared/traces/mooncake_fast25_synthetic_trace.jsonl
+              （演示 3、4 改用 Mooncake 公开的真实 trace：JSONL 或 .gz，格式和报错规则见 kv_trace_io.py）
 【依赖】numpy、rich；本目录的 paged_kv、kv_store；lab_common 的 transformer_lab、console。
 """
 import functools
@@ -25,9 +28,9 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "lab_common"))
-from console import ArgParser, fmt_int, print_header, print_observations, print_table, print_text  # noqa: E402
-from kv_store import (A800_X8, BLOCK, LLAMA2_70B, POLICY_NAMES, TIERS, block_hashes,  # noqa: E402
-                      make_trace, prefill_compute_time, prefill_time, sweep)
+from console import ArgParser, fail, fmt_int, print_header, print_observations, print_table, print_text  # noqa: E402
+from kv_store import (A800_X8, BLOCK, LLAMA2_70B, POLICY_NAMES, TIERS, TraceError, block_hashes,  # noqa: E402
+                      load_trace, make_trace, prefill_compute_time, prefill_time, sweep)
 from paged_kv import BlockPool, PagedSequence, paged_step  # noqa: E402
 from transformer_lab import TINY, KVCache, config_like, forward, init_params  # noqa: E402
 
@@ -40,6 +43,8 @@ FEW_SHOT = (("1-shot", 80), ("5-shot", 341))   # vLLM 论文 §6.4：1-shot 前�
 PAGE = 16                           # 演示 2 的块大小（vLLM 默认 16）
 CAPACITIES = (None, 100_000, 50_000, 30_000, 10_000, 3_000, 1_000)   # 演示 3 的缓存容量（块）；None = 无限
 POLICIES = ("lru", "lfu", "lengthaware")
+BOUND = "min"                       # 演示 3 的上界：Belady 的 MIN（离线最优，逐块命中）
+HOT_BLOCK = 1_000                   # 演示 3：最热的块至少被访问这么多次，才说"有特别热的块"
 DEMO4_CAPS = (None, 10_000, 1_000)  # 演示 4 比较的 LRU 容量
 TIER_FOR_HITS = 1                   # 演示 4：命中的 KV 从哪一层读（TIERS[1] = 本机 DRAM）
 
@@ -52,6 +57,10 @@ PAPER_TABLE1 = {   # Mooncake arXiv 2407.00079v3 表 1，容量 Inf/100000/50000
 PAPER_TRACES = [   # (名字, 请求数, 时长（分钟）, 平均输入, 平均输出, 无限容量命中率, 出处)
     ("arXiv v3 的 trace", 23_608, 60, 7_590, 182, 0.51, "Mooncake arXiv v3 §4、表 1"),
     ("公开 Tool&Agent", 23_608, 60, 8_596, 182, 0.59, "Mooncake FAST'25 表 2（cache ratio）"),
+]
+PAPER_TRACES_MORE = [   # 用 --trace 时再列出 FAST'25 表 2 的另外两个公开 trace（论文没给时长：记为 None）
+    ("公开 Conversation", 12_031, None, 12_035, 343, 0.40, "Mooncake FAST'25 表 2"),
+    ("公开 Synthetic", 3_993, None, 15_325, 149, 0.66, "Mooncake FAST'25 表 2"),
 ]
 VLLM_FIG16 = {"1-shot": 1.67, "5-shot": 3.58}   # vLLM 论文图 16：相对 Orca (Oracle) 的吞吐
 
@@ -170,10 +179,16 @@ def demo2_shared_prefix():
 
 # =============================================================================
 @functools.lru_cache(maxsize=None)
-def trace_and_hits(seed=TRACE_SEED):
-    """生成 trace，一次算完全部 (策略, 容量) 的逐请求命中块数——演示 3 和演示 4 共用这一遍。"""
-    tr = make_trace(seed)
-    return tr, sweep([r.blocks for r in tr], CAPACITIES, POLICIES)
+def get_trace(path=None, block=BLOCK):
+    """path=None：合成 trace（种子 TRACE_SEED）；否则读真实 trace 文件（出错抛 TraceError）。"""
+    return make_trace(TRACE_SEED) if path is None else load_trace(path, block)
+
+
+@functools.lru_cache(maxsize=None)
+def trace_and_hits(path=None, block=BLOCK):
+    """取 trace，一次算完全部 (策略, 容量) 的逐请求命中块数（含 MIN）——演示 3 和演示 4 共用这一遍。"""
+    tr = get_trace(path, block)
+    return tr, sweep([r.blocks for r in tr], CAPACITIES, POLICIES + (BOUND,))
 
 
 def trace_stats(tr):
@@ -188,100 +203,159 @@ def trace_stats(tr):
                 top1pct=float(v[:max(1, len(v) // 100)].sum() / total), inf_ratio=1 - len(cnt) / total)
 
 
-SHORT = {"lru": "LRU", "lfu": "LFU", "lengthaware": "LengthAware"}   # 表格里的短名字
+SHORT = {"lru": "LRU", "lfu": "LFU", "lengthaware": "LengthAware", "min": "MIN"}   # 表格里的短名字
 
 
 def cap_name(c):
     return "无限" if c is None else f"{c:,}"
 
 
-def demo3_trace():
-    """块有多热门？缓存要多大？LRU、LFU、LengthAwareCache 谁更好？"""
-    print_header("演示 3：仿 Mooncake trace 的合成负载——块的热度、缓存容量与命中率（arXiv v3 §4、表 1）")
-    tr, hits = trace_and_hits()
+def _trace_row(name, st):
+    return [name, fmt_int(st["n"]), f"{st['minutes']:.0f}", fmt_int(st["mean_in"]), f"{st['mean_out']:.0f}",
+            f"{st['inf_ratio']:.2f}"]
+
+
+def demo3_trace(trace_path=None, block=BLOCK):
+    """块有多热门？缓存要多大？LRU、LFU、LengthAwareCache 谁更好？离最好的（MIN）还差多少？"""
+    real = trace_path is not None
+    name = os.path.basename(str(trace_path)) if real else None
+    what = "真实 trace" if real else "仿 Mooncake trace 的合成负载"
+    print_header(f"演示 3：{what}——块的热度、缓存容量与命中率（arXiv v3 §4、表 1）")
+    tr, hits = trace_and_hits(trace_path, block)
     st = trace_stats(tr)
-    print_text(f"合成 trace：种子 {TRACE_SEED}，块大小 {BLOCK}；一共 {fmt_int(st['total_blocks'])} 次块访问、"
+    syn = trace_stats(get_trace()) if real else st
+    src = f"真实 trace：{name}" if real else f"合成 trace：种子 {TRACE_SEED}"
+    print_text(f"{src}，块大小 {block if real else BLOCK}；一共 {fmt_int(st['total_blocks'])} 次块访问、"
                f"{fmt_int(st['distinct'])} 个不同的块。")
-    rows = [["本实验（合成）", fmt_int(st["n"]), f"{st['minutes']:.0f}", fmt_int(st["mean_in"]),
-             f"{st['mean_out']:.0f}", f"{st['inf_ratio']:.2f}"]]
-    rows += [[n, fmt_int(q), m, fmt_int(i), o, f"{c:.2f}"] for n, q, m, i, o, c, _ in PAPER_TRACES]
+    rows = ([_trace_row("真实 trace（本次）", st)] if real else []) + [_trace_row("本实验（合成）", syn)]
+    papers = PAPER_TRACES + (PAPER_TRACES_MORE if real else [])
+    rows += [[n, fmt_int(q), "-" if m is None else m, fmt_int(i), o, f"{c:.2f}"] for n, q, m, i, o, c, _ in papers]
     print_table(["trace", "请求数", "分钟", "平均输入", "平均输出", "无限容量命中率"], rows,
-                caption="出处：" + "；".join(f"{n}——{src}" for n, *_, src in PAPER_TRACES) + "。")
-    print_table(["块的热度", "本实验", "论文（arXiv v3 §4）"], [
-        ["只被访问过一次的块", f"{st['once']:.0%}", "超过 50% 的块没有被再次使用"],
-        ["最热的块被访问的次数", fmt_int(st["hottest"]), "有的块被访问上万次"],
-        ["最热 1% 的块占全部访问", f"{st['top1pct']:.0%}", "-"],
-    ])
+                caption="出处：" + "；".join(f"{n}——{src}" for n, *_, src in papers) + "。"
+                        + ("分钟：第一个到最后一个请求的时间跨度。" if real else ""))
+    heat = [("只被访问过一次的块", "once", lambda x: f"{x:.0%}", "超过 50% 的块没有被再次使用"),
+            ("最热的块被访问的次数", "hottest", fmt_int, "有的块被访问上万次"),
+            ("最热 1% 的块占全部访问", "top1pct", lambda x: f"{x:.0%}", "-")]
+    if real:
+        print_table(["块的热度", "真实 trace", "合成", "论文（arXiv v3 §4）"],
+                    [["不同的块", fmt_int(st["distinct"]), fmt_int(syn["distinct"]), "-"]]
+                    + [[t, f(st[k]), f(syn[k]), pp] for t, k, f, pp in heat])
+    else:
+        print_table(["块的热度", "本实验", "论文（arXiv v3 §4）"], [[t, f(st[k]), pp] for t, k, f, pp in heat])
     total = st["total_blocks"]
     ratio = {k: v.sum() / total for k, v in hits.items()}
     rows = []
-    for p in POLICIES:
+    for p in POLICIES + (BOUND,):
         rows.append([SHORT[p]] + [f"{ratio[(p, c)]:.2f}" for c in CAPACITIES])
     for p in POLICIES:
         rows.append([f"论文 {SHORT[p]}"] + [f"{PAPER_TABLE1[p][c]:.2f}" if c in PAPER_TABLE1[p] else "-"
                                                    for c in CAPACITIES])
     print_table(["策略 \\ 容量（块）"] + [cap_name(c) for c in CAPACITIES], rows,
-                caption="论文行：Mooncake arXiv 2407.00079v3 表 1，是在较早版本的 trace 上算的"
-                        "（平均输入 7,590，不是今天公开的 8,596）；论文没有 3,000 这一列。"
+                caption="MIN：Belady 的离线最优（预知未来，淘汰下一次用到最晚的块），数逐块命中，是任何策略"
+                        "前缀命中率的上界，真实系统做不到。"
+                        "论文行：Mooncake arXiv 2407.00079v3 表 1，是在较早版本的 trace 上算的"
+                        "（平均输入 7,590，不是今天公开的 8,596）；论文没有 3,000 这一列，也没有 MIN。"
                         "LengthAware = LengthAwareCache。")
+    gap = {(p, c): ratio[(BOUND, c)] - ratio[(p, c)] for p in POLICIES for c in CAPACITIES}
+    print_table(["MIN 减去 \\ 容量"] + [cap_name(c) for c in CAPACITIES],
+                [[SHORT[p]] + [f"{gap[(p, c)]:.2f}" for c in CAPACITIES] for p in POLICIES],
+                caption="每格 = MIN 的命中率 − 这种在线策略的命中率：换成最好的淘汰策略最多还能多命中多少。")
 
     lru, lfu = (lambda c: ratio[("lru", c)]), (lambda c: ratio[("lfu", c)])
     mid = [c for c in (50_000, 30_000, 10_000) if c in CAPACITIES]
     lru_wins = all(lru(c) >= lfu(c) for c in mid)
+    lfu_better = [c for c in mid if lfu(c) > lru(c)]
     best_gap = max(mid, key=lambda c: lru(c) - lfu(c))
     keep = lru(1_000) / lru(None)
     paper_keep = PAPER_TABLE1["lru"][1_000] / PAPER_TABLE1["lru"][None]
     order = sorted(POLICIES, key=lambda p: -ratio[(p, 10_000)])
-    print_observations([
-        f"无限容量时命中率 {ratio[('lru', None)]:.3f} = 1 − 不同的块数 / 总块数（"
-        f"1 − {fmt_int(st['distinct'])} / {fmt_int(total)}）：剩下的块是第一次出现，再大的缓存也没用。"
-        f"论文的真实 trace 是 0.51（arXiv v3）和 0.59（FAST'25 公开版）。",
+    inf_exact = abs(ratio[("lru", None)] - st["inf_ratio"]) < 1e-12
+    finite = [c for c in CAPACITIES if c is not None]
+    bound_ok = all(gap[(p, c)] >= -1e-12 for p in POLICIES for c in CAPACITIES)
+    worst_p, worst_c = max(((p, c) for p in POLICIES for c in finite), key=lambda k: gap[k])
+    lru_gap_big, lru_gap_small = gap[("lru", max(finite))], gap[("lru", min(finite))]
+    obs = [
+        (f"无限容量时命中率 {ratio[('lru', None)]:.3f} = 1 − 不同的块数 / 总块数（"
+         f"1 − {fmt_int(st['distinct'])} / {fmt_int(total)}）：剩下的块是第一次出现，再大的缓存也没用。"
+         if inf_exact else
+         f"无限容量时命中率 {ratio[('lru', None)]:.3f}，低于 1 − 不同的块数 / 总块数 = {st['inf_ratio']:.3f}："
+         "有的块以前出现过，但它前面的块没出现过（hash_ids 不是严格的链式哈希），前缀命中用不上它。")
+        + f"论文的真实 trace 是 0.51（arXiv v3）和 0.59（FAST'25 公开版）。",
         f"容量从无限降到 {CAPACITIES[-1]:,} 块，LRU 的命中率从 {lru(None):.2f} 降到 {lru(1_000):.2f}，"
-        f"还保留了 {keep:.0%}（论文 {PAPER_TABLE1['lru'][1_000]} / {PAPER_TABLE1['lru'][None]} = {paper_keep:.0%}）："
-        "热门的系统提示很少几块就占了大量命中。",
+        f"还保留了 {keep:.0%}（论文 {PAPER_TABLE1['lru'][1_000]} / {PAPER_TABLE1['lru'][None]} = {paper_keep:.0%}）"
+        + ("：热门的系统提示很少几块就占了大量命中。" if keep >= 0.5 else "：小缓存留不住大部分复用。"),
         (f"在 {', '.join(f'{c:,}' for c in mid)} 块时 LRU 都不低于 LFU，差得最多的是 {best_gap:,} 块"
          f"（{lru(best_gap):.2f} 对 {lfu(best_gap):.2f}），和论文结论（LRUCache performs best）一致：" if lru_wins else
-         f"在 {', '.join(f'{c:,}' for c in mid)} 块时 LRU 并不总是高于 LFU，和论文的结论不完全一致：")
-        + "复用多半发生在时间上相近的请求之间（同一个会话的下一轮），LFU 让\"以前很热、现在没人用\"的块赖着不走。",
+         "复用多半发生在时间上相近的请求之间（同一个会话的下一轮），LFU 让\"以前很热、现在没人用\"的块赖着不走。"
+         if lru_wins else
+         f"在 {', '.join(f'{c:,}' for c in lfu_better)} 块时 LFU 比 LRU 高（"
+         + "，".join(f"{lfu(c):.2f} 对 {lru(c):.2f}" for c in lfu_better)
+         + "），和论文结论（LRUCache performs best）不完全一致"
+         + (f"；{', '.join(f'{c:,}' for c in mid if c not in lfu_better)} 块时 LRU 不低于 LFU。"
+            if len(lfu_better) < len(mid) else "。")),
         f"10,000 块时三种策略从高到低：{' > '.join(POLICY_NAMES[p] for p in order)}"
         f"（{', '.join(f'{ratio[(p, 10_000)]:.2f}' for p in order)}）。",
-        f"{st['once']:.0%} 的块只出现过一次，而最热的块被访问了 {fmt_int(st['hottest'])} 次：热门块值得复制到"
-        "多台机器上，否则所有请求都去同一台机器拉 KV，网卡会堵（Mooncake §6.2，05 脚本演示 2）。",
-        "这是合成负载，只模仿了论文给出的几个统计量；Mooncake 开源了真实 trace，可以换进来对比。",
-    ])
-    return dict(stats=st, ratio=ratio)
+        ("MIN 在每个容量都不低于三种在线策略" if bound_ok else "MIN 竟然在某个容量低于在线策略（上界被违反，程序有错）")
+        + f"；差距最大的是 {SHORT[worst_p]} 在 {worst_c:,} 块（{ratio[(worst_p, worst_c)]:.2f} 对 MIN 的 "
+        f"{ratio[(BOUND, worst_c)]:.2f}）。LRU 离 MIN 在 {max(finite):,} 块时差 {lru_gap_big:.2f}，"
+        f"在 {min(finite):,} 块时差 {lru_gap_small:.2f}："
+        + ("缓存小时，\"留谁\"更要紧，预知未来的价值更大。" if lru_gap_small > lru_gap_big else
+           "缓存变小时差距没有变大。"),
+        (f"{st['once']:.0%} 的块只出现过一次，而最热的块被访问了 {fmt_int(st['hottest'])} 次：热门块值得复制到"
+         "多台机器上，否则所有请求都去同一台机器拉 KV，网卡会堵（Mooncake §6.2，05 脚本演示 2）。"
+         if st["hottest"] >= HOT_BLOCK else
+         f"{st['once']:.0%} 的块只出现过一次，最热的块也只被访问了 {fmt_int(st['hottest'])} 次"
+         f"（不到 {HOT_BLOCK:,} 次）：这个 trace 的复用分散在许多块上，没有特别热的块。"),
+    ]
+    if real:
+        cmp = "高于" if st["inf_ratio"] > syn["inf_ratio"] else "不高于"
+        same = [row for row in PAPER_TRACES + PAPER_TRACES_MORE
+                if row[1] == st["n"] and abs(row[3] / st["mean_in"] - 1) < 0.01 and abs(row[4] / st["mean_out"] - 1) < 0.01]
+        obs.append(f"这是真实 trace：{fmt_int(st['n'])} 个请求、{st['minutes']:.0f} 分钟，平均输入 "
+                   f"{fmt_int(st['mean_in'])} token；无限容量命中率 {st['inf_ratio']:.2f}，{cmp}合成负载的 "
+                   f"{syn['inf_ratio']:.2f}。" + (
+                       f"请求数、平均输入和输出都和论文的\"{same[0][0]}\"一致，论文给的 cache ratio 是 "
+                       f"{same[0][5]:.2f}，我们按块数算出 {st['inf_ratio']:.2f}"
+                       f"（差 {abs(same[0][5] - st['inf_ratio']):.2f}；论文没写明怎么算，可能按 token 或别的口径）。"
+                       if same else "")
+                   + "论文的表 1 是在另一个 trace 上算的，只能看趋势，不能逐格比。")
+    else:
+        obs.append("这是合成负载，只模仿了论文给出的几个统计量；Mooncake 开源了真实 trace，"
+                   "可以用 --trace 换进来对比。")
+    print_observations(obs)
+    return dict(stats=st, synthetic_stats=syn, ratio=ratio, gap=gap, bound_ok=bound_ok)
 
 
 # =============================================================================
-def gpu_hours(tr, hits_blocks, tier=TIERS[TIER_FOR_HITS]):
+def gpu_hours(tr, hits_blocks, tier=TIERS[TIER_FOR_HITS], block=BLOCK):
     """按 FAST'25 式 (1) 和本机 DRAM 的带宽，算全部请求的 prefill GPU 时间（小时）和命中的 token 比例。"""
     total_s, hit_tok = 0.0, 0
     for r, hb in zip(tr, hits_blocks):
-        n_hit = min(int(hb) * BLOCK, r.input_len - 1)     # 至少要算最后一个 token，才能得到第一个输出
+        n_hit = min(int(hb) * block, r.input_len - 1)     # 至少要算最后一个 token，才能得到第一个输出
         total_s += prefill_time(LLAMA2_70B, r.input_len, n_hit, tier)
         hit_tok += n_hit
     return total_s / 3600, hit_tok / sum(r.input_len for r in tr)
 
 
-def demo4_compute_saved():
-    """命中率能省多少 prefill 的 GPU 时间？缓存又要多大的存储？"""
+def demo4_compute_saved(trace_path=None, block=BLOCK):
+    """命中率能省多少 prefill 的 GPU 时间？缓存又要多大的存储？（trace_path：换成真实 trace）"""
     node, tier = A800_X8, TIERS[TIER_FOR_HITS]
     print_header(f"演示 4：命中率换算成 prefill 的 GPU 时间（{LLAMA2_70B.name}、{node.name} 张量并行、"
                  f"{node.mfu:.0%} 峰值算力）")
-    tr, hits = trace_and_hits()
+    tr, hits = trace_and_hits(trace_path, block)
     base = sum(prefill_compute_time(LLAMA2_70B, r.input_len, 0) for r in tr) / 3600
     rows = [["不缓存", "0%", f"{base:.2f}", "1.00×"]]
     res = {}
     for cap in DEMO4_CAPS:
-        h, frac = gpu_hours(tr, hits[("lru", cap)])
+        h, frac = gpu_hours(tr, hits[("lru", cap)], tier, block)
         res[cap] = (h, frac)
         rows.append([f"LRU，容量 {cap_name(cap)}{'' if cap is None else ' 块'}", f"{frac:.0%}", f"{h:.2f}",
                      f"{base / h:.2f}×"])
-    kv_blk = BLOCK * LLAMA2_70B.kv_bytes_per_token()
+    kv_blk = block * LLAMA2_70B.kv_bytes_per_token()
     print_text(f"命中的 KV 从{tier.name}读（{tier.gb_per_s:g} GB/s，{tier.source}），和计算按层重叠；"
-               f"一块 = {BLOCK} × {LLAMA2_70B.kv_bytes_per_token() // 1024} KB = {kv_blk / 1e6:.0f} MB。")
+               f"一块 = {block} × {LLAMA2_70B.kv_bytes_per_token() // 1024} KB = {kv_blk / 1e6:.0f} MB。")
     print_table(["缓存", "命中的输入 token", "prefill GPU 时间（小时）", "快了"], rows,
-                caption=f"GPU 时间：{fmt_int(len(tr))} 个请求的 prefill 在一台 {node.name} 上的总时间。")
+                caption=f"GPU 时间：{'真实 trace ' if trace_path else ''}{fmt_int(len(tr))} 个请求的 prefill 在一台 {node.name} 上的总时间。")
     hbm = node.n_gpus * node.hbm_gb_per_gpu * 1e9
     need = 10_000 * kv_blk
     h_inf, f_inf = res[None]
@@ -307,9 +381,23 @@ DEMOS = {1: demo1_hashing, 2: demo2_shared_prefix, 3: demo3_trace, 4: demo4_comp
 def main(argv=None):
     ap = ArgParser(description="第 7 讲 · 前缀缓存的四个演示")
     ap.add_argument("--demo", type=int, choices=sorted(DEMOS), help="只跑某一个演示（默认全跑）")
+    ap.add_argument("--trace", metavar="PATH",
+                    help="演示 3、4 改用这个真实 trace（Mooncake JSONL，可以是 .gz），默认用合成 trace")
+    ap.add_argument("--block", type=int, default=BLOCK, help=f"--trace 文件的块大小（token，默认 {BLOCK}）")
     args = ap.parse_args(argv)
+    if args.block <= 0:
+        ap.error(f"--block 必须是正整数（收到 {args.block}）")
+    if args.block != BLOCK and args.trace is None:
+        ap.error("--block 只对 --trace 读入的文件有效（合成 trace 的块大小固定为 "
+                 f"{BLOCK}）")
+    if args.trace is not None:
+        try:
+            get_trace(args.trace, args.block)      # 先读完、查完整个文件，再打印任何东西
+        except TraceError as e:
+            fail(f"{e.path}:{e.line}", e.what)
+    kw = dict(trace_path=args.trace, block=args.block)
     for k in ([args.demo] if args.demo else sorted(DEMOS)):
-        DEMOS[k]()
+        DEMOS[k](**kw) if k in (3, 4) else DEMOS[k]()
     return 0
 
 

@@ -53,7 +53,7 @@ def _is_int(x):
 def _parse_line(text, block, bad):
     """一行 → (timestamp 毫秒, input_length, output_length, hash_ids 元组)；有问题就调用 bad(说明)。"""
     try:
-        d = json.loads(text)
+        d = json.loads(text.rstrip())
     except json.JSONDecodeError as e:
         raise bad(f"不是合法的 JSON（第 {e.colno} 列：{e.msg}）") from None
     if not isinstance(d, dict):
