@@ -1,0 +1,260 @@
+"""05_kv_store.py 和 kv_cluster.py：每个演示打印的每条结论都在这里检查，再加几个手算的小例子。"""
+import doctest
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from conftest import LECTURE, ROOT, load_script
+from rich.cells import cell_len
+
+import kv_cluster
+from kv_cluster import BLOCK_BYTES, fetch_plan, hit_tokens, nic_fetch, prefill_seconds, run_prefill
+from kv_store import A800_X8, LLAMA2_70B, TIERS, Request, prefill_compute_time, prefill_time
+
+m = load_script("05_kv_store")
+SCRIPT = os.path.join(LECTURE, "05_kv_store.py")
+REAL_TRACE = os.path.join(ROOT, "..", "shared", "traces", "mooncake_fast25_synthetic_trace.jsonl")
+
+
+@pytest.fixture(scope="module")
+def d1():
+    return m.demo1_load_or_recompute()
+
+
+@pytest.fixture(scope="module")
+def d2():
+    return m.demo2_hot_blocks()
+
+
+@pytest.fixture(scope="module")
+def d3():
+    return m.demo3_scheduling()
+
+
+# ---------------------------------------------------------------- 演示 1
+def test_demo1_min_bandwidth_reproduces_paper_at_full_mfu(d1):
+    """FAST'25：8×A800 至少 6 GB/s、8×H800 至少 19 GB/s（8,192 token 前缀，对应 100% 算力）。"""
+    assert round(d1["a800_100"]) == m.PAPER_MIN_BW["8×A800"] == 6
+    assert round(d1["h800_100"]) == m.PAPER_MIN_BW["8×H800"] == 19
+    assert d1["a800_100"] == pytest.approx(5.86, abs=0.01) and d1["h800_100"] == pytest.approx(18.57, abs=0.01)
+
+
+def test_demo1_lower_mfu_lowers_the_threshold(d1):
+    assert d1["a800_60"] == pytest.approx(d1["a800_100"] * 0.6)
+    assert d1["h800_60"] == pytest.approx(d1["h800_100"] * 0.6)
+
+
+def test_demo1_faster_gpu_needs_proportionally_more_bandwidth(d1):
+    assert d1["h800_100"] / d1["a800_100"] == pytest.approx(989 / 312)
+
+
+@pytest.mark.parametrize("key", [("8×A800", 1.0), ("8×A800", 0.6), ("8×H800", 1.0), ("8×H800", 0.6)])
+def test_demo1_longer_prefix_needs_less_bandwidth(d1, key):
+    bw = [d1["min_bw"][(*key, n)] for n in m.PREFIX_LENS]
+    assert all(a > b for a, b in zip(bw, bw[1:]))
+
+
+def test_demo1_every_tier_beats_recompute_on_a800(d1):
+    assert d1["faster"] == m.SHORT_TIER
+    assert all(r["ratio_a800"] < 1 and r["n_star_a800"] <= 0 for r in d1["tiers"])
+    ssd = min(d1["tiers"], key=lambda r: r["gbps"])
+    assert ssd["short"] == "SSD" and 0.5 < ssd["ratio_a800"] < 0.52
+
+
+def test_demo1_ssd_break_even_on_h800_solves_the_equation(d1):
+    slow = [r for r in d1["tiers"] if r["n_star_h800"] > 0]
+    assert [r["short"] for r in slow] == ["SSD"]
+    n = slow[0]["n_star_h800"]
+    h800 = m.replace(m.H800_X8, mfu=A800_X8.mfu)
+    assert m.load_seconds(n, TIERS[3]) == pytest.approx(prefill_compute_time(LLAMA2_70B, n, 0, h800))
+    assert 40_000 < n < 42_000
+
+
+def test_demo1_layer_simulation_equals_formula(d1):
+    assert d1["worst_diff"] < 1e-12
+    for p in d1["pipeline"]:
+        assert p["hidden"] + p["exposed"] == pytest.approx(p["load"])
+        assert p["formula"] < p["full"]                      # 四个层级都比全部重算快
+
+
+def test_demo1_dram_load_is_hidden_but_first_layer(d1):
+    dram = d1["pipeline"][1]
+    assert dram["load"] < dram["compute"]
+    assert dram["exposed"] == pytest.approx(dram["load"] / LLAMA2_70B.n_layers)
+    assert dram["hidden"] / dram["load"] > 0.985
+
+
+def test_demo1_ssd_load_dominates(d1):
+    ssd = d1["pipeline"][3]
+    assert ssd["load"] > ssd["compute"] and ssd["formula"] < ssd["full"]
+    assert ssd["formula"] == pytest.approx(ssd["load"] + ssd["compute"] / LLAMA2_70B.n_layers)
+
+
+# ---------------------------------------------------------------- 演示 2
+def test_demo2_hot_nic_load_grows_with_cluster(d2):
+    loads = [d2["by_n"][n]["k1"]["hot_load"] for n in m.NET_NODES]
+    assert all(a < b for a, b in zip(loads, loads[1:]))
+    big = d2["by_n"][m.NET_NODES[-1]]["k1"]
+    assert big["hot_load"] > 5 * big["avg_load"] and big["avg_load"] < 0.05
+
+
+def test_demo2_only_the_largest_cluster_saturates_without_replication(d2):
+    assert d2["saturated"] == [128]
+    assert d2["by_k"][1]["mean"] > 1.0                        # 秒级排队
+
+
+def test_demo2_replication_reduces_queueing(d2):
+    by_k = d2["by_k"]
+    means = [by_k[k]["mean"] for k in m.REPLICAS]
+    loads = [by_k[k]["hot_load"] for k in m.REPLICAS]
+    assert all(a >= b for a, b in zip(means, means[1:])) and means[0] > 100 * means[1]
+    assert all(a > b for a, b in zip(loads, loads[1:]))
+    assert d2["first_k_ok"] == 2 and loads[1] <= 1 < loads[0]
+    for n in m.NET_NODES:
+        assert d2["by_n"][n]["k4"]["mean"] < d2["by_n"][n]["k1"]["mean"]
+
+
+def test_demo2_hot_blocks_exist(d2):
+    assert d2["n_hot"] > 0 and 0.2 < d2["hot_share"] < 0.5
+
+
+# ---------------------------------------------------------------- 演示 3
+def test_demo3_order_matches_paper(d3):
+    r = d3["results"]
+    assert d3["holds"]
+    assert d3["order"] == ["global_cache", "local_cache", "load_balancing", "random"]
+    assert r["global_cache"]["mean"] <= r["local_cache"]["mean"] <= r["load_balancing"]["mean"] <= r["random"]["mean"]
+    assert sorted(m.PAPER_FIG5, key=m.PAPER_FIG5.get) == d3["order"]
+
+
+def test_demo3_cache_aware_hits_more_and_works_less(d3):
+    r = d3["results"]
+    blind = max(r["random"]["hit"], r["load_balancing"]["hit"])
+    assert min(r["local_cache"]["hit"], r["global_cache"]["hit"]) > blind
+    assert max(r["local_cache"]["util"], r["global_cache"]["util"]) < r["load_balancing"]["util"]
+
+
+def test_demo3_load_without_cache_exceeds_cluster(d3):
+    assert d3["no_cache_nodes"] * d3["scale"] == pytest.approx(m.SCHED_LOAD * m.SCHED_NODES)
+    assert m.SCHED_LOAD > 1
+
+
+def test_demo3_global_pulls_and_beats_local(d3):
+    r = d3["results"]
+    assert r["global_cache"]["pulled"] > 0 and 0 < r["global_cache"]["pulled_share"] < 1
+    assert r["global_cache"]["mean"] < r["local_cache"]["mean"]
+    for s in ("random", "load_balancing", "local_cache"):
+        assert r[s]["pulled"] == 0
+
+
+def test_demo3_random_is_worse_than_load_balancing(d3):
+    r = d3["results"]
+    assert r["random"]["mean"] > r["load_balancing"]["mean"]
+
+
+# ---------------------------------------------------------------- kv_cluster：手算的小例子
+P = BLOCK_BYTES / 100e9          # 一块经 100 GB/s 网卡的时间
+
+
+@pytest.mark.parametrize("n_in,n_hit", [(1, 0), (9216, 8192), (100_000, 4096), (512, 511)])
+@pytest.mark.parametrize("tier", TIERS)
+def test_prefill_seconds_matches_kv_store(n_in, n_hit, tier):
+    assert prefill_seconds(n_in, n_hit, tier=tier) == pytest.approx(prefill_time(LLAMA2_70B, n_in, n_hit, tier))
+
+
+def test_hit_tokens_leaves_last_token():
+    assert hit_tokens(2, 2000) == 1024 and hit_tokens(2, 1024) == 1023 and hit_tokens(0, 5) == 0
+
+
+def _tiny_trace():
+    # 2 个节点，轮询：r0→0、r1→1、r2→0、r3→1。块 1、2 由 r0 在节点 0 算出。
+    blocks = [(1, 2), (1, 2, 3), (1, 2, 4), (1, 5)]
+    return [Request(0.0, 512 * len(b), 1, b) for b in blocks], [0, 2, 2, 1]
+
+
+def test_nic_fetch_fifo_by_hand():
+    tr, hits = _tiny_trace()
+    res = nic_fetch(tr, fetch_plan(tr, hits, 2, hot=set()), 2, 1, rate_scale=1.0)
+    # r1 从节点 0 拉 2 块（不等）；r2 在节点 0，本机有；r3 从节点 0 拉 1 块，要等 r1 的 2 块传完
+    assert res["wait"] == pytest.approx([0, 0, 0, 2 * P])
+    assert res["blocks_sent"] == 3 and res["busy"] == pytest.approx([3 * P, 0])
+
+
+def test_nic_fetch_replica_on_destination_skips_network():
+    tr, hits = _tiny_trace()
+    res = nic_fetch(tr, fetch_plan(tr, hits, 2, hot={1}), 2, 2, rate_scale=1.0)
+    # 块 1 在两台都有副本：r1 只拉块 2（1 块），r3 什么也不拉
+    assert res["wait"] == pytest.approx([0, 0, 0, 0])
+    assert res["blocks_sent"] == 1
+
+
+def test_run_prefill_global_pulls_to_idle_node():
+    tr = [Request(0.0, 1024, 1, (1, 2)), Request(0.0, 1024, 1, (1, 3))]
+    r = run_prefill(tr, "global_cache", n_nodes=2, capacity=10, rate_scale=1.0)
+    # 节点 0 在忙且有块 1；节点 1 空闲：拉 1 块再算，比排队或从头算都快
+    assert list(r["where"]) == [0, 1] and list(r["pulled"]) == [0, 1] and list(r["hits"]) == [0, 1]
+    assert r["ttft"][0] == pytest.approx(prefill_seconds(1024, 0))
+    assert r["ttft"][1] == pytest.approx(P + prefill_seconds(1024, 512))
+
+
+def test_run_prefill_load_balancing_and_local():
+    tr = [Request(0.0, 1024, 1, (1, 2)), Request(0.0, 1024, 1, (1, 3))]
+    lb = run_prefill(tr, "load_balancing", 2, 10, 1.0)
+    assert list(lb["where"]) == [0, 1] and list(lb["hits"]) == [0, 0]
+    loc = run_prefill(tr, "local_cache", 2, 10, 1.0)
+    assert list(loc["where"]) == [0, 1] and list(loc["pulled"]) == [0, 0]   # 排队比从头算还贵
+
+
+def test_run_prefill_rejects_unknown_scheduler():
+    with pytest.raises(ValueError, match="未知的调度器"):
+        run_prefill([], "fastest", 2, 10, 1.0)
+
+
+def test_kv_cluster_doctests():
+    assert doctest.testmod(kv_cluster).failed == 0
+
+
+# ---------------------------------------------------------------- 整个脚本
+def test_main_prints_80_columns_and_matches_any_cwd(capsys, tmp_path):
+    assert m.main([]) == 0
+    out = capsys.readouterr().out
+    assert max(cell_len(line) for line in out.splitlines()) <= 80
+    flat = "".join(out.split())                           # 去掉折行和空白再找
+    for claim in ("≈ 6 GB/s", "≈ 19 GB/s", "与论文的 6 GB/s、19 GB/s 一致", "（共 4/4 个）",
+                  "与论文图 5 的顺序（全局 ≤ 本地 ≤ 负载均衡 ≤ 随机）一致", "随集群规模增长",
+                  "是流量全挤在一台上", "最忙网卡的负载从 151% 降到 76%", "副本数 ≥ 2 时不再超载",
+                  "命中率升到", "省下的计算就是省下的排队", "比只看本地低", "SSD 要前缀超过"):
+        assert "".join(claim.split()) in flat, claim
+    p = subprocess.run([sys.executable, SCRIPT], cwd=tmp_path, capture_output=True, text=True,
+                       env=dict(os.environ, NO_COLOR="1"))
+    assert p.returncode == 0 and p.stdout == out         # 任何目录、两次运行，逐字节相同
+
+
+@pytest.mark.skipif(not os.path.exists(REAL_TRACE), reason="没有 shared/traces 里的 Mooncake trace")
+def test_runs_on_mooncake_jsonl_trace(tmp_path):
+    p = subprocess.run([sys.executable, SCRIPT, "--trace", REAL_TRACE, "--demo", "3"], cwd=tmp_path,
+                       capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    assert "3,993 个请求" in p.stdout
+
+
+@pytest.mark.parametrize("content,where", [('{"timestamp": 0}\n', ":1:"), ("not json\n", ":1:")])
+def test_bad_trace_is_one_line_exit_2(tmp_path, content, where):
+    f = tmp_path / "bad.jsonl"
+    f.write_text(content)
+    p = subprocess.run([sys.executable, SCRIPT, "--trace", str(f), "--demo", "2"], capture_output=True, text=True)
+    assert p.returncode == 2 and p.stdout == ""
+    assert len(p.stderr.strip().splitlines()) == 1 and f"bad.jsonl{where}" in p.stderr
+
+
+@pytest.mark.parametrize("args", [["--demo", "9"], ["--trace", "/no/such/file.jsonl"], ["--bogus"]])
+def test_bad_arguments_are_one_line_exit_2(args):
+    p = subprocess.run([sys.executable, SCRIPT, *args], capture_output=True, text=True)
+    assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1 and "Traceback" not in p.stderr
+
+
+def test_demo1_alone_is_fast_path():
+    assert m.main(["--demo", "1"]) == 0
+    assert np.isfinite(m.min_bandwidth(8192, A800_X8))
