@@ -266,7 +266,8 @@ def demo2_hot_blocks(trace=None, source=None):
         + ("：不是网络总带宽不够，是流量全挤在一台上。" if skewed else "，最忙的和平均的差得不多。"),
         (f"{'、'.join(map(str, saturated))} 个节点时最忙的网卡超过 100%（要发的比带宽能发的多），队列越排越长"
          + (("：" if saturated == [n_big] else f"；{n_big} 个节点时") +
-            f"平均排队 {fmt_s(k1['mean'])}、最长 {fmt_s(k1['max'])}，TTFT 被网络拖垮。"
+            f"平均排队 {fmt_s(k1['mean'])}、最长 {fmt_s(k1['max'])}"
+            + ("，TTFT 被网络拖垮。" if k1["mean"] >= 1 else "，排队还不到秒级。")
             if n_big in saturated else "。")
          if saturated else
          f"在这些规模下没有哪块网卡超过 100%，平均排队最多 {fmt_s(max(r['k1']['mean'] for r in by_n.values()))}"
@@ -328,11 +329,13 @@ def demo3_scheduling(trace=None, source=None):
     order = sorted(SCHEDULERS, key=lambda s: res[s]["mean"])
     expected = ["global_cache", "local_cache", "load_balancing", "random"]
     holds = all(res[a]["mean"] <= res[b]["mean"] for a, b in zip(expected, expected[1:]))
+    ranking = SCHED_NAMES[order[0]] + "".join(
+        (" < " if res[b]["mean"] > res[a]["mean"] else " = ") + SCHED_NAMES[b] for a, b in zip(order, order[1:]))
     means = ", ".join(f"{res[s]['mean']:.2f} s" for s in order)
     rnd, lb, loc, glo = (res[s] for s in ("random", "load_balancing", "local_cache", "global_cache"))
     rises = "升到 " if min(loc["hit"], glo["hit"]) > max(rnd["hit"], lb["hit"]) else "是 "
     obs = [
-        f"平均 TTFT 从低到高：{' < '.join(SCHED_NAMES[s] for s in order)}"
+        f"平均 TTFT 从低到高：{ranking}"
         f"（{means}）。"
         + ("与论文图 5 的顺序（全局 ≤ 本地 ≤ 负载均衡 ≤ 随机）一致。" if holds else
            "与论文图 5 的顺序（全局 ≤ 本地 ≤ 负载均衡 ≤ 随机）不一致——我们的模拟在这个负载下不支持论文的结论。"),
