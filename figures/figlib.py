@@ -9,7 +9,9 @@
 运行：python figures/plot_04.py [--out DIR]      （默认写到 figures/）
 """
 import argparse
+import contextlib
 import importlib.util
+import io
 import os
 import sys
 import time
@@ -36,6 +38,12 @@ def load_script(name):
         spec.loader.exec_module(mod)
         _scripts[name] = mod
     return _scripts[name]
+
+
+def quiet(fn, *args, **kwargs):
+    """调用一个 demo 函数、拿它返回的数字，但不打印它的表格（make all 的输出保持简短）。"""
+    with contextlib.redirect_stdout(io.StringIO()):
+        return fn(*args, **kwargs)
 
 
 def caption(fig, text):

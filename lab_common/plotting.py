@@ -22,6 +22,7 @@ import matplotlib
 matplotlib.use("Agg")  # 无界面：在服务器、CI、没有显示器的笔记本上都能画
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib import font_manager  # noqa: E402
+from matplotlib.text import Text  # noqa: E402
 
 CJK_CANDIDATES = ("Noto Sans CJK SC", "Noto Sans SC", "Source Han Sans SC", "WenQuanYi Zen Hei",
                   "WenQuanYi Micro Hei", "SimHei", "Microsoft YaHei", "PingFang SC", "Heiti SC",
@@ -30,7 +31,8 @@ CJK_CANDIDATES = ("Noto Sans CJK SC", "Noto Sans SC", "Source Han Sans SC", "Wen
 BUNDLED_PACKAGE = "noto-cjk-sans-otc"   # requirements.txt 里的字体包（PyPI 名字）
 DPI = 200          # 8 英寸宽 × 200 dpi = 1600 像素：投影仪上够清楚
 MIN_WIDTH_PX = 1600
-FONT_SIZE = 13     # ≥ 12 pt：坐在后排也看得清
+FONT_SIZE = 13     # 默认字号；
+MIN_FONT_PT = 12   # 任何文字都不小于 12 pt：坐在后排也看得清（save_png 会把更小的放大到这个字号）
 GLYPH_WARNING = r"Glyph \d+ .*missing from"   # matplotlib 缺字时的警告（测试和 make all 把它变成错误）
 
 _font = None       # 选中的字体名
@@ -101,12 +103,17 @@ def save_png(fig, path):
     """写 PNG，去掉 Software/时间戳等元数据，保证同样的图两次写出的字节相同。
 
     图宽不足 1600 像素（8 英寸 × 200 dpi）时报错：投影到幻灯片上会糊。
+    小于 12 pt 的文字（比如某个 legend(fontsize=10)）放大到 12 pt。
     """
     width = fig.get_figwidth() * DPI
     if width < MIN_WIDTH_PX:
         plt.close(fig)
         raise ValueError(f"{path}：图宽 {width:.0f} 像素 < {MIN_WIDTH_PX}；figsize 的宽至少 "
                          f"{MIN_WIDTH_PX / DPI:g} 英寸")
+    fig.draw_without_rendering()                 # 先排一次版，刻度标签这些文字才存在
+    for t in fig.findobj(Text):
+        if t.get_fontsize() < MIN_FONT_PT:
+            t.set_fontsize(MIN_FONT_PT)
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     fig.savefig(path, dpi=DPI, metadata={"Software": None}, bbox_inches=None)
     plt.close(fig)

@@ -1,0 +1,164 @@
+"""make all 的图：每个画图函数在小数据上无界面地画出非空 PNG；中文不缺字；≥ 1600 像素宽、字号 ≥ 12 pt；
+PNG 字节可复现；Makefile 的依赖从 import 里读得出来。"""
+import importlib.util
+import os
+import struct
+import subprocess
+import sys
+import warnings
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+FIGDIR = os.path.join(ROOT, "figures")
+sys.path.insert(0, FIGDIR)
+sys.path.insert(0, os.path.join(ROOT, "lab_common"))
+
+import plotting  # noqa: E402
+from matplotlib.text import Text  # noqa: E402
+
+
+def load_plot(name):
+    """figures/plot_XX.py；还没写出来的脚本对应的模块不存在时跳过。"""
+    path = os.path.join(FIGDIR, name + ".py")
+    if not os.path.exists(path):
+        pytest.skip(f"{name}.py 还不存在")
+    spec = importlib.util.spec_from_file_location(name, path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def png_size(path):
+    with open(path, "rb") as f:
+        head = f.read(24)
+    assert head[:8] == b"\x89PNG\r\n\x1a\n", path
+    return struct.unpack(">II", head[16:24])
+
+
+@pytest.fixture
+def strict(monkeypatch):
+    """任何警告（包括 "Glyph … missing"）都让测试失败；每次 savefig 前检查每段文字的字号 ≥ 12 pt。
+    返回保存过的文件的列表。"""
+    from matplotlib.figure import Figure
+    plotting.setup_matplotlib()
+    saved, real = [], Figure.savefig
+
+    def checking_savefig(fig, path, *a, **kw):
+        fig.draw_without_rendering()
+        small = [(t.get_text(), t.get_fontsize()) for t in fig.findobj(Text)
+                 if t.get_visible() and t.get_text().strip() and t.get_fontsize() < 12]
+        assert not small, f"{path}：字号小于 12 pt 的文字：{small[:5]}"
+        saved.append(path)
+        return real(fig, path, *a, **kw)
+
+    monkeypatch.setattr(Figure, "savefig", checking_savefig)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        yield saved
+
+
+def check_png(path):
+    assert os.path.getsize(path) > 10_000, path
+    w, h = png_size(path)
+    assert w >= plotting.MIN_WIDTH_PX, (path, w)
+    return w, h
+
+
+# ---------------------------------------------------------------- 字体与 PNG
+def test_bundled_cjk_font_is_used():
+    assert plotting.setup_matplotlib() == "Noto Sans CJK SC"
+    assert "noto-cjk-sans-otc" in plotting.font_description()
+
+
+def test_missing_glyph_is_an_error(tmp_path):
+    """检查机制本身：一个任何字体都没有的字符（私用区 U+E000）必须触发缺字警告。"""
+    plotting.setup_matplotlib()
+    fig, ax = plotting.plt.subplots(figsize=(8, 4))
+    ax.set_title("\ue000")
+    with warnings.catch_warnings():
+        plotting.glyph_warnings_as_errors()
+        with pytest.raises(UserWarning, match="missing from"):
+            plotting.save_png(fig, str(tmp_path / "x.png"))
+
+
+def test_chinese_and_symbols_render_without_missing_glyphs(tmp_path):
+    plotting.setup_matplotlib()
+    fig, ax = plotting.plt.subplots(figsize=(8, 4))
+    ax.set_title("块的热度、命中率（无限容量）µs → × ≥ ≤ ∞ ◆ “引号”——·…")
+    ax.set_xlabel("缓存容量（块）−1")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        plotting.save_png(fig, str(tmp_path / "zh.png"))
+
+
+def test_png_bytes_are_reproducible_and_carry_no_metadata(tmp_path):
+    def draw(path):
+        fig, ax = plotting.plt.subplots(figsize=(8, 4))
+        ax.plot([1, 2, 3], [3, 1, 2])
+        ax.set_title("可复现")
+        return plotting.save_png(fig, path)
+
+    plotting.setup_matplotlib()
+    a, b = draw(str(tmp_path / "a.png")), draw(str(tmp_path / "b.png"))
+    data = open(a, "rb").read()
+    assert data == open(b, "rb").read()
+    assert b"tIME" not in data and b"Software" not in data and b"matplotlib" not in data.lower()
+
+
+def test_small_text_is_raised_to_12pt(tmp_path, strict):
+    fig, ax = plotting.plt.subplots(figsize=(8, 4))
+    ax.plot([1, 2], [1, 2], label="图例")
+    ax.legend(fontsize=9)
+    ax.text(1, 1, "小字", fontsize=8)
+    ax.tick_params(labelsize=8)
+    plotting.save_png(fig, str(tmp_path / "s.png"))
+    assert strict == [str(tmp_path / "s.png")]
+
+
+def test_narrow_figure_is_refused(tmp_path):
+    fig, _ = plotting.plt.subplots(figsize=(6, 4))
+    with pytest.raises(ValueError, match="1600"):
+        plotting.save_png(fig, str(tmp_path / "narrow.png"))
+
+
+# ---------------------------------------------------------------- 每个画图函数，小数据
+def test_plot_04_functions(tmp_path, strict):
+    m = load_plot("plot_04")
+    caps = (300, 1_000, 10_000, None)
+    names = {"lru": "LRU", "lfu": "LFU", "min": "MIN"}
+    ratio = {"lru": [0.2, 0.3, 0.4, 0.5], "lfu": [0.1, 0.3, 0.35, 0.5], "min": [0.3, 0.4, 0.5, 0.5]}
+    check_png(m.plot_block_popularity([50, 7, 3, 2, 1, 1, 1, 1], str(tmp_path / "a.png"), "小数据"))
+    check_png(m.plot_hit_ratio(caps, ratio, names, {"lru": {1_000: 0.3, None: 0.51}}, str(tmp_path / "b.png"),
+                               "小数据", "论文表 1"))
+    hours = {p: [5 - 4 * r for r in v] for p, v in ratio.items()}
+    check_png(m.plot_prefill_time(caps, hours, names, 5.0, str(tmp_path / "c.png"), "配置", "小数据"))
+    assert len(strict) == 3
+
+
+def test_plot_01_functions(tmp_path, strict):
+    m = load_plot("plot_01")
+    shares = {"Orca (Max)": [0.2, 0.1, 0.6, 0.1], "vLLM": [0.96, 0.0, 0.02, 0.02]}
+    check_png(m.plot_breakdown(shares, {"Orca (Max)": 7, "vLLM": 30}, {"Orca (Max)": 20.4, "vLLM": 96.3},
+                               str(tmp_path / "a.png"), "小数据"))
+    assert len(strict) == 1
+
+
+def test_plot_modules_declare_their_figures():
+    import figdeps
+    for path in sorted(p for p in os.listdir(FIGDIR) if p.startswith("plot_") and p.endswith(".py")):
+        outs, deps, _ = figdeps.module_info(os.path.join(FIGDIR, path))
+        assert outs and all(o.startswith("figures/") and o.endswith(".png") for o in outs), path
+        assert "lab_common/plotting.py" in deps and f"figures/{path}" in deps, path
+
+
+# ---------------------------------------------------------------- make 的依赖
+def test_make_dependencies_follow_imports():
+    import figdeps
+    _, deps, _ = figdeps.module_info(os.path.join(FIGDIR, "plot_04.py"))
+    for f in ("lecture07/04_prefix_caching.py", "lecture07/kv_cache_policies.py", "lecture07/kv_trace.py",
+              "lecture07/kv_store.py", "lab_common/plotting.py", "figures/figlib.py"):
+        assert f in deps
+    rules = subprocess.run([sys.executable, os.path.join(FIGDIR, "figdeps.py"), "--make"], check=True,
+                           capture_output=True, text=True).stdout
+    assert "figures/04_hit_ratio.png" in rules and "&:" in rules and "$(STAMP)" in rules
