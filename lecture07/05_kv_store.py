@@ -32,7 +32,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "lab_common"))
 from console import ArgParser, fail, fmt_int, print_header, print_observations, print_table, print_text  # noqa: E402
 from kv_cluster import (BLOCK_BYTES, NIC_GB_PER_S, SCHEDULERS, fetch_plan, hit_tokens, nic_fetch,  # noqa: E402
                         prefill_seconds, run_prefill)
-from kv_store import (A800_X8, BLOCK, LLAMA2_70B, TIERS, Node, make_trace, prefill_compute_time,  # noqa: E402
+from kv_store import (A800_X8, LLAMA2_70B, TIERS, Node, make_trace, prefill_compute_time,  # noqa: E402
                       prefill_time, simulate)
 
 # ---- 学生可以改的设置 ----
@@ -52,7 +52,7 @@ SCHED_LOAD = 1.08               # 演示 3：请求率调到"不用前缀缓存�
 # ---- 论文和数据手册的数字（只用来对照，标明出处）----
 H800_X8 = Node("8×H800", n_gpus=8, tflops_per_gpu=989, hbm_gb_per_gpu=80)
 H800_SOURCE = ("NVIDIA H100 SXM 数据手册：BF16 稠密 989 TFLOPS（表中 1,979 是 2:4 稀疏）；"
-               "H800 SXM 的算力与 H100 SXM 相同，只削减了 NVLink 互连带宽")
+               "H800 SXM 的 BF16 张量算力与 H100 SXM 相同，主要削减的是 NVLink 互连带宽")
 PAPER_MIN_BW = {"8×A800": 6, "8×H800": 19}      # GB/s，Mooncake FAST'25 论文（式 1 之后的分析），8,192 token 前缀
 PAPER_FIG5 = {"global_cache": 3.07, "local_cache": 3.58, "load_balancing": 5.27, "random": 19.65}   # 秒，FAST'25 图 5
 SCHED_NAMES = {"random": "随机", "load_balancing": "负载均衡", "local_cache": "本地缓存感知",
