@@ -49,6 +49,8 @@ except ImportError:  # 没装 triton：模块照样可用，只是没有 kernel
 SUPPORTED_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
 MAX_TILE = 4096          # 一个 program 最多搬多少个元素（fp16 时 8 KB）
 NUM_WARPS = 4
+STREAM_HINTS = False     # 读写是否加流式缓存提示（06 脚本在 GPU 上扫一遍再定）
+SMALL_N = 64             # N 不超过它时：主机检查走纯 Python，下标由 kernel 直接从锁页内存读（零拷贝）
 
 
 def interpret_mode():
@@ -100,11 +102,12 @@ if HAVE_TRITON:
     @triton.jit
     def _kv_clone_all_kernel(kv_ptr, src_ptr, dst_ptr, group_stride,
                              G: tl.constexpr, E: tl.constexpr, BLOCK: tl.constexpr,
-                             TILES: tl.constexpr):
+                             TILES: tl.constexpr, STREAM: tl.constexpr):
         """一次 launch 搬完所有 (层, K/V) × N 个 block：一维 grid = N * G * TILES。
 
         kv 看作 [G, n_blocks, E]（G = 层数 × 2，E = H*BS*D）；group_stride = n_blocks * E。
         相邻的 program 搬同一个 block 的相邻 tile，读写都是连续的大段。
+        STREAM=True 时给读写加“流式”提示（读 .cg + evict_first，写 .cs）：拷贝的数据不会再用，别占 L2。
         """
         pid = tl.program_id(0)
         tile = pid % TILES
@@ -116,8 +119,13 @@ if HAVE_TRITON:
         e = tile * BLOCK + tl.arange(0, BLOCK)
         mask = e < E
         base = g * group_stride
-        x = tl.load(kv_ptr + base + src_blk * E + e, mask=mask, other=0)
-        tl.store(kv_ptr + base + dst_blk * E + e, x, mask=mask)
+        if STREAM:
+            x = tl.load(kv_ptr + base + src_blk * E + e, mask=mask, other=0,
+                        cache_modifier=".cg", eviction_policy="evict_first")
+            tl.store(kv_ptr + base + dst_blk * E + e, x, mask=mask, cache_modifier=".cs")
+        else:
+            x = tl.load(kv_ptr + base + src_blk * E + e, mask=mask, other=0)
+            tl.store(kv_ptr + base + dst_blk * E + e, x, mask=mask)
 
 
 # ─────────────────────────────── 输入校验 ───────────────────────────────
@@ -131,11 +139,18 @@ def _check_cache(name, t):
 
 
 def _index_to_host(name, idx, device):
-    """把下标转成主机上的 int64 numpy 数组并检查类型/维度/设备。
+    """把下标变成主机上的整数序列并检查类型/维度/设备。
 
+    小的 python int 列表（≤ SMALL_N）原样返回（纯 Python 检查比 numpy 快），其余转成 int64 numpy 数组。
     传 GPU 上的下标张量会多一次同步（要把它拷回主机才能检查范围）；
     热路径请传主机端下标（list / numpy / CPU 张量），让 wrapper 通过可复用缓冲区上传。
     """
+    if isinstance(idx, (list, tuple)) and len(idx) <= SMALL_N:
+        for x in idx:
+            if type(x) is not int:
+                if isinstance(x, (bool, np.bool_)) or not isinstance(x, (int, np.integer)):
+                    raise ValueError(f"{name} 必须是整数下标，收到 {type(x).__name__} 元素 {x!r}")
+        return [int(x) for x in idx]
     if isinstance(idx, torch.Tensor):
         if idx.dtype.is_floating_point or idx.dtype.is_complex or idx.dtype == torch.bool:
             raise ValueError(f"{name} 必须是整数下标，收到 dtype {idx.dtype}")
@@ -159,7 +174,7 @@ def _index_to_host(name, idx, device):
         arr = arr.reshape(-1).astype(np.int64)
     if arr.ndim != 1:
         raise ValueError(f"{name} 必须是一维的，收到形状 {arr.shape}")
-    if arr.dtype.kind not in "iu":
+    if arr.dtype.kind not in "iu" or arr.dtype == np.bool_:
         raise ValueError(f"{name} 必须是整数下标，收到 dtype {arr.dtype}")
     return arr.astype(np.int64, copy=False)
 
@@ -167,17 +182,34 @@ def _index_to_host(name, idx, device):
 def check_clone_indices(src, dst, n_blocks):
     """检查一组 (src, dst) block 对：长度一致、范围合法、dst 不重复、dst 不与 src 重叠。
 
+    src/dst 是 python int 列表或 int64 numpy 数组（_index_to_host 的结果）。
     GPU 上越界的下标不会报错，只会悄悄写坏别的显存，所以必须在 launch 之前在主机上查。
+    返回 (src, dst)：两者类型统一（有一个是 numpy 就都转成 numpy）。
     """
-    if src.shape[0] != dst.shape[0]:
-        raise ValueError(f"src 有 {src.shape[0]} 个下标，dst 有 {dst.shape[0]} 个：长度必须相同")
-    if src.shape[0] == 0:
-        return
+    if len(src) != len(dst):
+        raise ValueError(f"src 有 {len(src)} 个下标，dst 有 {len(dst)} 个：长度必须相同")
+    if len(src) == 0:
+        return src, dst
+    if isinstance(src, list) and isinstance(dst, list):          # 小 N：纯 Python
+        for name, a in (("src", src), ("dst", dst)):
+            lo, hi = min(a), max(a)
+            if lo < 0 or hi >= n_blocks:
+                raise ValueError(f"{name} 下标 {lo if lo < 0 else hi} 越界：合法范围是 [0, {n_blocks})")
+        seen = set()
+        for d in dst:
+            if d in seen:
+                raise ValueError(f"dst 下标 {d} 重复：两个 program 会写同一个 block")
+            seen.add(d)
+        for x in src:
+            if x in seen:
+                raise ValueError(f"block {x} 同时是 src 和 dst：读写会互相竞争")
+        return src, dst
+    src = np.asarray(src, dtype=np.int64)
+    dst = np.asarray(dst, dtype=np.int64)
     for name, a in (("src", src), ("dst", dst)):
         lo, hi = int(a.min()), int(a.max())
         if lo < 0 or hi >= n_blocks:
-            bad = lo if lo < 0 else hi
-            raise ValueError(f"{name} 下标 {bad} 越界：合法范围是 [0, {n_blocks})")
+            raise ValueError(f"{name} 下标 {lo if lo < 0 else hi} 越界：合法范围是 [0, {n_blocks})")
     # 重复 / 重叠：bincount 是 O(N + n_blocks)，比排序（np.unique）快得多
     cnt = np.bincount(dst, minlength=n_blocks)
     if cnt.max() > 1:
@@ -185,6 +217,7 @@ def check_clone_indices(src, dst, n_blocks):
     both = cnt[src] > 0
     if both.any():
         raise ValueError(f"block {int(src[both.argmax()])} 同时是 src 和 dst：读写会互相竞争")
+    return src, dst
 
 
 def _check_layer_pair(k_cache_layer, v_cache_layer):
@@ -215,52 +248,81 @@ def _check_kernel_device(device):
 
 # ─────────────────────────────── 可复用的下标缓冲区 ───────────────────────────────
 class CloneIndexBuffer:
-    """预分配的 src/dst 下标缓冲区：每步只做一次 H2D 拷贝，不再每层 torch.tensor(...)。
+    """可复用的 src/dst 下标缓冲区：每步不再 torch.tensor(...)，也不再等 GPU。
 
-    CUDA 上用两块锁页（pinned）主机缓冲区轮流使用：拷贝是异步的，
-    下一次复用同一块主机缓冲区之前，先等它上一次的 H2D 拷贝完成（CUDA event），
-    所以主机可以领先 GPU 一步，而不会改写还没传出去的下标。
+    CUDA 上：一个由 RING 个槽组成的锁页（pinned）主机环形缓冲区 + 一块设备缓冲区。
+    - N ≤ SMALL_N：kernel 直接从锁页内存读下标（零拷贝，UVA 映射），连 H2D 拷贝调用都省了；
+    - N 更大：一次 cudaMemcpyAsync 拷进设备缓冲区（拷贝相对 kernel 可以忽略）。
+    一个槽要等它上一次的读者（kernel 或拷贝）完成才能改写：每 EPOCH 次 launch 记一个 CUDA event，
+    复用槽之前等“覆盖它上次使用”的那个 event——绝大多数时候它早就完成了，所以不会卡住主机。
+    CPU 上（解释器 / 回退）：就是一块普通张量。
     """
+    RING = 32
+    EPOCH = 8
 
-    def __init__(self, device, capacity=256):
+    def __init__(self, device, capacity=256, zero_copy=True):
         self.device = torch.device(device)
+        self.cuda = self.device.type == "cuda"
+        self.zero_copy = zero_copy and self.cuda
         self.capacity = 0
-        self._slot = 0
+        self.count = 0                 # 已经交出去的槽数
+        self.pending = []              # [(count 值, event)]，按时间排序
+        self.done_upto = -1            # 这个编号之前（含）的槽都已用完
         self._grow(max(1, int(capacity)))
 
     def _grow(self, capacity):
-        cuda = self.device.type == "cuda"
+        if self.cuda and self.count:
+            torch.cuda.current_stream(self.device).synchronize()   # 旧缓冲区可能还在被读
         self.capacity = capacity
-        # 一维布局：[src(0..n) | dst(n..2n)]，这样每步上传的是一段连续内存（一次 cudaMemcpyAsync）
+        # 每个槽一维布局：[src(0..n) | dst(n..2n)]，上传是一段连续内存（一次 cudaMemcpyAsync）
         self.dev = torch.empty(2 * capacity, dtype=torch.int32, device=self.device)
-        self.host = [torch.empty(2 * capacity, dtype=torch.int32, pin_memory=cuda) for _ in range(2)]
-        self.host_np = [h.numpy() for h in self.host]
-        self.events = [torch.cuda.Event() if cuda else None for _ in range(2)]
-        self.used = [False, False]
+        ring = self.RING if self.cuda else 1
+        self.host = torch.empty((ring, 2 * capacity), dtype=torch.int32, pin_memory=self.cuda)
+        self.host_np = self.host.numpy()
+        self.pending = []
+        self.done_upto = self.count - 1
+
+    def _wait_slot_free(self):
+        need = self.count - self.RING            # 这次要复用的槽上一次是第 need 次使用
+        if need < 0 or self.done_upto >= need:
+            return
+        while self.pending and self.pending[0][0] < need:
+            self.pending.pop(0)
+        k, ev = self.pending.pop(0)              # 第一个 ≥ need 的 event（一定存在：RING > EPOCH）
+        ev.synchronize()
+        self.done_upto = k
 
     def upload(self, src, dst):
-        """src/dst：已检查过的主机 int64 数组。返回设备上的 (src, dst) int32 视图。"""
-        n = src.shape[0]
+        """src/dst：已检查过的主机下标（list 或 int64 数组）。返回给 kernel 用的 (src, dst) int32 张量。
+
+        调用者 launch 之后必须调用 commit()。
+        """
+        n = len(src)
         if n > self.capacity:
-            if self.device.type == "cuda":
-                torch.cuda.current_stream(self.device).synchronize()
             self._grow(max(n, 2 * self.capacity))
-        if self.device.type != "cuda":
-            self.dev[:n] = torch.from_numpy(src)
-            self.dev[n:2 * n] = torch.from_numpy(dst)
+        if not self.cuda:
+            self.dev[:n] = torch.as_tensor(src, dtype=torch.int32)
+            self.dev[n:2 * n] = torch.as_tensor(dst, dtype=torch.int32)
             return self.dev[:n], self.dev[n:2 * n]
-        s = self._slot
-        self._slot ^= 1
-        if self.used[s]:
-            self.events[s].synchronize()   # 这块主机缓冲区上一次的拷贝已完成，才可以改写
-        h = self.host_np[s]
+        self._wait_slot_free()
+        slot = self.count % self.RING
+        h = self.host_np[slot]
         h[:n] = src
         h[n:2 * n] = dst
-        # 设备端只用一块缓冲区：同一个 stream 上，下一步的 H2D 排在这一步的 kernel 之后，顺序由 stream 保证
-        self.dev[:2 * n].copy_(self.host[s][:2 * n], non_blocking=True)
-        self.events[s].record()
-        self.used[s] = True
+        row = self.host[slot]
+        if self.zero_copy and n <= SMALL_N:
+            return row[:n], row[n:2 * n]         # kernel 直接读锁页内存
+        self.dev[:2 * n].copy_(row[:2 * n], non_blocking=True)
         return self.dev[:n], self.dev[n:2 * n]
+
+    def commit(self):
+        """launch 之后调用：这个槽交出去了；每 EPOCH 次记一个 event，标记“到这里为止的槽都可复用”。"""
+        if self.cuda:
+            if self.count % self.EPOCH == self.EPOCH - 1:
+                ev = torch.cuda.Event()
+                ev.record()
+                self.pending.append((self.count, ev))
+        self.count += 1
 
 
 # ─────────────────────────────── 三种克隆方式 ───────────────────────────────
@@ -270,11 +332,11 @@ def clone_blocks_index_copy(k_cache_layer, v_cache_layer, src_block_idx, dst_blo
     device = k_cache_layer.device
     src = _index_to_host("src_block_idx", src_block_idx, device)
     dst = _index_to_host("dst_block_idx", dst_block_idx, device)
-    check_clone_indices(src, dst, k_cache_layer.shape[0])
-    if src.shape[0] == 0:
+    src, dst = check_clone_indices(src, dst, k_cache_layer.shape[0])
+    if len(src) == 0:
         return
-    s = torch.from_numpy(src).to(device)
-    d = torch.from_numpy(dst).to(device)
+    s = torch.as_tensor(src, dtype=torch.long).to(device)
+    d = torch.as_tensor(dst, dtype=torch.long).to(device)
     k_cache_layer.index_copy_(0, d, k_cache_layer.index_select(0, s))
     v_cache_layer.index_copy_(0, d, v_cache_layer.index_select(0, s))
 
@@ -301,15 +363,15 @@ def kv_clone_blocks_triton(k_cache_layer, v_cache_layer, src_block_idx, dst_bloc
     _check_kernel_device(device)
     src = _index_to_host("src_block_idx", src_block_idx, device)
     dst = _index_to_host("dst_block_idx", dst_block_idx, device)
-    check_clone_indices(src, dst, k_cache_layer.shape[0])
-    if src.shape[0] == 0:
+    src, dst = check_clone_indices(src, dst, k_cache_layer.shape[0])
+    if len(src) == 0:
         return
-    s = torch.from_numpy(src.astype(np.int32)).to(device)
-    d = torch.from_numpy(dst.astype(np.int32)).to(device)
+    s = torch.as_tensor(src, dtype=torch.int32).to(device)
+    d = torch.as_tensor(dst, dtype=torch.int32).to(device)
     launch_layer_kernel(k_cache_layer, v_cache_layer, s, d)
 
 
-def launch_all_kernel(kv, src_dev, dst_dev, max_tile=None, num_warps=None):
+def launch_all_kernel(kv, src_dev, dst_dev, max_tile=None, num_warps=None, stream_hints=None):
     """不做检查的单次 launch：kv 是 [L, 2, n_blocks, H, BS, D]，下标已在设备上。"""
     n = src_dev.shape[0]
     if n == 0:
@@ -320,6 +382,7 @@ def launch_all_kernel(kv, src_dev, dst_dev, max_tile=None, num_warps=None):
     g = 2 * L
     _kv_clone_all_kernel[(n * g * tiles,)](kv, src_dev, dst_dev, n_blocks * e,
                                            G=g, E=e, BLOCK=block, TILES=tiles,
+                                           STREAM=STREAM_HINTS if stream_hints is None else stream_hints,
                                            num_warps=NUM_WARPS if num_warps is None else num_warps)
 
 
@@ -334,22 +397,31 @@ def kv_clone_blocks_all(kv, src_block_idx, dst_block_idx, index_buffer=None, use
     device = kv.device
     src = _index_to_host("src_block_idx", src_block_idx, device)
     dst = _index_to_host("dst_block_idx", dst_block_idx, device)
-    check_clone_indices(src, dst, kv.shape[2])
+    src, dst = check_clone_indices(src, dst, kv.shape[2])
     if use_kernel is None:
         use_kernel = kernel_available(device)
     if use_kernel:
         _check_kernel_device(device)
-    if src.shape[0] == 0:
+    if len(src) == 0:
         return
     if not use_kernel:
-        s = torch.from_numpy(src).to(device)
-        d = torch.from_numpy(dst).to(device)
+        s = torch.as_tensor(src, dtype=torch.long).to(device)
+        d = torch.as_tensor(dst, dtype=torch.long).to(device)
         kv.index_copy_(2, d, kv.index_select(2, s))
         return
     if index_buffer is None:
-        index_buffer = CloneIndexBuffer(device, capacity=src.shape[0])
+        index_buffer = CloneIndexBuffer(device, capacity=len(src))
     s, d = index_buffer.upload(src, dst)
-    launch_all_kernel(kv, s, d)
+    try:
+        launch_all_kernel(kv, s, d)
+    except ValueError:
+        if s.device.type == "cuda" or not index_buffer.zero_copy:
+            raise
+        # 这台机器的锁页内存没有映射到 GPU（triton 报 "cannot be accessed"）：以后都先拷进显存
+        index_buffer.zero_copy = False
+        s, d = index_buffer.upload(src, dst)
+        launch_all_kernel(kv, s, d)
+    index_buffer.commit()
 
 
 # ─────────────────────────────── KVBlockManager ───────────────────────────────

@@ -198,6 +198,44 @@ def test_bad_input_all_layers(use_kernel, name, make, msg):
         assert torch.equal(kv, before)                  # 出错时什么都没写
 
 
+BIG = kvc.SMALL_N + 36      # 超过 SMALL_N：主机检查走 numpy 路径
+
+
+BAD_NUMPY = [
+    ("numpy 浮点下标", lambda: (np.array([0.0]), np.array([1])), "整数下标"),
+    ("numpy 二维下标", lambda: (np.zeros((1, 1), np.int64), np.array([1])), "一维"),
+    ("numpy 越界", lambda: (np.array([0]), np.array([10 ** 6])), "越界"),
+    ("numpy 负数", lambda: (np.array([-3]), np.array([1])), "越界"),
+    ("bool 下标", lambda: ([True], [1]), "整数下标"),
+    ("大列表 dst 重复", lambda: (list(range(BIG)), list(range(BIG, 2 * BIG - 1)) + [BIG]), "重复"),
+    ("大列表重叠", lambda: (list(range(BIG)), list(range(BIG - 1, 2 * BIG - 1))), "同时是 src 和 dst"),
+    ("大列表长度不同", lambda: (list(range(BIG)), list(range(BIG, 2 * BIG + 1))), "长度必须相同"),
+    ("大列表越界", lambda: (list(range(BIG)), list(range(4 * BIG, 5 * BIG))), "越界"),
+    ("大 CPU 张量重复", lambda: (torch.arange(BIG), torch.full((BIG,), 3 * BIG)), "重复"),
+]
+
+
+@pytest.mark.parametrize("name,make,msg", BAD_NUMPY, ids=[b[0] for b in BAD_NUMPY])
+def test_bad_input_numpy_path(name, make, msg):
+    kv = _stacked(nb=4 * BIG)
+    with pytest.raises(ValueError, match=msg):
+        kvc.kv_clone_blocks_all(kv, *make(), use_kernel=True)
+
+
+def test_big_list_and_numpy_indices_work():
+    kv = torch.randn((1, 2, 3 * BIG, 1, 2, 3)).to(DEVICE)
+    ref = kv.clone()
+    src, dst = list(range(BIG)), list(range(BIG, 2 * BIG))
+    kvc.kv_clone_blocks_all(kv, np.array(src), dst, use_kernel=True)
+    ref[:, :, dst] = ref[:, :, src]
+    assert torch.equal(kv, ref)
+
+
+@pytest.mark.skipif(DEVICE != "cuda", reason="环形锁页缓冲区只在 CUDA 上使用")
+def test_index_ring_many_steps_cuda():
+    assert script.validate_many_steps("cuda", steps=101)
+
+
 def test_cuda_index_on_cpu_cache_rejected_or_kernel_needs_backend(monkeypatch):
     """CPU 张量、没有解释器时，kernel 路径要给出清楚的 ValueError，而不是 triton 的深层报错。"""
     if DEVICE != "cpu":
