@@ -413,6 +413,47 @@ def tune_c(kv, src_dev, dst_dev, reps):
     return best, rows
 
 
+def host_breakdown(kv, src, dst, buf, iters=2000):
+    """C 在小 N 时每步的主机开销拆开看（µs，perf_counter，不同步）：检查 / 上传 / launch。"""
+    kvc = _kvc
+    out = {}
+
+    def clock(fn):
+        for _ in range(50):
+            fn()
+        torch.cuda.synchronize()
+        t = time.perf_counter()
+        for _ in range(iters):
+            fn()
+        dt = (time.perf_counter() - t) / iters * 1e6
+        torch.cuda.synchronize()
+        return dt
+
+    dev = kv.device
+
+    def checks():
+        kvc._check_stacked(kv)
+        a = kvc._index_to_host("src", src, dev)
+        b = kvc._index_to_host("dst", dst, dev)
+        kvc.check_clone_indices(a, b, kv.shape[2])
+
+    s_ok, d_ok = kvc.check_clone_indices(kvc._index_to_host("s", src, dev), kvc._index_to_host("d", dst, dev),
+                                         kv.shape[2])
+
+    def upload():
+        buf.upload(s_ok, d_ok)
+        buf.commit()
+
+    s_dev, d_dev = buf.upload(s_ok, d_ok)
+    buf.commit()
+    out["检查下标"] = clock(checks)
+    out["上传（环形锁页缓冲区）"] = clock(upload)
+    out["launch（triton）"] = clock(lambda: kvc.launch_all_kernel(kv, s_dev, d_dev))
+    out["整个 C（主机侧）"] = clock(lambda: kvc.kv_clone_blocks_all(kv, src, dst, index_buffer=buf,
+                                                                    use_kernel=True))
+    return out
+
+
 def bench_shape(name, shape, ns, reps=15, seed=0):
     """一种形状上，A/B/C/D（外加 C 仅 kernel）在每个 N 下的每步耗时与带宽。"""
     kvc = _kvc
@@ -482,9 +523,10 @@ def bench_shape(name, shape, ns, reps=15, seed=0):
         kvc.kv_clone_blocks_all(kv, src, dst, index_buffer=buf, use_kernel=True)
         torch.cuda.synchronize()
         assert _same_bits(kv.index_select(2, torch.tensor(dst, device=dev)), ref), "计时后的校验失败"
+    host = host_breakdown(kv, perm[:1], perm[1:2], buf)
     del kv, d_src, d_dst
     torch.cuda.empty_cache()
-    return results, {"best": best, "sweep": sweep}
+    return results, {"best": best, "sweep": sweep, "host_us_N1": host}
 
 
 def _get(results, shape, n, m):
@@ -609,6 +651,7 @@ def demo_2(reps=15, ns=NS, shapes=None, seed=0):
                    f"block {shape['block_size']}、{shape['dtype']}；C 的 tile={tune['best']['max_tile']}、"
                    f"num_warps={tune['best']['num_warps']}、流式提示={'开' if tune['best']['stream_hints'] else '关'}"
                    f"（在 N={max(ns)} 上从 {len(tune['sweep'])} 组里扫出来的）；用时 {time.perf_counter() - t0:.1f} 秒")
+        print_text("C 在 N=1 时每步的主机开销（µs）：" + "，".join(f"{k} {v:.1f}" for k, v in tune["host_us_N1"].items()))
         print_table(["N", "A", "B", "B核", "C", "C核", "D", "A", "B", "C", "D"], rows,
                     caption="前 6 列：每步 µs；后 4 列：GB/s（读+写）。“核”= 下标事先已在 GPU 上，只剩 launch 与 kernel")
     return all_res, tuning
