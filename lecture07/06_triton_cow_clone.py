@@ -524,7 +524,7 @@ def bench_shape(name, shape, ns, reps=15, seed=0):
         torch.cuda.synchronize()
         assert _same_bits(kv.index_select(2, torch.tensor(dst, device=dev)), ref), "计时后的校验失败"
     host = host_breakdown(kv, perm[:1], perm[1:2], buf)
-    del kv, d_src, d_dst
+    kv = d_src = d_dst = kc = vc = None      # 释放显存，下一个形状要用
     torch.cuda.empty_cache()
     return results, {"best": best, "sweep": sweep, "host_us_N1": host}
 
@@ -624,7 +624,7 @@ def anchor_rows(data):
 
 def demo_2(reps=15, ns=NS, shapes=None, seed=0):
     """一次 COW step（所有层、K 和 V）的克隆要多少 µs、跑到多少 GB/s？A/B/C/D 比一比。"""
-    kvc = _import_torch()
+    _import_torch()
     shapes = shapes or list(SHAPES)
     print_header("演示 2：计时 A / B / C / D（每步 µs 与 GB/s）")
     print_text("计时方法：每种方法先预热 5 次；之后每次先不计时地调用 1 次（GPU 上有活排着，测的是稳态），"
