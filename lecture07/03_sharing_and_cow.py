@@ -1,0 +1,334 @@
+"""CS349E · 第 7 讲 · 03_sharing_and_cow.py —— 多个输出共享同一段 KV：能省多少显存？写时复制怎样保证不写坏别人？
+
+【问题】并行采样（一个提示要 n 个回答）和束搜索（保留 k 条候选）里，很多序列的开头完全相同。
+分页以后，相同的块只存一份、用引用计数记下有几条序列在用；谁要往一个共享的、没写满的块里写，
+谁就先复制一份（写时复制，copy-on-write）。那么：在真模型上这样能省多少 KV 显存？
+复制发生的那一刻，块池里到底发生了什么？
+
+  演示 1：并行采样 n = 2、4、6 与束搜索宽度 2、4、6，在第 2 讲的小模型上真的解码，
+          数共享时与不共享时占用的块（对照 vLLM 论文 §6.3）。
+  演示 2：一次写时复制，逐步看块表、引用计数和块里的数据（06_triton_cow_clone.py 的 numpy 版）。
+
+【运行】python lecture07/03_sharing_and_cow.py          （约 2–3 秒，2 核笔记本，不需要 GPU）
+        python lecture07/03_sharing_and_cow.py --demo 2 （只跑演示 2）
+【依赖】numpy、rich；本目录的 paged_kv；lab_common 的 transformer_lab、console。
+"""
+import argparse
+import os
+import sys
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, "..", "lab_common"))
+from console import print_header, print_observations, print_table, print_text  # noqa: E402
+from paged_kv import BlockPool, PagedSequence, paged_step  # noqa: E402
+from transformer_lab import TINY, KVCache, config_like, forward, init_params  # noqa: E402
+
+# ---- 学生可以改的设置 ----
+MODEL_SEED = 0                 # 小模型权重的随机种子
+LEN_SEED = 0                   # 请求长度的随机种子
+SAMPLE_SEED = 7                # 采样的随机种子（第 j 个样本用 SAMPLE_SEED + j：n=4 的前两个样本就是 n=2 的两个）
+N_REQUESTS = 12                # 演示 1：并行采样用几个请求（提示）
+N_BEAM = 4                     # 演示 1：束搜索用其中前几个请求（束搜索每个宽度都要在模型上真跑，最慢）
+WIDTHS = (2, 4, 6)             # 演示 1：并行采样的 n、束搜索的宽度
+PAGE = 16                      # 块大小（vLLM 默认 16）
+ALPACA_MEAN = (19.31, 58.45)   # vLLM 论文图 11(b)：Alpaca 平均输入 / 输出长度（长度按它抽）
+MAX_PROMPT, MAX_OUTPUT = 64, 128  # 长度上限（小模型的 attention 按 max_seq 补零，越长越慢）
+TEMPERATURE = 1.0              # 并行采样的温度
+COW_BLOCK = 4                  # 演示 2 的块大小
+COW_PROMPT = 6                 # 演示 2：共享序列的长度（6 = 一个满块 + 最后一块写了 2 个）
+
+# ---- 论文的数字（只用来对照，标明出处）----
+VLLM_63 = {"并行采样": (6.1, 9.8), "束搜索": (37.6, 55.2)}   # vLLM 论文（SOSP'23）§6.3：Alpaca、OPT-13B 的显存节省 %
+
+
+def n_blocks(n_tokens, block=PAGE):
+    return -(-n_tokens // block)
+
+
+def make_requests(cfg, n=N_REQUESTS, seed=LEN_SEED):
+    """Alpaca 式的请求：输入长度、每个样本的输出长度都是对数正态（σ=0.8，均值取论文图 11），截到上限。"""
+    rng = np.random.default_rng(seed)
+
+    def draw(mean, cap, size=None):
+        return np.clip(np.round(rng.lognormal(np.log(mean) - 0.32, 0.8, size)), 2, cap).astype(int)
+    reqs = []
+    for _ in range(n):
+        prompt = rng.integers(0, cfg.vocab, int(draw(ALPACA_MEAN[0], MAX_PROMPT)))
+        reqs.append((prompt, draw(ALPACA_MEAN[1], MAX_OUTPUT, max(WIDTHS))))
+    return reqs
+
+
+def fmt_list(xs):
+    return "[" + " ".join(str(int(x)) for x in xs) + "]"
+
+
+def log_softmax(x):
+    x = x - x.max()
+    return x - np.log(np.exp(x).sum())
+
+
+# =============================================================================
+def parallel_sampling(params, cfg, prompt, out_lens, n):
+    """一个提示要 n 个回答：提示只算一次、只存一份，n 个样本 fork 出来各自往后采样。
+
+    返回 (共享时每步块数之和, 不共享时每步块数之和, 写时复制次数, 每个样本生成的 token)。
+    """
+    pool = BlockPool(cfg, n_blocks=n * n_blocks(len(prompt) + int(out_lens.max())), block_size=PAGE)
+    parent = PagedSequence(pool)
+    last = paged_step(params, cfg, [parent], [prompt])[0][-1]
+    samples = [parent.fork() for _ in range(n)]
+    parent.free()                                  # 提示的块现在由 n 个样本共同持有
+    rngs = [np.random.default_rng(SAMPLE_SEED + j) for j in range(n)]
+    logits = [last] * n
+    left = [int(x) for x in out_lens[:n]]
+    gen = [[] for _ in range(n)]
+    shared = private = 0
+    live = list(range(n))
+    while live:
+        toks = []
+        for j in live:
+            p = np.exp(log_softmax(logits[j] / TEMPERATURE))
+            toks.append([int(rngs[j].choice(cfg.vocab, p=p))])
+            gen[j].append(toks[-1][0])
+        outs = paged_step(params, cfg, [samples[j] for j in live], toks)
+        for j, o in zip(live, outs):
+            logits[j] = o[-1]
+            left[j] -= 1
+        shared += pool.num_used
+        private += sum(n_blocks(samples[j].length) for j in live)
+        for j in [j for j in live if left[j] == 0]:   # 生成完了（相当于遇到 EOS）：释放
+            samples[j].free()
+        live = [j for j in live if left[j] > 0]
+    return shared, private, pool.n_cow, gen
+
+
+def replay_sampling(cfg, prompt_len, out_lens, n):
+    """只重放块池的操作（fork、reserve、free），不算模型：与 parallel_sampling 的前 n 个样本占用完全相同。
+
+    第 j 个样本的随机数只由 SAMPLE_SEED + j 决定，KV 又与放在哪个块无关（02 脚本：逐位相同），
+    所以 n=2、4 的样本就是 n=6 的前 2、4 个；它们的块数只取决于长度，重放一遍分配即可。
+    """
+    pool = BlockPool(cfg, n_blocks=n * n_blocks(prompt_len + int(out_lens.max())), block_size=PAGE)
+    parent = PagedSequence(pool)
+    parent.reserve(prompt_len)
+    parent.length = prompt_len
+    samples = [parent.fork() for _ in range(n)]
+    parent.free()
+    left = [int(x) for x in out_lens[:n]]
+    shared = private = 0
+    live = list(range(n))
+    while live:
+        for j in live:                               # paged_step 里对内存做的就是这两步
+            samples[j].reserve(1)
+            samples[j].length += 1
+            left[j] -= 1
+        shared += pool.num_used
+        private += sum(n_blocks(samples[j].length) for j in live)
+        for j in [j for j in live if left[j] == 0]:
+            samples[j].free()
+        live = [j for j in live if left[j] > 0]
+    return shared, private, pool.n_cow
+
+
+def beam_search(params, cfg, prompt, steps, width):
+    """束搜索：每步每条束取前 width 个 token，从 width² 个候选里按累计对数概率留下前 width 个。
+
+    被选中的候选从它的父束 fork（只加引用计数），没被选中的父束整条释放；新 token 写进共享的
+    不满块时写时复制。返回 (共享时块数之和, 不共享时块数之和, 写时复制次数, 结束时各束共同前缀的长度)。
+    """
+    pool = BlockPool(cfg, n_blocks=2 * width * n_blocks(len(prompt) + steps) + width, block_size=PAGE)
+    root = PagedSequence(pool)
+    beams = [(root, paged_step(params, cfg, [root], [prompt])[0][-1], 0.0, [])]
+    shared = private = 0
+    for _ in range(steps):
+        cand = []
+        for i, (_, lg, score, _) in enumerate(beams):
+            lp = log_softmax(lg)
+            for t in np.argsort(-lp, kind="stable")[:width]:
+                cand.append((score + float(lp[t]), i, int(t)))
+        cand.sort(key=lambda c: -c[0])             # 稳定排序：同分时按候选的先后
+        chosen = cand[:width]
+        children = [beams[i][0].fork() for _, i, _ in chosen]
+        for seq, *_ in beams:                      # 父束全部释放：没被选中的块回到空闲表
+            seq.free()
+        outs = paged_step(params, cfg, children, [[t] for _, _, t in chosen])
+        beams = [(c, o[-1], s, beams[i][3] + [t]) for c, o, (s, i, t) in zip(children, outs, chosen)]
+        shared += pool.num_used
+        private += sum(n_blocks(c.length) for c, *_ in beams)
+    toks = np.array([b[3] for b in beams])          # (width, steps)：每条束生成的 token
+    same = np.all(toks == toks[0], axis=0)
+    common = int(np.argmin(same)) if not same.all() else steps
+    return shared, private, pool.n_cow, common
+
+
+def demo1_savings():
+    """并行采样和束搜索时，共享 KV 能省多少显存？"""
+    print_header(f"演示 1：并行采样与束搜索——共享的块只存一份（块大小 {PAGE}，vLLM 论文 §6.3）")
+    cfg = config_like(TINY, max_seq=MAX_PROMPT + MAX_OUTPUT)
+    params = init_params(cfg, seed=MODEL_SEED)
+    reqs = make_requests(cfg)
+    print_text(f"{N_REQUESTS} 个请求（长度种子 {LEN_SEED}）：输入 {', '.join(str(len(p)) for p, _ in reqs)} 个 token；"
+               f"并行采样时每个样本的输出长度单独抽（模拟各自遇到 EOS 的时刻），平均 "
+               f"{np.mean([o for _, o in reqs]):.0f}；束搜索用前 {N_BEAM} 个请求，每个解码 = 它第一个样本的"
+               f"输出长度（{', '.join(str(o[0]) for _, o in reqs[:N_BEAM])}）步。长度按 Alpaca 的均值抽（vLLM 论文图 11："
+               f"{ALPACA_MEAN[0]} / {ALPACA_MEAN[1]}）。模型：第 2 讲的 TINY，权重种子 {MODEL_SEED}。"
+               f"并行采样在真模型上跑 n={max(WIDTHS)}（第 j 个样本的随机种子 {SAMPLE_SEED}+j）；n 更小时样本就是它的"
+               "前几个，token 完全相同，只在块池里重放 fork / 写入 / 释放来数块。")
+    res, checked = {}, True
+    nmax = max(WIDTHS)
+    for kind in ("并行采样", "束搜索"):
+        for w in WIDTHS:
+            sh = pr = cow = common = 0
+            for prompt, outs in (reqs if kind == "并行采样" else reqs[:N_BEAM]):
+                if kind == "并行采样":
+                    s, p, c = replay_sampling(cfg, len(prompt), outs, w)
+                    if w == nmax:                  # 最大的 n 在真模型上跑一遍，核对重放的块数
+                        real = parallel_sampling(params, cfg, prompt, outs, w)
+                        checked = checked and real[:3] == (s, p, c)
+                else:
+                    s, p, c, cm = beam_search(params, cfg, prompt, int(outs[0]), w)
+                    common += cm
+                sh, pr, cow = sh + s, pr + p, cow + c
+            res[(kind, w)] = dict(shared=sh, private=pr, cow=cow, saved=1 - sh / pr,
+                                  common=common / sum(int(o[0]) for _, o in reqs[:N_BEAM]))
+    rows = []
+    for (kind, w), r in res.items():
+        lo, hi = VLLM_63[kind]
+        rows.append([kind, w, f"{r['private']:,}", f"{r['shared']:,}", f"{r['saved']:.1%}", r["cow"],
+                     f"{lo}–{hi}%"])
+    print_table(["方式", "n / 宽度", "不共享", "共享", "省下", "COW 次数", "论文"], rows,
+                caption="不共享 / 共享：每写完一步，把此刻占用的块数加起来（时间上的总和，单位：块·步）；"
+                        "不共享 = 每条序列各存一份自己的全部 KV；省下 = 1 − 共享 / 不共享；"
+                        "COW 次数：写进共享的不满块、先复制一份的次数。论文：vLLM 论文 §6.3 在 Alpaca 上、"
+                        "OPT-13B 的显存节省（n 或宽度 2、4、6 合起来的范围）。")
+    ps = [res[("并行采样", w)]["saved"] for w in WIDTHS]
+    bs = [res[("束搜索", w)]["saved"] for w in WIDTHS]
+    rising = lambda v: all(b > a for a, b in zip(v, v[1:]))   # noqa: E731
+    lo_w, hi_w = WIDTHS[0], WIDTHS[-1]
+    mean_in = float(np.mean([len(p) for p, _ in reqs]))
+    mean_out = float(np.mean([o for _, o in reqs]))
+    short_prompt = sum(len(p) < PAGE for p, _ in reqs)
+    print_observations([
+        f"并行采样只共享提示：n 从 {lo_w} 到 {hi_w}，省下 {ps[0]:.1%} → {ps[-1]:.1%}"
+        + ("，n 越大省得越多" if rising(ps) else "，并不随 n 单调增加")
+        + f"。这些请求平均输入 {mean_in:.0f} 个 token、每个样本输出 {mean_out:.0f} 个；只有提示里写满的块能一直共享"
+        f"（{short_prompt} 个请求的提示不满一块，根本没有可共享的满块），大部分块是各个样本自己的回答，所以省得不多"
+        f"（论文 {VLLM_63['并行采样'][0]}–{VLLM_63['并行采样'][1]}%）。",
+        f"束搜索：宽度 {lo_w} 到 {hi_w}，省下 {bs[0]:.1%} → {bs[-1]:.1%}"
+        + ("，宽度越大省得越多" if rising(bs) else "，并不随宽度单调增加")
+        + "。每一步都会淘汰一些候选、复制留下的，各条束很快又有了共同的祖先：结束时宽度 "
+        f"{lo_w} / {hi_w} 的全部束在生成部分的前 {res[('束搜索', lo_w)]['common']:.0%} / "
+        f"{res[('束搜索', hi_w)]['common']:.0%} 上完全相同，这段只存一份"
+        f"（论文 {VLLM_63['束搜索'][0]}–{VLLM_63['束搜索'][1]}%）。"
+        + ("每个宽度下束搜索都比同样 n 的并行采样省得多。" if all(b > p for b, p in zip(bs, ps)) else ""),
+        f"写时复制只发生在\"共享、又没写满\"的最后一块上：宽度 {hi_w} 的束搜索一共复制了 "
+        f"{res[('束搜索', hi_w)]['cow']} 次块，每次只复制一块（{PAGE} 个 token），而不是整条序列。",
+        "设置的差别：论文是 OPT-13B 在 A100 上跑真实的 Alpaca 请求流，数的是整个系统的显存；这里是随机权重的"
+        f"小模型、{N_REQUESTS} 个（束搜索 {N_BEAM} 个）合成长度的请求、没有 EOS（按抽到的长度停），只数 KV 块。"
+        + ("量级和\"束搜索比并行采样省得多\"的顺序可以对照，" if all(b > p for b, p in zip(bs, ps)) else
+           "连\"束搜索比并行采样省得多\"的顺序都没有复现，")
+        + "具体百分比不能直接比较。",
+    ])
+    return dict(res=res, parallel=ps, beam=bs, parallel_rising=rising(ps), beam_rising=rising(bs),
+                replay_matches_model=checked, mean_in=mean_in, mean_out=mean_out, short_prompts=short_prompt,
+                reqs=reqs)
+
+
+# =============================================================================
+def demo2_cow_step_by_step():
+    """写时复制的那一刻：块池里发生了什么？共享的块为什么不会被写坏？"""
+    bs, L = COW_BLOCK, COW_PROMPT
+    pos = L % bs
+    print_header(f"演示 2：一次写时复制——块大小 {bs}，共享序列长 {L}（最后一块只写了 {pos} 个）")
+    cfg = config_like(TINY, max_seq=16)
+    params = init_params(cfg, seed=MODEL_SEED)
+    rng = np.random.default_rng(SAMPLE_SEED)
+    prompt = rng.integers(0, cfg.vocab, L)
+    tok_a, tok_b = (int(t) for t in rng.integers(0, cfg.vocab, 2))
+    pool = BlockPool(cfg, n_blocks=4, block_size=bs)
+    rows = []
+
+    def snap(what, a, b):
+        rows.append([what, fmt_list(a.blocks), "-" if b is None else fmt_list(b.blocks), fmt_list(pool.ref_count),
+                     pool.num_free, pool.n_cow])
+
+    a = PagedSequence(pool)
+    paged_step(params, cfg, [a], [prompt])
+    snap(f"a：prefill {L} 个 token", a, None)
+    b = a.fork()
+    snap("b = a.fork()", a, b)
+    shared_blk = a.blocks[-1]
+    rc_fork = int(pool.ref_count[shared_blk])
+    before = (pool.k[:, shared_blk].copy(), pool.v[:, shared_blk].copy())
+    old_len = b.length
+    out_b = paged_step(params, cfg, [b], [[tok_b]])[0]
+    new_blk = b.blocks[-1]
+    snap(f"b 写第 {old_len + 1} 个 token", a, b)
+    after_b = (pool.k[:, shared_blk].copy(), pool.v[:, shared_blk].copy())
+    out_a = paged_step(params, cfg, [a], [[tok_a]])[0]
+    snap(f"a 写第 {old_len + 1} 个 token", a, b)
+    print_table(["步", "a 块表", "b 块表", "ref_count", "空闲", "COW"], rows,
+                caption=f"ref_count：块池里每个物理块的引用计数（块 0–{pool.n_blocks - 1}）；COW：累计写时复制次数（BlockPool.n_cow）。")
+
+    # 连续的参照：a、b 各自从头算（KVCache），第 old_len 个位置的 K/V 应当逐位等于块池里写进去的
+    ref = {}
+    for name, tok in (("a", tok_a), ("b", tok_b)):
+        c = KVCache(cfg, 1)
+        lg = forward(params, cfg, np.concatenate([prompt, [tok]])[None], cache=c)[0, -1]
+        ref[name] = (c, lg)
+    kb, vb = ref["b"][0].k[:, 0, :, old_len], ref["b"][0].v[:, 0, :, old_len]
+    ka, va = ref["a"][0].k[:, 0, :, old_len], ref["a"][0].v[:, 0, :, old_len]
+    checks = {
+        f"写入前：最后一块 {shared_blk} 没写满（{pos}/{bs}）且被共享（ref_count = {rc_fork}）":
+            0 < pos and rc_fork > 1,
+        f"b 写完后共享块 {shared_blk} 逐位不变（含位置 {pos}）":
+            np.array_equal(after_b[0], before[0]) and np.array_equal(after_b[1], before[1]),
+        f"新块 {new_blk} 的位置 0–{pos - 1} 与块 {shared_blk} 逐位相同":
+            np.array_equal(pool.k[:, new_blk, :, :pos], before[0][:, :, :pos])
+            and np.array_equal(pool.v[:, new_blk, :, :pos], before[1][:, :, :pos]),
+        f"b 的新 token 写在新块 {new_blk} 的位置 {pos}（= old_len {old_len} mod {bs}）":
+            np.array_equal(pool.k[:, new_blk, :, pos], kb) and np.array_equal(pool.v[:, new_blk, :, pos], vb),
+        f"ref_count：块 {shared_blk} 降到 1、新块 {new_blk} 为 1、满块 {a.blocks[0]} 仍为 2":
+            (pool.ref_count[shared_blk], pool.ref_count[new_blk], pool.ref_count[a.blocks[0]]) == (1, 1, 2),
+        f"a 随后原地写进块 {shared_blk} 的位置 {pos}，不再复制":
+            a.blocks[-1] == shared_blk and pool.n_cow == 1
+            and np.array_equal(pool.k[:, shared_blk, :, pos], ka) and np.array_equal(pool.v[:, shared_blk, :, pos], va),
+        "a、b 的 logits 与各自从头算逐位相同":
+            np.array_equal(out_a[-1], ref["a"][1]) and np.array_equal(out_b[-1], ref["b"][1]),
+    }
+    print_table(["检查", "结果"], [[k, "通过" if v else "失败"] for k, v in checks.items()])
+    was_zero = bool(np.all(before[0][:, :, pos] == 0))
+    print_observations([
+        f"fork 之后 a、b 的块表都是 {rows[1][1]}，两个块的 ref_count 都是 2：b 没有复制任何数据。",
+        f"b 要写第 {old_len + 1} 个 token 时，最后一块 {shared_blk} 还没写满、又被共享，于是先分配块 {new_blk}、"
+        f"整块复制（{cfg.n_layers} 层 × K、V），再把新 token 写到位置 {pos}；块 {shared_blk} 的 ref_count "
+        f"从 2 降到 {pool.ref_count[shared_blk]}。满块 {a.blocks[0]} 以后不会再被写，所以一直共享、从不复制。",
+        f"共享块的位置 {pos} 在 b 写完后仍然是"
+        + ("原来的 0（空位）" if was_zero else "原来的值") + "：a 看到的 KV 没有被 b 改动。",
+        f"a 写的时候块 {shared_blk} 只剩它一个使用者（ref_count = 1），原地写，COW 次数仍是 {pool.n_cow}——"
+        "最后一个持有者不必复制。GPU 版（06_triton_cow_clone.py 的 KVBlockManager.append_token_batch）的"
+        "步骤与此相同，只是把\"整块复制\"交给一个 Triton kernel。",
+    ])
+    return dict(checks=checks, rows=rows, shared_blk=shared_blk, new_blk=new_blk, old_len=old_len, pos=pos,
+                n_cow=pool.n_cow, ref_count=list(pool.ref_count), a_blocks=list(a.blocks), b_blocks=list(b.blocks),
+                slot_was_zero=was_zero)
+
+
+# =============================================================================
+DEMOS = {1: demo1_savings, 2: demo2_cow_step_by_step}
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description="第 7 讲 · 共享 KV 与写时复制")
+    ap.add_argument("--demo", type=int, choices=sorted(DEMOS), help="只跑某一个演示（默认全跑）")
+    args = ap.parse_args(argv)
+    for k in ([args.demo] if args.demo else sorted(DEMOS)):
+        DEMOS[k]()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,112 @@
+"""03_sharing_and_cow.py：并行采样 / 束搜索的共享节省，以及一次写时复制的每个不变量。"""
+import numpy as np
+import pytest
+from rich.cells import cell_len
+
+from conftest import load_script
+from paged_kv import BlockPool, PagedSequence, paged_step
+from transformer_lab import TINY, config_like, init_params
+
+m = load_script("03_sharing_and_cow")
+
+
+@pytest.fixture(scope="module")
+def d1():
+    return m.demo1_savings()
+
+
+@pytest.fixture(scope="module")
+def d2():
+    return m.demo2_cow_step_by_step()
+
+
+def test_smoke_main(capsys):
+    assert m.main([]) == 0
+    out = capsys.readouterr().out
+    assert "演示 1" in out and "演示 2" in out and "失败" not in out
+    assert max(cell_len(line) for line in out.splitlines()) <= 80
+
+
+def test_bad_demo_argument_exits_2():
+    with pytest.raises(SystemExit) as e:
+        m.main(["--demo", "3"])
+    assert e.value.code == 2
+
+
+def test_savings_rise_with_n_and_width(d1):
+    ps, bs = d1["parallel"], d1["beam"]
+    assert d1["parallel_rising"] and d1["beam_rising"]
+    assert all(b > a for a, b in zip(ps, ps[1:]))
+    assert all(b > a for a, b in zip(bs, bs[1:]))
+    assert all(b > p for b, p in zip(bs, ps))          # 束搜索比同样 n 的并行采样省得多
+    assert all(0 < x < 1 for x in ps + bs)
+
+
+def test_savings_accounting(d1):
+    for (kind, w), r in d1["res"].items():
+        assert r["shared"] < r["private"]
+        assert np.isclose(r["saved"], 1 - r["shared"] / r["private"])
+        if kind == "束搜索":
+            assert 0 < r["common"] <= 1
+    # 并行采样时每个请求只有提示的最后一块（如果不满）会被复制：每个样本最多一次
+    for w in m.WIDTHS:
+        r = d1["res"][("并行采样", w)]
+        n_partial = sum(len(p) % m.PAGE != 0 for p, _ in d1["reqs"])
+        assert r["cow"] == n_partial * (w - 1)          # 最后一个持有者原地写
+    assert d1["short_prompts"] == sum(len(p) < m.PAGE for p, _ in d1["reqs"])
+
+
+def test_replay_matches_real_model(d1):
+    assert d1["replay_matches_model"]
+
+
+def test_replay_hand_checked():
+    cfg = config_like(TINY, max_seq=16)
+    # 提示 20 个 token（1 个满块 + 4 个），2 个样本各写 1 个 token：
+    # 写之前共享 2 块；写时第一个样本复制最后一块 → 3 块；不共享时 2 × 2 = 4 块
+    s, p, c = m.replay_sampling(cfg, 20, np.array([1, 1]), 2)
+    assert (s, p, c) == (3, 4, 1)
+
+
+def test_beam_search_small_case_is_consistent():
+    cfg = config_like(TINY, max_seq=24)
+    params = init_params(cfg, seed=0)
+    prompt = np.arange(5)
+    sh, pr, cow, common = m.beam_search(params, cfg, prompt, steps=6, width=3)
+    assert pr == sum(3 * m.n_blocks(5 + t) for t in range(1, 7))
+    assert sh <= pr and 0 <= common <= 6
+
+
+def test_cow_invariants(d2):
+    assert all(d2["checks"].values()), d2["checks"]
+    assert len(d2["checks"]) == 7
+    assert d2["old_len"] == m.COW_PROMPT and d2["pos"] == m.COW_PROMPT % m.COW_BLOCK
+    assert d2["a_blocks"] == [0, 1] and d2["b_blocks"] == [0, 2]
+    assert d2["ref_count"] == [2, 1, 1, 0]
+    assert d2["n_cow"] == 1
+    assert d2["slot_was_zero"]
+    assert [r[3] for r in d2["rows"]] == ["[1 1 0 0]", "[2 2 0 0]", "[2 1 1 0]", "[2 1 1 0]"]
+
+
+def test_cow_does_not_touch_other_sharers():
+    """三个持有者共享一个不满的块：前两个各复制一份，第三个原地写；原块的前缀一直不变。"""
+    cfg = config_like(TINY, max_seq=16)
+    params = init_params(cfg, seed=0)
+    pool = BlockPool(cfg, n_blocks=6, block_size=4)
+    a = PagedSequence(pool)
+    paged_step(params, cfg, [a], [np.arange(3)])
+    b, c = a.fork(), a.fork()
+    prefix = pool.k[:, 0, :, :3].copy()
+    paged_step(params, cfg, [b, c], [[7], [8]])
+    assert pool.n_cow == 2 and pool.ref_count[0] == 1
+    paged_step(params, cfg, [a], [[9]])
+    assert pool.n_cow == 2 and a.blocks == [0]
+    for s in (a, b, c):
+        assert np.array_equal(pool.k[:, s.blocks[0], :, :3], prefix)
+
+
+def test_output_deterministic(capsys):
+    m.main(["--demo", "2"])
+    x = capsys.readouterr().out
+    m.main(["--demo", "2"])
+    assert capsys.readouterr().out == x
