@@ -9,7 +9,8 @@
 
 中文字体从哪来：requirements.txt 里的 PyPI 包 noto-cjk-sans-otc（Google 的 Noto Sans CJK，
 SIL Open Font License 1.1，wheel 约 15 MB、装好约 19 MB）。它是一个 .ttc 字体集，里面有
-SC（简体）、TC、HK、JP、KR 五种字形；matplotlib ≥ 3.11 能分别注册这几个字形，这里用 SC。
+SC（简体）、TC、HK、JP、KR 五种字形（各有等宽版），只有常规粗细（没有粗体）；matplotlib ≥ 3.11
+能分别注册这几个字形，这里用 SC，等宽字体用 Noto Sans Mono CJK SC。
 没装这个包时，退而使用系统里已有的中文字体（CJK_CANDIDATES 的顺序）；一个都没有时在 stderr
 说清楚，并返回 None（调用者可以改用英文标签，见 06 脚本）。
 """
@@ -83,6 +84,11 @@ def setup_matplotlib():
         # 中文字体在前；它缺的个别符号由 DejaVu Sans 补（matplotlib 的逐字回退）
         plt.rcParams["font.sans-serif"] = [_font, "DejaVu Sans"]
         plt.rcParams["font.family"] = "sans-serif"
+        mono = _font.replace("Sans CJK", "Sans Mono CJK")       # 等宽的中文字形（字体集里有就用）
+        if mono != _font and any(f.name == mono for f in font_manager.fontManager.ttflist):
+            plt.rcParams["font.monospace"] = [mono, "DejaVu Sans Mono"]
+        else:
+            plt.rcParams["font.monospace"] = ["DejaVu Sans Mono", _font]
     return _font
 
 

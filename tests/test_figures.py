@@ -162,3 +162,11 @@ def test_make_dependencies_follow_imports():
     rules = subprocess.run([sys.executable, os.path.join(FIGDIR, "figdeps.py"), "--make"], check=True,
                            capture_output=True, text=True).stdout
     assert "figures/04_hit_ratio.png" in rules and "&:" in rules and "$(STAMP)" in rules
+
+
+def test_plot_02_functions(tmp_path, strict):
+    m = load_plot("plot_02")
+    events = [("prefill A", "A", [0, 1]), ("prefill B", "B", [2]), ("解码 1", "A", [3])]
+    check_png(m.plot_block_table({"A": [0, 1, 3], "B": [2]}, {"A": 9, "B": 2}, 4, 6, events,
+                                 str(tmp_path / "a.png"), "小数据"))
+    assert len(strict) == 1
