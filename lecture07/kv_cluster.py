@@ -11,6 +11,7 @@
     >>> round(prefill_seconds(8192, 0), 3)         # LLaMA2-70B、8×A800、60% MFU，从头算 8K token
     0.764
 """
+import functools
 import os
 import sys
 
@@ -25,12 +26,20 @@ BLOCK_BYTES = BLOCK * LLAMA2_70B.kv_bytes_per_token()  # 一块 KV：512 × 320 
 SCHEDULERS = ("random", "load_balancing", "local_cache", "global_cache")
 
 
+@functools.lru_cache(maxsize=None)
+def _coefficients(model, tier, node):
+    """prefill_seconds 用到的常数：(每个 n² 的秒数, 每个 n 的秒数, 每个命中 token 的读取秒数, 层数)。"""
+    L, d = model.n_layers, model.d_model
+    return (L * 4 * d / node.flops, L * 22 * d * d / node.flops,
+            model.kv_bytes_per_token() / (tier.gb_per_s * 1e9), L)
+
+
 def prefill_seconds(n_input, n_hit, model=LLAMA2_70B, tier=TIERS[1], node=A800_X8):
     """kv_store.prefill_time 的快速版（同一个公式，调度器每个请求要估几十次）：
     命中的 n_hit 个 token 的 KV 从 tier 读，其余 token 计算，按层流水重叠。"""
-    L, d = model.n_layers, model.d_model
-    compute = L * (4 * (n_input * n_input - n_hit * n_hit) * d + 22 * (n_input - n_hit) * d * d) / node.flops
-    load = n_hit * model.kv_bytes_per_token() / (tier.gb_per_s * 1e9)
+    a, b, per_token, L = _coefficients(model, tier, node)
+    compute = a * (n_input * n_input - n_hit * n_hit) + b * (n_input - n_hit)
+    load = n_hit * per_token
     return max(compute, load) + min(compute, load) / L
 
 
@@ -133,13 +142,14 @@ def run_prefill(trace, scheduler, n_nodes, capacity, rate_scale, seed=0, rdma_gb
         else:
             local = [c.match(blocks) for c in caches]
             best_h = max(local)
+            pf = {hh: prefill_seconds(n_in, hit_tokens(hh, n_in)) for hh in set(local)}   # 不同的命中数只算一次
             best = None
             for jj in nodes:
                 q = max(0.0, free_at[jj] - t)
-                cand = [(q + prefill_seconds(n_in, hit_tokens(local[jj], n_in)), local[jj], 0)]
+                cand = [(q + pf[local[jj]], local[jj], 0)]
                 if scheduler == "global_cache" and best_h > local[jj]:
                     x = best_h - local[jj]
-                    cand.append((q + x * per_block + prefill_seconds(n_in, hit_tokens(best_h, n_in)), best_h, x))
+                    cand.append((q + x * per_block + pf[best_h], best_h, x))
                 for est, hh, xx in cand:
                     if best is None or est < best[0]:
                         best = (est, hh, xx, jj)
