@@ -1,0 +1,126 @@
+"""05_kv_store 的图：从各存储层级读 KV 与重算的时间（保本长度）；四种调度的平均 TTFT（对照 FAST'25 图 5）。
+
+运行：python figures/plot_05.py [--out DIR]     （约 4 秒；make all 会调用它）
+数据来自 lecture07/05_kv_store.py：load_seconds、break_even_len、prefill_compute_time、TIERS，
+以及 demo3_scheduling() 的模拟结果；论文数字来自它的 PAPER_FIG5。
+"""
+import os
+import sys
+from dataclasses import replace
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import figlib  # noqa: E402
+from figlib import caption, plt, save_png  # noqa: E402
+
+FIGURES = ("05_load_vs_recompute.png", "05_ttft_by_scheduler.png")
+PREFIX_RANGE = (256, 131_072)        # 图 1 的前缀长度范围（token）
+TIER_COLORS = ("tab:purple", "tab:blue", "tab:green", "tab:orange")
+
+
+def compute():
+    s05 = figlib.load_script("05_kv_store")
+    model = s05.LLAMA2_70B
+    nodes = [s05.A800_X8, replace(s05.H800_X8, mfu=s05.A800_X8.mfu)]     # 与演示 1 相同：H800 也按 60% 算力
+    n = np.unique(np.geomspace(*PREFIX_RANGE, 64).astype(int))
+    curves = {}
+    for node in nodes:
+        curves[node.name] = dict(
+            recompute=[s05.prefill_compute_time(model, int(x), 0, node) for x in n],
+            load={s05.SHORT_TIER[i]: [s05.load_seconds(int(x), t) for x in n] for i, t in enumerate(s05.TIERS)},
+            break_even={s05.SHORT_TIER[i]: s05.break_even_len(t, node) for i, t in enumerate(s05.TIERS)},
+            gbps={s05.SHORT_TIER[i]: t.gb_per_s for i, t in enumerate(s05.TIERS)})
+    tiers_cfg = (f"{model.name}（每 token 的 KV {model.kv_bytes_per_token() // 1024} KB），"
+                 f"{nodes[0].mfu:.0%} 峰值算力，重算按 FAST'25 式 1")
+    r = figlib.quiet(s05.demo3_scheduling)
+    sched_cfg = (f"合成 trace（种子 {s05.TRACE_SEED}）、{s05.SCHED_NODES} 台 {s05.A800_X8.name} prefill 节点、"
+                 f"各 {s05.SCHED_CAPACITY:,} 块本地 LRU、负载 = 不缓存所需算力的 {s05.SCHED_LOAD:.0%}")
+    return dict(n=n.tolist(), curves=curves, tiers_cfg=tiers_cfg, results=r["results"], names=s05.SCHED_NAMES,
+                paper=s05.PAPER_FIG5, sched_cfg=sched_cfg)
+
+
+def plot_load_vs_recompute(n, curves, out, config):
+    """每台机器一幅：重算时间（黑）与从各层级读的时间（彩色），交点 = 保本的前缀长度。"""
+    fig, axes = plt.subplots(1, len(curves), figsize=(8 * len(curves), 7), squeeze=False, sharey=True)
+    n = np.asarray(n, dtype=float)
+    for ax, (node, c) in zip(axes[0], curves.items()):
+        ax.loglog(n, np.asarray(c["recompute"]) * 1e3, color="black", lw=3, label="重算（prefill）")
+        for k, (tier, ys) in enumerate(c["load"].items()):
+            ns = c["break_even"][tier]
+            if ns <= 0:
+                tag = "任意长度读都更快"
+            elif ns > n[-1]:
+                tag = f"保本 > {n[-1]:,.0f}"
+            else:
+                tag = f"保本 {ns:,.0f} token"
+            ax.loglog(n, np.asarray(ys) * 1e3, color=TIER_COLORS[k % len(TIER_COLORS)], lw=2, ls="--",
+                      label=f"读：{tier}（{c['gbps'][tier]:g} GB/s）— {tag}")
+            if n[0] <= ns <= n[-1]:
+                y = float(np.interp(ns, n, ys)) * 1e3
+                ax.plot([ns], [y], "o", color=TIER_COLORS[k % len(TIER_COLORS)], ms=11, mec="black")
+                ax.annotate(f"保本 {ns:,.0f}", (ns, y), xytext=(10, -22), textcoords="offset points", fontsize=12)
+        ax.set_title(node)
+        ax.set_xlabel("前缀长度（token）")
+        ax.grid(True, which="major", alpha=0.3)
+        ax.legend(loc="lower right", fontsize=12)
+    axes[0][0].set_ylabel("时间（ms）")
+    fig.suptitle(f"读 KV 还是重算 —— {config}")
+    caption(fig, "虚线低于黑线：从这一层读比重算快。读 ∝ n，重算 ∝ n² + n：前缀越长越值得读；GPU 越快，对存储带宽的要求越高。")
+    fig.tight_layout(rect=(0, 0.05, 1, 0.95))
+    return save_png(fig, out)
+
+
+def plot_ttft(results, names, paper, out, config):
+    """左：四种调度的平均 TTFT（柱）和 P90（横线）；右：相对全局缓存感知的倍数，本实验与论文并排。"""
+    order = [s for s in ("random", "load_balancing", "local_cache", "global_cache") if s in results]
+    order += [s for s in results if s not in order]
+    labels = [names.get(s, s) for s in order]
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(16, 7))
+    x = np.arange(len(order))
+    mean = [results[s]["mean"] for s in order]
+    a1.bar(x, mean, color="tab:blue", width=0.6, label="平均 TTFT")
+    a1.scatter(x, [results[s]["p90"] for s in order], marker="_", s=900, color="black", lw=3, label="P90", zorder=3)
+    for xi, m in zip(x, mean):
+        a1.text(xi, m, f"{m:.2f}", ha="center", va="bottom", fontsize=12)
+    a1.set_xticks(x, labels)
+    a1.set_ylabel("TTFT（秒，只算 prefill：排队 + 拉 KV + 计算）")
+    a1.set_title("本实验：平均 TTFT 与 P90")
+    a1.legend(loc="upper right")
+    a1.grid(True, axis="y", alpha=0.3)
+
+    ref = "global_cache" if "global_cache" in results else order[-1]
+    ours = [results[s]["mean"] / results[ref]["mean"] for s in order]
+    theirs = [paper[s] / paper[ref] if s in paper and ref in paper else np.nan for s in order]
+    w = 0.38
+    a2.bar(x - w / 2, ours, w, color="tab:blue", label="本实验")
+    a2.bar(x + w / 2, theirs, w, color="tab:gray", label="论文（Mooncake FAST'25 图 5）")
+    for xi, a, b in zip(x, ours, theirs):
+        a2.text(xi - w / 2, a, f"{a:.2f}×", ha="center", va="bottom", fontsize=12)
+        if not np.isnan(b):
+            a2.text(xi + w / 2, b, f"{b:.2f}×", ha="center", va="bottom", fontsize=12)
+    a2.set_xticks(x, labels)
+    a2.set_ylabel(f"平均 TTFT 是{names.get(ref, ref)}的几倍")
+    a2.set_title("相对大小：本实验 vs 论文")
+    a2.legend(loc="upper right")
+    a2.grid(True, axis="y", alpha=0.3)
+    fig.suptitle(f"请求发给哪台 prefill 节点 —— {config}", fontsize=14)
+    src = "、".join(f"{names.get(s, s)} {paper[s]:.2f} s" for s in order if s in paper)
+    caption(fig, f"论文的平均 TTFT（Mooncake FAST'25 图 5，真实集群回放）：{src}；绝对值不可比，比较的是顺序和倍数。")
+    fig.tight_layout(rect=(0, 0.05, 1, 0.95))
+    return save_png(fig, out)
+
+
+def build(out_dir):
+    d = compute()
+    o = [os.path.join(out_dir, f) for f in FIGURES]
+    return [plot_load_vs_recompute(d["n"], d["curves"], o[0], d["tiers_cfg"]),
+            plot_ttft(d["results"], d["names"], d["paper"], o[1], d["sched_cfg"])]
+
+
+def main(argv=None):
+    return figlib.main(argv, __doc__, build)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
