@@ -8,7 +8,7 @@
   演示 2：连续预分配（Orca 的 Max / Pow2 / Oracle 三种预留）与 16 个 token 一块的分页，
           在 ShareGPT 式的长度分布下模拟：显存里真正存着 token 状态的比例（对照 vLLM 论文图 2）。
 
-【运行】python lecture07/01_kv_cache_memory.py          （约 1 秒，2 核笔记本，不需要 GPU）
+【运行】python lecture07/01_kv_cache_memory.py          （不到 1 秒，2 核笔记本，不需要 GPU）
         python lecture07/01_kv_cache_memory.py --demo 2 （只跑演示 2）
 【依赖】numpy、rich；本目录的 kv_store（ModelSpec、LLAMA2_70B）；lab_common 的 console。
 """
@@ -37,7 +37,7 @@ LLAMA3_8B = ModelSpec("LLaMA3-8B", n_layers=32, d_model=4096, n_heads=32, n_kv_h
 MODELS = (GPT2_SMALL, OPT_13B, LLAMA2_7B, LLAMA2_13B, LLAMA2_70B, LLAMA3_8B)
 
 # ---- 学生可以改的设置 ----
-GPUS = (("A800 80GB", 81_920 * MiB),    # 80 GiB（A100/A800 80GB 的 nvidia-smi 容量 81,920 MiB）
+GPUS = (("A800 80GB", 81_920 * MiB),    # 标称 80 GB，按 80 GiB = 81,920 MiB 算
         ("H200 141GB", 143_771 * MiB))  # 在一张 H200 上用 nvidia-smi 查到的 memory.total
 GPU_MEM_UTIL = 0.9       # 显存里给"权重 + KV"用的比例（vLLM 的默认 gpu_memory_utilization=0.9；激活没有另外扣）
 SEQ_SEED = 0             # 演示 2 请求长度的随机种子

@@ -9,7 +9,7 @@
           数共享时与不共享时占用的块（对照 vLLM 论文 §6.3）。
   演示 2：一次写时复制，逐步看块表、引用计数和块里的数据（06_triton_cow_clone.py 的 numpy 版）。
 
-【运行】python lecture07/03_sharing_and_cow.py          （约 2–3 秒，2 核笔记本，不需要 GPU）
+【运行】python lecture07/03_sharing_and_cow.py          （约 1.5 秒，2 核笔记本，不需要 GPU）
         python lecture07/03_sharing_and_cow.py --demo 2 （只跑演示 2）
 【依赖】numpy、rich；本目录的 paged_kv；lab_common 的 transformer_lab、console。
 """
