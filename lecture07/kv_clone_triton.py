@@ -107,7 +107,7 @@ if HAVE_TRITON:
 
         kv 看作 [G, n_blocks, E]（G = 层数 × 2，E = H*BS*D）；group_stride = n_blocks * E。
         相邻的 program 搬同一个 block 的相邻 tile，读写都是连续的大段。
-        STREAM=True 时给读写加“流式”提示（读 .cg + evict_first，写 .cs）：拷贝的数据不会再用，别占 L2。
+        STREAM=True 时给读写加“流式”提示（读 evict_first，写 .cs）：拷贝的数据不会再用，别占 L2。
         """
         pid = tl.program_id(0)
         tile = pid % TILES
@@ -121,7 +121,7 @@ if HAVE_TRITON:
         base = g * group_stride
         if STREAM:
             x = tl.load(kv_ptr + base + src_blk * E + e, mask=mask, other=0,
-                        cache_modifier=".cg", eviction_policy="evict_first")
+                        eviction_policy="evict_first")     # 注意 ptxas 不许 .cg 与 evict_first 同用
             tl.store(kv_ptr + base + dst_blk * E + e, x, mask=mask, cache_modifier=".cs")
         else:
             x = tl.load(kv_ptr + base + src_blk * E + e, mask=mask, other=0)
@@ -539,7 +539,7 @@ class KVBlockManager:
         if seq_ids:
             b = torch.tensor(blocks, dtype=torch.long, device=self.device)
             p = torch.tensor(slots, dtype=torch.long, device=self.device)
-            new = torch.stack([k_new, v_new], dim=1).to(self.dtype)      # [L, 2, B, H, D]
+            new = torch.stack([k_new, v_new], dim=1).to(self.device, self.dtype)   # [L, 2, B, H, D]
             # 两个高级下标（dim 2 和 dim 4）被切片隔开 → 结果维度是 [B, L, 2, H, D]
             self.kv[:, :, b, :, p, :] = new.permute(2, 0, 1, 3, 4)
         return self.last_clone_pairs

@@ -115,14 +115,15 @@ def test_manager_cow_by_hand():
     assert all(s == shared for s, _ in pairs)
     assert m.ref_counts[shared] == 1                    # 只剩 p 持有
     assert torch.equal(m.kv[:, :, shared], before)      # 包括 old_len=2 这个槽
+    newk = newk.to(DEVICE)
     for i, c in enumerate(("a", "b", "c")):
         t = m.block_tables[c]
         assert t[0] == m.block_tables["p"][0] and t[1] != shared
         assert m.ref_counts[t[1]] == 1 and m.seq_lens[c] == 7
-        seq = m.gather_sequence(c)
+        seq = m.gather_sequence(c).cpu()
         assert torch.equal(seq[:, 0, :6], k.to(seq.dtype))
-        assert torch.equal(seq[:, 0, 6], newk[:, i])
-        assert torch.equal(seq[:, 1, 6], newk[:, i] * 2)
+        assert torch.equal(seq[:, 0, 6], newk[:, i].cpu())
+        assert torch.equal(seq[:, 1, 6], newk[:, i].cpu() * 2)
     # 再追加一次：不再共享，原地写，不克隆
     m.append_token_batch(["a"], newk[:, :1], newk[:, :1])
     assert m.clone_calls == 1
