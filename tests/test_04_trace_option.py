@@ -1,0 +1,141 @@
+"""04_prefix_caching.py 的 --trace / --block 和 MIN 那一行：每条打印出来的结论都由算出的数决定。"""
+import json
+import os
+import re
+
+import numpy as np
+import pytest
+from conftest import ROOT, load_script
+
+m = load_script("04_prefix_caching")
+REAL = os.path.join(ROOT, "..", "shared", "traces", "mooncake_fast25_synthetic_trace.jsonl")
+need_real = pytest.mark.skipif(not os.path.exists(REAL),
+                               reason="../shared/traces 不在（真实 trace 只在有 shared/ 的机器上测）")
+
+
+def flat(s):
+    """去掉全部空白：观察会按 80 列折行，比较时不管在哪里折的。"""
+    return re.sub(r"\s+", "", s)
+
+
+def write_fixture(path, block=512, n=80, seed=3):
+    """小的链式 trace：每个请求 = 之前某个请求的前缀 + 新块；时间戳单调不减。"""
+    rng = np.random.default_rng(seed)
+    reqs, nxt, lines = [], 0, []
+    for i in range(n):
+        base = reqs[int(rng.integers(len(reqs)))] if reqs and rng.random() < 0.7 else []
+        base = base[:int(rng.integers(len(base) + 1))]
+        new = int(rng.integers(1, 5))
+        ids = base + list(range(nxt, nxt + new))
+        nxt += new
+        reqs.append(ids)
+        n_in = (len(ids) - 1) * block + int(rng.integers(1, block + 1))
+        lines.append(json.dumps({"timestamp": 250 * i, "input_length": n_in, "output_length": int(rng.integers(0, 50)),
+                                 "hash_ids": ids}))
+    path.write_text("\n".join(lines) + "\n")
+    return str(path), reqs
+
+
+def check_min_row(d):
+    r, g = d["ratio"], d["gap"]
+    assert d["bound_ok"]
+    for c in m.CAPACITIES:
+        for p in m.POLICIES:
+            assert r[("min", c)] >= r[(p, c)] - 1e-12
+            assert g[(p, c)] == pytest.approx(r[("min", c)] - r[(p, c)], abs=1e-15)
+    assert r[("min", None)] == pytest.approx(r[("lru", None)])     # 不淘汰时谁都一样
+
+
+# ---------------------------------------------------------------- 合成 trace（默认）
+@pytest.fixture(scope="module")
+def syn():
+    return m.demo3_trace()
+
+
+def test_synthetic_table_has_min_at_every_capacity(syn, capsys):
+    check_min_row(syn)
+    m.demo3_trace()
+    out = capsys.readouterr().out
+    row = next(x for x in out.splitlines() if x.startswith("MIN "))
+    assert row.split()[1:] == [f"{syn['ratio'][('min', c)]:.2f}" for c in m.CAPACITIES]
+    out = flat(out)
+    assert "MIN在每个容量都不低于三种在线策略" in out and "用--trace换进来" in out
+
+
+# ---------------------------------------------------------------- 小的夹具 trace
+def test_fixture_trace_stats_and_output(tmp_path, capsys):
+    path, reqs = write_fixture(tmp_path / "small.jsonl")
+    assert m.main(["--trace", path, "--demo", "3"]) == 0
+    out = flat(capsys.readouterr().out)
+    d = m.demo3_trace(trace_path=path)
+    st = d["stats"]
+    ids = [b for r in reqs for b in r]
+    assert st["n"] == 80 and st["distinct"] == len(set(ids)) and st["total_blocks"] == len(ids)
+    assert st["minutes"] == pytest.approx(79 * 0.25 / 60)
+    assert d["synthetic_stats"]["n"] == 23_608                     # 合成 trace 的统计量并排打印
+    check_min_row(d)
+    assert "真实trace：small.jsonl" in out and "本实验（合成）" in out and "公开Synthetic" in out
+    hot = "热门块值得复制" if st["hottest"] >= m.HOT_BLOCK else "没有特别热的块"
+    assert hot in out
+
+
+def test_block_option_reaches_demo4(tmp_path, capsys):
+    path, _ = write_fixture(tmp_path / "b16.jsonl", block=16, n=30)
+    assert m.main(["--trace", path, "--block", "16"]) == 0
+    assert "一块=16×320KB" in flat(capsys.readouterr().out)
+    d4 = m.demo4_compute_saved(trace_path=path, block=16)
+    assert d4["need_bytes"] == 10_000 * 16 * 327_680
+
+
+def test_bad_trace_exits_2_before_printing(tmp_path, capsys):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"timestamp": 0, "input_length": 10, "output_length": 1, "hash_ids": [1]}\nnot json\n')
+    with pytest.raises(SystemExit) as e:
+        m.main(["--trace", str(bad)])
+    cap = capsys.readouterr()
+    assert e.value.code == 2 and cap.out == ""
+    assert cap.err.strip().startswith(f"{bad}:2: ") and len(cap.err.splitlines()) == 1
+
+
+# ---------------------------------------------------------------- 真实 trace
+@pytest.fixture(scope="module")
+def real():
+    return m.demo3_trace(trace_path=REAL)
+
+
+@need_real
+def test_real_trace_statistics(real):
+    st = real["stats"]
+    assert st["n"] == 3_993 and st["mean_in"] == pytest.approx(15_325, abs=1)
+    assert st["mean_out"] == pytest.approx(149, abs=0.5)
+    assert st["minutes"] == pytest.approx(1022.025 / 60)
+    assert st["distinct"] == 43_924 and st["total_blocks"] == 121_877
+    assert real["ratio"][("lru", None)] == pytest.approx(1 - 43_924 / 121_877)
+
+
+@need_real
+def test_real_trace_min_bounds_online_policies(real):
+    check_min_row(real)
+
+
+@need_real
+def test_real_trace_observations_follow_the_numbers(real, capsys):
+    m.demo3_trace(trace_path=REAL)
+    out = flat(capsys.readouterr().out)
+    r = real["ratio"]
+    mid = (50_000, 30_000, 10_000)
+    if all(r[("lru", c)] >= r[("lfu", c)] for c in mid):
+        assert "LRU都不低于LFU" in out
+    else:
+        assert "LFU比LRU高" in out and "LRU都不低于LFU" not in out
+    assert ("没有特别热的块" in out) == (real["stats"]["hottest"] < m.HOT_BLOCK)
+    assert "和论文的\"公开Synthetic\"一致" in out and "cacheratio是0.66" in out   # FAST'25 表 2 的同一个 trace
+    assert "这是真实trace" in out and "这是合成负载" not in out
+
+
+@need_real
+def test_real_trace_demo4(capsys):
+    d4 = m.demo4_compute_saved(trace_path=REAL)
+    h = {c: v[0] for c, v in d4["lru"].items()}
+    assert h[None] <= h[10_000] <= h[1_000] < d4["base_hours"]
+    assert "真实trace3,993个请求" in flat(capsys.readouterr().out)
