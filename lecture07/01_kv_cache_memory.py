@@ -12,7 +12,6 @@
         python lecture07/01_kv_cache_memory.py --demo 2 （只跑演示 2）
 【依赖】numpy、rich；本目录的 kv_store（ModelSpec、LLAMA2_70B）；lab_common 的 console。
 """
-import argparse
 import heapq
 import os
 import sys
@@ -23,7 +22,7 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "lab_common"))
-from console import fmt_int, print_header, print_observations, print_table, print_text  # noqa: E402
+from console import ArgParser, fmt_int, print_header, print_observations, print_table, print_text  # noqa: E402
 from kv_store import LLAMA2_70B, ModelSpec  # noqa: E402
 
 KB, MiB, GiB = 1024, 1024 ** 2, 1024 ** 3   # 本脚本一律用二进制单位：vLLM 论文的 "800 KB" 就是 800 × 1024 字节
@@ -280,7 +279,7 @@ DEMOS = {1: demo1_bytes_per_token, 2: demo2_fragmentation}
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description="第 7 讲 · KV 缓存的显存为什么是瓶颈")
+    ap = ArgParser(description="第 7 讲 · KV 缓存的显存为什么是瓶颈")
     ap.add_argument("--demo", type=int, choices=sorted(DEMOS), help="只跑某一个演示（默认全跑）")
     args = ap.parse_args(argv)
     for k in ([args.demo] if args.demo else sorted(DEMOS)):

@@ -13,7 +13,6 @@
         python lecture07/03_sharing_and_cow.py --demo 2 （只跑演示 2）
 【依赖】numpy、rich；本目录的 paged_kv；lab_common 的 transformer_lab、console。
 """
-import argparse
 import os
 import sys
 
@@ -22,7 +21,7 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "lab_common"))
-from console import print_header, print_observations, print_table, print_text  # noqa: E402
+from console import ArgParser, print_header, print_observations, print_table, print_text  # noqa: E402
 from paged_kv import BlockPool, PagedSequence, paged_step  # noqa: E402
 from transformer_lab import TINY, KVCache, config_like, forward, init_params  # noqa: E402
 
@@ -322,7 +321,7 @@ DEMOS = {1: demo1_savings, 2: demo2_cow_step_by_step}
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description="第 7 讲 · 共享 KV 与写时复制")
+    ap = ArgParser(description="第 7 讲 · 共享 KV 与写时复制")
     ap.add_argument("--demo", type=int, choices=sorted(DEMOS), help="只跑某一个演示（默认全跑）")
     args = ap.parse_args(argv)
     for k in ([args.demo] if args.demo else sorted(DEMOS)):
