@@ -49,7 +49,8 @@ def _is_number(s):
         return False
 
 
-_NO_LINE_START = set("，。；：、）》」！？")  # 这些标点不放在行首（允许超出 2 列）
+_NO_LINE_START = set("，。；：、）》」！？") | {"——"}  # 这些标点不放在行首（允许超出 2 列）
+_NO_LINE_END = set("（《「“")
 
 
 def wrap_cjk(text, width, indent=0):
@@ -60,13 +61,14 @@ def wrap_cjk(text, width, indent=0):
     """
     lines, line, w = [], "", 0
     pad = " " * indent
-    for word in re.findall(r"[A-Za-z0-9_.,%×/+\-:()']+ ?|.", text):
+    for word in re.findall(r"[A-Za-z0-9_.,%×/+\-:()']+ ?|——|.", text):
         cw = cell_len(word)
         overflow = w + cell_len(word.rstrip()) > width - (indent if lines else 0)
         if overflow and line and word not in _NO_LINE_START:
-            lines.append(line.rstrip())
+            carry = line[-1] if line[-1] in _NO_LINE_END else ""     # 开括号不留在行尾
+            lines.append(line[:len(line) - len(carry)].rstrip())
+            word = carry + word.lstrip()
             line, w = "", 0
-            word = word.lstrip()
             cw = cell_len(word)
         line += word
         w += cw
