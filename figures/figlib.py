@@ -61,5 +61,5 @@ def main(argv, description, build):
     t0 = time.perf_counter()
     paths = build(args.out)
     rel = ", ".join(os.path.relpath(p) for p in paths)
-    print(f"{rel}（{time.perf_counter() - t0:.1f} s；{font_description()}）")
+    print(f"{rel}（{time.perf_counter() - t0:.1f} s；{font_description(with_path=False)}）")
     return 0

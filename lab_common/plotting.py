@@ -92,12 +92,12 @@ def setup_matplotlib():
     return _font
 
 
-def font_description():
+def font_description(with_path=True):
     """一句话说明用的是哪个字体、从哪来（make all 会打印它）。"""
     setup_matplotlib()
     if _font is None:
         return f"中文字体：没有找到（请 pip install {BUNDLED_PACKAGE}），中文会显示成方框"
-    return f"中文字体：{_font}（{_font_source}，{_font_path}）"
+    return f"中文字体：{_font}（{_font_source}" + (f"，{_font_path}）" if with_path else "）")
 
 
 def glyph_warnings_as_errors():
@@ -124,3 +124,7 @@ def save_png(fig, path):
     fig.savefig(path, dpi=DPI, metadata={"Software": None}, bbox_inches=None)
     plt.close(fig)
     return path
+
+
+if __name__ == "__main__":      # python lab_common/plotting.py：看看用的是哪个字体
+    print(font_description())

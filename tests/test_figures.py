@@ -198,3 +198,10 @@ def test_plot_06_uses_the_scripts_own_plot_function(tmp_path, strict):
                 meta=dict(gpu="小数据", torch="0", triton="0", date="2026-01-01"))
     check_png(s06.plot_from_json(data, str(tmp_path / "a.png")))
     assert len(strict) == 1
+
+
+def test_plot_03_functions(tmp_path, strict):
+    m = load_plot("plot_03")
+    series = {"并行采样": [(3, 4, 1), (3, 4, 2), (4, 6, 2)], "束搜索": [(2, 2, 0), (3, 4, 0)]}
+    check_png(m.plot_blocks_over_steps(series, str(tmp_path / "a.png"), "小数据", "论文对照"))
+    assert len(strict) == 1
