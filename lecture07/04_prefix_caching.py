@@ -280,7 +280,7 @@ def demo3_trace(trace_path=None, block=BLOCK):
          if inf_exact else
          f"无限容量时命中率 {ratio[('lru', None)]:.3f}，低于 1 − 不同的块数 / 总块数 = {st['inf_ratio']:.3f}："
          "有的块以前出现过，但它前面的块没出现过（hash_ids 不是严格的链式哈希），前缀命中用不上它。")
-        + f"论文的真实 trace 是 0.51（arXiv v3）和 0.59（FAST'25 公开版）。",
+        + "论文的真实 trace 是 0.51（arXiv v3）和 0.59（FAST'25 公开版）。",
         f"容量从无限降到 {CAPACITIES[-1]:,} 块，LRU 的命中率从 {lru(None):.2f} 降到 {lru(1_000):.2f}，"
         f"还保留了 {keep:.0%}（论文 {PAPER_TABLE1['lru'][1_000]} / {PAPER_TABLE1['lru'][None]} = {paper_keep:.0%}）"
         + ("：热门的系统提示很少几块就占了大量命中。" if keep >= 0.5 else "：小缓存留不住大部分复用。"),
