@@ -76,7 +76,7 @@ def make_rules():
         outs, deps, missing = module_info(path)
         script = os.path.relpath(path, ROOT)
         if missing:
-            lines.append(f"$(info make all：跳过 {script}，缺少 {' '.join(missing)})")
+            lines.append(f"$(if $(filter all,$(MAKECMDGOALS)),$(info make all：跳过 {script}，缺少 {' '.join(missing)}))")
             continue
         figs += outs
         lines.append(f"{' '.join(outs)} &: {' '.join(deps)} $(STAMP) ; $(VPY) {script}")
