@@ -369,7 +369,9 @@ def demo4_compute_saved(trace_path=None, block=BLOCK):
         f"还没减去权重）的 {need / hbm:.1f} 倍：这么大的前缀缓存只能放在 CPU 内存、SSD 或整个集群的内存池里——"
         "这就是 Mooncake 把 KV 放到集群的 DRAM/SSD 上、按 KV 的位置调度请求的原因（05 脚本）。",
         f"只有 1,000 块（{1_000 * kv_blk / 1e12:.2f} TB）时仍命中 {res[1_000][1]:.0%} 的 token，"
-        f"GPU 时间少 {1 - res[1_000][0] / base:.0%}：热门的前缀很集中。",
+        f"GPU 时间少 {1 - res[1_000][0] / base:.0%}" + (
+            f"（是无限缓存命中的 {res[1_000][1] / f_inf:.0%}）：热门的前缀很集中。" if res[1_000][1] >= f_inf / 2 else
+            f"（只有无限缓存命中的 {res[1_000][1] / f_inf:.0%}）：这个 trace 的复用分散在许多前缀上，小缓存留不住。"),
     ])
     return dict(base_hours=base, lru=res, need_bytes=need, hbm_bytes=hbm)
 

@@ -138,4 +138,7 @@ def test_real_trace_demo4(capsys):
     d4 = m.demo4_compute_saved(trace_path=REAL)
     h = {c: v[0] for c, v in d4["lru"].items()}
     assert h[None] <= h[10_000] <= h[1_000] < d4["base_hours"]
-    assert "真实trace3,993个请求" in flat(capsys.readouterr().out)
+    out = flat(capsys.readouterr().out)
+    assert "真实trace3,993个请求" in out
+    concentrated = d4["lru"][1_000][1] >= d4["lru"][None][1] / 2
+    assert ("热门的前缀很集中" in out) == concentrated and ("小缓存留不住" in out) == (not concentrated)
