@@ -12,10 +12,10 @@
           以及离线最优的 MIN（Belady）——在线策略离最好还差多少。
   演示 4：命中率换算成 LLaMA2-70B 在 8×A800 上的 prefill GPU 时间（FAST'25 式 1）。
 
-【运行】python lecture07/04_prefix_caching.py          （约 2–3 秒，2 核笔记本，不需要 GPU）
+【运行】python lecture07/04_prefix_caching.py          （约 3 秒，2 核笔记本，不需要 GPU）
         python lecture07/04_prefix_caching.py --demo 3 （只跑演示 3）
         python lecture07/04_prefix_caching.py --trace ../shared/traces/mooncake_fast25_synthetic_trace.jsonl
-              （演示 3、4 改用 Mooncake 公开的真实 trace：JSONL 或 .gz，格式和报错规则见 kv_trace_io.py）
+              （约 1.5 秒；演示 3、4 改用 Mooncake 公开的真实 trace：JSONL 或 .gz，格式和报错规则见 kv_trace_io.py）
 【依赖】numpy、rich；本目录的 paged_kv、kv_store；lab_common 的 transformer_lab、console。
 """
 import functools
