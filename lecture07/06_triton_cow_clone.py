@@ -528,11 +528,27 @@ def bench_shape(name, shape, ns, reps=15, seed=0):
         kvc.kv_clone_blocks_all(kv, src, dst, index_buffer=buf, use_kernel=True)
         torch.cuda.synchronize()
         assert _same_bits(kv.index_select(2, torch.tensor(dst, device=dev)), ref), "计时后的校验失败"
+    # 零拷贝（kernel 读锁页内存）与 H2D 两条路，在小 N 上各测一遍：零拷贝阈值就是据此定的
+    zc_cmp = []
+    for n in [x for x in ns if x <= 256]:
+        src, dst = perm[:n], perm[n:2 * n]
+        row = {"N": n}
+        for label, zc in (("zero_copy", True), ("h2d", False)):
+            old = kvc.ZERO_COPY_MAX_N
+            kvc.ZERO_COPY_MAX_N = max(ns) if zc else -1
+            b2 = kvc.CloneIndexBuffer(dev, capacity=maxn)
+            try:
+                row[label], _ = _time_per_step(
+                    lambda: kvc.kv_clone_blocks_all(kv, src, dst, index_buffer=b2, use_kernel=True), reps=reps)
+            finally:
+                kvc.ZERO_COPY_MAX_N = old
+        zc_cmp.append(row)
     host = host_breakdown(kv, perm[:1], perm[1:2], buf)
     host["零拷贝下标"] = bool(buf.zero_copy)
     kv = d_src = d_dst = kc = vc = None      # 释放显存，下一个形状要用
     torch.cuda.empty_cache()
-    return results, {"best": best, "sweep": sweep, "host_us_N1": host}
+    return results, {"best": best, "sweep": sweep, "host_us_N1": host, "zero_copy_vs_h2d_us": zc_cmp,
+                     "zero_copy_max_n": kvc.ZERO_COPY_MAX_N}
 
 
 def _get(results, shape, n, m):
@@ -583,8 +599,9 @@ def observations(data):
             f"{'达标' if r['pass_C_le_A_over_20'] else '未达标'}。")
         lines.append(
             f"{s}，N={n1} 受 launch/主机开销限制：A 每步 {L} 层 × (2 次建下标张量 + 4 个 kernel)，"
-            f"B 每步 {L} 次 launch；C 只有 1 次 H2D + 1 次 launch，其中 kernel 本身（下标已在 GPU）"
-            f"{ck:.1f} µs，占 C 的 {100 * r['C_kernel_over_C_small']:.0f}%，其余是主机端检查与上传。")
+            f"B 每步 {L} 次建下标 + launch；C 只有 1 次 launch（小 N 时 kernel 直接读锁页内存里的下标），"
+            f"其中 launch + kernel 本身（下标已在 GPU）{ck:.1f} µs，占 C 的 {100 * r['C_kernel_over_C_small']:.0f}%，"
+            f"其余是主机端检查与写下标。")
         c_bw = _get(res, s, n2, "C")["GBps"]
         d_bw = _get(res, s, n2, "D")["GBps"]
         b_bw = _get(res, s, n2, "B")["GBps"]
@@ -661,6 +678,10 @@ def demo_2(reps=15, ns=NS, shapes=None, seed=0):
         print_text("C 在 N=1 时每步的主机开销（µs）：" + "，".join(f"{k} {v:.1f}" for k, v in hb.items()
                                                                  if not isinstance(v, bool))
                    + f"；小 N 零拷贝读下标：{'是' if hb['零拷贝下标'] else '否（锁页内存未映射，改为 H2D）'}")
+        zc = tune["zero_copy_vs_h2d_us"]
+        print_text("C 的下标怎么交给 kernel（每步 µs）：" + "；".join(
+            f"N={r['N']} 零拷贝 {r['zero_copy']:.1f} / H2D {r['h2d']:.1f}" for r in zc)
+            + f"（默认 N ≤ {tune['zero_copy_max_n']} 用零拷贝）")
         print_table(["N", "A", "B", "B核", "C", "C核", "D", "A", "B", "C", "D"], rows,
                     caption="前 6 列：每步 µs；后 4 列：GB/s（读+写）。“核”= 下标事先已在 GPU 上，只剩 launch 与 kernel")
     return all_res, tuning
@@ -700,7 +721,7 @@ def plot_from_json(data, out_png):
     names = METHOD_NAMES if zh else METHOD_NAMES_EN
     res = data["results"]
     shapes = [s for s in SHAPES if any(r["shape"] == s for r in res)]
-    fig, axes = plt.subplots(2, len(shapes), figsize=(8 * len(shapes), 10), squeeze=False)
+    fig, axes = plt.subplots(2, len(shapes), figsize=(8 * len(shapes), 11), squeeze=False)
     styles = {"A": ("tab:red", "o-"), "B": ("tab:orange", "s-"), "C": ("tab:blue", "^-"),
               "C_kernel": ("tab:blue", "^:"), "B_kernel": ("tab:orange", "s:"), "D": ("tab:gray", "D--")}
     for j, s in enumerate(shapes):
@@ -713,22 +734,28 @@ def plot_from_json(data, out_png):
             axes[0][j].plot([p[0] for p in pts], [p[1] for p in pts], st, color=color, label=names[m])
             axes[1][j].plot([p[0] for p in pts], [p[2] for p in pts], st, color=color, label=names[m])
         roof = max(r["GBps"] for r in res if r["shape"] == s and r["method"] == "D")
-        axes[1][j].axhline(roof, color="black", lw=1, ls="-.",
-                           label=(f"实测上限 {roof / 1e3:.2f} TB/s" if zh else f"measured roof {roof / 1e3:.2f} TB/s"))
+        axes[1][j].axhline(roof, color="black", lw=1, ls="-.")
+        axes[1][j].annotate((f"D 实测上限 {roof / 1e3:.2f} TB/s" if zh else f"measured roof (D) {roof / 1e3:.2f} TB/s"),
+                            xy=(0.02, roof), xycoords=("axes fraction", "data"), va="bottom", fontsize=12)
         cfg = f"{s}: L={sh['n_layers']} H={sh['n_heads']} D={sh['head_dim']} BS={sh['block_size']} {sh['dtype']}"
         axes[0][j].set_title(cfg)
         axes[0][j].set_ylabel("每步耗时 (µs)" if zh else "time per step (µs)")
         axes[1][j].set_ylabel("带宽 GB/s（读+写）" if zh else "bandwidth GB/s (read+write)")
+        ns = sorted({r["N"] for r in res if r["shape"] == s})
         for ax in (axes[0][j], axes[1][j]):
             ax.set_xscale("log", base=2)
             ax.set_yscale("log")
+            ax.set_xticks(ns)
+            ax.set_xticklabels([str(n) for n in ns])
             ax.set_xlabel("克隆的 block 对数 N" if zh else "cloned block pairs N")
             ax.grid(True, which="both", alpha=0.3)
-            ax.legend(fontsize=11, loc="best")
+        axes[1][j].set_ylim(top=roof * 2.5)
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=3, fontsize=13, frameon=False)
     m = data["meta"]
     fig.suptitle(f"COW block clone — {m['gpu']}, torch {m['torch']}, triton {m['triton']}, {m['date']}",
                  fontsize=15)
-    fig.tight_layout(rect=(0, 0, 1, 0.96))
+    fig.tight_layout(rect=(0, 0.08, 1, 0.96))
     return save_png(fig, out_png)
 
 

@@ -50,7 +50,8 @@ SUPPORTED_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
 MAX_TILE = 4096          # 一个 program 最多搬多少个元素（fp16 时 8 KB）
 NUM_WARPS = 4
 STREAM_HINTS = False     # 读写是否加流式缓存提示（06 脚本在 GPU 上扫一遍再定）
-SMALL_N = 64             # N 不超过它时：主机检查走纯 Python，下标由 kernel 直接从锁页内存读（零拷贝）
+SMALL_N = 64             # N 不超过它时：主机检查走纯 Python（比 numpy 快）
+ZERO_COPY_MAX_N = 16     # N 不超过它时：kernel 直接从锁页内存读下标（零拷贝），省掉一次 H2D 拷贝调用
 
 
 def interpret_mode():
@@ -251,7 +252,8 @@ class CloneIndexBuffer:
     """可复用的 src/dst 下标缓冲区：每步不再 torch.tensor(...)，也不再等 GPU。
 
     CUDA 上：一个由 RING 个槽组成的锁页（pinned）主机环形缓冲区 + 一块设备缓冲区。
-    - N ≤ SMALL_N：kernel 直接从锁页内存读下标（零拷贝，UVA 映射），连 H2D 拷贝调用都省了；
+    - N ≤ ZERO_COPY_MAX_N：kernel 直接从锁页内存读下标（零拷贝，UVA 映射），连 H2D 拷贝调用都省了；
+      但每个 program 读下标都要穿过 PCIe，N 大了反而慢（06 脚本在 H200 上对比过两条路）；
     - N 更大：一次 cudaMemcpyAsync 拷进设备缓冲区（拷贝相对 kernel 可以忽略）。
     一个槽要等它上一次的读者（kernel 或拷贝）完成才能改写：每 EPOCH 次 launch 记一个 CUDA event，
     复用槽之前等“覆盖它上次使用”的那个 event——绝大多数时候它早就完成了，所以不会卡住主机。
@@ -310,7 +312,7 @@ class CloneIndexBuffer:
         h[:n] = src
         h[n:2 * n] = dst
         row = self.host[slot]
-        if self.zero_copy and n <= SMALL_N:
+        if self.zero_copy and n <= ZERO_COPY_MAX_N:
             return row[:n], row[n:2 * n]         # kernel 直接读锁页内存
         self.dev[:2 * n].copy_(row[:2 * n], non_blocking=True)
         return self.dev[:n], self.dev[n:2 * n]
