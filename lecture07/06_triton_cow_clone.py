@@ -451,9 +451,10 @@ def host_breakdown(kv, src, dst, buf, iters=2000):
 
     s_dev, d_dev = buf.upload(s_ok, d_ok)
     buf.commit()
+    n_ok = len(s_ok)
     out["检查下标"] = clock(checks)
     out["上传（环形锁页缓冲区）"] = clock(upload)
-    out["launch（triton）"] = clock(lambda: kvc.launch_all_kernel(kv, s_dev, d_dev))
+    out["launch（triton）"] = clock(lambda: kvc.launch_all_kernel(kv, s_dev, d_dev, n_ok))
     out["整个 C（主机侧）"] = clock(lambda: kvc.kv_clone_blocks_all(kv, src, dst, index_buffer=buf,
                                                                     use_kernel=True))
     return out
