@@ -546,6 +546,7 @@ def bench_shape(name, shape, ns, reps=15, seed=0):
         zc_cmp.append(row)
     host = host_breakdown(kv, perm[:1], perm[1:2], buf)
     host["零拷贝下标"] = bool(buf.zero_copy)
+    host["复用已编译 kernel"] = bool(kvc.FAST_LAUNCH)
     kv = d_src = d_dst = kc = vc = None      # 释放显存，下一个形状要用
     torch.cuda.empty_cache()
     return results, {"best": best, "sweep": sweep, "host_us_N1": host, "zero_copy_vs_h2d_us": zc_cmp,
@@ -678,7 +679,8 @@ def demo_2(reps=15, ns=NS, shapes=None, seed=0):
         hb = tune["host_us_N1"]
         print_text("C 在 N=1 时每步的主机开销（µs）：" + "，".join(f"{k} {v:.1f}" for k, v in hb.items()
                                                                  if not isinstance(v, bool))
-                   + f"；小 N 零拷贝读下标：{'是' if hb['零拷贝下标'] else '否（锁页内存未映射，改为 H2D）'}")
+                   + f"；小 N 零拷贝读下标：{'是' if hb['零拷贝下标'] else '否（锁页内存未映射，改为 H2D）'}"
+                   + f"；复用已编译 kernel：{'是' if hb.get('复用已编译 kernel') else '否'}")
         zc = tune["zero_copy_vs_h2d_us"]
         print_text("C 的下标怎么交给 kernel（每步 µs）：" + "；".join(
             f"N={r['N']} 零拷贝 {r['zero_copy']:.1f} / H2D {r['h2d']:.1f}" for r in zc)
