@@ -8,9 +8,6 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "lecture07"))
-_main = sys.modules.get("__main__")
-if os.path.basename(getattr(_main, "__file__", "") or "") == "bench_speed.py":
-    sys.modules.setdefault("bench_speed", _main)   # bench_speed 作为脚本运行时，登记到同一个 EXTRA 里
 from bench_speed import register  # noqa: E402
 from kv_cache_policies import sweep  # noqa: E402
 from kv_trace import make_trace  # noqa: E402

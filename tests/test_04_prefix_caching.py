@@ -150,3 +150,22 @@ def test_runs_from_any_working_directory(cwd, tmp_path):
     p = subprocess.run([sys.executable, os.path.join(LECTURE, "04_prefix_caching.py"), "--demo", "1"],
                        capture_output=True, text=True, cwd=where, env=dict(os.environ, NO_COLOR="1"))
     assert p.returncode == 0 and "演示 1" in p.stdout
+
+
+def test_lengthaware_evicts_parents_first_among_equal_counts():
+    """演示 3 的解释：次数相同时 LengthAware 先淘汰靠前的块（父块），子块留下也用不上。"""
+    from kv_cache_policies import make_cache
+    la, lfu = make_cache(2, "lengthaware"), make_cache(2, "lfu")
+    for c in (la, lfu):
+        c.insert([1, 2])
+        c.insert([3])
+    assert la.match([1, 2]) == 0 and la.count([1, 2]) == 1     # 父块 1 没了，子块 2 还在
+    assert lfu.match([1, 2]) == 1                               # LFU 按时刻淘汰了子块 2
+
+
+def test_lengthaware_sentence_matches_its_ratio(d3, capsys):
+    r = d3["ratio"]
+    m.demo3_trace()
+    out = "".join(capsys.readouterr().out.split())
+    share = r[("lengthaware", 10_000)] / r[("lfu", 10_000)]
+    assert f"只有LFU的{share:.0%}" in out if share < 0.9 else "相差不大" in out
