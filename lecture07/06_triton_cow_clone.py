@@ -407,8 +407,8 @@ def tune_c(kv, src_dev, dst_dev, reps):
         for nw in (4, 8):
             for st in (False, True):
                 try:
-                    us, _ = _time_per_step(lambda: kvc.launch_all_kernel(kv, src_dev, dst_dev, max_tile=tile, num_warps=nw, stream_hints=st),
-                                           reps=reps)
+                    us, _ = _time_per_step(lambda: kvc.launch_all_kernel(
+                        kv, src_dev, dst_dev, max_tile=tile, num_warps=nw, stream_hints=st), reps=reps)
                 except Exception as exc:     # 某个配置编译失败：记下来、跳过，不让整次计时白跑
                     rows.append({"max_tile": tile, "num_warps": nw, "stream_hints": st, "us": None,
                                  "error": str(exc).splitlines()[0][:200]})

@@ -386,7 +386,7 @@ FAST_LAUNCH = True    # CUDA 上复用已编译的 kernel，跳过 triton 每次
 _compiled = {}
 
 
-def launch_all_kernel(kv, src_dev, dst_dev, n=None, max_tile=None, num_warps=None, stream_hints=None):
+def launch_all_kernel(kv, src_dev, dst_dev, n=None, *, max_tile=None, num_warps=None, stream_hints=None):
     """不做检查的单次 launch：kv 是 [L, 2, n_blocks, H, BS, D]，下标已在设备上（或在映射的锁页内存里）。
 
     n：要拷的 block 对数（默认 len(src_dev)）。CUDA 上第一次按 triton 的正常路径编译、launch，
