@@ -614,13 +614,16 @@ def observations(data):
             f"{s}，N={n2} 受 HBM 带宽限制：C {c_bw / 1e3:.2f} TB/s，D（连续拷贝）{d_bw / 1e3:.2f} TB/s，"
             f"C/D = {100 * r['C_over_D_bw_large']:.1f}%（目标 ≥ 90%：{'达标' if r['pass_C_ge_90pct_D_bw'] else '未达标'}）；"
             f"B {b_bw / 1e3:.2f} TB/s（{100 * r['B_over_D_bw_large']:.1f}%）{bk_txt}。")
-        # 从哪个 N 起 C 进入带宽区：C 的带宽第一次达到 D 在同一 N 下的一半
+        # 从哪个 N 起 C 进入带宽区：C 的带宽第一次达到 D 实测上限（各 N 里 D 的最大值）的一半
         ns = sorted({x["N"] for x in res if x["shape"] == s})
-        cross = next((n for n in ns if _get(res, s, n, "C")["GBps"] >= 0.5 * _get(res, s, n, "D")["GBps"]), None)
+        roof = max(_get(res, s, n, "D")["GBps"] for n in ns)
+        cross = next((n for n in ns if _get(res, s, n, "C")["GBps"] >= 0.5 * roof), None)
         if cross is not None:
-            lines.append(f"{s}：C 的带宽从 N={cross} 起达到同 N 下 D 的一半以上——再往上，时间随字节数线性增长。")
+            lines.append(f"{s}：C 的带宽从 N={cross} 起超过 D 实测上限 {roof / 1e3:.2f} TB/s 的一半"
+                         f"（{_get(res, s, cross, 'C')['GBps'] / 1e3:.2f} TB/s）——由此往上，"
+                         f"每步时间大致随字节数线性增长，瓶颈从 launch/主机开销变成 HBM 带宽。")
         else:
-            lines.append(f"{s}：测到的 N 里 C 的带宽都不到同 N 下 D 的一半。")
+            lines.append(f"{s}：测到的 N 里 C 的带宽都不到 D 实测上限 {roof / 1e3:.2f} TB/s 的一半。")
     return lines
 
 
@@ -816,7 +819,7 @@ def run(args):
                  "methods": METHOD_NAMES,
                  "launches_per_step": {"A": "L × (2 次 H2D 建下标 + 4 个 kernel)", "B": "L × (2 次 H2D + 1 个 kernel)",
                                        "B_kernel": "L 个 kernel（下标事先已在 GPU）",
-                                       "C": f"1 个 kernel；N ≤ {_kvc.SMALL_N} 时 kernel 直接读锁页内存里的下标，"
+                                       "C": f"1 个 kernel；N ≤ {_kvc.ZERO_COPY_MAX_N} 时 kernel 直接读锁页内存里的下标，"
                                             "更大时先 1 次 H2D（环形锁页缓冲区）",
                                        "C_kernel": "1 个 kernel（下标事先已在 GPU）", "D": "1 次 D2D 拷贝"}},
         "shapes": SHAPES, "Ns": list(NS), "anchors": ANCHORS,
