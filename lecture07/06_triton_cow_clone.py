@@ -2,9 +2,9 @@
 一次 launch 搬完所有层的 Triton kernel，能否既打败“每层 gather/scatter”的 launch 开销，又跑到显存带宽的上限？
 
 运行：
-    python lecture07/06_triton_cow_clone.py                 # 有 NVIDIA GPU：校验 + 计时 + 存 JSON + 画图（H200 上约 1 分钟）
-    python lecture07/06_triton_cow_clone.py                 # 没有 GPU：用 Triton 解释器校验 kernel（约 10 秒），不计时
-    python lecture07/06_triton_cow_clone.py --plot-only     # 只用保存的 JSON 重画图（CPU 即可，约 3 秒）
+    python lecture07/06_triton_cow_clone.py                 # 有 NVIDIA GPU：校验 + 计时 + 存 JSON + 画图（H200 上约 30 秒）
+    python lecture07/06_triton_cow_clone.py                 # 没有 GPU：用 Triton 解释器校验 kernel（约 6 秒），不计时
+    python lecture07/06_triton_cow_clone.py --plot-only     # 只用保存的 JSON 重画图（CPU 即可，约 1.5 秒）
     python lecture07/06_triton_cow_clone.py --figures DIR --json PATH
 
 四种方法（一次 COW step 要克隆 N 个 block，所有层、K 和 V）：
