@@ -10,7 +10,6 @@
 """
 import argparse
 import contextlib
-import importlib.util
 import io
 import os
 import sys
@@ -24,20 +23,12 @@ for _p in (os.path.join(ROOT, "lab_common"), LECTURE):
     if _p not in sys.path:
         sys.path.insert(0, _p)
 
+import script_tools  # noqa: E402
 from plotting import font_description, glyph_warnings_as_errors, plt, save_png, setup_matplotlib  # noqa: E402,F401
-
-_scripts = {}
-
 
 def load_script(name):
     """load_script("04_prefix_caching") → 那个脚本的模块对象（文件名以数字开头，不能直接 import）。"""
-    if name not in _scripts:
-        path = os.path.join(LECTURE, name + ".py")
-        spec = importlib.util.spec_from_file_location("script_" + name, path)
-        mod = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(mod)
-        _scripts[name] = mod
-    return _scripts[name]
+    return script_tools.load_script(os.path.join(LECTURE, name + ".py"))
 
 
 def quiet(fn, *args, **kwargs):

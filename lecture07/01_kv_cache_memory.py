@@ -22,7 +22,8 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "lab_common"))
-from console import ArgParser, fmt_int, print_header, print_observations, print_table, print_text  # noqa: E402
+from console import fmt_int, print_header, print_observations, print_table, print_text  # noqa: E402
+from script_tools import run_demos  # noqa: E402
 from kv_store import LLAMA2_70B, ModelSpec  # noqa: E402
 
 KB, MiB, GiB = 1024, 1024 ** 2, 1024 ** 3   # 本脚本一律用二进制单位：vLLM 论文的 "800 KB" 就是 800 × 1024 字节
@@ -279,12 +280,7 @@ DEMOS = {1: demo1_bytes_per_token, 2: demo2_fragmentation}
 
 
 def main(argv=None):
-    ap = ArgParser(description="第 7 讲 · KV 缓存的显存为什么是瓶颈")
-    ap.add_argument("--demo", type=int, choices=sorted(DEMOS), help="只跑某一个演示（默认全跑）")
-    args = ap.parse_args(argv)
-    for k in ([args.demo] if args.demo else sorted(DEMOS)):
-        DEMOS[k]()
-    return 0
+    return run_demos(DEMOS, "第 7 讲 · KV 缓存的显存为什么是瓶颈", argv)
 
 
 if __name__ == "__main__":

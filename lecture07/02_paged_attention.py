@@ -22,7 +22,8 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "lab_common"))
-from console import ArgParser, fmt_int, print_header, print_observations, print_table, print_text  # noqa: E402
+from console import fmt_int, print_header, print_observations, print_table, print_text  # noqa: E402
+from script_tools import run_demos  # noqa: E402
 from paged_kv import BlockPool, PagedSequence, gather_kv, paged_step  # noqa: E402
 from transformer_lab import TINY, KVCache, config_like, forward, init_params  # noqa: E402
 
@@ -268,12 +269,7 @@ DEMOS = {1: demo1_block_table, 2: demo2_equivalence, 3: demo3_block_size}
 
 
 def main(argv=None):
-    ap = ArgParser(description="第 7 讲 · PagedAttention：块表、等价性、块大小")
-    ap.add_argument("--demo", type=int, choices=sorted(DEMOS), help="只跑某一个演示（默认全跑）")
-    args = ap.parse_args(argv)
-    for k in ([args.demo] if args.demo else sorted(DEMOS)):
-        DEMOS[k]()
-    return 0
+    return run_demos(DEMOS, "第 7 讲 · PagedAttention：块表、等价性、块大小", argv)
 
 
 if __name__ == "__main__":

@@ -21,7 +21,8 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "lab_common"))
-from console import ArgParser, print_header, print_observations, print_table, print_text  # noqa: E402
+from console import print_header, print_observations, print_table, print_text  # noqa: E402
+from script_tools import run_demos  # noqa: E402
 from paged_kv import BlockPool, PagedSequence, paged_step  # noqa: E402
 from transformer_lab import TINY, KVCache, config_like, forward, init_params  # noqa: E402
 
@@ -321,12 +322,7 @@ DEMOS = {1: demo1_savings, 2: demo2_cow_step_by_step}
 
 
 def main(argv=None):
-    ap = ArgParser(description="第 7 讲 · 共享 KV 与写时复制")
-    ap.add_argument("--demo", type=int, choices=sorted(DEMOS), help="只跑某一个演示（默认全跑）")
-    args = ap.parse_args(argv)
-    for k in ([args.demo] if args.demo else sorted(DEMOS)):
-        DEMOS[k]()
-    return 0
+    return run_demos(DEMOS, "第 7 讲 · 共享 KV 与写时复制", argv)
 
 
 if __name__ == "__main__":

@@ -1,5 +1,4 @@
 """测试共用：把 lecture07/ 和 lab_common/ 放进 sys.path，按文件名加载以数字开头的脚本。"""
-import importlib.util
 import os
 import sys
 
@@ -8,15 +7,9 @@ LECTURE = os.path.join(ROOT, "lecture07")
 sys.path.insert(0, LECTURE)
 sys.path.insert(0, os.path.join(ROOT, "lab_common"))
 
-_loaded = {}
+from script_tools import load_script as _load  # noqa: E402
 
 
 def load_script(name):
     """load_script("04_prefix_caching") → 那个脚本的模块对象（每个进程只加载一次）。"""
-    if name not in _loaded:
-        path = os.path.join(LECTURE, name + ".py")
-        spec = importlib.util.spec_from_file_location("script_" + name, path)
-        mod = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(mod)
-        _loaded[name] = mod
-    return _loaded[name]
+    return _load(os.path.join(LECTURE, name + ".py"))
