@@ -27,30 +27,38 @@ from collections import OrderedDict
 import numpy as np
 
 
-class LRUCache:
-    """最近最少使用：OrderedDict 从旧到新排列，每次操作 O(1)。"""
+class BlockCache:
+    """各种缓存共用的查询：entries 是"在缓存里的块"的字典（块 → 该策略自己的记录）。"""
 
-    def __init__(self, capacity):
-        self.capacity, self.od = capacity, OrderedDict()
+    def __init__(self, capacity, entries):
+        self.capacity, self.entries = capacity, entries
 
     def __len__(self):
-        return len(self.od)
+        return len(self.entries)
 
     def match(self, blocks):
+        """前缀命中：从第一块起连续有几块在缓存里。"""
         n = 0
         for b in blocks:
-            if b not in self.od:
+            if b not in self.entries:
                 break
             n += 1
         return n
 
     def count(self, blocks):
         """逐块命中：有几块在缓存里（不要求连续）。"""
-        od = self.od
-        return sum(b in od for b in blocks)
+        entries = self.entries
+        return sum(b in entries for b in blocks)
+
+
+class LRUCache(BlockCache):
+    """最近最少使用：OrderedDict 从旧到新排列，每次操作 O(1)。"""
+
+    def __init__(self, capacity):
+        super().__init__(capacity, OrderedDict())
 
     def insert(self, blocks):
-        od = self.od
+        od = self.entries
         for b in reversed(blocks):            # 从尾到头：父块最后被碰，最"新"
             if b in od:
                 od.move_to_end(b)
@@ -61,7 +69,7 @@ class LRUCache:
                 od.popitem(last=False)        # 淘汰最旧的
 
 
-class LFUCache:
+class LFUCache(BlockCache):
     """最不经常使用：按 (在缓存里被访问的次数, 最近访问时刻) 排序，最小的先淘汰。
     被淘汰的块再进来时，次数从 1 重新算。
 
@@ -74,28 +82,12 @@ class LFUCache:
     USE_POSITION = False      # LengthAwareCache 把块在请求里的位置也放进键里
 
     def __init__(self, capacity):
-        self.capacity = capacity
-        self.key = {}             # 块 → 当前的键（整数）
+        super().__init__(capacity, {})   # entries：块 → 当前的键（整数）
         self.heap = []            # 每块一条记录（可能是旧的）
         self.block_at = []        # 时刻 → 那一刻访问的块（从键里的时刻找回块）
 
-    def __len__(self):
-        return len(self.key)
-
-    def match(self, blocks):
-        n = 0
-        for b in blocks:
-            if b not in self.key:
-                break
-            n += 1
-        return n
-
-    def count(self, blocks):
-        key = self.key
-        return sum(b in key for b in blocks)
-
     def insert(self, blocks):
-        key, heap, block_at = self.key, self.heap, self.block_at
+        key, heap, block_at = self.entries, self.heap, self.block_at
         use_pos = self.USE_POSITION
         for pos in range(len(blocks) - 1, -1, -1):       # 从尾到头，和 LRU 一样
             b = blocks[pos]
