@@ -22,7 +22,7 @@ MARKERS = {"lru": "o", "lfu": "s", "lengthaware": "^", "min": "D"}
 
 
 def policies(s04):
-    """04 比较的策略，再加上 kv_cache_policies 里有的最优策略（Belady MIN），如果已经有了。"""
+    """04 比较的策略，再加上 kv_cache_sim 里有的最优策略（Belady MIN），如果已经有了。"""
     return tuple(s04.POLICIES) + tuple(p for p in ("min",) if p in s04.POLICY_NAMES and p not in s04.POLICIES)
 
 

@@ -9,7 +9,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "lecture07"))
 from bench_speed import register  # noqa: E402
-from kv_cache_policies import sweep  # noqa: E402
+from kv_cache_sim import sweep  # noqa: E402
 from kv_trace import make_trace  # noqa: E402
 
 CAPACITIES = (None, 100_000, 50_000, 30_000, 10_000, 3_000, 1_000)   # 和 04 演示 3 一样

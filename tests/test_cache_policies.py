@@ -4,8 +4,8 @@ import itertools
 import numpy as np
 import pytest
 
-from kv_cache_policies import (CACHE_POLICIES, hit_ratio, infinite_hits, make_cache, min_hits, next_use,
-                               simulate, sweep)
+from kv_cache_policies import CACHE_POLICIES, make_cache
+from kv_cache_sim import hit_ratio, infinite_hits, min_hits, next_use, simulate, sweep
 from kv_trace import Request
 
 ONLINE = list(CACHE_POLICIES)

@@ -156,7 +156,8 @@ def test_plot_modules_declare_their_figures():
 def test_make_dependencies_follow_imports():
     import figdeps
     _, deps, _ = figdeps.module_info(os.path.join(FIGDIR, "plot_04.py"))
-    for f in ("lecture07/04_prefix_caching.py", "lecture07/kv_cache_policies.py", "lecture07/kv_trace.py",
+    for f in ("lecture07/04_prefix_caching.py", "lecture07/kv_cache_policies.py", "lecture07/kv_cache_sim.py",
+              "lecture07/kv_trace.py",
               "lecture07/kv_store.py", "lab_common/plotting.py", "figures/figlib.py"):
         assert f in deps
     rules = subprocess.run([sys.executable, os.path.join(FIGDIR, "figdeps.py"), "--make"], check=True,

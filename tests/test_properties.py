@@ -3,7 +3,8 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kv_cache_policies import CACHE_POLICIES, make_cache, simulate
+from kv_cache_policies import CACHE_POLICIES, make_cache
+from kv_cache_sim import simulate
 from paged_kv import BlockPool, PagedSequence, paged_step
 from transformer_lab import TINY, config_like, forward, init_params
 
