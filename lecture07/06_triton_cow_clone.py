@@ -12,6 +12,10 @@
     B  每层一次 Triton launch，每层新建 int32 下标张量（种子文章的“之后”）
     C  所有层 × K/V × N 只用一次 launch；整块缓存 [L, 2, n_blocks, H, BS, D]，下标经可复用的锁页缓冲区上传
     D  同样字节数的一次连续 device-to-device 拷贝（带宽上限）
+
+演示 4 把克隆放回一整步 decode 里（GPT-2 small 形状、随机权重、torch 分页注意力）：B 条序列刚命中
+同一个 prefix 条目、最后一块没写满，这一步各 COW 一次；比较不克隆 / 用 A 克隆 / 用 C 克隆的每步 µs。
+没有 GPU 时只打印已保存的 H200 结果（标明日期）。
 """
 import argparse
 import datetime
@@ -494,11 +498,7 @@ def bench_shape(name, shape, ns, reps=15, seed=0):
         half = nbytes // 2 // kv.element_size()
 
         def step_a():
-            for l in range(L):
-                s = torch.tensor(src, device=dev, dtype=torch.long)
-                d = torch.tensor(dst, device=dev, dtype=torch.long)
-                kc[l].index_copy_(0, d, kc[l].index_select(0, s))
-                vc[l].index_copy_(0, d, vc[l].index_select(0, s))
+            clone_method_a(kc, vc, src, dst, dev)
 
         def step_b():
             for l in range(L):
@@ -705,6 +705,256 @@ def demo_3(data):
     print_observations(observations(data))
 
 
+# ─────────────────────────────── (d) 克隆在一次 decode step 里占多少 ───────────────────────────────
+# GPT-2 small 的形状（随机权重，只用来计时；和 SHAPES["gpt2-small"] 的 KV 形状一致）
+DECODE_MODEL = dict(n_layers=12, d_model=768, n_heads=12, d_ff=3072, vocab=50257, n_pos=1024,
+                    block_size=16, dtype="float16")
+DECODE_BATCHES = (1, 8, 64)   # 同一步里刚命中 prefix 条目的序列数 B（= 这一步要克隆的 block 对数）
+DECODE_PREFIX_LEN = 200       # 命中的 prefix 长度（token）：12 个满 block + 1 个只写了 8 个 token 的 block
+DECODE_ROUNDS = 3             # 三种做法轮流计时几轮（每轮各自取中位数，再取各轮的中位数）
+LARGE_SHARE = 0.10            # 克隆占一步的比例 ≥ 它就叫“大头”，否则叫“小头”
+
+
+def clone_method_a(kc, vc, src, dst, device):
+    """方法 A（种子的“之前”）：每层从 Python 列表新建下标张量，再 index_select + index_copy_。"""
+    for l in range(len(kc)):
+        s = torch.tensor(src, device=device, dtype=torch.long)
+        d = torch.tensor(dst, device=device, dtype=torch.long)
+        kc[l].index_copy_(0, d, kc[l].index_select(0, s))
+        vc[l].index_copy_(0, d, vc[l].index_select(0, s))
+
+
+def init_decoder(cfg, device, seed=0):
+    """GPT-2 结构的随机权重（pre-LN、GELU、tied embedding），dtype 取 cfg["dtype"]。"""
+    dt = _dtype(cfg["dtype"])
+    g = torch.Generator(device=device).manual_seed(seed)
+    d, f = cfg["d_model"], cfg["d_ff"]
+
+    def w(*shape):
+        return (torch.randn(shape, generator=g, device=device) * 0.02).to(dt)
+
+    def ln():
+        return torch.ones(d, device=device, dtype=dt), torch.zeros(d, device=device, dtype=dt)
+
+    layers = [dict(ln1=ln(), qkv_w=w(3 * d, d), qkv_b=w(3 * d), o_w=w(d, d), o_b=w(d), ln2=ln(),
+                   fc_w=w(f, d), fc_b=w(f), pr_w=w(d, f), pr_b=w(d)) for _ in range(cfg["n_layers"])]
+    return dict(wte=w(cfg["vocab"], d), wpe=w(cfg["n_pos"], d), lnf=ln(), layers=layers)
+
+
+def paged_decode_step(params, cfg, kv, tokens, pos, table, slot, seq_len):
+    """一次 decode step（每条序列 1 个 token），分页注意力用 torch 算子：
+
+    每层：算 q/k/v → 把新 token 的 k/v 写进 block table 最后一块的第 slot 格 →
+    按 block table 把 K/V gather 成连续张量 → F.scaled_dot_product_attention。
+    kv：[L, 2, n_blocks, H, BS, D]；table：[B, nb] long；这一批序列等长（都是 seq_len），所以直接截断、不用 mask。
+    返回 logits [B, vocab]。
+    """
+    import torch.nn.functional as F
+    d, H = cfg["d_model"], cfg["n_heads"]
+    D = d // H
+    B = tokens.shape[0]
+    blk = table[:, -1]
+    x = params["wte"][tokens] + params["wpe"][pos]
+    for l, p in enumerate(params["layers"]):
+        h = F.layer_norm(x, (d,), *p["ln1"])
+        q, k, v = F.linear(h, p["qkv_w"], p["qkv_b"]).view(B, 3, H, D).unbind(1)
+        kv[l, 0, blk, :, slot] = k
+        kv[l, 1, blk, :, slot] = v
+        kvb = kv[l][:, table]                                          # [2, B, nb, H, BS, D]
+        kvb = kvb.permute(0, 1, 3, 2, 4, 5).reshape(2, B, H, -1, D)[:, :, :, :seq_len]
+        a = F.scaled_dot_product_attention(q.unsqueeze(2), kvb[0], kvb[1])    # [B, H, 1, D]
+        x = x + F.linear(a.reshape(B, d), p["o_w"], p["o_b"])
+        h = F.layer_norm(x, (d,), *p["ln2"])
+        x = x + F.linear(F.gelu(F.linear(h, p["fc_w"], p["fc_b"]), approximate="tanh"), p["pr_w"], p["pr_b"])
+    x = F.layer_norm(x, (d,), *params["lnf"])
+    return F.linear(x, params["wte"])
+
+
+def make_decode_case(cfg, batch, prefix_len, device, seed=0, use_kernel=None):
+    """B 条序列刚命中同一个 prefix 条目（最后一块没写满）：用 KVBlockManager 做 fork 和第一次 append 的 COW。
+
+    返回这一步要用的全部张量，以及 COW 的 (src, dst) 列表——计时时每步重做同样的克隆。
+    """
+    kvc = _import_torch()
+    bs = cfg["block_size"]
+    if prefix_len % bs == 0:
+        raise ValueError(f"prefix 长度 {prefix_len} 是 block {bs} 的整数倍：最后一块是满的，不会 COW")
+    L, H = cfg["n_layers"], cfg["n_heads"]
+    D = cfg["d_model"] // H
+    n_pref = -(-prefix_len // bs)
+    mgr = kvc.KVBlockManager(L, H, D, bs, n_pref + batch + 2, dtype=_dtype(cfg["dtype"]), device=device,
+                             use_kernel=use_kernel)
+    g = torch.Generator().manual_seed(seed)
+    k = torch.randn((L, prefix_len, H, D), generator=g).to(device)
+    v = torch.randn((L, prefix_len, H, D), generator=g).to(device)
+    mgr.add_sequence("prefix", k, v)              # prefix cache 条目（它自己一直持有这些 block）
+    seqs = list(range(batch))
+    for s in seqs:
+        mgr.fork("prefix", s)
+    zero = torch.zeros((L, batch, H, D))
+    pairs = mgr.append_token_batch(seqs, zero, zero)     # 第一次 decode 写入：每条序列 COW 一次
+    table = torch.tensor([mgr.block_tables[s] for s in seqs], dtype=torch.long, device=device)
+    tokens = torch.randint(0, cfg["vocab"], (batch,), generator=g).to(device)
+    pos = torch.full((batch,), prefix_len, dtype=torch.long, device=device)
+    return dict(mgr=mgr, src=[s for s, _ in pairs], dst=[d for _, d in pairs], table=table, tokens=tokens,
+                pos=pos, slot=prefix_len % bs, seq_len=prefix_len + 1)
+
+
+def decode_step_fn(params, cfg, case, method):
+    """返回一个“做一步”的函数：method = none（不克隆）/ A / C，克隆之后跑完整的 decode step 并取 argmax。"""
+    kvc = _kvc
+    mgr = case["mgr"]
+    src, dst = case["src"], case["dst"]
+    dev = mgr.kv.device
+
+    def step():
+        if method == "A":
+            clone_method_a(mgr.k_caches, mgr.v_caches, src, dst, dev)
+        elif method == "C":
+            kvc.kv_clone_blocks_all(mgr.kv, src, dst, index_buffer=mgr.index_buffer, use_kernel=mgr.use_kernel)
+        logits = paged_decode_step(params, cfg, mgr.kv, case["tokens"], case["pos"], case["table"],
+                                   case["slot"], case["seq_len"])
+        step.logits = logits
+        return logits.argmax(-1)
+    return step
+
+
+def decode_share_rows(timings):
+    """由每步 µs 算出克隆的耗时与占比。timings: [{B, us_none, us_A, us_C}]。"""
+    rows = []
+    for t in timings:
+        r = dict(t)
+        for m in ("A", "C"):
+            r[f"clone_us_{m}"] = t[f"us_{m}"] - t["us_none"]
+            r[f"share_{m}"] = r[f"clone_us_{m}"] / t[f"us_{m}"]
+        r["A_to_C_reduction"] = (t["us_A"] - t["us_C"]) / t["us_A"]
+        rows.append(r)
+    return rows
+
+
+def measure_decode_share(reps=15, batches=DECODE_BATCHES, prefix_len=DECODE_PREFIX_LEN, rounds=DECODE_ROUNDS,
+                         seed=0):
+    """GPU 上：每个 B 建一个用例，none / A / C 轮流计时 rounds 轮；再核对三种做法的 logits 相同。"""
+    _import_torch()
+    cfg = DECODE_MODEL
+    dev = torch.device("cuda")
+    params = init_decoder(cfg, dev, seed)
+    timings, max_diff = [], 0.0
+    for b in batches:
+        case = make_decode_case(cfg, b, prefix_len, dev, seed=seed + b)
+        fns = {m: decode_step_fn(params, cfg, case, m) for m in ("none", "A", "C")}
+        samples = {m: [] for m in fns}
+        for _ in range(rounds):
+            for m, fn in fns.items():
+                samples[m].append(_time_per_step(fn, reps=reps)[0])
+        outs = {}
+        for m, fn in fns.items():
+            fn()
+            outs[m] = fn.logits.float()
+        torch.cuda.synchronize()
+        max_diff = max(max_diff, float((outs["A"] - outs["C"]).abs().max()),
+                       float((outs["none"] - outs["C"]).abs().max()))
+        timings.append({"B": b, "N_pairs": len(case["src"]),
+                        **{f"us_{m}": statistics.median(v) for m, v in samples.items()}})
+        case = fns = None
+        torch.cuda.empty_cache()
+    return {"config": dict(cfg, prefix_len=prefix_len, batches=list(batches), rounds=rounds,
+                           attention="按 block table gather K/V + F.scaled_dot_product_attention（eager，无 CUDA graph）",
+                           step="克隆（none 时不做）+ 12 层前向（写新 token 的 K/V、分页注意力、MLP）+ LM head + argmax；"
+                                "不含调度器与 block 簿记"),
+            "rows": decode_share_rows(timings), "max_abs_logit_diff": max_diff}
+
+
+def decode_observations(ds, results=None):
+    """由 decode_share 的数字拼成的观察；results（演示 2 的结果）在的话，对照单独测的克隆耗时。"""
+    rows = ds["rows"]
+    lines = []
+    for r in rows:
+        big_a = r["share_A"] >= LARGE_SHARE
+        lines.append(
+            f"B={r['B']}（{r['N_pairs']} 个 block 对）：不克隆的一步 {r['us_none']:,.0f} µs；"
+            f"A 的克隆多花 {r['clone_us_A']:,.0f} µs，占这一步的 {100 * r['share_A']:.1f}%"
+            f"（{'是大头' if big_a else '是小头'}，以 {100 * LARGE_SHARE:.0f}% 为界）；"
+            f"C 的克隆多花 {r['clone_us_C']:,.1f} µs，占 {100 * r['share_C']:.1f}%。")
+    c_max = max(r["share_C"] for r in rows)
+    a_min, a_max = min(r["share_A"] for r in rows), max(r["share_A"] for r in rows)
+    lines.append(f"A 的占比在 {100 * a_min:.1f}%~{100 * a_max:.1f}% 之间，C 的占比最多 {100 * c_max:.1f}%："
+                 f"{'C 把克隆从一步的大头变成了小头' if a_max >= LARGE_SHARE > c_max else '两者的大小关系见上表'}。")
+    lo, hi = rows[0], rows[-1]
+    grow = hi["us_none"] / lo["us_none"]
+    lines.append(f"B 从 {lo['B']} 增到 {hi['B']}（×{hi['B'] / lo['B']:.0f}），不克隆的一步只从 {lo['us_none']:,.0f} 变到 "
+                 f"{hi['us_none']:,.0f} µs（×{grow:.2f}）："
+                 + ("小 B 时 eager 的一步主要花在主机端逐个 launch 算子上，A 的克隆也是 launch 开销，所以占比高"
+                    if grow < 2 else "一步的时间随 B 明显增长，GPU 计算/访存已占主导"))
+    if results is not None:
+        alone = []
+        for r in rows:
+            try:
+                a = _get(results, "gpt2-small", r["N_pairs"], "A")["us"]
+                c = _get(results, "gpt2-small", r["N_pairs"], "C")["us"]
+            except KeyError:
+                continue
+            alone.append(f"N={r['N_pairs']}：A {a:,.0f} / {r['clone_us_A']:,.0f}，C {c:.1f} / {r['clone_us_C']:.1f}")
+        if alone:
+            lines.append("单独测的克隆 µs（演示 2）/ 放进一步里多花的 µs：" + "；".join(alone)
+                         + "（两者不必相等：一步里克隆的主机开销可能与 GPU 上前面的工作重叠，也可能排在后面）。")
+    sp = ANCHORS["seed_prefill_first_token_p99_ms"]
+    seed_red = (sp["before"] - sp["after"]) / sp["before"]
+    ours = "、".join(f"B={r['B']} 时 −{100 * r['A_to_C_reduction']:.1f}%" for r in rows)
+    lines.append(f"对照种子：它报告 prefill→首 token p99 从 {sp['before']} 降到 {sp['after']} ms（−{100 * seed_red:.1f}%，"
+                 f"{ANCHORS['source_seed']}）。我们把一步里的克隆从 A 换成 C，这一步缩短 {ours}。"
+                 "设置不同：种子是真权重、它自己的引擎、延迟含 prefill 与排队；我们是随机权重、eager torch、只量一步 decode。"
+                 "而且只有命中 prefix 后的第一次 decode 才 COW，之后的 step 没有克隆。")
+    if ds.get("max_abs_logit_diff") is not None:
+        md = ds["max_abs_logit_diff"]
+        lines.append("校验：不克隆 / A / C 三种做法算出的 logits "
+                     + ("逐位相同（最大差 0）。" if md == 0 else f"最大差 {md:.3g}。"))
+    return lines
+
+
+def print_decode_table(ds, caption_extra=""):
+    cfg = ds["config"]
+    rows = [[r["B"], f"{r['us_none']:,.0f}", f"{r['us_A']:,.0f}", f"{r['us_C']:,.0f}",
+             f"{100 * r['share_A']:.1f}%", f"{100 * r['share_C']:.1f}%", f"{100 * r['A_to_C_reduction']:.1f}%"]
+            for r in ds["rows"]]
+    print_table(["B", "无克隆", "+A", "+C", "A 占比", "C 占比", "A→C 降幅"], rows,
+                caption=f"每步 µs；prefix {cfg['prefix_len']} token（最后一块没写满），B 条序列各 COW 一个 block；"
+                        "占比 = (有克隆 − 无克隆) / 有克隆" + caption_extra)
+
+
+def demo_4(on_gpu, reps=15, results=None, saved_json=DEFAULT_JSON, seed=0):
+    """命中 prefix 后的第一次 decode 要 COW：克隆在一整步 decode（GPT-2 small 形状）里占多少？"""
+    print_header("演示 4：克隆在一次 decode step 里占多少（GPT-2 small 形状，随机权重）")
+    if not on_gpu:
+        print_text("这个演示要在 NVIDIA GPU 上计时（CUDA + triton）：这里不跑。")
+        data = None
+        if saved_json and os.path.exists(saved_json):
+            try:
+                data = load_json(saved_json)
+            except ValueError:
+                data = None
+        ds = data.get("decode_share") if isinstance(data, dict) else None
+        if not ds:
+            print_text("还没有保存的 GPU 结果。")
+            return {"ran": False, "saved": False}
+        m = data["meta"]
+        print_text(f"下面是已保存的 {m['gpu']} 结果（{m['date']}，torch {m['torch']}，"
+                   f"来自 {os.path.relpath(saved_json)}），不是本机测的：")
+        print_decode_table(ds, caption_extra=f"；已保存的 {m['gpu']} 结果（{m['date']}）")
+        print_observations(decode_observations(ds, data.get("results")))
+        return {"ran": False, "saved": True, "date": m["date"], "gpu": m["gpu"], "rows": ds["rows"]}
+    m = DECODE_MODEL
+    print_text(f"模型：{m['n_layers']} 层、d={m['d_model']}、{m['n_heads']} 头（head_dim {m['d_model'] // m['n_heads']}）、"
+               f"block {m['block_size']}、{m['dtype']}、随机权重；分页注意力 = 按 block table gather K/V + "
+               "F.scaled_dot_product_attention（eager torch）。一步 = 克隆 + 前向 + LM head + argmax，"
+               f"不含调度器与 block 簿记。计时同演示 2，三种做法轮流测 {DECODE_ROUNDS} 轮取中位数。")
+    t0 = time.perf_counter()
+    ds = measure_decode_share(reps=reps, seed=seed)
+    print_decode_table(ds, caption_extra=f"；用时 {time.perf_counter() - t0:.1f} 秒")
+    print_observations(decode_observations(ds, results))
+    return {"ran": True, "decode_share": ds}
+
+
 # ─────────────────────────────── (c) JSON 与图 ───────────────────────────────
 def save_json(data, path):
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
@@ -805,6 +1055,7 @@ def run(args):
     if not on_gpu:
         print_text("\n计时需要 NVIDIA GPU（CUDA + triton）：这里只在 Triton 解释器里校验了正确性。"
                    f"已保存的 H200 结果可用 --plot-only 重画（{os.path.relpath(args.json)}）。")
+        demo_4(False, saved_json=args.json)
         return 0
     results, tuning = demo_2(reps=args.reps, seed=args.seed)
     import triton
@@ -827,6 +1078,7 @@ def run(args):
     }
     data["ratios"] = compute_ratios(results)
     demo_3(data)
+    data["decode_share"] = demo_4(True, reps=args.reps, results=results, seed=args.seed)["decode_share"]
     save_json(data, args.json)
     print_text(f"\n结果已写入 {args.json}")
     if not args.no_plot:
