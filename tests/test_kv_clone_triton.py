@@ -267,6 +267,7 @@ def test_main_cpu_smoke(capsys):
     out = capsys.readouterr().out
     assert "计时需要 NVIDIA GPU" in out
     assert "全部通过" in out and "失败：" not in out
+    assert "演示 4" in out and "要在 NVIDIA GPU 上计时" in out      # decode 占比：CPU 上不计时
 
 
 def test_cli_errors_are_one_line_exit_2(capsys, tmp_path):
