@@ -61,7 +61,7 @@ def wrap_cjk(text, width, indent=0):
     """
     lines, line, w = [], "", 0
     pad = " " * indent
-    for word in re.findall(r"[A-Za-z0-9_.,%×/+\-:()']+ ?|——|.", text):
+    for word in re.findall(r"[A-Za-z0-9_.,%×µ/+\-:()'~]+ ?|——|.", text):
         cw = cell_len(word)
         overflow = w + cell_len(word.rstrip()) > width - (indent if lines else 0)
         if overflow and line and word not in _NO_LINE_START:
