@@ -335,17 +335,26 @@ class CloneIndexBuffer:
 
 
 # ─────────────────────────────── 三种克隆方式 ───────────────────────────────
-def clone_blocks_index_copy(k_cache_layer, v_cache_layer, src_block_idx, dst_block_idx):
-    """种子文章里的“之前”：index_select + index_copy_（通用 gather/scatter）。也用作 CPU 回退。"""
-    _check_layer_pair(k_cache_layer, v_cache_layer)
+def _checked_index_tensors(k_cache_layer, src_block_idx, dst_block_idx, dtype):
+    """检查下标（范围、长度、重复），每次新建设备上的下标张量（A、B 两种做法都这样，这正是它们的开销）。
+
+    N = 0 时返回 (None, None)。
+    """
     device = k_cache_layer.device
     src = _index_to_host("src_block_idx", src_block_idx, device)
     dst = _index_to_host("dst_block_idx", dst_block_idx, device)
     src, dst = check_clone_indices(src, dst, k_cache_layer.shape[0])
     if len(src) == 0:
+        return None, None
+    return (torch.as_tensor(src, dtype=dtype).to(device), torch.as_tensor(dst, dtype=dtype).to(device))
+
+
+def clone_blocks_index_copy(k_cache_layer, v_cache_layer, src_block_idx, dst_block_idx):
+    """种子文章里的“之前”：index_select + index_copy_（通用 gather/scatter）。也用作 CPU 回退。"""
+    _check_layer_pair(k_cache_layer, v_cache_layer)
+    s, d = _checked_index_tensors(k_cache_layer, src_block_idx, dst_block_idx, torch.long)
+    if s is None:
         return
-    s = torch.as_tensor(src, dtype=torch.long).to(device)
-    d = torch.as_tensor(dst, dtype=torch.long).to(device)
     k_cache_layer.index_copy_(0, d, k_cache_layer.index_select(0, s))
     v_cache_layer.index_copy_(0, d, v_cache_layer.index_select(0, s))
 
@@ -368,15 +377,10 @@ def kv_clone_blocks_triton(k_cache_layer, v_cache_layer, src_block_idx, dst_bloc
     先检查设备、dtype、形状、下标（范围、长度、重复）——不合法就抛 ValueError。
     """
     _check_layer_pair(k_cache_layer, v_cache_layer)
-    device = k_cache_layer.device
-    _check_kernel_device(device)
-    src = _index_to_host("src_block_idx", src_block_idx, device)
-    dst = _index_to_host("dst_block_idx", dst_block_idx, device)
-    src, dst = check_clone_indices(src, dst, k_cache_layer.shape[0])
-    if len(src) == 0:
+    _check_kernel_device(k_cache_layer.device)
+    s, d = _checked_index_tensors(k_cache_layer, src_block_idx, dst_block_idx, torch.int32)
+    if s is None:
         return
-    s = torch.as_tensor(src, dtype=torch.int32).to(device)
-    d = torch.as_tensor(dst, dtype=torch.int32).to(device)
     launch_layer_kernel(k_cache_layer, v_cache_layer, s, d)
 
 
