@@ -19,16 +19,11 @@ FIGDIR = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(FIGDIR)
 LECTURE = os.path.join(ROOT, "lecture07")
 DATA = os.path.join(FIGDIR, "data")
-for _p in (os.path.join(ROOT, "lab_common"), LECTURE):
-    if _p not in sys.path:
-        sys.path.insert(0, _p)
+if ROOT not in sys.path:
+    sys.path.insert(0, ROOT)   # python figures/plot_XX.py：让 lab_common 包可以 import
 
-import script_tools  # noqa: E402
-from plotting import font_description, glyph_warnings_as_errors, plt, save_png, setup_matplotlib  # noqa: E402,F401
-
-def load_script(name):
-    """load_script("04_prefix_caching") → 那个脚本的模块对象（文件名以数字开头，不能直接 import）。"""
-    return script_tools.load_script(os.path.join(LECTURE, name + ".py"))
+from lab_common.script_tools import load_script  # noqa: E402,F401  画图和测试共用同一个加载器
+from lab_common.plotting import font_description, glyph_warnings_as_errors, plt, save_png, setup_matplotlib  # noqa: E402,F401
 
 
 def quiet(fn, *args, **kwargs):

@@ -6,9 +6,8 @@
 import os
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import figlib  # noqa: E402
-from figlib import caption, plt, save_png  # noqa: E402
+import figlib
+from figlib import caption, plt, save_png
 
 FIGURES = ("01_kv_memory_breakdown.png",)
 PARTS = (("token 状态", "tab:green"), ("预留（将来的 token）", "tab:olive"),

@@ -8,9 +8,8 @@ import sys
 
 from matplotlib.patches import FancyArrowPatch, Rectangle
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import figlib  # noqa: E402
-from figlib import caption, plt, save_png  # noqa: E402
+import figlib
+from figlib import caption, plt, save_png
 
 FIGURES = ("02_block_table.png",)
 SEQ_COLORS = ("tab:blue", "tab:orange", "tab:green", "tab:purple", "tab:brown")

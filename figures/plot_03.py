@@ -11,9 +11,8 @@ import sys
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import figlib  # noqa: E402
-from figlib import caption, plt, save_png  # noqa: E402
+import figlib
+from figlib import caption, plt, save_png
 
 FIGURES = ("03_blocks_over_steps.png",)
 

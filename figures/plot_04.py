@@ -10,9 +10,8 @@ from collections import Counter
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import figlib  # noqa: E402
-from figlib import caption, plt, save_png  # noqa: E402
+import figlib
+from figlib import caption, plt, save_png
 
 FIGURES = ("04_block_popularity.png", "04_hit_ratio.png", "04_prefill_time.png")
 # 画曲线用的容量（块）：04 脚本的 CAPACITIES 全部包含在内，另加几个点让曲线更密；None = 无限

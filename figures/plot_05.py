@@ -10,9 +10,8 @@ from dataclasses import replace
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import figlib  # noqa: E402
-from figlib import caption, plt, save_png  # noqa: E402
+import figlib
+from figlib import caption, plt, save_png
 
 FIGURES = ("05_load_vs_recompute.png", "05_ttft_by_scheduler.png")
 PREFIX_RANGE = (256, 131_072)        # 图 1 的前缀长度范围（token）

@@ -7,8 +7,7 @@ make clean 也不删它）；画图函数就是 06 脚本自己的 plot_from_jso
 import os
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import figlib  # noqa: E402
+import figlib
 
 FIGURES = ("06_triton_cow_clone.png",)              # = 06 脚本的 FIGURE_NAME
 DATA_FILES = ("data/triton_cow_clone_h200.json",)   # = 06 脚本的 DEFAULT_JSON（相对 figures/）

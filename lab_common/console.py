@@ -1,6 +1,6 @@
 """CS349E 全课程共用的终端输出：标题、表格、"观察"列表（基于 rich）。
 
-    from console import print_header, print_table, print_observations
+    from lab_common.console import print_header, print_table, print_observations
     print_header("演示 1：……")
     print_table(["策略", "命中率"], [["LRU", "0.51"], ["LFU", "0.49"]])
     print_observations(["LRU 比 LFU 高 0.02。"])

@@ -1,6 +1,6 @@
 """全课程共用的画图设置：无界面（Agg）、中文字体、可复现的 PNG。
 
-    from plotting import plt, setup_matplotlib, save_png, font_description
+    from lab_common.plotting import plt, setup_matplotlib, save_png, font_description
     setup_matplotlib()                 # 选好中文字体，返回字体名
     print(font_description())          # 例如："中文字体：Noto Sans CJK SC（PyPI 包 noto-cjk-sans-otc，…/NotoSansCJK-Regular.ttc）"
     fig, ax = plt.subplots(figsize=(12, 6))

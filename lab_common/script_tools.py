@@ -1,7 +1,9 @@
-"""课程脚本的两件杂事：按文件名加载以数字开头的脚本；"跑全部演示 / 只跑第 N 个"的统一入口。
+"""课程脚本的两件杂事：按名字加载以数字开头的脚本（测试和画图共用这一个加载器）；
+"跑全部演示 / 只跑第 N 个"的统一入口。
 
-    mod = load_script("/path/to/lecture07/04_prefix_caching.py")   # 01_xxx.py 不能直接 import
-    mod.demo1_hashing()
+    from lab_common.script_tools import load_script
+    s04 = load_script("04_prefix_caching")      # 01_xxx.py 不能直接 import，按文件加载
+    s04.demo1_hashing()
 
     DEMOS = {1: demo1_bytes_per_token, 2: demo2_fragmentation}
     def main(argv=None):
@@ -9,18 +11,26 @@
 """
 import importlib.util
 import os
+import sys
 
-from console import ArgParser
+from lab_common.console import ArgParser
 
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+LECTURE = os.path.join(ROOT, "lecture07")
 _loaded = {}
 
 
-def load_script(path):
-    """加载（并缓存）一个脚本文件，返回模块对象；同一个进程里同一个文件只执行一次。"""
-    path = os.path.abspath(path)
+def load_script(name, lecture_dir=LECTURE):
+    """load_script("04_prefix_caching") → 模块对象；同一个进程里同一个文件只执行一次。
+
+    和 `python lecture07/04_prefix_caching.py` 一样，脚本所在目录放在 sys.path 上（它 import paged_kv 等）。
+    """
+    path = os.path.abspath(os.path.join(lecture_dir, name + ".py"))
     if path not in _loaded:
-        name = "script_" + os.path.splitext(os.path.basename(path))[0]
-        spec = importlib.util.spec_from_file_location(name, path)
+        here = os.path.dirname(path)
+        if here not in sys.path:
+            sys.path.insert(0, here)
+        spec = importlib.util.spec_from_file_location("script_" + name, path)
         mod = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(mod)
         _loaded[path] = mod

@@ -19,11 +19,9 @@ from collections import deque
 
 import numpy as np
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
-sys.path.insert(0, os.path.join(HERE, "..", "lab_common"))
-from console import fmt_int, print_header, print_observations, print_table, print_text  # noqa: E402
-from script_tools import run_demos  # noqa: E402
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # 仓库根目录：让 lab_common 包可以 import
+from lab_common.console import fmt_int, print_header, print_observations, print_table, print_text  # noqa: E402
+from lab_common.script_tools import run_demos  # noqa: E402
 from kv_store import LLAMA2_70B, ModelSpec  # noqa: E402
 
 KB, MiB, GiB = 1024, 1024 ** 2, 1024 ** 3   # 本脚本一律用二进制单位：vLLM 论文的 "800 KB" 就是 800 × 1024 字节

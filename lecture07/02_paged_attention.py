@@ -19,13 +19,11 @@ import time
 
 import numpy as np
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
-sys.path.insert(0, os.path.join(HERE, "..", "lab_common"))
-from console import fmt_int, print_header, print_observations, print_table, print_text  # noqa: E402
-from script_tools import run_demos  # noqa: E402
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # 仓库根目录：让 lab_common 包可以 import
+from lab_common.console import fmt_int, print_header, print_observations, print_table, print_text  # noqa: E402
+from lab_common.script_tools import run_demos  # noqa: E402
 from paged_kv import BlockPool, PagedSequence, gather_kv, paged_step  # noqa: E402
-from transformer_lab import TINY, KVCache, config_like, forward, init_params  # noqa: E402
+from lab_common.transformer_lab import TINY, KVCache, config_like, forward, init_params  # noqa: E402
 
 # ---- 学生可以改的设置 ----
 MODEL_SEED = 0                       # 小模型权重的随机种子

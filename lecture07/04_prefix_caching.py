@@ -25,14 +25,12 @@ from collections import Counter
 
 import numpy as np
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
-sys.path.insert(0, os.path.join(HERE, "..", "lab_common"))
-from console import ArgParser, fail, fmt_int, print_header, print_observations, print_table, print_text  # noqa: E402
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # 仓库根目录：让 lab_common 包可以 import
+from lab_common.console import ArgParser, fail, fmt_int, print_header, print_observations, print_table, print_text  # noqa: E402
 from kv_store import (A800_X8, BLOCK, LLAMA2_70B, POLICY_NAMES, TIERS, TraceError, block_hashes,  # noqa: E402
                       load_trace, make_trace, prefill_compute_time, prefill_time, sweep)
 from paged_kv import BlockPool, PagedSequence, paged_step  # noqa: E402
-from transformer_lab import TINY, KVCache, config_like, forward, init_params  # noqa: E402
+from lab_common.transformer_lab import TINY, KVCache, config_like, forward, init_params  # noqa: E402
 
 # ---- 学生可以改的设置 ----
 TRACE_SEED = 0                      # 合成 trace 的随机种子

@@ -26,10 +26,8 @@ from dataclasses import replace
 
 import numpy as np
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
-sys.path.insert(0, os.path.join(HERE, "..", "lab_common"))
-from console import ArgParser, fail, fmt_int, print_header, print_observations, print_table, print_text  # noqa: E402
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # 仓库根目录：让 lab_common 包可以 import
+from lab_common.console import ArgParser, fail, fmt_int, print_header, print_observations, print_table, print_text  # noqa: E402
 from kv_cluster import (BLOCK_BYTES, NIC_GB_PER_S, SCHEDULERS, fetch_plan, hit_tokens, nic_fetch,  # noqa: E402
                         prefill_seconds, run_prefill)
 from kv_store import (A800_X8, LLAMA2_70B, TIERS, Node, make_trace, prefill_compute_time,  # noqa: E402

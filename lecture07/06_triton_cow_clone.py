@@ -29,10 +29,9 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, ".."))
-sys.path.insert(0, HERE)
-sys.path.insert(0, os.path.join(HERE, "..", "lab_common"))
+sys.path.insert(0, ROOT)  # 仓库根目录：让 lab_common 包可以 import
 
-from console import print_header, print_observations, print_table, print_text  # noqa: E402
+from lab_common.console import print_header, print_observations, print_table, print_text  # noqa: E402
 
 DEFAULT_JSON = os.path.join(ROOT, "figures", "data", "triton_cow_clone_h200.json")
 DEFAULT_FIGURES = os.path.join(ROOT, "figures")
@@ -1018,7 +1017,7 @@ def load_json(path):
 
 def plot_from_json(data, out_png):
     """延迟与带宽随 N 的变化（每种方法一条线），带宽图上画出 D 的实测上限。只依赖 JSON 和 matplotlib。"""
-    from plotting import plt, save_png, setup_matplotlib
+    from lab_common.plotting import plt, save_png, setup_matplotlib
     font = setup_matplotlib()
     zh = font is not None                                # 没有中文字体时用英文标签，保证能渲染
     names = METHOD_NAMES if zh else METHOD_NAMES_EN

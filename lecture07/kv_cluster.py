@@ -12,14 +12,11 @@
     0.764
 """
 import functools
-import os
-import sys
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from kv_cache_policies import LRUCache  # noqa: E402
-from kv_store import A800_X8, BLOCK, LLAMA2_70B, TIERS  # noqa: E402
+from kv_cache_policies import LRUCache
+from kv_store import A800_X8, BLOCK, LLAMA2_70B, TIERS
 
 NIC_GB_PER_S = TIERS[2].gb_per_s                      # RDMA 网卡 800 Gbps = 100 GB/s（FAST'25 表 1）
 BLOCK_BYTES = BLOCK * LLAMA2_70B.kv_bytes_per_token()  # 一块 KV：512 × 320 KB ≈ 168 MB

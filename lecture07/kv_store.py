@@ -15,14 +15,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-import os
-import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 # 公开 API 的一部分：学生习惯 from kv_store import make_trace, hit_ratio, ...
-from kv_cache_policies import CACHE_POLICIES, POLICY_NAMES, make_cache  # noqa: E402,F401
-from kv_cache_sim import hit_ratio, simulate, sweep  # noqa: E402,F401
-from kv_trace import BLOCK, Request, TraceError, load_trace, make_trace  # noqa: E402,F401  BLOCK = 512（Mooncake 的块大小）
+from kv_cache_policies import CACHE_POLICIES, POLICY_NAMES, make_cache  # noqa: F401
+from kv_cache_sim import hit_ratio, simulate, sweep  # noqa: F401
+from kv_trace import BLOCK, Request, TraceError, load_trace, make_trace  # noqa: F401  BLOCK = 512（Mooncake 的块大小）
 
 
 # ---------------------------------------------------------------- 模型与硬件

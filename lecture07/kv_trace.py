@@ -15,14 +15,11 @@
 
 换成真实 trace：load_trace(路径) 读 Mooncake 公开的 JSONL（见 kv_trace_io.py：格式、哪些算错误）。
 """
-import os
-import sys
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 # Request、BLOCK 和读真实 trace 的 load_trace 在 kv_trace_io.py 里，这里一并导出
-from kv_trace_io import BLOCK, Request, TraceError, load_trace  # noqa: E402,F401
+from kv_trace_io import BLOCK, Request, TraceError, load_trace  # noqa: F401
 
 N_REQUESTS = 23_608         # Mooncake arXiv v3 §4 / FAST'25 表 2：一小时 23,608 个请求
 DURATION_S = 3600.0

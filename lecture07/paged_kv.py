@@ -6,7 +6,7 @@
 - ref_count：有几个序列（或前缀缓存）在用这个物理块；降到 0 就回到空闲表；
 - 写时复制（copy-on-write，COW）：要往一个 ref_count > 1 的块里写时，先复制一份自己的。
 
-    >>> from transformer_lab import TINY, config_like, init_params
+    >>> from lab_common.transformer_lab import TINY, config_like, init_params
     >>> cfg = config_like(TINY, max_seq=32); params = init_params(cfg, seed=0)
     >>> pool = BlockPool(cfg, n_blocks=8, block_size=4)
     >>> a = PagedSequence(pool)
@@ -18,14 +18,11 @@
     >>> b.blocks, pool.ref_count[:3].tolist(), pool.n_cow
     ([0, 2], [2, 1, 1], 1)
 """
-import os
-import sys
 from collections import deque
 
 import numpy as np
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lab_common"))
-from transformer_lab import run_layers  # noqa: E402
+from lab_common.transformer_lab import run_layers
 
 
 class OutOfBlocks(RuntimeError):

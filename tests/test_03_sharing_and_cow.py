@@ -5,7 +5,7 @@ from rich.cells import cell_len
 
 from conftest import load_script
 from paged_kv import BlockPool, PagedSequence, paged_step
-from transformer_lab import TINY, config_like, init_params
+from lab_common.transformer_lab import TINY, config_like, init_params
 
 m = load_script("03_sharing_and_cow")
 

@@ -1,8 +1,8 @@
 """输出：管道里没有颜色控制符、80 列、中文按 2 列算宽度、观察列表折行。"""
 import doctest
 
-import console
-from console import print_header, print_observations, print_table, wrap_cjk
+from lab_common import console
+from lab_common.console import print_header, print_observations, print_table, wrap_cjk
 from rich.cells import cell_len
 
 

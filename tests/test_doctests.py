@@ -5,6 +5,6 @@ import importlib
 import pytest
 
 
-@pytest.mark.parametrize("name", ["kv_store", "kv_cache_policies", "kv_cache_sim", "console", "paged_kv"])
+@pytest.mark.parametrize("name", ["kv_store", "kv_cache_policies", "kv_cache_sim", "lab_common.console", "paged_kv"])
 def test_module_doctests(name):
     assert doctest.testmod(importlib.import_module(name)).failed == 0

@@ -12,8 +12,6 @@ import pytest
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, ".."))
 LECT = os.path.join(ROOT, "lecture07")
-sys.path.insert(0, LECT)
-sys.path.insert(0, os.path.join(ROOT, "lab_common"))
 
 torch = pytest.importorskip("torch", reason="没有安装 torch：pip install -r requirements-triton.txt")
 if not torch.cuda.is_available():

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from paged_kv import BlockPool, OutOfBlocks, PagedSequence, gather_kv, paged_step
-from transformer_lab import TINY, KVCache, config_like, forward, init_params
+from lab_common.transformer_lab import TINY, KVCache, config_like, forward, init_params
 
 CFG = config_like(TINY, max_seq=32)
 

@@ -6,7 +6,7 @@ from hypothesis import strategies as st
 from kv_cache_policies import CACHE_POLICIES, make_cache
 from kv_cache_sim import simulate
 from paged_kv import BlockPool, PagedSequence, paged_step
-from transformer_lab import TINY, config_like, forward, init_params
+from lab_common.transformer_lab import TINY, config_like, forward, init_params
 
 FAST = settings(max_examples=60, deadline=None)
 ONLINE = list(CACHE_POLICIES)

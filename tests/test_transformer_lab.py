@@ -1,7 +1,7 @@
 """第 2 讲的小模型：形状、KV 大小的算术、以及"怎么切着算都逐位相同"。"""
 import numpy as np
 import pytest
-from transformer_lab import TINY, KVCache, config_like, forward, init_params
+from lab_common.transformer_lab import TINY, KVCache, config_like, forward, init_params
 
 CFG = config_like(TINY, max_seq=64)
 PARAMS = init_params(CFG, seed=0)
