@@ -8,3 +8,10 @@ import pytest
 @pytest.mark.parametrize("name", ["kv_store", "kv_cache_policies", "kv_cache_sim", "lab_common.console", "paged_kv"])
 def test_module_doctests(name):
     assert doctest.testmod(importlib.import_module(name)).failed == 0
+
+
+def test_settings_and_edit_helpers_doctests():
+    import test_student_edits
+    from lab_common import settings
+    assert doctest.testmod(settings).failed == 0
+    assert doctest.testmod(test_student_edits).failed == 0
