@@ -20,6 +20,7 @@ import numpy as np
 from kv_cache_policies import CACHE_POLICIES, POLICY_NAMES, make_cache  # noqa: F401
 from kv_cache_sim import hit_ratio, simulate, sweep  # noqa: F401
 from kv_trace import BLOCK, Request, TraceError, load_trace, make_trace  # noqa: F401  BLOCK = 512（Mooncake 的块大小）
+from paged_kv import n_blocks  # noqa: F401  ceil(n_tokens / block_size)，全讲只有这一处
 
 
 # ---------------------------------------------------------------- 模型与硬件
@@ -118,9 +119,3 @@ def block_hashes(tokens, block):
         prev = hashlib.sha256(prev + chunk).digest()
         out.append(prev.hex()[:12])
     return out
-
-
-# ---------------------------------------------------------------- 请求、trace 与缓存（在各自的模块里，这里统一导出）
-def n_blocks(n_tokens, block=BLOCK):
-    """ceil(n_tokens / block)：n_blocks(1025) == 3。"""
-    return -(-n_tokens // block)

@@ -25,6 +25,15 @@ import numpy as np
 from lab_common.transformer_lab import run_layers
 
 
+def n_blocks(n_tokens, block_size):
+    """n_tokens 个 token 要占几个块：ceil(n_tokens / block_size)，最后一块可以不满。
+
+    >>> n_blocks(1025, 512), n_blocks(1024, 512), n_blocks(0, 16)
+    (3, 2, 0)
+    """
+    return -(-n_tokens // block_size)
+
+
 class OutOfBlocks(RuntimeError):
     """块池用完了（真实系统此时会抢占 / 换出某个请求）。"""
 
@@ -113,7 +122,7 @@ class PagedSequence:
             if pool.ref_count[last] > 1:
                 self.blocks[-1] = pool.copy_block(last)   # 先复制再 decref：旧块绝不会被写
                 pool.decref(last)
-        need = -(-(self.length + n) // bs) - len(self.blocks)
+        need = n_blocks(self.length + n, bs) - len(self.blocks)
         for _ in range(need):
             self.blocks.append(pool.alloc())
         pos = self.length + np.arange(n)

@@ -75,4 +75,4 @@ def test_tiers_match_fast25_table1():
 
 
 def test_n_blocks_rounds_up():
-    assert n_blocks(1025) == 3 and n_blocks(1024) == 2 and n_blocks(1) == 1
+    assert n_blocks(1025, 512) == 3 and n_blocks(1024, 512) == 2 and n_blocks(1, 512) == 1
