@@ -39,15 +39,30 @@ class OutOfBlocks(RuntimeError):
 
 
 class BlockPool:
-    """所有层共用一张块表：第 b 个物理块在每一层都有自己的 K/V 存储。"""
+    """所有层共用一张块表：第 b 个物理块在每一层都有自己的 K/V 存储。
 
-    def __init__(self, cfg, n_blocks, block_size):
+    copy_fn(src, dst)：写时复制时由谁搬数据。默认 None = 拷这里的 numpy 存储；
+    cfg=None 时只做簿记（ref_count、空闲表、写时复制），K/V 存在别处（比如 GPU 上的 torch 张量），
+    由 copy_fn 去拷——06 的 GPU 版就这样复用这一个类：
+
+    >>> pairs = []
+    >>> pool = BlockPool(None, n_blocks=4, block_size=2, copy_fn=lambda s, d: pairs.append((s, d)))
+    >>> a = PagedSequence(pool); _ = a.reserve(3); b = a.fork()
+    >>> _ = b.reserve(1)        # 块 1 只写了 1 个 token 又被共享 → 复制成块 2
+    >>> b.blocks, pairs, pool.ref_count.tolist()
+    ([0, 2], [(1, 2)], [2, 1, 1, 0])
+    """
+
+    def __init__(self, cfg, n_blocks, block_size, copy_fn=None):
         if n_blocks <= 0 or block_size <= 0:
             raise ValueError(f"n_blocks 和 block_size 必须是正数（收到 {n_blocks}, {block_size}）")
         self.cfg, self.n_blocks, self.block_size = cfg, n_blocks, block_size
-        shape = (cfg.n_layers, n_blocks, cfg.n_kv_heads, block_size, cfg.head_dim)
-        self.k = np.zeros(shape)   # (n_layers, n_blocks, n_kv_heads, block_size, head_dim)
-        self.v = np.zeros(shape)
+        self.copy_fn = copy_fn
+        self.k = self.v = None     # cfg=None：只做簿记，存储在别处
+        if cfg is not None:
+            shape = (cfg.n_layers, n_blocks, cfg.n_kv_heads, block_size, cfg.head_dim)
+            self.k = np.zeros(shape)   # (n_layers, n_blocks, n_kv_heads, block_size, head_dim)
+            self.v = np.zeros(shape)
         self.ref_count = np.zeros(n_blocks, dtype=np.int64)
         self.free_blocks = deque(range(n_blocks))   # 空闲表：先进先出
         self.n_cow = 0                               # 发生过几次写时复制（给演示统计用）
@@ -83,10 +98,13 @@ class BlockPool:
             self.free_blocks.append(b)
 
     def copy_block(self, src):
-        """写时复制：分配新块，把 src 在所有层的 K/V 整块拷过去，返回新块号。"""
+        """写时复制：分配新块，把 src 在所有层的 K/V 整块拷过去（或交给 copy_fn），返回新块号。"""
         dst = self.alloc()
-        self.k[:, dst] = self.k[:, src]
-        self.v[:, dst] = self.v[:, src]
+        if self.copy_fn is not None:
+            self.copy_fn(src, dst)
+        else:
+            self.k[:, dst] = self.k[:, src]
+            self.v[:, dst] = self.v[:, src]
         self.n_cow += 1
         return dst
 
