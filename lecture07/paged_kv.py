@@ -47,7 +47,8 @@ class BlockPool:
 
     >>> pairs = []
     >>> pool = BlockPool(None, n_blocks=4, block_size=2, copy_fn=lambda s, d: pairs.append((s, d)))
-    >>> a = PagedSequence(pool); _ = a.reserve(3); b = a.fork()
+    >>> a = PagedSequence(pool); _ = a.reserve(3); a.length = 3     # 3 个 token：块 0 满、块 1 写了 1 个
+    >>> b = a.fork()
     >>> _ = b.reserve(1)        # 块 1 只写了 1 个 token 又被共享 → 复制成块 2
     >>> b.blocks, pairs, pool.ref_count.tolist()
     ([0, 2], [(1, 2)], [2, 1, 1, 0])
