@@ -1,7 +1,8 @@
 """01_kv_cache_memory 的图：KV 显存里有多少真正存着 token（连续预留 vs 分页），对照 vLLM 论文图 2。
 
 运行：python figures/plot_01.py [--out DIR]     （约 2 秒；make all 会调用它）
-数据来自 lecture07/01_kv_cache_memory.py 的 demo2_fragmentation()（同一次模拟），论文数字来自它的 VLLM_FIG2。
+数据和配置全部来自 lecture07/01_kv_cache_memory.py 的 demo2_fragmentation() 返回的 dict（同一次模拟，
+论文数字在它的 "paper" 里）；这里不重算，也不读脚本里的其他名字。
 """
 import os
 import sys
@@ -15,14 +16,12 @@ PARTS = (("token 状态", "tab:green"), ("预留（将来的 token）", "tab:oli
 
 
 def compute():
-    s01 = figlib.load_script("01_kv_cache_memory")
-    r = figlib.quiet(s01.demo2_fragmentation)
-    m = s01.OPT_13B
-    config = (f"{m.name}，KV 池 {s01.KV_POOL_GIB} GB = {r['pool']:,} 个 token；{s01.N_REQUESTS} 个请求一开始全部排队"
-              f"（种子 {s01.SEQ_SEED}），平均输入 / 输出 {r['mean_prompt']:.0f} / {r['mean_output']:.0f}，"
-              f"最长 {s01.MAX_SEQ}；分页块大小 {s01.PAGE}")
+    r = figlib.quiet(figlib.load_script("01_kv_cache_memory").demo2_fragmentation)
+    config = (f"{r['model']}，KV 池 {r['pool_gib']} GB = {r['pool']:,} 个 token；{r['n_requests']} 个请求一开始全部排队"
+              f"（种子 {r['seed']}），平均输入 / 输出 {r['mean_prompt']:.0f} / {r['mean_output']:.0f}，"
+              f"最长 {r['max_seq']}；分页块大小 {r['block_size']}")
     return dict(shares={k: [float(x) for x in v] for k, v in r["shares"].items()},
-                concurrency=r["concurrency"], paper=s01.VLLM_FIG2, config=config)
+                concurrency=r["concurrency"], paper=r["paper"], config=config)
 
 
 def plot_breakdown(shares, concurrency, paper, out, config):

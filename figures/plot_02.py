@@ -1,7 +1,7 @@
 """02_paged_attention 的图：块表——几条序列的逻辑块各自映射到块池里的哪个物理块。
 
 运行：python figures/plot_02.py [--out DIR]     （约 1 秒；make all 会调用它）
-数据来自 lecture07/02_paged_attention.py 的 demo1_block_table()（同一次 prefill + 解码）。
+数据和配置全部来自 lecture07/02_paged_attention.py 的 demo1_block_table() 返回的 dict（同一次 prefill + 解码）。
 """
 import os
 import sys
@@ -22,13 +22,11 @@ def _light(color):
 
 
 def compute():
-    s02 = figlib.load_script("02_paged_attention")
-    r = figlib.quiet(s02.demo1_block_table)
-    n_blocks = r["n_free"] + sum(len(t) for t in r["tables"].values())
-    prompts = "、".join(f"{n} {p}" for n, p in s02.WALK_PROMPTS.items())
-    config = (f"块大小 {s02.WALK_BLOCK}、块池 {n_blocks} 块；输入长度 {prompts}，依次 prefill 后一起解码 "
-              f"{s02.WALK_DECODE} 步（TINY 模型，种子 {s02.MODEL_SEED}/{s02.PROMPT_SEED}）")
-    return dict(tables=r["tables"], lengths=r["lengths"], block_size=s02.WALK_BLOCK, n_blocks=n_blocks,
+    r = figlib.quiet(figlib.load_script("02_paged_attention").demo1_block_table)
+    prompts = "、".join(f"{n} {p}" for n, p in r["prompts"].items())
+    config = (f"块大小 {r['block_size']}、块池 {r['n_pool']} 块；输入长度 {prompts}，依次 prefill 后一起解码 "
+              f"{r['n_decode']} 步（TINY 模型，种子 {r['seeds'][0]}/{r['seeds'][1]}）")
+    return dict(tables=r["tables"], lengths=r["lengths"], block_size=r["block_size"], n_blocks=r["n_pool"],
                 events=r["events"], config=config)
 
 

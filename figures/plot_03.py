@@ -1,11 +1,9 @@
 """03_sharing_and_cow 的图：并行采样与束搜索时，每个解码步占用的 KV 块数（共享 vs 不共享），标出写时复制。
 
-运行：python figures/plot_03.py [--out DIR]     （约 2 秒；make all 会调用它）
-数据来自 lecture07/03_sharing_and_cow.py 的 parallel_sampling 和 beam_search（在 TINY 模型上真的解码）。
-它们只返回整段的总和；这里在它们每次调用 paged_step 之后记下块池的状态（record_steps），
-并核对逐步的数加起来等于它们返回的总和。
+运行：python figures/plot_03.py [--out DIR]     （约 3 秒；make all 会调用它）
+数据全部来自 lecture07/03_sharing_and_cow.py 的 demo1_savings() 返回的 dict：它在 TINY 模型上真的解码时，
+每一步记下 (块池占用的块, 不共享时要的块, 累计 COW 次数)（"steps"，最大的 n / 宽度）。这里只挑请求、画图，不重算。
 """
-import contextlib
 import os
 import sys
 
@@ -17,51 +15,20 @@ from figlib import caption, plt, save_png
 FIGURES = ("03_blocks_over_steps.png",)
 
 
-@contextlib.contextmanager
-def record_steps(s03):
-    """临时包一层 s03.paged_step：每次调用后记下 (块池占用的块, 不共享时要的块, 累计 COW 次数)。"""
-    rows, real = [], s03.paged_step
-
-    def recording(params, cfg, seqs, toks):
-        out = real(params, cfg, seqs, toks)
-        pool = seqs[0].pool
-        rows.append((pool.num_used, sum(s03.n_blocks(s.length, pool.block_size) for s in seqs), pool.n_cow))
-        return out
-
-    s03.paged_step = recording
-    try:
-        yield rows
-    finally:
-        s03.paged_step = real
-
-
 def compute():
-    s03 = figlib.load_script("03_sharing_and_cow")
-    cfg = s03.config_like(s03.TINY, max_seq=s03.MAX_PROMPT + s03.MAX_OUTPUT)
-    params = s03.init_params(cfg, seed=s03.MODEL_SEED)
-    reqs = s03.make_requests(cfg)
+    r = figlib.quiet(figlib.load_script("03_sharing_and_cow").demo1_savings)
+    reqs, block_size, w = r["reqs"], r["block_size"], max(r["widths"])
     # 并行采样：提示有满块可共享、最后一块又没写满（会发生写时复制）的请求里，提示最长的那个
-    kp = max(range(len(reqs)), key=lambda i: (len(reqs[i][0]) % s03.PAGE != 0, len(reqs[i][0])))
-    kb = max(range(s03.N_BEAM), key=lambda i: int(reqs[i][1][0]))   # 束搜索：演示 1 用的请求里解码步数最多的
-    w = max(s03.WIDTHS)
-    series = {}
+    kp = max(range(len(reqs)), key=lambda i: (len(reqs[i][0]) % block_size != 0, len(reqs[i][0])))
+    kb = max(range(r["n_beam"]), key=lambda i: int(reqs[i][1][0]))   # 束搜索：演示 1 用的请求里解码步数最多的
     prompt, outs = reqs[kp]
-    with record_steps(s03) as rows:
-        shared, private, cow, _ = s03.parallel_sampling(params, cfg, prompt, outs, w)
-    decode = rows[1:]                                     # 第 0 次调用是父序列的 prefill
-    assert sum(r[0] for r in decode) == shared and sum(r[1] for r in decode) == private and decode[-1][2] == cow
-    series[f"并行采样 n = {w}"] = decode
+    series = {f"并行采样 n = {w}": r["steps"][("并行采样", kp)], f"束搜索 宽度 {w}": r["steps"][("束搜索", kb)]}
     cfg_p = (f"并行采样：请求 {kp}，输入 {len(prompt)} token，各样本输出 "
              f"{', '.join(str(int(x)) for x in outs[:w])} 个")
     prompt, outs = reqs[kb]
-    with record_steps(s03) as rows:
-        shared, private, cow, _ = s03.beam_search(params, cfg, prompt, int(outs[0]), w)
-    decode = rows[1:]
-    assert sum(r[0] for r in decode) == shared and sum(r[1] for r in decode) == private and decode[-1][2] == cow
-    series[f"束搜索 宽度 {w}"] = decode
-    config = (f"TINY 模型（种子 {s03.MODEL_SEED}），块大小 {s03.PAGE}；{cfg_p}；"
+    config = (f"TINY 模型（种子 {r['model_seed']}），块大小 {block_size}；{cfg_p}；"
               f"束搜索：请求 {kb}，输入 {len(prompt)} token，解码 {int(outs[0])} 步")
-    paper = "、".join(f"{kind}省 {lo}–{hi}%" for kind, (lo, hi) in s03.VLLM_63.items())
+    paper = "、".join(f"{kind}省 {lo}–{hi}%" for kind, (lo, hi) in r["paper"].items())
     return dict(series=series, config=config, paper=f"对照 vLLM 论文 §6.3（OPT-13B、Alpaca）：{paper} 的 KV 显存；"
                                                       "这里是随机权重的小模型，每幅一个请求。")
 

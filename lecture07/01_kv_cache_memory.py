@@ -23,6 +23,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__)))) 
 from lab_common.console import fmt_int, print_header, print_observations, print_table, print_text  # noqa: E402
 from lab_common.script_tools import run_demos  # noqa: E402
 from kv_store import LLAMA2_70B, ModelSpec  # noqa: E402
+from paged_kv import n_blocks  # noqa: E402
 
 KB, MiB, GiB = 1024, 1024 ** 2, 1024 ** 3   # 本脚本一律用二进制单位：vLLM 论文的 "800 KB" 就是 800 × 1024 字节
 
@@ -41,7 +42,7 @@ GPU_MEM_UTIL = 0.9       # 显存里给"权重 + KV"用的比例（vLLM 的默�
 SEQ_SEED = 0             # 演示 2 请求长度的随机种子
 N_REQUESTS = 400         # 演示 2 排队的请求数（开始时全部到达，服务器一直满载）
 MAX_SEQ = 2048           # OPT 的最大序列长度（Orca (Max) 按它预留）
-PAGE = 16                # 分页的块大小（vLLM 默认 16）
+BLOCK_SIZE = 16          # 分页的块大小（vLLM 默认 16）
 KV_POOL_GIB = 12         # KV 池大小：vLLM 论文表 1，OPT-13B 在 A100-40GB 上留给 KV 的 12 GB
 LEN_SIGMA = 1.0          # 长度的对数正态分布的 σ（越大尾巴越长）
 
@@ -56,7 +57,16 @@ VLLM_REQ_GB = 1.6                   # vLLM 论文 §3：OPT-13B 一个 2048 toke
 def tokens_that_fit(model, hbm_bytes, n_gpus=1, util=GPU_MEM_UTIL):
     """n_gpus 张卡（张量并行，权重和 KV 平均切开）放完 fp16 权重后还能放几个 token 的 KV；放不下权重返回 None。"""
     free = n_gpus * hbm_bytes * util - model.n_params * model.dtype_bytes
-    return None if free <= 0 else int(free // model.kv_bytes_per_token())
+    if free <= 0:
+        return None
+    return int(free // model.kv_bytes_per_token())
+
+
+def fit_cell(n):
+    """表格里的一格：放不下权重（None）打印 "-"。"""
+    if n is None:
+        return "-"
+    return fmt_int(n)
 
 
 def demo1_bytes_per_token():
@@ -66,39 +76,45 @@ def demo1_bytes_per_token():
     for m in MODELS:
         fit[m.name] = {g: tokens_that_fit(m, cap) for g, cap in GPUS}
         rows.append([m.name, f"{m.n_layers}×{m.n_kv_heads}×{m.head_dim}", f"{m.kv_bytes_per_token() / KB:g}",
-                     f"{m.n_params * 2 / GiB:.1f}"]
-                    + ["-" if fit[m.name][g] is None else fmt_int(fit[m.name][g]) for g, _ in GPUS])
+                     f"{m.n_params * 2 / GiB:.1f}"] + [fit_cell(fit[m.name][g]) for g, _ in GPUS])
     print_table(["模型", "层×KV头×维", "KB/token", "权重 GiB", "A800 token", "H200 token"], rows,
                 caption=f"KB = 1024 字节。A800 / H200 token：一张卡的 {GPU_MEM_UTIL:.0%} 显存（vLLM 默认 "
                         f"gpu_memory_utilization）减去 fp16 权重（参数数 × 2 B）后能放的 token 数；"
                         "激活、CUDA 上下文没有另外扣，所以是上限；- 表示一张卡连权重都放不下。"
                         "容量：A800 按 81,920 MiB，H200 按 143,771 MiB。")
+    opt_b = OPT_13B.kv_bytes_per_token()
+    d = dict(kv_bytes={m.name: m.kv_bytes_per_token() for m in MODELS}, fit=fit,
+             opt_req_mb=MAX_SEQ * opt_b / MiB, opt_slots=KV_POOL_GIB * GiB // opt_b,
+             mha_70=ModelSpec("LLaMA2-70B（假如没有 GQA）", 80, 8192, 64, 64, 70e9).kv_bytes_per_token(),
+             l70_8xa800=tokens_that_fit(LLAMA2_70B, GPUS[0][1], n_gpus=8),
+             l70_weights_gib=LLAMA2_70B.n_params * 2 / GiB)
+    print_observations(observations_1(d))
+    return d
+
+
+def observations_1(d):
+    """演示 1 的观察：每个数都取自 d（和上表同一份数据）。"""
+    kv, fit = d["kv_bytes"], d["fit"]
     opt, l70 = OPT_13B, LLAMA2_70B
-    opt_b, l70_b = opt.kv_bytes_per_token(), l70.kv_bytes_per_token()
-    mha_70 = ModelSpec("LLaMA2-70B（假如没有 GQA）", 80, 8192, 64, 64, 70e9).kv_bytes_per_token()
-    req_mb = MAX_SEQ * opt_b / MiB
-    slots = KV_POOL_GIB * GiB // opt_b
-    a800 = GPUS[0][1]
-    l70_8 = tokens_that_fit(l70, a800, n_gpus=8)
-    l7, l3 = LLAMA2_7B.kv_bytes_per_token(), LLAMA3_8B.kv_bytes_per_token()
-    h200_name = GPUS[1][0]
-    l70_one = [fit[l70.name][g] for g, _ in GPUS]
-    print_observations([
-        f"OPT-13B：2 × {opt.d_model} × {opt.n_layers} 层 × 2 B = {fmt_int(opt_b)} B = {opt_b / KB:g} KB/token，"
-        f"与 vLLM 论文 §3 的 800 KB 一致；一个 {MAX_SEQ} token 的请求要 {fmt_int(req_mb)} MB"
-        f"（论文：可达 {VLLM_REQ_GB} GB）。论文表 1 的 {KV_POOL_GIB} GB KV 空间 = {fmt_int(slots)} 个 token（论文：15.7K）。",
-        f"LLaMA2-70B 用 GQA（{l70.n_heads} 个查询头共用 {l70.n_kv_heads} 组 K/V）：{l70_b / KB:g} KB/token；"
-        f"如果每个头都有自己的 K/V，要 {mha_70 / KB:g} KB，是现在的 {mha_70 // l70_b} 倍。"
-        f"同样，LLaMA3-8B（{LLAMA3_8B.n_kv_heads} 组 K/V）{l3 / KB:g} KB/token，只有 LLaMA2-7B 的 1/{l7 // l3}。",
-        f"LLaMA2-70B 的 fp16 权重 {l70.n_params * 2 / GiB:.0f} GiB，一张 A800 或 {h200_name} "
-        f"{'都放不下' if all(x is None for x in l70_one) else '至少有一张放得下'}；8 张 A800 张量并行后还能放 {fmt_int(l70_8)} 个 token，"
-        f"也就是 {l70_8 // 8192} 个 8,192 token 的长请求。",
-        f"一张 A800 上的 LLaMA2-13B 最多放 {fmt_int(fit['LLaMA2-13B'][GPUS[0][0]])} 个 token，"
-        f"= {fit['LLaMA2-13B'][GPUS[0][0]] // MAX_SEQ} 个 {MAX_SEQ} token 的请求："
-        "批能开多大、吞吐有多高，取决于 KV 显存用得有多省——这就是后面分页、共享、前缀缓存要解决的事。",
-    ])
-    return dict(kv_bytes={m.name: m.kv_bytes_per_token() for m in MODELS}, fit=fit, opt_req_mb=req_mb,
-                opt_slots=slots, mha_70=mha_70, l70_8xa800=l70_8)
+    opt_b, l70_b, l7, l3 = kv[opt.name], kv[l70.name], kv[LLAMA2_7B.name], kv[LLAMA3_8B.name]
+    obs = [f"OPT-13B：2 × {opt.d_model} × {opt.n_layers} 层 × 2 B = {fmt_int(opt_b)} B = {opt_b / KB:g} KB/token，"
+           f"与 vLLM 论文 §3 的 800 KB 一致；一个 {MAX_SEQ} token 的请求要 {fmt_int(d['opt_req_mb'])} MB"
+           f"（论文：可达 {VLLM_REQ_GB} GB）。论文表 1 的 {KV_POOL_GIB} GB KV 空间 = {fmt_int(d['opt_slots'])} 个 token"
+           "（论文：15.7K）。",
+           f"LLaMA2-70B 用 GQA（{l70.n_heads} 个查询头共用 {l70.n_kv_heads} 组 K/V）：{l70_b / KB:g} KB/token；"
+           f"如果每个头都有自己的 K/V，要 {d['mha_70'] / KB:g} KB，是现在的 {d['mha_70'] // l70_b} 倍。"
+           f"同样，LLaMA3-8B（{LLAMA3_8B.n_kv_heads} 组 K/V）{l3 / KB:g} KB/token，只有 LLaMA2-7B 的 1/{l7 // l3}。"]
+    if all(x is None for x in fit[l70.name].values()):
+        one_gpu = "都放不下"
+    else:
+        one_gpu = "至少有一张放得下"
+    obs.append(f"LLaMA2-70B 的 fp16 权重 {d['l70_weights_gib']:.0f} GiB，一张 A800 或 {GPUS[1][0]} {one_gpu}；"
+               f"8 张 A800 张量并行后还能放 {fmt_int(d['l70_8xa800'])} 个 token，"
+               f"也就是 {d['l70_8xa800'] // 8192} 个 8,192 token 的长请求。")
+    l13 = fit[LLAMA2_13B.name][GPUS[0][0]]
+    obs.append(f"一张 A800 上的 LLaMA2-13B 最多放 {fmt_int(l13)} 个 token，= {l13 // MAX_SEQ} 个 {MAX_SEQ} token 的请求："
+               "批能开多大、吞吐有多高，取决于 KV 显存用得有多省——这就是后面分页、共享、前缀缓存要解决的事。")
+    return obs
 
 
 # =============================================================================
@@ -177,11 +193,11 @@ def simulate_contiguous(kind, prompts, outputs, pool, max_seq=MAX_SEQ):
     return acc / (steps * pool), running / steps
 
 
-def simulate_paged(prompts, outputs, pool, block=PAGE):
-    """分页：KV 池切成 block 个 token 一块，写到新块时才分配。块不够时抢占最后进来的请求（vLLM 的重算策略：
+def simulate_paged(prompts, outputs, pool, block_size=BLOCK_SIZE):
+    """分页：KV 池切成 block_size 个 token 一块，写到新块时才分配。块不够时抢占最后进来的请求（vLLM 的重算策略：
     释放它的块、放回队首，再进来时已生成的 token 当作输入重算）。返回与 simulate_contiguous 相同的 (占比, 平均并发)。"""
-    n_blocks = pool // block
-    free = n_blocks
+    total = pool // block_size    # 池里一共几个块
+    free = total
     queue = deque((int(p), int(o)) for p, o in zip(prompts, outputs))
     run = []                      # [当前长度, 剩余要生成的 token 数]，按进入的先后
     acc = np.zeros(4)
@@ -189,25 +205,25 @@ def simulate_paged(prompts, outputs, pool, block=PAGE):
     while queue or run:
         while queue:              # 放得下输入（再加下一个 token 的一块）就进来
             p, o = queue[0]
-            need = -(-(p + 1) // block)
+            need = n_blocks(p + 1, block_size)
             if need > free:
                 break
             queue.popleft()
-            free -= -(-p // block)
+            free -= n_blocks(p, block_size)
             run.append([p, o])
         if queue:
             tok = sum(L for L, _ in run)
-            held = n_blocks - free
-            acc += (tok, 0, held * block - tok, free * block)
+            held = total - free
+            acc += (tok, 0, held * block_size - tok, free * block_size)
             running += len(run)
             steps += 1
         i = 0                     # 解码一步
         while i < len(run):
             L, left = run[i]
-            if L % block == 0:    # 写满了：要一个新块
+            if L % block_size == 0:    # 写满了：要一个新块
                 while free == 0:  # 没有空闲块：抢占最后进来的那个
                     L2, left2 = run.pop()
-                    free += -(-L2 // block)
+                    free += n_blocks(L2, block_size)
                     queue.appendleft((L2, left2))
                 if i >= len(run):
                     break
@@ -215,7 +231,7 @@ def simulate_paged(prompts, outputs, pool, block=PAGE):
             run[i][0] += 1
             run[i][1] -= 1
             if run[i][1] == 0:
-                free += -(-run[i][0] // block)
+                free += n_blocks(run[i][0], block_size)
                 run.pop(i)
                 continue
             i += 1
@@ -224,7 +240,7 @@ def simulate_paged(prompts, outputs, pool, block=PAGE):
 
 def demo2_fragmentation():
     """按最大长度预留连续显存，真正存着 token 的显存占多少？分页能到多少？"""
-    print_header(f"演示 2：连续预分配与分页（块 {PAGE}）——显存里有多少真正存着 token 的状态（vLLM 论文图 2）")
+    print_header(f"演示 2：连续预分配与分页（块 {BLOCK_SIZE}）——显存里有多少真正存着 token 的状态（vLLM 论文图 2）")
     prompts, outputs = make_lengths(N_REQUESTS)
     pool = KV_POOL_GIB * GiB // OPT_13B.kv_bytes_per_token()
     print_text(f"设置：OPT-13B，KV 池 = {KV_POOL_GIB} GB / {OPT_13B.kv_bytes_per_token() // KB} KB = "
@@ -249,28 +265,42 @@ def demo2_fragmentation():
                         "论文：vLLM 论文（SOSP'23）图 2 的 token 状态占比。")
     share = {k: v[0][0] for k, v in res.items()}
     order = sorted(share, key=share.get)
-    same_order = order == sorted(VLLM_FIG2, key=VLLM_FIG2.get)
-    mx, po, orc, pg = (res[k][0] for k in ("Orca (Max)", "Orca (Pow2)", "Orca (Oracle)", "vLLM"))
-    conc = {k: v[1] for k, v in res.items()}
-    between = min(mx[0], orc[0]) < po[0] < max(mx[0], orc[0])
-    print_observations([
-        f"按 {MAX_SEQ} 预留（Orca (Max)）时只有 {mx[0]:.1%} 的 KV 显存存着 token，{mx[2]:.1%} 是永远用不到的内部碎片："
-        f"平均请求只有 {(prompts + outputs).mean():.0f} 个 token，却占着 {MAX_SEQ} 个位置。",
-        f"即使事先知道输出长度（Orca (Oracle)），token 状态也只有 {orc[0]:.1%}：还没生成的 token 的预留占 "
-        f"{orc[1]:.1%}，没分出去、却放不下队首请求那一整段预留的空间占 {orc[3]:.1%}。Pow2（{po[0]:.1%}）"
-        + ("介于 Max 和 Oracle 之间。" if between else "不在 Max 和 Oracle 之间。"),
-        f"分页（块 {PAGE}，写到新块才分配）让 token 状态达到 {pg[0]:.1%}，浪费只剩最后一块的零头 "
-        f"{pg[2]:.1%} 和空闲 {pg[3]:.1%}；同样 {fmt_int(pool)} 个 token 的池子平均同时跑 {conc['vLLM']:.1f} 个请求，"
-        f"是 Orca (Max) 的 {conc['vLLM'] / conc['Orca (Max)']:.1f} 倍、Orca (Oracle) 的 "
-        f"{conc['vLLM'] / conc['Orca (Oracle)']:.1f} 倍——批越大，吞吐越高。",
-        f"从低到高：{' < '.join(order)}，与论文图 2 的顺序{'相同' if same_order else '不同'}。"
-        f"论文测的是真实系统在 ShareGPT 请求流下的平均（{VLLM_FIG2['Orca (Max)']}% / "
-        f"{VLLM_FIG2['Orca (Pow2)']}% / {VLLM_FIG2['Orca (Oracle)']}% / {VLLM_FIG2['vLLM']}%）；这里是合成长度、"
-        "全部请求一开始就排队、first-fit 连续分配器的离散模拟，没有模型计算，只比较量级和顺序。",
-    ])
-    return dict(shares={k: v[0] for k, v in res.items()}, concurrency=conc, pool=pool, order=order,
-                mean_prompt=float(prompts.mean()), mean_output=float(outputs.mean()), same_order=same_order,
-                pow2_between=between)
+    d = dict(shares={k: v[0] for k, v in res.items()}, concurrency={k: v[1] for k, v in res.items()}, pool=pool,
+             order=order, mean_prompt=float(prompts.mean()), mean_output=float(outputs.mean()),
+             mean_total=float((prompts + outputs).mean()), same_order=order == sorted(VLLM_FIG2, key=VLLM_FIG2.get),
+             model=OPT_13B.name, pool_gib=KV_POOL_GIB, n_requests=N_REQUESTS, seed=SEQ_SEED, max_seq=MAX_SEQ,
+             block_size=BLOCK_SIZE, paper=dict(VLLM_FIG2))
+    mx, orc = d["shares"]["Orca (Max)"][0], d["shares"]["Orca (Oracle)"][0]
+    d["pow2_between"] = bool(min(mx, orc) < d["shares"]["Orca (Pow2)"][0] < max(mx, orc))
+    print_observations(observations_2(d))
+    return d
+
+
+def observations_2(d):
+    """演示 2 的观察：每个数都取自 d（和上表同一份数据）。"""
+    mx, po, orc, pg = (d["shares"][k] for k in ("Orca (Max)", "Orca (Pow2)", "Orca (Oracle)", "vLLM"))
+    conc = d["concurrency"]
+    obs = [f"按 {MAX_SEQ} 预留（Orca (Max)）时只有 {mx[0]:.1%} 的 KV 显存存着 token，{mx[2]:.1%} 是永远用不到的内部碎片："
+           f"平均请求只有 {d['mean_total']:.0f} 个 token，却占着 {MAX_SEQ} 个位置。"]
+    if d["pow2_between"]:
+        pow2 = "介于 Max 和 Oracle 之间。"
+    else:
+        pow2 = "不在 Max 和 Oracle 之间。"
+    obs.append(f"即使事先知道输出长度（Orca (Oracle)），token 状态也只有 {orc[0]:.1%}：还没生成的 token 的预留占 "
+               f"{orc[1]:.1%}，没分出去、却放不下队首请求那一整段预留的空间占 {orc[3]:.1%}。Pow2（{po[0]:.1%}）" + pow2)
+    obs.append(f"分页（块 {BLOCK_SIZE}，写到新块才分配）让 token 状态达到 {pg[0]:.1%}，浪费只剩最后一块的零头 "
+               f"{pg[2]:.1%} 和空闲 {pg[3]:.1%}；同样 {fmt_int(d['pool'])} 个 token 的池子平均同时跑 {conc['vLLM']:.1f} 个请求，"
+               f"是 Orca (Max) 的 {conc['vLLM'] / conc['Orca (Max)']:.1f} 倍、Orca (Oracle) 的 "
+               f"{conc['vLLM'] / conc['Orca (Oracle)']:.1f} 倍——批越大，吞吐越高。")
+    if d["same_order"]:
+        same = "相同"
+    else:
+        same = "不同"
+    obs.append(f"从低到高：{' < '.join(d['order'])}，与论文图 2 的顺序{same}。"
+               f"论文测的是真实系统在 ShareGPT 请求流下的平均（{VLLM_FIG2['Orca (Max)']}% / "
+               f"{VLLM_FIG2['Orca (Pow2)']}% / {VLLM_FIG2['Orca (Oracle)']}% / {VLLM_FIG2['vLLM']}%）；这里是合成长度、"
+               "全部请求一开始就排队、first-fit 连续分配器的离散模拟，没有模型计算，只比较量级和顺序。")
+    return obs
 
 
 # =============================================================================

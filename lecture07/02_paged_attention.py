@@ -22,18 +22,18 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # 仓库根目录：让 lab_common 包可以 import
 from lab_common.console import fmt_int, print_header, print_observations, print_table, print_text  # noqa: E402
 from lab_common.script_tools import run_demos  # noqa: E402
-from paged_kv import BlockPool, PagedSequence, gather_kv, paged_step  # noqa: E402
+from paged_kv import BlockPool, PagedSequence, gather_kv, n_blocks, paged_step  # noqa: E402
 from lab_common.transformer_lab import TINY, KVCache, config_like, forward, init_params  # noqa: E402
 
 # ---- 学生可以改的设置 ----
 MODEL_SEED = 0                       # 小模型权重的随机种子
 PROMPT_SEED = 1                      # 随机输入 token 的种子
-WALK_BLOCK = 4                       # 演示 1 的块大小（小一点，块表才看得清）
+WALK_BLOCK_SIZE = 4                  # 演示 1 的块大小（小一点，块表才看得清）
 WALK_PROMPTS = {"A": 6, "B": 3, "C": 9}   # 演示 1：三条序列的输入长度
 WALK_DECODE = 4                      # 演示 1：每条序列再解码几个 token
 EQ_PROMPTS = (3, 7, 12, 20)          # 演示 2：一批序列的输入长度
 EQ_DECODE = 12                       # 演示 2：逐 token 解码几步
-EQ_BLOCK = 4                         # 演示 2 的块大小
+EQ_BLOCK_SIZE = 4                    # 演示 2 的块大小
 BLOCK_SIZES = (1, 4, 8, 16, 32, 64, 128)   # 演示 3 比较的块大小
 LEN_SEED = 0                         # 演示 3 长度分布的种子
 N_LENGTHS = 10_000                   # 演示 3 抽多少条序列的长度
@@ -55,12 +55,12 @@ def blocks_str(seq):
 # =============================================================================
 def demo1_block_table():
     """块表长什么样？块是怎样按需分配的？"""
-    bs = WALK_BLOCK
-    print_header(f"演示 1：三条序列的块表——块大小 {bs}，写满一块才分配下一块")
+    block_size = WALK_BLOCK_SIZE
+    print_header(f"演示 1：三条序列的块表——块大小 {block_size}，写满一块才分配下一块")
     cfg = config_like(TINY, max_seq=32)
     params = init_params(cfg, seed=MODEL_SEED)
     rng = np.random.default_rng(PROMPT_SEED)
-    pool = BlockPool(cfg, n_blocks=12, block_size=bs)
+    pool = BlockPool(cfg, n_blocks=12, block_size=block_size)
     seqs = {n: PagedSequence(pool) for n in WALK_PROMPTS}
     last = {}
     rows, events = [], []
@@ -82,48 +82,68 @@ def demo1_block_table():
             last[n] = o[-1]
             if new[n]:
                 events.append((f"解码 {t}", n, new[n]))
-        snapshot(f"解码 {t}", ", ".join(f"{n} +{len(b)}" for n, b in new.items() if b) or "不分配")
+        grown = ", ".join(f"{n} +{len(b)}" for n, b in new.items() if b)
+        if not grown:
+            grown = "不分配"
+        snapshot(f"解码 {t}", grown)
     print_table(["步", "分配", *(f"{n} 块表 长度" for n in seqs), "空闲"], rows,
                 caption="块表 [..] 里是物理块号，按逻辑块的顺序排列；后面的数是序列长度；空闲：块池里还剩几个块"
                         f"（一共 {pool.n_blocks} 个）。")
     rows = []
     for n, s in seqs.items():
         for i, b in enumerate(s.blocks):
-            used = min(bs, s.length - i * bs)
-            rows.append([n, i, b, f"{i * bs}–{i * bs + used - 1}", f"{used}/{bs}"])
+            used = min(block_size, s.length - i * block_size)
+            rows.append([n, i, b, f"{i * block_size}–{i * block_size + used - 1}", f"{used}/{block_size}"])
     print_table(["序列", "逻辑块", "物理块", "token 位置", "已用"], rows,
                 caption="逻辑块 i 存第 i·B 到 (i+1)·B − 1 个 token 的 K/V；注意力时按块表把这些块拼回连续的 K/V"
                         "（paged_kv.gather_kv）。")
-    all_blocks = [b for s in seqs.values() for b in s.blocks]
-    order = [b for _, _, new in events for b in new]
-    interleaved = any(sorted(s.blocks) != list(range(min(s.blocks), min(s.blocks) + len(s.blocks)))
-                      for s in seqs.values())
-    waste = sum(len(s.blocks) * bs - s.length for s in seqs.values())
-    total = sum(s.length for s in seqs.values())
-    n_decode_alloc = sum(len(b) for st, _, b in events if st.startswith("解码"))
-    first_grow = next(((st, n, b) for st, n, b in events if st.startswith("解码")), None)
-    print_observations([
-        f"物理块按请求的先后从空闲表里取（{' '.join(map(str, order))}），同一条序列的块"
-        + ("不一定相邻" if interleaved else "恰好相邻") + "：逻辑上连续、物理上分散，全靠块表对应。",
-        (f"只有最后一块已经写满、又要写下一个 token 时才分配新块：{first_grow[0]} 步时 {first_grow[1]} 的最后一块"
-         f"已满，拿到物理块 {first_grow[2][0]}。解码 {WALK_DECODE} 步、共写 {WALK_DECODE * len(seqs)} 个 token，"
-         f"只分配了 {n_decode_alloc} 块。" if first_grow else "解码期间没有序列写满一块，没有分配新块。"),
-        f"三条序列一共 {total} 个 token，占 {len(all_blocks)} 块 = {len(all_blocks) * bs} 个位置，"
-        f"浪费的只是每条最后一块没写满的 {waste} 个位置（每条最多 {bs - 1} 个）。",
-    ])
-    return dict(tables={n: list(s.blocks) for n, s in seqs.items()}, lengths={n: s.length for n, s in seqs.items()},
-                alloc_order=order, interleaved=interleaved, waste=waste, total=total, first_grow=first_grow,
-                n_free=pool.num_free, events=events, n_decode_alloc=n_decode_alloc)
+    decode_events = [e for e in events if e[0].startswith("解码")]
+    first_grow = None
+    if decode_events:
+        first_grow = decode_events[0]
+    d = dict(tables={n: list(s.blocks) for n, s in seqs.items()}, lengths={n: s.length for n, s in seqs.items()},
+             alloc_order=[b for _, _, new in events for b in new],
+             interleaved=any(sorted(s.blocks) != list(range(min(s.blocks), min(s.blocks) + len(s.blocks)))
+                             for s in seqs.values()),
+             waste=sum(len(s.blocks) * block_size - s.length for s in seqs.values()),
+             total=sum(s.length for s in seqs.values()), first_grow=first_grow,
+             n_decode_alloc=sum(len(b) for _, _, b in decode_events), n_free=pool.num_free, n_pool=pool.n_blocks,
+             events=events, block_size=block_size, prompts=dict(WALK_PROMPTS), n_decode=WALK_DECODE,
+             seeds=(MODEL_SEED, PROMPT_SEED))
+    print_observations(observations_1(d))
+    return d
+
+
+def observations_1(d):
+    """演示 1 的观察：每个数都取自 d（和上面两张表同一份数据）。"""
+    block_size = d["block_size"]
+    if d["interleaved"]:
+        adjacent = "不一定相邻"
+    else:
+        adjacent = "恰好相邻"
+    obs = [f"物理块按请求的先后从空闲表里取（{' '.join(map(str, d['alloc_order']))}），同一条序列的块"
+           + adjacent + "：逻辑上连续、物理上分散，全靠块表对应。"]
+    if d["first_grow"]:
+        step, name, new = d["first_grow"]
+        obs.append(f"只有最后一块已经写满、又要写下一个 token 时才分配新块：{step} 步时 {name} 的最后一块"
+                   f"已满，拿到物理块 {new[0]}。解码 {d['n_decode']} 步、共写 {d['n_decode'] * len(d['tables'])} 个 token，"
+                   f"只分配了 {d['n_decode_alloc']} 块。")
+    else:
+        obs.append("解码期间没有序列写满一块，没有分配新块。")
+    n_used = sum(len(t) for t in d["tables"].values())
+    obs.append(f"三条序列一共 {d['total']} 个 token，占 {n_used} 块 = {n_used * block_size} 个位置，"
+               f"浪费的只是每条最后一块没写满的 {d['waste']} 个位置（每条最多 {block_size - 1} 个）。")
+    return obs
 
 
 # =============================================================================
-def decode_both(params, cfg, prompts, n_decode, block):
+def decode_both(params, cfg, prompts, n_decode, block_size):
     """同一批序列：分页版（一次 paged_step 处理整批）和连续版（每条一个 KVCache）各自逐 token 解码。
 
     下一个 token 取分页版 logits 的 argmax，两边喂同样的 token。返回每条序列所有步的 max |diff| 和块池。
     """
     max_len = max(len(p) for p in prompts) + n_decode
-    pool = BlockPool(cfg, n_blocks=len(prompts) * -(-max_len // block), block_size=block)
+    pool = BlockPool(cfg, n_blocks=len(prompts) * n_blocks(max_len, block_size), block_size=block_size)
     seqs = [PagedSequence(pool) for _ in prompts]
     caches = [KVCache(cfg, 1) for _ in prompts]
     diff = np.zeros(len(prompts))
@@ -137,30 +157,47 @@ def decode_both(params, cfg, prompts, n_decode, block):
     return diff, seqs, pool
 
 
+def fmt_diff(x):
+    """max |diff| 的一格：恰好 0 打印 "0.0"，否则科学计数法。"""
+    if x == 0:
+        return "0.0"
+    return f"{x:.1e}"
+
+
 def demo2_equivalence():
     """按块表拼回来的 KV 做注意力，结果和连续存放的一样吗？"""
     print_header(f"演示 2：paged_step 与连续 KVCache 的 forward 逐位比较（{len(EQ_PROMPTS)} 条序列，"
-                 f"块大小 {EQ_BLOCK}，逐 token 解码 {EQ_DECODE} 步）")
+                 f"块大小 {EQ_BLOCK_SIZE}，逐 token 解码 {EQ_DECODE} 步）")
     cfg = config_like(TINY, max_seq=max(EQ_PROMPTS) + EQ_DECODE)
     params = init_params(cfg, seed=MODEL_SEED)
     rng = np.random.default_rng(PROMPT_SEED)
     prompts = [rng.integers(0, cfg.vocab, n) for n in EQ_PROMPTS]
-    diff, seqs, pool = decode_both(params, cfg, prompts, EQ_DECODE, EQ_BLOCK)
-    rows = [[i, len(p), s.length, len(s.blocks), blocks_str(s), "0.0" if d == 0 else f"{d:.1e}"]
-            for i, (p, s, d) in enumerate(zip(prompts, seqs, diff))]
+    diff, seqs, pool = decode_both(params, cfg, prompts, EQ_DECODE, EQ_BLOCK_SIZE)
+    rows = [[i, len(p), s.length, len(s.blocks), blocks_str(s), fmt_diff(x)]
+            for i, (p, s, x) in enumerate(zip(prompts, seqs, diff))]
     print_table(["序列", "输入", "最终长度", "块数", "块表", "最大差"], rows,
                 caption="最大差：这条序列 prefill 和每一步解码的全部 logits 与连续版的 max |diff|。"
                         f"模型：第 2 讲的 TINY（float64，max_seq={cfg.max_seq}，权重种子 {MODEL_SEED}）。")
-    worst = float(diff.max())
-    print_observations([
-        f"全部 {len(EQ_PROMPTS)} 条序列、{EQ_DECODE + 1} 步的 logits 最大差 {worst!r}"
-        + ("：逐位相同。" if worst == 0.0 else ("，在 1e-12 以内。" if worst <= 1e-12 else "，超过了 1e-12！"))
-        + "两边共用同一份层计算（run_layers），只有\"K/V 存在哪、从哪取\"不同；"
-        "按块表拼回来的 K/V 与连续存放的逐位相同，注意力的结果也就相同。",
-        f"块池一共用了 {pool.num_used} 块；各序列的物理块交错分布（见块表），"
-        "PagedAttention 不需要一条序列的 KV 在显存里连续。",
-    ])
-    return dict(diff=diff, worst=worst, used=pool.num_used, tables=[list(s.blocks) for s in seqs])
+    d = dict(diff=diff, worst=float(diff.max()), used=pool.num_used, tables=[list(s.blocks) for s in seqs],
+             n_seqs=len(EQ_PROMPTS), n_steps=EQ_DECODE + 1)
+    print_observations(observations_2(d))
+    return d
+
+
+def observations_2(d):
+    """演示 2 的观察：每个数都取自 d。"""
+    worst = d["worst"]
+    if worst == 0.0:
+        verdict = "：逐位相同。"
+    elif worst <= 1e-12:
+        verdict = "，在 1e-12 以内。"
+    else:
+        verdict = "，超过了 1e-12！"
+    return [f"全部 {d['n_seqs']} 条序列、{d['n_steps']} 步的 logits 最大差 {worst!r}" + verdict
+            + "两边共用同一份层计算（run_layers），只有\"K/V 存在哪、从哪取\"不同；"
+            "按块表拼回来的 K/V 与连续存放的逐位相同，注意力的结果也就相同。",
+            f"块池一共用了 {d['used']} 块；各序列的物理块交错分布（见块表），"
+            "PagedAttention 不需要一条序列的 KV 在显存里连续。"]
 
 
 # =============================================================================
@@ -173,21 +210,22 @@ def sample_lengths(means, n=N_LENGTHS, seed=LEN_SEED, sigma=1.0, max_seq=2048):
     return np.minimum(tot, max_seq).astype(int)
 
 
-def block_stats(lengths, block):
-    """长度为 lengths 的序列按 block 分页：平均块表长度、最后一块平均浪费几个位置、浪费占分配出去的比例。"""
-    nb = -(-lengths // block)
-    waste = nb * block - lengths
-    return dict(blocks=float(nb.mean()), waste=float(waste.mean()), waste_frac=float(waste.sum() / (nb * block).sum()))
+def block_stats(lengths, block_size):
+    """长度为 lengths 的序列按 block_size 分页：平均块表长度、最后一块平均浪费几个位置、浪费占分配出去的比例。"""
+    nb = n_blocks(lengths, block_size)
+    waste = nb * block_size - lengths
+    return dict(blocks=float(nb.mean()), waste=float(waste.mean()),
+                waste_frac=float(waste.sum() / (nb * block_size).sum()))
 
 
-def time_decode(params, cfg, block):
+def time_decode(params, cfg, block_size):
     """长度 TIME_LEN 的序列再解码 TIME_DECODE 步：分页版 / 连续版每步的时间（秒），和一次 gather_kv 的时间。"""
     rng = np.random.default_rng(PROMPT_SEED)
     prompt = rng.integers(0, cfg.vocab, TIME_LEN)
     toks = rng.integers(0, cfg.vocab, TIME_DECODE)
     best = [np.inf, np.inf, np.inf]
     for _ in range(TIME_REPEAT):
-        pool = BlockPool(cfg, n_blocks=-(-(TIME_LEN + TIME_DECODE) // block), block_size=block)
+        pool = BlockPool(cfg, n_blocks=n_blocks(TIME_LEN + TIME_DECODE, block_size), block_size=block_size)
         seq, cache = PagedSequence(pool), KVCache(cfg, 1)
         paged_step(params, cfg, [seq], [prompt])
         forward(params, cfg, prompt[None], cache=cache)
@@ -213,7 +251,7 @@ def demo3_block_size():
     lens = {name: sample_lengths(m) for name, m in LENGTH_MEANS.items()}
     stats = {name: {b: block_stats(L, b) for b in BLOCK_SIZES} for name, L in lens.items()}
     cfg = config_like(TINY, max_seq=TIME_LEN + TIME_DECODE)
-    reads = {b: cfg.n_layers * 2 * -(-(TIME_LEN + TIME_DECODE) // b) for b in BLOCK_SIZES}
+    reads = {b: cfg.n_layers * 2 * n_blocks(TIME_LEN + TIME_DECODE, b) for b in BLOCK_SIZES}
     sg, al = stats["ShareGPT"], stats["Alpaca"]
     rows = [[b, f"{sg[b]['waste']:.1f}", f"{sg[b]['waste_frac']:.1%}", f"{al[b]['waste_frac']:.1%}",
              f"{sg[b]['blocks']:.1f}", f"{al[b]['blocks']:.1f}", fmt_int(reads[b])] for b in BLOCK_SIZES]
@@ -227,39 +265,49 @@ def demo3_block_size():
                         f"{TIME_LEN + TIME_DECODE} 的序列每解码一步，{cfg.n_layers} 层 × K、V 要按块表读的段数。")
 
     params = init_params(cfg, seed=MODEL_SEED)
-    times = {b: None if NO_TIMING else time_decode(params, cfg, b) for b in BLOCK_SIZES}
-    rows = []
+    times, rows = {}, []
     for b in BLOCK_SIZES:
-        if times[b] is None:
+        if NO_TIMING:
+            times[b] = None
             rows.append([b, "-", "-", "-"])
         else:
-            p, c, g = times[b]
+            times[b] = p, c, g = time_decode(params, cfg, b)
             rows.append([b, f"{p * 1e3:.2f}", f"{p / c:.1f}×", f"{g * 1e6:.0f}"])
+    note = ""
+    if NO_TIMING:
+        note = "设置了 LAB_NO_TIMING，没有计时。"
     print_table(["块", "分页一步 ms", "分页 / 连续", "gather µs"], rows,
                 caption=f"计时（本机 numpy，每次运行都会不同，{TIME_REPEAT} 次取最快）：长度 {TIME_LEN} 的序列再解码 "
                         f"{TIME_DECODE} 步，paged_step 每步的时间、它与连续 KVCache 的 forward 的比值、一层一次 "
-                        "gather_kv 的时间。" + ("设置了 LAB_NO_TIMING，没有计时。" if NO_TIMING else ""))
+                        "gather_kv 的时间。" + note)
+    d = dict(stats=stats, reads=reads, times=times, mean_len={k: float(v.mean()) for k, v in lens.items()},
+             alpaca_over_half=[b for b in BLOCK_SIZES if al[b]["waste_frac"] > 0.5])
+    print_observations(observations_3(d))
+    return d
 
+
+def observations_3(d):
+    """演示 3 的观察：每个数都取自 d。"""
+    sg, al = d["stats"]["ShareGPT"], d["stats"]["Alpaca"]
+    reads, worse = d["reads"], d["alpaca_over_half"]
     b16, bmax = VLLM_DEFAULT_BLOCK, BLOCK_SIZES[-1]
-    worse = [b for b in BLOCK_SIZES if al[b]["waste_frac"] > 0.5]
-    print_observations([
-        f"最后一块平均空着约 (B − 1)/2 个位置：块 {b16} 时 ShareGPT 每条浪费 {sg[b16]['waste']:.1f} 个位置"
-        f"（{sg[b16]['waste_frac']:.1%}），块 {bmax} 时 {sg[bmax]['waste']:.1f} 个（{sg[bmax]['waste_frac']:.1%}）。",
-        f"短序列更怕大块：Alpaca 平均只有 {lens['Alpaca'].mean():.0f} 个 token，块 {bmax} 时 "
-        f"{al[bmax]['waste_frac']:.0%} 的位置空着"
-        + (f"；块 ≥ {worse[0]} 时就超过一半。" if worse else "。")
-        + f"块 {b16} 时只有 {al[b16]['waste_frac']:.1%}。",
-        f"小块的代价是块表长、读得碎：块 1 时 ShareGPT 的块表平均 {sg[1]['blocks']:.0f} 项，每解码一步"
-        f"要读 {fmt_int(reads[1])} 段（小模型），块 {b16} 时降到 {fmt_int(reads[b16])} 段。GPU 上每段太短，"
-        "一个线程块读的数据太少，带宽和并行度用不满。",
-        f"vLLM 论文 §7.2：ShareGPT 上块大小 {VLLM_BEST_SHAREGPT[0]}–{VLLM_BEST_SHAREGPT[1]} 最好；Alpaca 上 16、32 "
-        f"好，更大的块因为序列比块还短而明显变差；默认取 {b16}——足够大能用满 GPU，又足够小不至于浪费。"
-        f"上表：ShareGPT 到块 {bmax} 浪费也只有 {sg[bmax]['waste_frac']:.1%}，Alpaca 在块 32、64、{bmax} 时是 "
-        f"{al[32]['waste_frac']:.0%}、{al[64]['waste_frac']:.0%}、{al[bmax]['waste_frac']:.0%}。"
-        "numpy 上的计时只说明 gather 是多出来的一次拷贝，不代表 GPU 上的开销。",
-    ])
-    return dict(stats=stats, reads=reads, times=times, mean_len={k: float(v.mean()) for k, v in lens.items()},
-                alpaca_over_half=worse)
+    obs = [f"最后一块平均空着约 (B − 1)/2 个位置：块 {b16} 时 ShareGPT 每条浪费 {sg[b16]['waste']:.1f} 个位置"
+           f"（{sg[b16]['waste_frac']:.1%}），块 {bmax} 时 {sg[bmax]['waste']:.1f} 个（{sg[bmax]['waste_frac']:.1%}）。"]
+    if worse:
+        over = f"；块 ≥ {worse[0]} 时就超过一半。"
+    else:
+        over = "。"
+    obs.append(f"短序列更怕大块：Alpaca 平均只有 {d['mean_len']['Alpaca']:.0f} 个 token，块 {bmax} 时 "
+               f"{al[bmax]['waste_frac']:.0%} 的位置空着" + over + f"块 {b16} 时只有 {al[b16]['waste_frac']:.1%}。")
+    obs.append(f"小块的代价是块表长、读得碎：块 1 时 ShareGPT 的块表平均 {sg[1]['blocks']:.0f} 项，每解码一步"
+               f"要读 {fmt_int(reads[1])} 段（小模型），块 {b16} 时降到 {fmt_int(reads[b16])} 段。GPU 上每段太短，"
+               "一个线程块读的数据太少，带宽和并行度用不满。")
+    obs.append(f"vLLM 论文 §7.2：ShareGPT 上块大小 {VLLM_BEST_SHAREGPT[0]}–{VLLM_BEST_SHAREGPT[1]} 最好；Alpaca 上 16、32 "
+               f"好，更大的块因为序列比块还短而明显变差；默认取 {b16}——足够大能用满 GPU，又足够小不至于浪费。"
+               f"上表：ShareGPT 到块 {bmax} 浪费也只有 {sg[bmax]['waste_frac']:.1%}，Alpaca 在块 32、64、{bmax} 时是 "
+               f"{al[32]['waste_frac']:.0%}、{al[64]['waste_frac']:.0%}、{al[bmax]['waste_frac']:.0%}。"
+               "numpy 上的计时只说明 gather 是多出来的一次拷贝，不代表 GPU 上的开销。")
+    return obs
 
 
 # =============================================================================

@@ -22,6 +22,8 @@ def test_smoke_main(capsys):
     assert m.main([]) == 0
     out = capsys.readouterr().out
     assert "演示 1" in out and "演示 2" in out
+    assert "15,728 个 token" in out                                    # 演示 1：12 GiB / 800 KiB
+    assert "97.3%" in out                                             # 演示 2：分页时 token 状态的占比
     assert max(cell_len(line) for line in out.splitlines()) <= 80   # 显示宽度（中文占 2 列）
 
 
@@ -88,7 +90,7 @@ def test_tiny_contiguous_hand_checked():
 
 def test_tiny_paged_hand_checked():
     # 块 2、池 6 个位置（3 块）；请求 (p=2, o=1) × 4：每个要 1 块输入 + 写第 3 个 token 时再要 1 块
-    share, conc = m.simulate_paged(np.array([1, 1, 1, 1]), np.array([1, 1, 1, 1]), pool=6, block=2)
+    share, conc = m.simulate_paged(np.array([1, 1, 1, 1]), np.array([1, 1, 1, 1]), pool=6, block_size=2)
     assert np.isclose(share.sum(), 1.0)
     assert share[1] == 0                                             # 分页没有"预留"
 
@@ -115,3 +117,10 @@ def test_output_deterministic(capsys):
     a = capsys.readouterr().out
     m.main([])
     assert capsys.readouterr().out == a
+
+
+def test_observations_are_plain_functions_of_the_dicts(d1, d2):
+    """观察只由 demo 返回的 dict 算出：同一个 dict 再算一次，句子一字不差。"""
+    assert m.observations_1(d1) == m.observations_1(dict(d1))
+    assert len(m.observations_1(d1)) == 4 and len(m.observations_2(d2)) == 4
+    assert "都放不下" in m.observations_1(d1)[2]

@@ -1,5 +1,6 @@
 """02_paged_attention.py：块表的按需分配、paged_step 与连续 forward 逐位相同、块大小的取舍。"""
 import os
+import re
 import subprocess
 import sys
 
@@ -38,6 +39,9 @@ def test_smoke_main(capsys):
     assert m.main([]) == 0
     out = capsys.readouterr().out
     assert all(f"演示 {k}" in out for k in (1, 2, 3))
+    assert "[0 1 7] 10" in out                                        # 演示 1：序列 A 最后的块表和长度
+    assert "最大差 0.0：逐位相同" in out                               # 演示 2
+    assert re.search(r"^ *16 +7\.4 +1\.5%", out, flags=re.M)           # 演示 3：块 16 那一行，ShareGPT 每条浪费 7.4
     assert max(cell_len(line) for line in out.splitlines()) <= 80
 
 
@@ -48,7 +52,7 @@ def test_bad_demo_argument_exits_2():
 
 
 def test_block_tables_grow_on_demand(d1):
-    bs = m.WALK_BLOCK
+    bs = m.WALK_BLOCK_SIZE
     for n, table in d1["tables"].items():
         L = d1["lengths"][n]
         assert L == m.WALK_PROMPTS[n] + m.WALK_DECODE
@@ -68,7 +72,7 @@ def test_paged_equals_contiguous_exactly(d2):
     assert d2["worst"] == 0.0
     assert (d2["diff"] == 0.0).all()
     lens = [p + m.EQ_DECODE for p in m.EQ_PROMPTS]
-    assert d2["used"] == sum(-(-L // m.EQ_BLOCK) for L in lens)
+    assert d2["used"] == sum(-(-L // m.EQ_BLOCK_SIZE) for L in lens)
 
 
 def test_block_size_tradeoff(d3):

@@ -24,6 +24,8 @@ def test_smoke_main(capsys):
     assert m.main([]) == 0
     out = capsys.readouterr().out
     assert "演示 1" in out and "演示 2" in out and "失败" not in out
+    assert "5,637" in out                                             # 演示 1：宽度 6 的束搜索共享时的块·步
+    assert "[2 1 1 0]" in out                                         # 演示 2：COW 之后的 ref_count
     assert max(cell_len(line) for line in out.splitlines()) <= 80
 
 
@@ -51,9 +53,9 @@ def test_savings_accounting(d1):
     # 并行采样时每个请求只有提示的最后一块（如果不满）会被复制：每个样本最多一次
     for w in m.WIDTHS:
         r = d1["res"][("并行采样", w)]
-        n_partial = sum(len(p) % m.PAGE != 0 for p, _ in d1["reqs"])
+        n_partial = sum(len(p) % m.BLOCK_SIZE != 0 for p, _ in d1["reqs"])
         assert r["cow"] == n_partial * (w - 1)          # 最后一个持有者原地写
-    assert d1["short_prompts"] == sum(len(p) < m.PAGE for p, _ in d1["reqs"])
+    assert d1["short_prompts"] == sum(len(p) < m.BLOCK_SIZE for p, _ in d1["reqs"])
 
 
 def test_replay_matches_real_model(d1):
@@ -72,15 +74,16 @@ def test_beam_search_small_case_is_consistent():
     cfg = config_like(TINY, max_seq=24)
     params = init_params(cfg, seed=0)
     prompt = np.arange(5)
-    sh, pr, cow, common = m.beam_search(params, cfg, prompt, steps=6, width=3)
-    assert pr == sum(3 * m.n_blocks(5 + t) for t in range(1, 7))
+    sh, pr, cow, common, steps = m.beam_search(params, cfg, prompt, steps=6, width=3)
+    assert pr == sum(3 * m.n_blocks(5 + t, m.BLOCK_SIZE) for t in range(1, 7))
+    assert len(steps) == 6 and sum(s[0] for s in steps) == sh and steps[-1][2] == cow
     assert sh <= pr and 0 <= common <= 6
 
 
 def test_cow_invariants(d2):
     assert all(d2["checks"].values()), d2["checks"]
     assert len(d2["checks"]) == 7
-    assert d2["old_len"] == m.COW_PROMPT and d2["pos"] == m.COW_PROMPT % m.COW_BLOCK
+    assert d2["old_len"] == m.COW_PROMPT and d2["pos"] == m.COW_PROMPT % m.COW_BLOCK_SIZE
     assert d2["a_blocks"] == [0, 1] and d2["b_blocks"] == [0, 2]
     assert d2["ref_count"] == [2, 1, 1, 0]
     assert d2["n_cow"] == 1
@@ -110,3 +113,19 @@ def test_output_deterministic(capsys):
     x = capsys.readouterr().out
     m.main(["--demo", "2"])
     assert capsys.readouterr().out == x
+
+
+def test_step_series_add_up_to_the_totals(d1):
+    """画图用的逐步记录（最大的 n / 宽度）加起来等于表里的总和：图和表是同一次解码。"""
+    w = max(m.WIDTHS)
+    for kind, reqs in (("并行采样", d1["reqs"]), ("束搜索", d1["reqs"][:m.N_BEAM])):
+        rows = [d1["steps"][(kind, k)] for k in range(len(reqs))]
+        assert sum(r[0] for s in rows for r in s) == d1["res"][(kind, w)]["shared"]
+        assert sum(r[1] for s in rows for r in s) == d1["res"][(kind, w)]["private"]
+        assert sum(s[-1][2] for s in rows) == d1["res"][(kind, w)]["cow"]
+
+
+def test_common_prefix_len():
+    assert m.common_prefix_len(np.array([[1, 2, 3], [1, 2, 4]])) == 2
+    assert m.common_prefix_len(np.array([[1, 2], [3, 2]])) == 0
+    assert m.common_prefix_len(np.array([[5, 6], [5, 6]])) == 2
