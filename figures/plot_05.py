@@ -1,12 +1,11 @@
 """05_kv_store 的图：从各存储层级读 KV 与重算的时间（保本长度）；四种调度的平均 TTFT（对照 FAST'25 图 5）。
 
 运行：python figures/plot_05.py [--out DIR]     （约 4 秒；make all 会调用它）
-数据来自 lecture07/05_kv_store.py：load_seconds、break_even_len、prefill_compute_time、TIERS，
-以及 demo3_scheduling() 的模拟结果；论文数字来自它的 PAPER_FIG5。
+数字全部来自 lecture07/05_kv_store.py 的 run([1, 3]) 返回的 dict：演示 1 的曲线（重算 / 各层级读的时间、
+保本长度）和配置；演示 3 的模拟结果、调度器名字、论文的图 5 数字。这里只画图，不重算。
 """
 import os
 import sys
-from dataclasses import replace
 
 import numpy as np
 
@@ -14,29 +13,19 @@ import figlib
 from figlib import caption, plt, save_png
 
 FIGURES = ("05_load_vs_recompute.png", "05_ttft_by_scheduler.png")
-PREFIX_RANGE = (256, 131_072)        # 图 1 的前缀长度范围（token）
 TIER_COLORS = ("tab:purple", "tab:blue", "tab:green", "tab:orange")
 
 
 def compute():
     s05 = figlib.load_script("05_kv_store")
-    model = s05.LLAMA2_70B
-    nodes = [s05.A800_X8, replace(s05.H800_X8, mfu=s05.A800_X8.mfu)]     # 与演示 1 相同：H800 也按 60% 算力
-    n = np.unique(np.geomspace(*PREFIX_RANGE, 64).astype(int))
-    curves = {}
-    for node in nodes:
-        curves[node.name] = dict(
-            recompute=[s05.prefill_compute_time(model, int(x), 0, node) for x in n],
-            load={s05.SHORT_TIER[i]: [s05.load_seconds(int(x), t) for x in n] for i, t in enumerate(s05.TIERS)},
-            break_even={s05.SHORT_TIER[i]: s05.break_even_len(t, node) for i, t in enumerate(s05.TIERS)},
-            gbps={s05.SHORT_TIER[i]: t.gb_per_s for i, t in enumerate(s05.TIERS)})
-    tiers_cfg = (f"{model.name}（每 token 的 KV {model.kv_bytes_per_token() // 1024} KB），"
-                 f"{nodes[0].mfu:.0%} 峰值算力，重算按 FAST'25 式 1")
-    r = figlib.quiet(s05.demo3_scheduling)
-    sched_cfg = (f"合成 trace（种子 {s05.TRACE_SEED}）、{s05.SCHED_NODES} 台 {s05.A800_X8.name} prefill 节点、"
-                 f"各 {s05.SCHED_CAPACITY:,} 块本地 LRU、负载 = 不缓存所需算力的 {s05.SCHED_LOAD:.0%}")
-    return dict(n=n.tolist(), curves=curves, tiers_cfg=tiers_cfg, results=r["results"], names=s05.SCHED_NAMES,
-                paper=s05.PAPER_FIG5, sched_cfg=sched_cfg)
+    r = figlib.quiet(s05.run, [1, 3])
+    d1, d3 = r[1], r[3]
+    tiers_cfg = (f"{d1['model']}（每 token 的 KV {d1['kv_kib_per_token']:g} KB），"
+                 f"{d1['mfu']:.0%} 峰值算力，重算按 FAST'25 式 1")
+    sched_cfg = (f"{d3['source']}、{d3['nodes']} 台 {d3['node']} prefill 节点、"
+                 f"各 {d3['capacity']:,} 块本地 LRU、负载 = 不缓存所需算力的 {d3['load']:.0%}")
+    return dict(n=d1["curves"]["n"], curves=d1["curves"]["by_node"], tiers_cfg=tiers_cfg, results=d3["results"],
+                names=d3["names"], paper=d3["paper"], sched_cfg=sched_cfg)
 
 
 def plot_load_vs_recompute(n, curves, out, config):

@@ -8,41 +8,34 @@
 - run_prefill()：M 个 prefill 实例，各有本地前缀缓存（LRU），一次做一个 prefill；
   调度器（random / load-balancing / local cache-aware / global cache-aware）决定每个请求去哪台。
 
-    >>> round(prefill_seconds(8192, 0), 3)         # LLaMA2-70B、8×A800、60% MFU，从头算 8K token
-    0.764
-"""
-import functools
+prefill 时间只有一个公式：kv_store.prefill_time（FAST'25 式 1 + 按层流水），04、05 和这里共用。
+集群的配置：MODEL 在 NODE 上做 prefill，命中的 KV 从本机 DRAM（LOCAL_DRAM）读。
 
+    >>> round(prefill_time(MODEL, 8192, hit_tokens(0, 8192), LOCAL_DRAM, NODE), 3)   # 从头算 8K token
+    0.764
+
+trace 只用到每个请求的 .arrival（秒）、.input_len、.blocks（块 id 序列），以及 len(trace)。
+"""
 import numpy as np
 
 from kv_cache_policies import LRUCache
-from kv_store import A800_X8, BLOCK, LLAMA2_70B, TIERS
+from kv_store import BLOCK as BLOCK_SIZE  # Mooncake trace 的块大小：512 token
+from kv_store import A800_X8, LLAMA2_70B, TIERS, prefill_time
 
-NIC_GB_PER_S = TIERS[2].gb_per_s                      # RDMA 网卡 800 Gbps = 100 GB/s（FAST'25 表 1）
-BLOCK_BYTES = BLOCK * LLAMA2_70B.kv_bytes_per_token()  # 一块 KV：512 × 320 KB ≈ 168 MB
+MODEL, NODE = LLAMA2_70B, A800_X8                          # 每台 prefill 节点：8×A800 张量并行跑 70B 模型
+LOCAL_DRAM, RDMA = TIERS[1], TIERS[2]                      # 命中的 KV 从本机 DRAM 读；跨节点经 RDMA 拉
+NIC_GB_PER_S = RDMA.gb_per_s                               # RDMA 网卡 800 Gbps = 100 GB/s（FAST'25 表 1）
+BLOCK_BYTES = BLOCK_SIZE * MODEL.kv_bytes_per_token()      # 一块 KV：512 × 320 KB ≈ 168 MB
 SCHEDULERS = ("random", "load_balancing", "local_cache", "global_cache")
 
 
-@functools.lru_cache(maxsize=None)
-def _coefficients(model, tier, node):
-    """prefill_seconds 用到的常数：(每个 n² 的秒数, 每个 n 的秒数, 每个命中 token 的读取秒数, 层数)。"""
-    L, d = model.n_layers, model.d_model
-    return (L * 4 * d / node.flops, L * 22 * d * d / node.flops,
-            model.kv_bytes_per_token() / (tier.gb_per_s * 1e9), L)
+def hit_tokens(hit_blocks, n_input):
+    """命中 hit_blocks 块 → 命中的 token 数；至少留最后一个 token 来算（才能得到第一个输出）。
 
-
-def prefill_seconds(n_input, n_hit, model=LLAMA2_70B, tier=TIERS[1], node=A800_X8):
-    """kv_store.prefill_time 的快速版（同一个公式，调度器每个请求要估几十次）：
-    命中的 n_hit 个 token 的 KV 从 tier 读，其余 token 计算，按层流水重叠。"""
-    a, b, per_token, L = _coefficients(model, tier, node)
-    compute = a * (n_input * n_input - n_hit * n_hit) + b * (n_input - n_hit)
-    load = n_hit * per_token
-    return max(compute, load) + min(compute, load) / L
-
-
-def hit_tokens(n_blocks, n_input):
-    """命中 n_blocks 块 → 命中的 token 数；至少留最后一个 token 来算（才能得到第一个输出）。"""
-    return min(n_blocks * BLOCK, n_input - 1)
+    >>> hit_tokens(2, 2000), hit_tokens(2, 1024)
+    (1024, 1023)
+    """
+    return min(hit_blocks * BLOCK_SIZE, n_input - 1)
 
 
 # =============================================================================
@@ -87,7 +80,10 @@ def nic_fetch(trace, plan, n_nodes, k, rate_scale, nic_gb_per_s=NIC_GB_PER_S):
             src = home
             if is_hot and k > 1:
                 reps = [(home + j * step) % n_nodes for j in range(k)]
-                src = dst if dst in reps else min(reps, key=free_at.__getitem__)
+                if dst in reps:
+                    src = dst
+                else:
+                    src = min(reps, key=free_at.__getitem__)
             if src == dst:
                 continue                            # 本机的 DRAM 里就有，不走网络
             start = max(t, free_at[src])
@@ -106,7 +102,7 @@ def run_prefill(trace, scheduler, n_nodes, capacity, rate_scale, seed=0, rdma_gb
     """M = n_nodes 个 prefill 实例（各一台 8×A800），各有容量 capacity 块的本地 LRU 前缀缓存。
 
     每个实例一次做一个 prefill（FIFO，不做 batching）。服务时间 = 从别的节点拉 KV 的时间（只有
-    global_cache 会拉）+ prefill_seconds(输入, 命中)。TTFT = 完成时刻 − 到达时刻。调度器：
+    global_cache 会拉）+ kv_store.prefill_time(输入, 命中)。TTFT = 完成时刻 − 到达时刻。调度器：
 
     - random：随机挑一台；
     - load_balancing：排队最短（最早空下来）的那台，不看缓存；
@@ -139,7 +135,8 @@ def run_prefill(trace, scheduler, n_nodes, capacity, rate_scale, seed=0, rdma_gb
         else:
             local = [c.match(blocks) for c in caches]
             best_h = max(local)
-            pf = {hh: prefill_seconds(n_in, hit_tokens(hh, n_in)) for hh in set(local)}   # 不同的命中数只算一次
+            pf = {hh: prefill_time(MODEL, n_in, hit_tokens(hh, n_in), LOCAL_DRAM, NODE)
+                  for hh in set(local)}                                             # 不同的命中数只算一次
             best = None
             for jj in nodes:
                 q = max(0.0, free_at[jj] - t)
@@ -152,7 +149,7 @@ def run_prefill(trace, scheduler, n_nodes, capacity, rate_scale, seed=0, rdma_gb
                         best = (est, hh, xx, jj)
             _, h, xfer, j = best
         start = max(t, free_at[j])
-        free_at[j] = start + xfer * per_block + prefill_seconds(n_in, hit_tokens(h, n_in))
+        free_at[j] = start + xfer * per_block + prefill_time(MODEL, n_in, hit_tokens(h, n_in), LOCAL_DRAM, NODE)
         caches[j].insert(blocks)
         ttft[i], hits[i], pulled[i], where[i] = free_at[j] - t, h, xfer, j
     return dict(ttft=ttft, hits=hits, pulled=pulled, where=where)

@@ -24,6 +24,9 @@ from paged_kv import n_blocks  # noqa: F401  ceil(n_tokens / block_size)，全�
 
 
 # ---------------------------------------------------------------- 模型与硬件
+EQ1_A, EQ1_B = 4, 22     # FAST'25 表 1：式 (1) 的常数 a（注意力，∝ n²）、b（投影与 MLP，∝ n）；全讲只写在这里
+
+
 @dataclass(frozen=True)
 class ModelSpec:
     name: str
@@ -43,8 +46,8 @@ class ModelSpec:
         return self.n_layers * self.n_kv_heads * self.head_dim * 2 * self.dtype_bytes
 
     def prefill_flops(self, n):
-        """FAST'25 式 (1)：FLOPs(n) = l·(a·n²·d + b·n·d²)，a = 4（注意力），b = 22（投影与 MLP）。"""
-        return self.n_layers * (4 * n * n * self.d_model + 22 * n * self.d_model ** 2)
+        """FAST'25 式 (1)：FLOPs(n) = l·(a·n²·d + b·n·d²)，a = EQ1_A（注意力），b = EQ1_B（投影与 MLP）。"""
+        return self.n_layers * (EQ1_A * n * n * self.d_model + EQ1_B * n * self.d_model ** 2)
 
 
 LLAMA2_70B = ModelSpec("LLaMA2-70B", n_layers=80, d_model=8192, n_heads=64, n_kv_heads=8, n_params=70e9)
@@ -97,8 +100,17 @@ def prefill_time(model, n_input, n_hit, tier, node=A800_X8):
     （第一层的读没有计算可以盖住，最后一层的算没有读可以盖住，各露出 1/l）。
     """
     compute = prefill_compute_time(model, n_input, n_hit, node)
-    load = n_hit * model.kv_bytes_per_token() / (tier.gb_per_s * 1e9)
+    load = load_time(model, n_hit, tier)
     return max(compute, load) + min(compute, load) / model.n_layers
+
+
+def load_time(model, n_tokens, tier):
+    """n_tokens 个 token 的 KV 从 tier 读进 HBM 的秒数：字节数 / 带宽（GB/s，1 GB = 1e9 字节）。
+
+    >>> round(load_time(LLAMA2_70B, 8192, TIERS[1]) * 1e3, 1)     # 8,192 × 320 KiB / 128 GB/s
+    21.0
+    """
+    return n_tokens * model.kv_bytes_per_token() / (tier.gb_per_s * 1e9)
 
 
 # ---------------------------------------------------------------- 链式块哈希

@@ -1,6 +1,10 @@
 """05_kv_store.py 和 kv_cluster.py：每个演示打印的每条结论都在这里检查，再加几个手算的小例子。"""
+import ast
+import contextlib
 import doctest
+import io
 import os
+import re
 import subprocess
 import sys
 
@@ -10,27 +14,46 @@ from conftest import LECTURE, ROOT, load_script
 from rich.cells import cell_len
 
 import kv_cluster
-from kv_cluster import BLOCK_BYTES, fetch_plan, hit_tokens, nic_fetch, prefill_seconds, run_prefill
-from kv_store import A800_X8, LLAMA2_70B, TIERS, Request, prefill_compute_time, prefill_time
+from kv_cluster import BLOCK_BYTES, LOCAL_DRAM, fetch_plan, hit_tokens, nic_fetch, run_prefill
+from kv_store import A800_X8, LLAMA2_70B, TIERS, Request, load_time, prefill_compute_time, prefill_time
 
 m = load_script("05_kv_store")
 SCRIPT = os.path.join(LECTURE, "05_kv_store.py")
 REAL_TRACE = os.path.join(ROOT, "..", "shared", "traces", "mooncake_fast25_synthetic_trace.jsonl")
 
 
-@pytest.fixture(scope="module")
-def d1():
-    return m.demo1_load_or_recompute()
+def prefill_s(n_in, hit_blocks):
+    """集群模拟里一个请求的 prefill 时间：kv_store.prefill_time，命中的 KV 从本机 DRAM 读。"""
+    return prefill_time(LLAMA2_70B, n_in, hit_tokens(hit_blocks, n_in), LOCAL_DRAM, A800_X8)
 
 
 @pytest.fixture(scope="module")
-def d2():
-    return m.demo2_hot_blocks()
+def full_run():
+    """默认设置跑一遍全部演示（整个文件只跑这一次）：(run() 返回的 dict, 打印的文本)。"""
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        res = m.run()
+    return res, buf.getvalue()
 
 
 @pytest.fixture(scope="module")
-def d3():
-    return m.demo3_scheduling()
+def d1(full_run):
+    return full_run[0][1]
+
+
+@pytest.fixture(scope="module")
+def d2(full_run):
+    return full_run[0][2]
+
+
+@pytest.fixture(scope="module")
+def d3(full_run):
+    return full_run[0][3]
+
+
+@pytest.fixture(scope="module")
+def out(full_run):
+    return full_run[1]
 
 
 # ---------------------------------------------------------------- 演示 1
@@ -68,7 +91,7 @@ def test_demo1_ssd_break_even_on_h800_solves_the_equation(d1):
     assert [r["short"] for r in slow] == ["SSD"]
     n = slow[0]["n_star_h800"]
     h800 = m.replace(m.H800_X8, mfu=A800_X8.mfu)
-    assert m.load_seconds(n, TIERS[3]) == pytest.approx(prefill_compute_time(LLAMA2_70B, n, 0, h800))
+    assert load_time(LLAMA2_70B, n, TIERS[3]) == pytest.approx(prefill_compute_time(LLAMA2_70B, n, 0, h800))
     assert 40_000 < n < 42_000
 
 
@@ -158,10 +181,40 @@ def test_demo3_random_is_worse_than_load_balancing(d3):
 P = BLOCK_BYTES / 100e9          # 一块经 100 GB/s 网卡的时间
 
 
-@pytest.mark.parametrize("n_in,n_hit", [(1, 0), (9216, 8192), (100_000, 4096), (512, 511)])
-@pytest.mark.parametrize("tier", TIERS)
-def test_prefill_seconds_matches_kv_store(n_in, n_hit, tier):
-    assert prefill_seconds(n_in, n_hit, tier=tier) == pytest.approx(prefill_time(LLAMA2_70B, n_in, n_hit, tier))
+def test_one_prefill_formula_for_04_05_and_the_cluster():
+    """prefill 时间只有 kv_store.prefill_time 一个；FAST'25 式 1 的常数 a = 4、b = 22 只写在 kv_store 里。"""
+    assert not hasattr(kv_cluster, "prefill_seconds") and kv_cluster.prefill_time is prefill_time
+    assert m.prefill_time is prefill_time and m.prefill_compute_time is prefill_compute_time
+    homes = set()
+    for name in os.listdir(LECTURE):
+        if name.endswith(".py"):
+            with open(os.path.join(LECTURE, name), encoding="utf-8") as f:
+                src = f.read()
+            if re.search(r"\b4\s*\*\s*n\s*\*\s*n|\b22\s*\*|=\s*4,\s*22\b", src):
+                homes.add(name)
+    assert homes == {"kv_store.py"}
+
+
+def test_no_conditional_expressions_in_05_and_its_modules():
+    for name in ("05_kv_store.py", "kv_cluster.py", "kv_store.py"):
+        with open(os.path.join(LECTURE, name), encoding="utf-8") as f:
+            tree = ast.parse(f.read())
+        assert not [n.lineno for n in ast.walk(tree) if isinstance(n, ast.IfExp)], name
+
+
+def test_observation_functions_fit_on_a_screen():
+    with open(SCRIPT, encoding="utf-8") as f:
+        tree = ast.parse(f.read())
+    obs = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name.startswith("observations")]
+    assert len(obs) == len(m.DEMOS)
+    for f in obs:
+        assert f.end_lineno - f.lineno + 1 <= 60, f.name
+
+
+def test_cluster_prefill_time_is_kv_store_prefill_time():
+    tr = [Request(0.0, 5000, 1, tuple(range(10)))]
+    r = run_prefill(tr, "load_balancing", 1, 10, 1.0)
+    assert r["ttft"][0] == prefill_time(LLAMA2_70B, 5000, 0, TIERS[1], A800_X8)
 
 
 def test_hit_tokens_leaves_last_token():
@@ -195,8 +248,8 @@ def test_run_prefill_global_pulls_to_idle_node():
     r = run_prefill(tr, "global_cache", n_nodes=2, capacity=10, rate_scale=1.0)
     # 节点 0 在忙且有块 1；节点 1 空闲：拉 1 块再算，比排队或从头算都快
     assert list(r["where"]) == [0, 1] and list(r["pulled"]) == [0, 1] and list(r["hits"]) == [0, 1]
-    assert r["ttft"][0] == pytest.approx(prefill_seconds(1024, 0))
-    assert r["ttft"][1] == pytest.approx(P + prefill_seconds(1024, 512))
+    assert r["ttft"][0] == pytest.approx(prefill_s(1024, 0))
+    assert r["ttft"][1] == pytest.approx(P + prefill_s(1024, 1))
 
 
 def test_run_prefill_load_balancing_and_local():
@@ -216,10 +269,26 @@ def test_kv_cluster_doctests():
     assert doctest.testmod(kv_cluster).failed == 0
 
 
+def test_05_doctests():
+    assert doctest.testmod(m).failed == 0
+
+
 # ---------------------------------------------------------------- 整个脚本
-def test_main_prints_80_columns_and_matches_any_cwd(capsys, tmp_path):
-    assert m.main([]) == 0
-    out = capsys.readouterr().out
+def flat(text):
+    """去掉折行和空白：打印时被折开的句子也能整句查找。"""
+    return "".join(text.split())
+
+
+def test_smoke_a_number_from_each_demo(d1, d2, d3, out):
+    """冒烟：每个演示打印的一个数字，等于它返回的 dict 里的那个数。"""
+    assert d1["a800_100"] == pytest.approx(5.86, abs=0.01)
+    assert flat(f"最低带宽 8×A800 是 {d1['a800_100']:.2f} GB/s") in flat(out)
+    assert d2["n_hot"] == 21 and flat(f"用到的块：{d2['n_hot']} 个") in flat(out)
+    glo = d3["results"]["global_cache"]["mean"]
+    assert glo == pytest.approx(0.38, abs=0.005) and flat(f"全局缓存感知 {glo:.2f}") in flat(out)
+
+
+def test_main_prints_80_columns(out):
     assert max(cell_len(line) for line in out.splitlines()) <= 80
     flat = "".join(out.split())                           # 去掉折行和空白再找
     for claim in ("≈ 6 GB/s", "≈ 19 GB/s", "与论文的 6 GB/s、19 GB/s 一致", "（共 4/4 个）",
@@ -227,9 +296,14 @@ def test_main_prints_80_columns_and_matches_any_cwd(capsys, tmp_path):
                   "是流量全挤在一台上", "最忙网卡的负载从 151% 降到 76%", "副本数 ≥ 2 时不再超载",
                   "命中率升到", "省下的计算就是省下的排队", "比只看本地低", "SSD 要前缀超过"):
         assert "".join(claim.split()) in flat, claim
-    p = subprocess.run([sys.executable, SCRIPT], cwd=tmp_path, capture_output=True, text=True,
+
+
+def test_demo1_same_bytes_from_any_cwd(capsys, tmp_path):
+    assert m.main(["--demo", "1"]) == 0
+    here = capsys.readouterr().out
+    p = subprocess.run([sys.executable, SCRIPT, "--demo", "1"], cwd=tmp_path, capture_output=True, text=True,
                        env=dict(os.environ, NO_COLOR="1"))
-    assert p.returncode == 0 and p.stdout == out         # 任何目录、两次运行，逐字节相同
+    assert p.returncode == 0 and p.stdout == here         # 任何目录、两次运行，逐字节相同
 
 
 @pytest.mark.skipif(not os.path.exists(REAL_TRACE), reason="没有 shared/traces 里的 Mooncake trace")
@@ -255,6 +329,5 @@ def test_bad_arguments_are_one_line_exit_2(args):
     assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1 and "Traceback" not in p.stderr
 
 
-def test_demo1_alone_is_fast_path():
-    assert m.main(["--demo", "1"]) == 0
+def test_min_bandwidth_is_finite():
     assert np.isfinite(m.min_bandwidth(8192, A800_X8))
