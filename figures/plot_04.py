@@ -1,12 +1,11 @@
 """04_prefix_caching 的图：块的热度、命中率随缓存容量的变化、prefill 的 GPU 时间随缓存容量的变化。
 
 运行：python figures/plot_04.py [--out DIR]     （约 6 秒，2 核；make all 会调用它）
-数据全部来自 lecture07/04_prefix_caching.py 的函数（trace_and_hits 用的同一个合成 trace、sweep、
-gpu_hours），论文的点来自它的 PAPER_TABLE1。
+数据全部来自 04 的演示返回的字典：演示 3（块的热度、各策略的命中率、论文表 1 的点）和演示 4
+（prefill 的 GPU 时间）。两个演示共用一份 trace 和命中表，只是容量比脚本默认的多几个点，让曲线更密。
 """
 import os
 import sys
-from collections import Counter
 
 import numpy as np
 
@@ -20,35 +19,25 @@ COLORS = {"lru": "tab:blue", "lfu": "tab:orange", "lengthaware": "tab:green", "m
 MARKERS = {"lru": "o", "lfu": "s", "lengthaware": "^", "min": "D"}
 
 
-def policies(s04):
-    """04 比较的策略，再加上 kv_cache_sim 里有的最优策略（Belady MIN），如果已经有了。"""
-    return tuple(s04.POLICIES) + tuple(p for p in ("min",) if p in s04.POLICY_NAMES and p not in s04.POLICIES)
-
-
 def compute():
-    """用 04 的 trace 和模拟器算出三张图的数据。"""
+    """跑 04 的演示 3、4（不打印），从它们返回的字典里取三张图的数据。"""
     s04 = figlib.load_script("04_prefix_caching")
-    tr = s04.make_trace(s04.TRACE_SEED)
-    pols = policies(s04)
     finite = sorted({c for c in s04.CAPACITIES if c is not None} | set(EXTRA_CAPACITIES))
     caps = tuple(finite) + (None,)
-    hits = s04.sweep([r.blocks for r in tr], caps, pols)
-    total = sum(len(r.blocks) for r in tr)
-    counts = np.fromiter(Counter(b for r in tr for b in r.blocks).values(), dtype=np.int64)
-    st = s04.trace_stats(tr)
-    ratio = {p: [hits[(p, c)].sum() / total for c in caps] for p in pols}
-    base = sum(s04.prefill_compute_time(s04.LLAMA2_70B, r.input_len, 0) for r in tr) / 3600
-    hours = {p: [s04.gpu_hours(tr, hits[(p, c)])[0] for c in caps] for p in pols}
-    tier = s04.TIERS[s04.TIER_FOR_HITS]
-    trace_cfg = (f"合成 trace（种子 {s04.TRACE_SEED}）：{st['n']:,} 个请求、{st['minutes']:.0f} 分钟、"
-                 f"{st['total_blocks']:,} 次块访问、块大小 {s04.BLOCK} token")
+    data = s04.trace_sweep(s04.read_trace(), capacities=caps)
+    d3 = figlib.quiet(s04.demo3_trace, data)
+    d4 = figlib.quiet(s04.demo4_compute_saved, data, caps, d3["policies"])
+    st = d3["stats"]
+    trace_cfg = (f"合成 trace（种子 {d3['seed']}）：{st['n']:,} 个请求、{st['minutes']:.0f} 分钟、"
+                 f"{st['total_blocks']:,} 次块访问、块大小 {d3['block_size']} token")
     return dict(
-        counts=counts, trace_cfg=trace_cfg, caps=caps, ratio=ratio,
-        names={p: s04.POLICY_NAMES[p] for p in pols}, paper=s04.PAPER_TABLE1,
+        counts=st["counts"], trace_cfg=trace_cfg, caps=caps,
+        ratio={p: [d3["ratio"][(p, c)] for c in caps] for p in d3["policies"]},
+        names=d3["names"], paper=d3["paper"],
         paper_src="Mooncake arXiv 2407.00079v3 表 1（较早版本的真实 trace）",
-        base_hours=base, hours=hours,
-        prefill_cfg=(f"{s04.LLAMA2_70B.name}、{s04.A800_X8.name} 张量并行、{s04.A800_X8.mfu:.0%} 峰值算力；"
-                     f"命中的 KV 从{tier.name}读（{tier.gb_per_s:g} GB/s），与计算按层重叠（FAST'25 式 1）"),
+        base_hours=d4["base_hours"], hours={p: [d4["hours"][(p, c)] for c in caps] for p in d4["policies"]},
+        prefill_cfg=(f"{d4['model']}、{d4['node']} 张量并行、{d4['mfu']:.0%} 峰值算力；"
+                     f"命中的 KV 从{d4['tier']}读（{d4['tier_gb_per_s']:g} GB/s），与计算按层重叠（FAST'25 式 1）"),
     )
 
 

@@ -18,7 +18,6 @@
               （约 1.5 秒；演示 3、4 改用 Mooncake 公开的真实 trace：JSONL 或 .gz，格式和报错规则见 kv_trace_io.py）
 【依赖】numpy、rich；本目录的 paged_kv、kv_store；lab_common 的 transformer_lab、console。
 """
-import functools
 import os
 import sys
 from collections import Counter
@@ -27,9 +26,10 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # 仓库根目录：让 lab_common 包可以 import
 from lab_common.console import ArgParser, fail, fmt_int, print_header, print_observations, print_table, print_text  # noqa: E402
-from kv_store import (A800_X8, BLOCK, LLAMA2_70B, POLICY_NAMES, TIERS, TraceError, block_hashes,  # noqa: E402
+from kv_store import BLOCK as TRACE_BLOCK_SIZE  # noqa: E402  Mooncake trace 的块大小：512 token
+from kv_store import (A800_X8, LLAMA2_70B, POLICY_NAMES, TIERS, TraceError, block_hashes,  # noqa: E402
                       load_trace, make_trace, prefill_compute_time, prefill_time, sweep)
-from paged_kv import BlockPool, PagedSequence, paged_step  # noqa: E402
+from paged_kv import BlockPool, PagedSequence, n_blocks, paged_step  # noqa: E402
 from lab_common.transformer_lab import TINY, KVCache, config_like, forward, init_params  # noqa: E402
 
 # ---- 学生可以改的设置 ----
@@ -38,11 +38,11 @@ MODEL_SEED = 0                      # 小模型权重的随机种子
 PROMPT_SEED = 5                     # 演示 2 里随机前缀 / 后缀的种子
 N_SHARING = 8                       # 演示 2：共享前缀的请求数
 FEW_SHOT = (("1-shot", 80), ("5-shot", 341))   # vLLM 论文 §6.4：1-shot 前缀 80 token、5-shot 341 token
-PAGE = 16                           # 演示 2 的块大小（vLLM 默认 16）
+BLOCK_SIZE = 16                     # 演示 2 的块大小（token；vLLM 默认 16）
 CAPACITIES = (None, 100_000, 50_000, 30_000, 10_000, 3_000, 1_000)   # 演示 3 的缓存容量（块）；None = 无限
 POLICIES = ("lru", "lfu", "lengthaware")
 BOUND = "min"                       # 演示 3 的上界：Belady 的 MIN（离线最优，逐块命中）
-HOT_BLOCK = 1_000                   # 演示 3：最热的块至少被访问这么多次，才说"有特别热的块"
+HOT_ACCESSES = 1_000                # 演示 3：最热的块至少被访问这么多次，才说"有特别热的块"
 DEMO4_CAPS = (None, 10_000, 1_000)  # 演示 4 比较的 LRU 容量
 TIER_FOR_HITS = 1                   # 演示 4：命中的 KV 从哪一层读（TIERS[1] = 本机 DRAM）
 
@@ -96,18 +96,18 @@ def demo1_hashing():
 
 
 # =============================================================================
-def run_shared_prefix(params, cfg, prefix, suffixes, page=PAGE):
-    """N 个请求依次到达，共享 prefix。返回统计和每个请求的 (paged 最后一个 token 的 logits, 从头算的)。
+def run_shared_prefix(params, cfg, prefix, suffixes, block_size=BLOCK_SIZE):
+    """N 个请求依次到达，共享 prefix。返回计数，以及最后一个 token 的 logits 与从头算的最大差。
 
     前缀缓存 = {块哈希 → 物理块}；缓存自己也持有一份引用（ref_count +1），请求结束了块也不会被回收。
     """
     max_len = len(prefix) + max(len(s) for s in suffixes)
-    pool = BlockPool(cfg, n_blocks=2 * len(suffixes) * (-(-max_len // page)), block_size=page)
+    pool = BlockPool(cfg, n_blocks=2 * len(suffixes) * n_blocks(max_len, block_size), block_size=block_size)
     cache, seqs = {}, []
     computed, worst, mapped = 0, 0.0, 0
     for suf in suffixes:
         toks = np.concatenate([prefix, suf])
-        hs = block_hashes(toks, block=page)
+        hs = block_hashes(toks, block=block_size)
         seq = PagedSequence(pool)
         for hsh in hs:                       # 从第一块开始，连续命中几块就映射几块
             if hsh not in cache:
@@ -115,7 +115,7 @@ def run_shared_prefix(params, cfg, prefix, suffixes, page=PAGE):
             seq.blocks.append(cache[hsh])
             pool.incref(cache[hsh])          # 共享：只加引用计数，不复制 KV
             mapped += 1
-        seq.length = len(seq.blocks) * page
+        seq.length = len(seq.blocks) * block_size
         new = toks[seq.length:]
         last = paged_step(params, cfg, [seq], [new])[0][-1]
         computed += len(new)
@@ -128,15 +128,46 @@ def run_shared_prefix(params, cfg, prefix, suffixes, page=PAGE):
         seqs.append(seq)
     total = sum(len(prefix) + len(s) for s in suffixes)
     used_shared = pool.num_used                                  # 8 个请求都还在（比如正在解码）
-    used_private = sum(-(-(len(prefix) + len(s)) // page) for s in suffixes)
+    used_private = sum(n_blocks(len(prefix) + len(s), block_size) for s in suffixes)
     return dict(total=total, computed=computed, worst=worst, cached_blocks=len(cache), mapped=mapped,
-                used_shared=used_shared, used_private=used_private,
-                full_prefix_blocks=len(prefix) // page, prefix_tail=len(prefix) % page)
+                used_shared=used_shared, used_private=used_private, saved=1 - computed / total,
+                speedup=total / computed, full_prefix_blocks=len(prefix) // block_size,
+                prefix_tail=len(prefix) % block_size)
+
+
+def fmt_diff(x):
+    """logits 的最大差：恰好 0 写 "0.0"，否则科学计数法。fmt_diff(0.0) → '0.0'；fmt_diff(3e-15) → '3.0e-15'。"""
+    if x == 0:
+        return "0.0"
+    return f"{x:.1e}"
+
+
+def demo2_observations(results):
+    """演示 2 的观察：每句话的数字都取自 results（和表格同一份）。"""
+    worst = max(r["worst"] for r in results.values())
+    r1, r5 = results["1-shot"], results["5-shot"]
+    if worst == 0.0:
+        exact = "逐位相同（最大差 0.0）"
+    else:
+        exact = f"一致到 {worst:.1e}（≤ 1e-12）"
+    return [
+        f"第一个请求从头算，并把完整的块登记进缓存；后面 {N_SHARING - 1} 个请求把前缀映射到缓存里的物理块"
+        f"（5-shot 时一共映射了 {r5['mapped']} 次，只加引用计数、不复制），只算自己的部分。"
+        f"最后一个 token 的 logits 与从头算{exact}。",
+        f"5-shot 的前缀 {FEW_SHOT[1][1]} 个 token = {r5['full_prefix_blocks']} 个满块 + {r5['prefix_tail']} 个零头；"
+        f"零头不在缓存里，每个请求都要和后缀一起重算。所以 5-shot 省下 {r5['saved']:.0%}，"
+        f"1-shot 省下 {r1['saved']:.0%}：前缀越长、后缀越短，省得越多。",
+        f"显存也省了：{N_SHARING} 个请求同时在场时，5-shot 不共享要 {r5['used_private']} 块，共享只要 "
+        f"{r5['used_shared']} 块（{r5['used_shared'] / r5['used_private']:.0%}），批可以开得更大。",
+        f"对照 vLLM 论文图 16（OPT-13B、WMT16 翻译）：共享前缀让吞吐比 Orca (Oracle) 高 "
+        f"{VLLM_FIG16['1-shot']} 倍（1-shot）和 {VLLM_FIG16['5-shot']} 倍（5-shot）——那里省的是显存换来的更大批，"
+        "这里数的是 prefill 的计算量，两者不是同一个量。",
+    ]
 
 
 def demo2_shared_prefix():
     """在真模型上复用前缀：能省多少计算？结果和从头算一样吗？"""
-    print_header(f"演示 2：{N_SHARING} 个请求共享 few-shot 前缀（vLLM 论文 §6.4 的设置），块大小 {PAGE}")
+    print_header(f"演示 2：{N_SHARING} 个请求共享 few-shot 前缀（vLLM 论文 §6.4 的设置），块大小 {BLOCK_SIZE}")
     cfg = config_like(TINY, max_seq=384)
     params = init_params(cfg, seed=MODEL_SEED)
     rng = np.random.default_rng(PROMPT_SEED)
@@ -150,47 +181,34 @@ def demo2_shared_prefix():
     rows = []
     for name, plen in FEW_SHOT:
         r = results[name]
-        rows.append([name, plen, r["total"], r["computed"], f"{1 - r['computed'] / r['total']:.0%}",
-                     f"{r['total'] / r['computed']:.1f}×", r["cached_blocks"], r["used_private"], r["used_shared"],
-                     "0.0" if r["worst"] == 0 else f"{r['worst']:.1e}"])
+        rows.append([name, plen, r["total"], r["computed"], f"{r['saved']:.0%}", f"{r['speedup']:.1f}×",
+                     r["cached_blocks"], r["used_private"], r["used_shared"], fmt_diff(r["worst"])])
     print_table(["前缀", "长度", "总输入", "实际算", "省下", "少算", "缓存块", "不共享", "共享", "最大差"], rows,
                 caption=f"总输入 / 实际算：{N_SHARING} 个请求的 token 数；缓存块：前缀缓存里的块；不共享 / 共享："
-                        f"{N_SHARING} 个请求同时在场时占用的物理块；最大差：最后一个 token 的 logits 与从头算的 max |diff|。"),
-    worst = max(r["worst"] for r in results.values())
-    r1, r5 = results["1-shot"], results["5-shot"]
-    exact = "逐位相同（最大差 0.0）" if worst == 0.0 else f"一致到 {worst:.1e}（≤ 1e-12）"
-    print_observations([
-        f"第一个请求从头算，并把完整的块登记进缓存；后面 {N_SHARING - 1} 个请求把前缀映射到缓存里的物理块"
-        f"（5-shot 时一共映射了 {r5['mapped']} 次，只加引用计数、不复制），只算自己的部分。"
-        f"最后一个 token 的 logits 与从头算{exact}。",
-        f"5-shot 的前缀 {FEW_SHOT[1][1]} 个 token = {r5['full_prefix_blocks']} 个满块 + {r5['prefix_tail']} 个零头；"
-        f"零头不在缓存里，每个请求都要和后缀一起重算。所以 5-shot 省下 {1 - r5['computed'] / r5['total']:.0%}，"
-        f"1-shot 省下 {1 - r1['computed'] / r1['total']:.0%}：前缀越长、后缀越短，省得越多。",
-        f"显存也省了：{N_SHARING} 个请求同时在场时，5-shot 不共享要 {r5['used_private']} 块，共享只要 "
-        f"{r5['used_shared']} 块（{r5['used_shared'] / r5['used_private']:.0%}），批可以开得更大。",
-        f"对照 vLLM 论文图 16（OPT-13B、WMT16 翻译）：共享前缀让吞吐比 Orca (Oracle) 高 "
-        f"{VLLM_FIG16['1-shot']} 倍（1-shot）和 {VLLM_FIG16['5-shot']} 倍（5-shot）——那里省的是显存换来的更大批，"
-        "这里数的是 prefill 的计算量，两者不是同一个量。",
-    ])
+                        f"{N_SHARING} 个请求同时在场时占用的物理块；最大差：最后一个 token 的 logits 与从头算的 max |diff|。")
+    print_observations(demo2_observations(results))
     return results
 
 
 # =============================================================================
-@functools.lru_cache(maxsize=None)
-def get_trace(path=None, block=BLOCK):
-    """path=None：合成 trace（种子 TRACE_SEED）；否则读真实 trace 文件（出错抛 TraceError）。"""
-    return make_trace(TRACE_SEED) if path is None else load_trace(path, block)
+def read_trace(trace_path=None, block_size=TRACE_BLOCK_SIZE):
+    """trace_path=None：合成 trace（种子 TRACE_SEED）；否则读 trace 文件（出错抛 TraceError）。"""
+    if trace_path is None:
+        return make_trace(TRACE_SEED)
+    return load_trace(trace_path, block_size)
 
 
-@functools.lru_cache(maxsize=None)
-def trace_and_hits(path=None, block=BLOCK):
-    """取 trace，一次算完全部 (策略, 容量) 的逐请求命中块数（含 MIN）——演示 3 和演示 4 共用这一遍。"""
-    tr = get_trace(path, block)
-    return tr, sweep([r.blocks for r in tr], CAPACITIES, POLICIES + (BOUND,))
+def trace_sweep(trace, trace_path=None, block_size=TRACE_BLOCK_SIZE, capacities=CAPACITIES):
+    """演示 3、4 共用的一份数据：trace 和整张命中表 {(策略, 容量): 每个请求的命中块数}（含 MIN），只算一遍。
+
+    main() 算一次，再当参数传给演示 3 和演示 4；单独调用某个演示时，它自己算一份。
+    """
+    hits = sweep([r.blocks for r in trace], capacities, POLICIES + (BOUND,))
+    return dict(trace=trace, hits=hits, path=trace_path, block_size=block_size, capacities=tuple(capacities))
 
 
 def trace_stats(tr):
-    """trace 的统计量：请求数、时长、平均输入输出、块的热度。"""
+    """trace 的统计量：请求数、时长、平均输入输出、块的热度（counts：每个块的访问次数，从多到少）。"""
     cnt = Counter(b for r in tr for b in r.blocks)
     v = np.sort(np.fromiter(cnt.values(), dtype=np.int64, count=len(cnt)))[::-1]
     total = int(v.sum())
@@ -198,14 +216,25 @@ def trace_stats(tr):
                 mean_in=float(np.mean([r.input_len for r in tr])),
                 mean_out=float(np.mean([r.output_len for r in tr])),
                 total_blocks=total, distinct=len(cnt), once=float(np.mean(v == 1)), hottest=int(v[0]),
-                top1pct=float(v[:max(1, len(v) // 100)].sum() / total), inf_ratio=1 - len(cnt) / total)
+                top1pct=float(v[:max(1, len(v) // 100)].sum() / total), inf_ratio=1 - len(cnt) / total,
+                counts=v)
 
 
 SHORT = {"lru": "LRU", "lfu": "LFU", "lengthaware": "LengthAware", "min": "MIN"}   # 表格里的短名字
 
 
 def cap_name(c):
-    return "无限" if c is None else f"{c:,}"
+    """表头里的容量：cap_name(None) → '无限'；cap_name(10_000) → '10,000'。"""
+    if c is None:
+        return "无限"
+    return f"{c:,}"
+
+
+def fmt_or_dash(x, fmt):
+    """没有的数（None）写成 "-"。fmt_or_dash(None, "{:.2f}") → '-'；fmt_or_dash(0.5, "{:.2f}") → '0.50'。"""
+    if x is None:
+        return "-"
+    return fmt.format(x)
 
 
 def _trace_row(name, st):
@@ -213,175 +242,258 @@ def _trace_row(name, st):
             f"{st['inf_ratio']:.2f}"]
 
 
-def demo3_trace(trace_path=None, block=BLOCK):
-    """块有多热门？缓存要多大？LRU、LFU、LengthAwareCache 谁更好？离最好的（MIN）还差多少？"""
-    real = trace_path is not None
-    name = os.path.basename(str(trace_path)) if real else None
-    what = "真实 trace" if real else "仿 Mooncake trace 的合成负载"
-    print_header(f"演示 3：{what}——块的热度、缓存容量与命中率（arXiv v3 §4、表 1）")
-    tr, hits = trace_and_hits(trace_path, block)
-    st = trace_stats(tr)
-    syn = trace_stats(get_trace()) if real else st
-    src = f"真实 trace：{name}" if real else f"合成 trace：种子 {TRACE_SEED}"
-    print_text(f"{src}，块大小 {block if real else BLOCK}；一共 {fmt_int(st['total_blocks'])} 次块访问、"
-               f"{fmt_int(st['distinct'])} 个不同的块。")
-    rows = ([_trace_row("真实 trace（本次）", st)] if real else []) + [_trace_row("本实验（合成）", syn)]
-    papers = PAPER_TRACES + (PAPER_TRACES_MORE if real else [])
-    rows += [[n, fmt_int(q), "-" if m is None else m, fmt_int(i), o, f"{c:.2f}"] for n, q, m, i, o, c, _ in papers]
+def print_trace_tables(st, syn, real):
+    """演示 3 的前两张表：trace 的统计量（和论文的 trace 并排），块的热度。"""
+    rows = []
+    papers = list(PAPER_TRACES)
+    caption = ""
+    if real:
+        rows.append(_trace_row("真实 trace（本次）", st))
+        papers += PAPER_TRACES_MORE
+        caption = "分钟：第一个到最后一个请求的时间跨度。"
+    rows.append(_trace_row("本实验（合成）", syn))
+    rows += [[n, fmt_int(q), fmt_or_dash(m, "{}"), fmt_int(i), o, f"{c:.2f}"] for n, q, m, i, o, c, _ in papers]
     print_table(["trace", "请求数", "分钟", "平均输入", "平均输出", "无限容量命中率"], rows,
-                caption="出处：" + "；".join(f"{n}——{src}" for n, *_, src in papers) + "。"
-                        + ("分钟：第一个到最后一个请求的时间跨度。" if real else ""))
-    heat = [("只被访问过一次的块", "once", lambda x: f"{x:.0%}", "超过 50% 的块没有被再次使用"),
-            ("最热的块被访问的次数", "hottest", fmt_int, "有的块被访问上万次"),
-            ("最热 1% 的块占全部访问", "top1pct", lambda x: f"{x:.0%}", "-")]
+                caption="出处：" + "；".join(f"{n}——{src}" for n, *_, src in papers) + "。" + caption)
+    heat = [("只被访问过一次的块", "once", "{:.0%}", "超过 50% 的块没有被再次使用"),
+            ("最热的块被访问的次数", "hottest", "{:,}", "有的块被访问上万次"),
+            ("最热 1% 的块占全部访问", "top1pct", "{:.0%}", "-")]
     if real:
         print_table(["块的热度", "真实 trace", "合成", "论文（arXiv v3 §4）"],
                     [["不同的块", fmt_int(st["distinct"]), fmt_int(syn["distinct"]), "-"]]
-                    + [[t, f(st[k]), f(syn[k]), pp] for t, k, f, pp in heat])
+                    + [[t, f.format(st[k]), f.format(syn[k]), pp] for t, k, f, pp in heat])
     else:
-        print_table(["块的热度", "本实验", "论文（arXiv v3 §4）"], [[t, f(st[k]), pp] for t, k, f, pp in heat])
-    total = st["total_blocks"]
-    ratio = {k: v.sum() / total for k, v in hits.items()}
-    rows = []
-    for p in POLICIES + (BOUND,):
-        rows.append([SHORT[p]] + [f"{ratio[(p, c)]:.2f}" for c in CAPACITIES])
+        print_table(["块的热度", "本实验", "论文（arXiv v3 §4）"], [[t, f.format(st[k]), pp] for t, k, f, pp in heat])
+
+
+def print_policy_tables(ratio, gap, capacities):
+    """演示 3 的命中率表（含论文表 1 的行）和"离 MIN 还差多少"表。"""
+    rows = [[SHORT[p]] + [f"{ratio[(p, c)]:.2f}" for c in capacities] for p in POLICIES + (BOUND,)]
     for p in POLICIES:
-        rows.append([f"论文 {SHORT[p]}"] + [f"{PAPER_TABLE1[p][c]:.2f}" if c in PAPER_TABLE1[p] else "-"
-                                                   for c in CAPACITIES])
-    print_table(["策略 \\ 容量（块）"] + [cap_name(c) for c in CAPACITIES], rows,
+        rows.append([f"论文 {SHORT[p]}"] + [fmt_or_dash(PAPER_TABLE1[p].get(c), "{:.2f}") for c in capacities])
+    print_table(["策略 \\ 容量（块）"] + [cap_name(c) for c in capacities], rows,
                 caption="MIN：Belady 的离线最优（预知未来，淘汰下一次用到最晚的块），数逐块命中，是任何策略"
                         "前缀命中率的上界，真实系统做不到。"
                         "论文行：Mooncake arXiv 2407.00079v3 表 1，是在较早版本的 trace 上算的"
                         "（平均输入 7,590，不是今天公开的 8,596）；论文没有 3,000 这一列，也没有 MIN。"
                         "LengthAware = LengthAwareCache。")
-    gap = {(p, c): ratio[(BOUND, c)] - ratio[(p, c)] for p in POLICIES for c in CAPACITIES}
-    print_table(["MIN 减去 \\ 容量"] + [cap_name(c) for c in CAPACITIES],
-                [[SHORT[p]] + [f"{gap[(p, c)]:.2f}" for c in CAPACITIES] for p in POLICIES],
+    print_table(["MIN 减去 \\ 容量"] + [cap_name(c) for c in capacities],
+                [[SHORT[p]] + [f"{gap[(p, c)]:.2f}" for c in capacities] for p in POLICIES],
                 caption="每格 = MIN 的命中率 − 这种在线策略的命中率：换成最好的淘汰策略最多还能多命中多少。")
 
-    lru, lfu = (lambda c: ratio[("lru", c)]), (lambda c: ratio[("lfu", c)])
-    mid = [c for c in (50_000, 30_000, 10_000) if c in CAPACITIES]
-    lru_wins = all(lru(c) >= lfu(c) for c in mid)
-    lfu_better = [c for c in mid if lfu(c) > lru(c)]
-    best_gap = max(mid, key=lambda c: lru(c) - lfu(c))
-    keep = lru(1_000) / lru(None)
-    paper_keep = PAPER_TABLE1["lru"][1_000] / PAPER_TABLE1["lru"][None]
+
+def _lru_vs_lfu_sentence(ratio, mid):
+    """观察 3：在中等容量上 LRU 和 LFU 谁高，和论文的结论比。"""
+    lfu_better = [c for c in mid if ratio[("lfu", c)] > ratio[("lru", c)]]
+    if not lfu_better:
+        best = max(mid, key=lambda c: ratio[("lru", c)] - ratio[("lfu", c)])
+        return (f"在 {', '.join(f'{c:,}' for c in mid)} 块时 LRU 都不低于 LFU，差得最多的是 {best:,} 块"
+                f"（{ratio[('lru', best)]:.2f} 对 {ratio[('lfu', best)]:.2f}），和论文结论（LRUCache performs best）"
+                "一致：复用多半发生在时间上相近的请求之间（同一个会话的下一轮），而 LFU 让以前很热、现在没人用的块"
+                "赖着不走。")
+    s = (f"在 {', '.join(f'{c:,}' for c in lfu_better)} 块时 LFU 比 LRU 高（"
+         + "，".join(f"{ratio[('lfu', c)]:.2f} 对 {ratio[('lru', c)]:.2f}" for c in lfu_better)
+         + "），和论文结论（LRUCache performs best）不完全一致")
+    if len(lfu_better) < len(mid):
+        return s + f"；{', '.join(f'{c:,}' for c in mid if c not in lfu_better)} 块时 LRU 不低于 LFU。"
+    return s + "。"
+
+
+def _lengthaware_sentence(ratio):
+    """观察 4：10,000 块时三种策略的排序，LengthAware 和 LFU 比。"""
     order = sorted(POLICIES, key=lambda p: -ratio[(p, 10_000)])
-    inf_exact = abs(ratio[("lru", None)] - st["inf_ratio"]) < 1e-12
-    finite = [c for c in CAPACITIES if c is not None]
-    bound_ok = all(gap[(p, c)] >= -1e-12 for p in POLICIES for c in CAPACITIES)
-    worst_p, worst_c = max(((p, c) for p in POLICIES for c in finite), key=lambda k: gap[k])
-    lru_gap_big, lru_gap_small = gap[("lru", max(finite))], gap[("lru", min(finite))]
+    s = (f"10,000 块时三种策略从高到低：{' > '.join(POLICY_NAMES[p] for p in order)}"
+         f"（{', '.join(f'{ratio[(p, 10_000)]:.2f}' for p in order)}）。")
     la_vs_lfu = ratio[("lengthaware", 10_000)] / ratio[("lfu", 10_000)]
-    obs = [
-        (f"无限容量时命中率 {ratio[('lru', None)]:.3f} = 1 − 不同的块数 / 总块数（"
-         f"1 − {fmt_int(st['distinct'])} / {fmt_int(total)}）：剩下的块是第一次出现，再大的缓存也没用。"
-         if inf_exact else
-         f"无限容量时命中率 {ratio[('lru', None)]:.3f}，低于 1 − 不同的块数 / 总块数 = {st['inf_ratio']:.3f}："
-         "有的块以前出现过，但它前面的块没出现过（hash_ids 不是严格的链式哈希），前缀命中用不上它。")
-        + "论文的真实 trace 是 0.51（arXiv v3）和 0.59（FAST'25 公开版）。",
-        f"容量从无限降到 {CAPACITIES[-1]:,} 块，LRU 的命中率从 {lru(None):.2f} 降到 {lru(1_000):.2f}，"
-        f"还保留了 {keep:.0%}（论文 {PAPER_TABLE1['lru'][1_000]} / {PAPER_TABLE1['lru'][None]} = {paper_keep:.0%}）"
-        + ("：热门的系统提示很少几块就占了大量命中。" if keep >= 0.5 else "：小缓存留不住大部分复用。"),
-        (f"在 {', '.join(f'{c:,}' for c in mid)} 块时 LRU 都不低于 LFU，差得最多的是 {best_gap:,} 块"
-         f"（{lru(best_gap):.2f} 对 {lfu(best_gap):.2f}），和论文结论（LRUCache performs best）一致：" if lru_wins else
-         "复用多半发生在时间上相近的请求之间（同一个会话的下一轮），LFU 让\"以前很热、现在没人用\"的块赖着不走。"
-         if lru_wins else
-         f"在 {', '.join(f'{c:,}' for c in lfu_better)} 块时 LFU 比 LRU 高（"
-         + "，".join(f"{lfu(c):.2f} 对 {lru(c):.2f}" for c in lfu_better)
-         + "），和论文结论（LRUCache performs best）不完全一致"
-         + (f"；{', '.join(f'{c:,}' for c in mid if c not in lfu_better)} 块时 LRU 不低于 LFU。"
-            if len(lfu_better) < len(mid) else "。")),
-        f"10,000 块时三种策略从高到低：{' > '.join(POLICY_NAMES[p] for p in order)}"
-        f"（{', '.join(f'{ratio[(p, 10_000)]:.2f}' for p in order)}）。"
-        + (f"LengthAware 在 10,000 块时只有 LFU 的 {la_vs_lfu:.0%}：按我们对它的理解（访问次数相同时，"
-           "先淘汰请求里靠前的块），它先拆掉前缀的父块，而前缀命中要求从第一块起连续，父块没了，"
-           "留下的子块也用不上。论文没有给出实现细节，它的 LengthAwareCache 和 LFU 相差不大。"
-           if la_vs_lfu < 0.9 else
-           f"LengthAware 与 LFU 相差不大（10,000 块时是 LFU 的 {la_vs_lfu:.0%}），和论文表 1 的趋势一致。"),
-        ("MIN 在每个容量都不低于三种在线策略" if bound_ok else "MIN 竟然在某个容量低于在线策略（上界被违反，程序有错）")
-        + f"；差距最大的是 {SHORT[worst_p]} 在 {worst_c:,} 块（{ratio[(worst_p, worst_c)]:.2f} 对 MIN 的 "
-        f"{ratio[(BOUND, worst_c)]:.2f}）。LRU 离 MIN 在 {max(finite):,} 块时差 {lru_gap_big:.2f}，"
-        f"在 {min(finite):,} 块时差 {lru_gap_small:.2f}："
-        + ("缓存小时，\"留谁\"更要紧，预知未来的价值更大。" if lru_gap_small > lru_gap_big else
-           "缓存变小时差距没有变大。"),
-        (f"{st['once']:.0%} 的块只出现过一次，而最热的块被访问了 {fmt_int(st['hottest'])} 次：热门块值得复制到"
-         "多台机器上，否则所有请求都去同一台机器拉 KV，网卡会堵（Mooncake §6.2，05 脚本演示 2）。"
-         if st["hottest"] >= HOT_BLOCK else
-         f"{st['once']:.0%} 的块只出现过一次，最热的块也只被访问了 {fmt_int(st['hottest'])} 次"
-         f"（不到 {HOT_BLOCK:,} 次）：这个 trace 的复用分散在许多块上，没有特别热的块。"),
-    ]
-    if real:
-        cmp = "高于" if st["inf_ratio"] > syn["inf_ratio"] else "不高于"
-        same = [row for row in PAPER_TRACES + PAPER_TRACES_MORE
-                if row[1] == st["n"] and abs(row[3] / st["mean_in"] - 1) < 0.01 and abs(row[4] / st["mean_out"] - 1) < 0.01]
-        obs.append(f"这是真实 trace：{fmt_int(st['n'])} 个请求、{st['minutes']:.0f} 分钟，平均输入 "
-                   f"{fmt_int(st['mean_in'])} token；无限容量命中率 {st['inf_ratio']:.2f}，{cmp}合成负载的 "
-                   f"{syn['inf_ratio']:.2f}。" + (
-                       f"请求数、平均输入和输出都和论文的\"{same[0][0]}\"一致，论文给的 cache ratio 是 "
-                       f"{same[0][5]:.2f}，我们按块数算出 {st['inf_ratio']:.2f}"
-                       f"（差 {abs(same[0][5] - st['inf_ratio']):.2f}；论文没写明怎么算，可能按 token 或别的口径）。"
-                       if same else "")
-                   + "论文的表 1 是在另一个 trace 上算的，只能看趋势，不能逐格比。")
+    if la_vs_lfu < 0.9:
+        return s + (f"LengthAware 在 10,000 块时只有 LFU 的 {la_vs_lfu:.0%}：按我们对它的理解（访问次数相同时，"
+                    "先淘汰请求里靠前的块），它先拆掉前缀的父块，而前缀命中要求从第一块起连续，父块没了，"
+                    "留下的子块也用不上。论文没有给出实现细节，它的 LengthAwareCache 和 LFU 相差不大。")
+    return s + f"LengthAware 与 LFU 相差不大（10,000 块时是 LFU 的 {la_vs_lfu:.0%}），和论文表 1 的趋势一致。"
+
+
+def _min_sentence(ratio, gap, capacities):
+    """观察 5：MIN 是上界；在线策略离它最远在哪里；LRU 的差距随容量怎样变。"""
+    finite = [c for c in capacities if c is not None]
+    if all(gap[(p, c)] >= -1e-12 for p in POLICIES for c in capacities):
+        s = "MIN 在每个容量都不低于三种在线策略"
     else:
-        obs.append("这是合成负载，只模仿了论文给出的几个统计量；Mooncake 开源了真实 trace，"
-                   "可以用 --trace 换进来对比。")
-    print_observations(obs)
-    return dict(stats=st, synthetic_stats=syn, ratio=ratio, gap=gap, bound_ok=bound_ok)
+        s = "MIN 竟然在某个容量低于在线策略（上界被违反，程序有错）"
+    worst_p, worst_c = max(((p, c) for p in POLICIES for c in finite), key=lambda k: gap[k])
+    big, small = gap[("lru", max(finite))], gap[("lru", min(finite))]
+    s += (f"；差距最大的是 {SHORT[worst_p]} 在 {worst_c:,} 块（{ratio[(worst_p, worst_c)]:.2f} 对 MIN 的 "
+          f"{ratio[(BOUND, worst_c)]:.2f}）。LRU 离 MIN 在 {max(finite):,} 块时差 {big:.2f}，"
+          f"在 {min(finite):,} 块时差 {small:.2f}：")
+    if small > big:
+        return s + "缓存小时，\"留谁\"更要紧，预知未来的价值更大。"
+    return s + "缓存变小时差距没有变大。"
+
+
+def _source_sentence(st, syn, real):
+    """最后一条观察：这个 trace 是什么，和论文的哪个 trace 对得上。"""
+    if not real:
+        return "这是合成负载，只模仿了论文给出的几个统计量；Mooncake 开源了真实 trace，可以用 --trace 换进来对比。"
+    if st["inf_ratio"] > syn["inf_ratio"]:
+        cmp = "高于"
+    else:
+        cmp = "不高于"
+    s = (f"这是真实 trace：{fmt_int(st['n'])} 个请求、{st['minutes']:.0f} 分钟，平均输入 "
+         f"{fmt_int(st['mean_in'])} token；无限容量命中率 {st['inf_ratio']:.2f}，{cmp}合成负载的 "
+         f"{syn['inf_ratio']:.2f}。")
+    same = [row for row in PAPER_TRACES + PAPER_TRACES_MORE
+            if row[1] == st["n"] and abs(row[3] / st["mean_in"] - 1) < 0.01 and abs(row[4] / st["mean_out"] - 1) < 0.01]
+    if same:
+        s += (f"请求数、平均输入和输出都和论文的\"{same[0][0]}\"一致，论文给的 cache ratio 是 "
+              f"{same[0][5]:.2f}，我们按块数算出 {st['inf_ratio']:.2f}"
+              f"（差 {abs(same[0][5] - st['inf_ratio']):.2f}；论文没写明怎么算，可能按 token 或别的口径）。")
+    return s + "论文的表 1 是在另一个 trace 上算的，只能看趋势，不能逐格比。"
+
+
+def demo3_observations(st, syn, ratio, gap, capacities, real):
+    """演示 3 的观察：每句都由 ratio / gap / st（和表格同一份数）拼出来。"""
+    lru_inf = ratio[("lru", None)]
+    if abs(lru_inf - st["inf_ratio"]) < 1e-12:
+        first = (f"无限容量时命中率 {lru_inf:.3f} = 1 − 不同的块数 / 总块数（"
+                 f"1 − {fmt_int(st['distinct'])} / {fmt_int(st['total_blocks'])}）：剩下的块是第一次出现，"
+                 "再大的缓存也没用。")
+    else:
+        first = (f"无限容量时命中率 {lru_inf:.3f}，低于 1 − 不同的块数 / 总块数 = {st['inf_ratio']:.3f}："
+                 "有的块以前出现过，但它前面的块没出现过（hash_ids 不是严格的链式哈希），前缀命中用不上它。")
+    obs = [first + "论文的真实 trace 是 0.51（arXiv v3）和 0.59（FAST'25 公开版）。"]
+    small = min(c for c in capacities if c is not None)
+    keep = ratio[("lru", small)] / lru_inf
+    paper_keep = PAPER_TABLE1["lru"][1_000] / PAPER_TABLE1["lru"][None]
+    s = (f"容量从无限降到 {small:,} 块，LRU 的命中率从 {lru_inf:.2f} 降到 {ratio[('lru', small)]:.2f}，"
+         f"还保留了 {keep:.0%}（论文 {PAPER_TABLE1['lru'][1_000]} / {PAPER_TABLE1['lru'][None]} = {paper_keep:.0%}）")
+    if keep >= 0.5:
+        obs.append(s + "：热门的系统提示很少几块就占了大量命中。")
+    else:
+        obs.append(s + "：小缓存留不住大部分复用。")
+    obs.append(_lru_vs_lfu_sentence(ratio, [c for c in (50_000, 30_000, 10_000) if c in capacities]))
+    obs.append(_lengthaware_sentence(ratio))
+    obs.append(_min_sentence(ratio, gap, capacities))
+    if st["hottest"] >= HOT_ACCESSES:
+        obs.append(f"{st['once']:.0%} 的块只出现过一次，而最热的块被访问了 {fmt_int(st['hottest'])} 次：热门块值得复制到"
+                   "多台机器上，否则所有请求都去同一台机器拉 KV，网卡会堵（Mooncake §6.2，05 脚本演示 2）。")
+    else:
+        obs.append(f"{st['once']:.0%} 的块只出现过一次，最热的块也只被访问了 {fmt_int(st['hottest'])} 次"
+                   f"（不到 {HOT_ACCESSES:,} 次）：这个 trace 的复用分散在许多块上，没有特别热的块。")
+    obs.append(_source_sentence(st, syn, real))
+    return obs
+
+
+def demo3_trace(data=None):
+    """块有多热门？缓存要多大？LRU、LFU、LengthAwareCache 谁更好？离最好的（MIN）还差多少？
+
+    data：trace_sweep(...) 的结果（main 传进来，和演示 4 共用）；None = 合成 trace，自己算一份。
+    """
+    if data is None:
+        data = trace_sweep(read_trace())
+    real = data["path"] is not None
+    if real:
+        print_header("演示 3：真实 trace——块的热度、缓存容量与命中率（arXiv v3 §4、表 1）")
+        src = f"真实 trace：{os.path.basename(str(data['path']))}"
+    else:
+        print_header("演示 3：仿 Mooncake trace 的合成负载——块的热度、缓存容量与命中率（arXiv v3 §4、表 1）")
+        src = f"合成 trace：种子 {TRACE_SEED}"
+    st = trace_stats(data["trace"])
+    syn = st
+    if real:
+        syn = trace_stats(read_trace())
+    print_text(f"{src}，块大小 {data['block_size']}；一共 {fmt_int(st['total_blocks'])} 次块访问、"
+               f"{fmt_int(st['distinct'])} 个不同的块。")
+    print_trace_tables(st, syn, real)
+    caps, total = data["capacities"], st["total_blocks"]
+    ratio = {k: v.sum() / total for k, v in data["hits"].items()}
+    gap = {(p, c): ratio[(BOUND, c)] - ratio[(p, c)] for p in POLICIES for c in caps}
+    print_policy_tables(ratio, gap, caps)
+    print_observations(demo3_observations(st, syn, ratio, gap, caps, real))
+    bound_ok = all(gap[(p, c)] >= -1e-12 for p in POLICIES for c in caps)
+    return dict(stats=st, synthetic_stats=syn, ratio=ratio, gap=gap, bound_ok=bound_ok, capacities=caps,
+                policies=POLICIES + (BOUND,), names={p: POLICY_NAMES[p] for p in POLICIES + (BOUND,)},
+                paper=PAPER_TABLE1, source=src, seed=TRACE_SEED, block_size=data["block_size"])
 
 
 # =============================================================================
-def gpu_hours(tr, hits_blocks, tier=TIERS[TIER_FOR_HITS], block=BLOCK):
+def gpu_hours(tr, hits_blocks, tier=TIERS[TIER_FOR_HITS], block_size=TRACE_BLOCK_SIZE):
     """按 FAST'25 式 (1) 和本机 DRAM 的带宽，算全部请求的 prefill GPU 时间（小时）和命中的 token 比例。"""
     total_s, hit_tok = 0.0, 0
     for r, hb in zip(tr, hits_blocks):
-        n_hit = min(int(hb) * block, r.input_len - 1)     # 至少要算最后一个 token，才能得到第一个输出
+        n_hit = min(int(hb) * block_size, r.input_len - 1)     # 至少要算最后一个 token，才能得到第一个输出
         total_s += prefill_time(LLAMA2_70B, r.input_len, n_hit, tier)
         hit_tok += n_hit
     return total_s / 3600, hit_tok / sum(r.input_len for r in tr)
 
 
-def demo4_compute_saved(trace_path=None, block=BLOCK):
-    """命中率能省多少 prefill 的 GPU 时间？缓存又要多大的存储？（trace_path：换成真实 trace）"""
+def cache_label(policy, cap):
+    """演示 4 表格的行名：cache_label("lru", None) → 'LRU，容量 无限'；("lru", 1_000) → 'LRU，容量 1,000 块'。"""
+    if cap is None:
+        return f"{SHORT[policy]}，容量 无限"
+    return f"{SHORT[policy]}，容量 {cap:,} 块"
+
+
+def demo4_observations(base, hours, frac, kv_blk, hbm):
+    """演示 4 的观察：数字都取自表格那一份 hours / frac（键是 (策略, 容量)）。"""
+    h_inf, f_inf = hours[("lru", None)], frac[("lru", None)]
+    first = (f"无限缓存命中了 {f_inf:.0%} 的输入 token，prefill 的 GPU 时间从 {base:.2f} 小时降到 {h_inf:.2f} 小时"
+             f"（少了 {1 - h_inf / base:.0%}）。")
+    if 1 - h_inf / base < f_inf:
+        first += ("省下的时间比例低于命中的 token 比例：命中的是开头，没命中的 token 仍要对全部前缀做注意力，"
+                  "读 KV 也有一部分盖不住。")
+    else:
+        first += "省下的时间比例不低于命中的 token 比例：注意力随长度平方增长，命中的长前缀省得更多。"
+    need = 10_000 * kv_blk
+    obs = [first,
+           f"容量 10,000 块就需要 {need / 1e12:.2f} TB 的存储，是一台 8 卡机器全部 HBM（{hbm / 1e12:.2f} TB，"
+           f"还没减去权重）的 {need / hbm:.1f} 倍：这么大的前缀缓存只能放在 CPU 内存、SSD 或整个集群的内存池里——"
+           "这就是 Mooncake 把 KV 放到集群的 DRAM/SSD 上、按 KV 的位置调度请求的原因（05 脚本）。"]
+    h_s, f_s = hours[("lru", 1_000)], frac[("lru", 1_000)]
+    s = (f"只有 1,000 块（{1_000 * kv_blk / 1e12:.2f} TB）时仍命中 {f_s:.0%} 的 token，"
+         f"GPU 时间少 {1 - h_s / base:.0%}")
+    if f_s >= f_inf / 2:
+        obs.append(s + f"（是无限缓存命中的 {f_s / f_inf:.0%}）：热门的前缀很集中。")
+    else:
+        obs.append(s + f"（只有无限缓存命中的 {f_s / f_inf:.0%}）：这个 trace 的复用分散在许多前缀上，小缓存留不住。")
+    return obs
+
+
+def demo4_compute_saved(data=None, caps=DEMO4_CAPS, policies=("lru",)):
+    """命中率能省多少 prefill 的 GPU 时间？缓存又要多大的存储？
+
+    data：trace_sweep(...) 的结果（和演示 3 共用）；caps × policies 里的每一格都要在 data["hits"] 里。
+    """
+    if data is None:
+        data = trace_sweep(read_trace())
     node, tier = A800_X8, TIERS[TIER_FOR_HITS]
+    tr, block_size = data["trace"], data["block_size"]
     print_header(f"演示 4：命中率换算成 prefill 的 GPU 时间（{LLAMA2_70B.name}、{node.name} 张量并行、"
                  f"{node.mfu:.0%} 峰值算力）")
-    tr, hits = trace_and_hits(trace_path, block)
     base = sum(prefill_compute_time(LLAMA2_70B, r.input_len, 0) for r in tr) / 3600
     rows = [["不缓存", "0%", f"{base:.2f}", "1.00×"]]
-    res = {}
-    for cap in DEMO4_CAPS:
-        h, frac = gpu_hours(tr, hits[("lru", cap)], tier, block)
-        res[cap] = (h, frac)
-        rows.append([f"LRU，容量 {cap_name(cap)}{'' if cap is None else ' 块'}", f"{frac:.0%}", f"{h:.2f}",
-                     f"{base / h:.2f}×"])
-    kv_blk = block * LLAMA2_70B.kv_bytes_per_token()
+    hours, frac = {}, {}
+    for p in policies:
+        for cap in caps:
+            hours[(p, cap)], frac[(p, cap)] = gpu_hours(tr, data["hits"][(p, cap)], tier, block_size)
+            rows.append([cache_label(p, cap), f"{frac[(p, cap)]:.0%}", f"{hours[(p, cap)]:.2f}",
+                         f"{base / hours[(p, cap)]:.2f}×"])
+    kv_blk = block_size * LLAMA2_70B.kv_bytes_per_token()
     print_text(f"命中的 KV 从{tier.name}读（{tier.gb_per_s:g} GB/s，{tier.source}），和计算按层重叠；"
-               f"一块 = {block} × {LLAMA2_70B.kv_bytes_per_token() // 1024} KB = {kv_blk / 1e6:.0f} MB。")
+               f"一块 = {block_size} × {LLAMA2_70B.kv_bytes_per_token() // 1024} KB = {kv_blk / 1e6:.0f} MB。")
+    which = ""
+    if data["path"] is not None:
+        which = "真实 trace "
     print_table(["缓存", "命中的输入 token", "prefill GPU 时间（小时）", "快了"], rows,
-                caption=f"GPU 时间：{'真实 trace ' if trace_path else ''}{fmt_int(len(tr))} 个请求的 prefill 在一台 {node.name} 上的总时间。")
+                caption=f"GPU 时间：{which}{fmt_int(len(tr))} 个请求的 prefill 在一台 {node.name} 上的总时间。")
     hbm = node.n_gpus * node.hbm_gb_per_gpu * 1e9
-    need = 10_000 * kv_blk
-    h_inf, f_inf = res[None]
-    print_observations([
-        f"无限缓存命中了 {f_inf:.0%} 的输入 token，prefill 的 GPU 时间从 {base:.2f} 小时降到 {h_inf:.2f} 小时"
-        f"（少了 {1 - h_inf / base:.0%}）。" + (
-            "省下的时间比例低于命中的 token 比例：命中的是开头，没命中的 token 仍要对全部前缀做注意力，"
-            "读 KV 也有一部分盖不住。" if 1 - h_inf / base < f_inf else
-            "省下的时间比例不低于命中的 token 比例：注意力随长度平方增长，命中的长前缀省得更多。"),
-        f"容量 10,000 块就需要 {need / 1e12:.2f} TB 的存储，是一台 8 卡机器全部 HBM（{hbm / 1e12:.2f} TB，"
-        f"还没减去权重）的 {need / hbm:.1f} 倍：这么大的前缀缓存只能放在 CPU 内存、SSD 或整个集群的内存池里——"
-        "这就是 Mooncake 把 KV 放到集群的 DRAM/SSD 上、按 KV 的位置调度请求的原因（05 脚本）。",
-        f"只有 1,000 块（{1_000 * kv_blk / 1e12:.2f} TB）时仍命中 {res[1_000][1]:.0%} 的 token，"
-        f"GPU 时间少 {1 - res[1_000][0] / base:.0%}" + (
-            f"（是无限缓存命中的 {res[1_000][1] / f_inf:.0%}）：热门的前缀很集中。" if res[1_000][1] >= f_inf / 2 else
-            f"（只有无限缓存命中的 {res[1_000][1] / f_inf:.0%}）：这个 trace 的复用分散在许多前缀上，小缓存留不住。"),
-    ])
-    return dict(base_hours=base, lru=res, need_bytes=need, hbm_bytes=hbm)
+    print_observations(demo4_observations(base, hours, frac, kv_blk, hbm))
+    return dict(base_hours=base, hours=hours, hit_frac=frac, need_bytes=10_000 * kv_blk, hbm_bytes=hbm,
+                caps=tuple(caps), policies=tuple(policies), model=LLAMA2_70B.name, node=node.name, mfu=node.mfu,
+                tier=tier.name, tier_gb_per_s=tier.gb_per_s, block_size=block_size, n_requests=len(tr))
 
 
 # =============================================================================
 DEMOS = {1: demo1_hashing, 2: demo2_shared_prefix, 3: demo3_trace, 4: demo4_compute_saved}
+TRACE_DEMOS = (3, 4)                # 用 trace 的演示：main 只读一次 trace、只算一遍命中表，传给它们
 
 
 def main(argv=None):
@@ -389,21 +501,33 @@ def main(argv=None):
     ap.add_argument("--demo", type=int, choices=sorted(DEMOS), help="只跑某一个演示（默认全跑）")
     ap.add_argument("--trace", metavar="PATH",
                     help="演示 3、4 改用这个真实 trace（Mooncake JSONL，可以是 .gz），默认用合成 trace")
-    ap.add_argument("--block", type=int, default=BLOCK, help=f"--trace 文件的块大小（token，默认 {BLOCK}）")
+    ap.add_argument("--block", type=int, default=TRACE_BLOCK_SIZE,
+                    help=f"--trace 文件的块大小（token，默认 {TRACE_BLOCK_SIZE}）")
     args = ap.parse_args(argv)
     if args.block <= 0:
         ap.error(f"--block 必须是正整数（收到 {args.block}）")
-    if args.block != BLOCK and args.trace is None:
+    if args.block != TRACE_BLOCK_SIZE and args.trace is None:
         ap.error("--block 只对 --trace 读入的文件有效（合成 trace 的块大小固定为 "
-                 f"{BLOCK}）")
+                 f"{TRACE_BLOCK_SIZE}）")
+    trace = None
     if args.trace is not None:
         try:
-            get_trace(args.trace, args.block)      # 先读完、查完整个文件，再打印任何东西
+            trace = read_trace(args.trace, args.block)      # 先读完、查完整个文件，再打印任何东西
         except TraceError as e:
             fail(f"{e.path}:{e.line}", e.what)
-    kw = dict(trace_path=args.trace, block=args.block)
-    for k in ([args.demo] if args.demo else sorted(DEMOS)):
-        DEMOS[k](**kw) if k in (3, 4) else DEMOS[k]()
+    todo = sorted(DEMOS)
+    if args.demo:
+        todo = [args.demo]
+    data = None
+    for k in todo:
+        if k not in TRACE_DEMOS:
+            DEMOS[k]()
+            continue
+        if data is None:
+            if trace is None:
+                trace = read_trace()
+            data = trace_sweep(trace, args.trace, args.block)
+        DEMOS[k](data)
     return 0
 
 

@@ -5,9 +5,8 @@ import re
 
 import numpy as np
 import pytest
-from conftest import ROOT, load_script
-
-m = load_script("04_prefix_caching")
+from conftest import ROOT
+from helpers_04 import m, trace_data
 REAL = os.path.join(ROOT, "..", "shared", "traces", "mooncake_fast25_synthetic_trace.jsonl")
 need_real = pytest.mark.skipif(not os.path.exists(REAL),
                                reason="../shared/traces 不在（真实 trace 只在有 shared/ 的机器上测）")
@@ -47,14 +46,19 @@ def check_min_row(d):
 
 
 # ---------------------------------------------------------------- 合成 trace（默认）
+def demo3(path=None, block_size=512):
+    """跑演示 3；trace 和命中表用测试共享的那一份（每个 trace 只算一遍）。"""
+    return m.demo3_trace(trace_data(path, block_size))
+
+
 @pytest.fixture(scope="module")
 def syn():
-    return m.demo3_trace()
+    return demo3()
 
 
 def test_synthetic_table_has_min_at_every_capacity(syn, capsys):
     check_min_row(syn)
-    m.demo3_trace()
+    demo3()
     out = capsys.readouterr().out
     row = next(x for x in out.splitlines() if x.startswith("MIN "))
     assert row.split()[1:] == [f"{syn['ratio'][('min', c)]:.2f}" for c in m.CAPACITIES]
@@ -67,7 +71,7 @@ def test_fixture_trace_stats_and_output(tmp_path, capsys):
     path, reqs = write_fixture(tmp_path / "small.jsonl")
     assert m.main(["--trace", path, "--demo", "3"]) == 0
     out = flat(capsys.readouterr().out)
-    d = m.demo3_trace(trace_path=path)
+    d = demo3(path)
     st = d["stats"]
     ids = [b for r in reqs for b in r]
     assert st["n"] == 80 and st["distinct"] == len(set(ids)) and st["total_blocks"] == len(ids)
@@ -75,7 +79,7 @@ def test_fixture_trace_stats_and_output(tmp_path, capsys):
     assert d["synthetic_stats"]["n"] == 23_608                     # 合成 trace 的统计量并排打印
     check_min_row(d)
     assert "真实trace：small.jsonl" in out and "本实验（合成）" in out and "公开Synthetic" in out
-    hot = "热门块值得复制" if st["hottest"] >= m.HOT_BLOCK else "没有特别热的块"
+    hot = "热门块值得复制" if st["hottest"] >= m.HOT_ACCESSES else "没有特别热的块"
     assert hot in out
 
 
@@ -83,7 +87,7 @@ def test_block_option_reaches_demo4(tmp_path, capsys):
     path, _ = write_fixture(tmp_path / "b16.jsonl", block=16, n=30)
     assert m.main(["--trace", path, "--block", "16"]) == 0
     assert "一块=16×320KB" in flat(capsys.readouterr().out)
-    d4 = m.demo4_compute_saved(trace_path=path, block=16)
+    d4 = m.demo4_compute_saved(trace_data(path, 16))
     assert d4["need_bytes"] == 10_000 * 16 * 327_680
 
 
@@ -100,7 +104,7 @@ def test_bad_trace_exits_2_before_printing(tmp_path, capsys):
 # ---------------------------------------------------------------- 真实 trace
 @pytest.fixture(scope="module")
 def real():
-    return m.demo3_trace(trace_path=REAL)
+    return demo3(REAL)
 
 
 @need_real
@@ -120,7 +124,7 @@ def test_real_trace_min_bounds_online_policies(real):
 
 @need_real
 def test_real_trace_observations_follow_the_numbers(real, capsys):
-    m.demo3_trace(trace_path=REAL)
+    demo3(REAL)
     out = flat(capsys.readouterr().out)
     r = real["ratio"]
     mid = (50_000, 30_000, 10_000)
@@ -128,17 +132,17 @@ def test_real_trace_observations_follow_the_numbers(real, capsys):
         assert "LRU都不低于LFU" in out
     else:
         assert "LFU比LRU高" in out and "LRU都不低于LFU" not in out
-    assert ("没有特别热的块" in out) == (real["stats"]["hottest"] < m.HOT_BLOCK)
+    assert ("没有特别热的块" in out) == (real["stats"]["hottest"] < m.HOT_ACCESSES)
     assert "和论文的\"公开Synthetic\"一致" in out and "cacheratio是0.66" in out   # FAST'25 表 2 的同一个 trace
     assert "这是真实trace" in out and "这是合成负载" not in out
 
 
 @need_real
 def test_real_trace_demo4(capsys):
-    d4 = m.demo4_compute_saved(trace_path=REAL)
-    h = {c: v[0] for c, v in d4["lru"].items()}
+    d4 = m.demo4_compute_saved(trace_data(REAL))
+    h = {c: d4["hours"][("lru", c)] for c in m.DEMO4_CAPS}
     assert h[None] <= h[10_000] <= h[1_000] < d4["base_hours"]
     out = flat(capsys.readouterr().out)
     assert "真实trace3,993个请求" in out
-    concentrated = d4["lru"][1_000][1] >= d4["lru"][None][1] / 2
+    concentrated = d4["hit_frac"][("lru", 1_000)] >= d4["hit_frac"][("lru", None)] / 2
     assert ("热门的前缀很集中" in out) == concentrated and ("小缓存留不住" in out) == (not concentrated)

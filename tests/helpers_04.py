@@ -1,0 +1,17 @@
+"""测试 04 的几个文件共用的数据：trace 和它的整张命中表（最慢的一步），整个测试会话每个 trace 只算一遍。"""
+from conftest import load_script
+
+m = load_script("04_prefix_caching")
+_cache = {}
+
+
+def trace_data(path=None, block_size=512):
+    """m.trace_sweep(...)：演示 3、4 的参数。path=None 是合成 trace。调用方只读，不改。"""
+    key = (path, block_size)
+    if key not in _cache:
+        _cache[key] = m.trace_sweep(m.read_trace(path, block_size), path, block_size)
+    return _cache[key]
+
+
+def synthetic_data():
+    return trace_data(None, 512)
