@@ -6,15 +6,16 @@
 
   演示 1：读还是重算——每个存储层级读一段前缀的 KV 要多久、重算要多久；保本的前缀长度和带宽
           （FAST'25：8×A800 至少 6 GB/s、8×H800 至少 19 GB/s）；读和算按层流水重叠。
-  演示 2：热点块与网络——所有请求都去一台机器拉同一段热门前缀，那台的网卡（100 GB/s）排起长队；
+  演示 2：热点块与网络——所有请求都去一台机器拉同一段热门前缀，那台的网卡（合计 100 GB/s）排起长队；
           把热点块复制到 k 台机器以后，排队时间怎么变（Mooncake arXiv v3 §6.2）。
   演示 3：以 KV 为中心的调度——8 台 prefill 节点各有本地前缀缓存，比较随机、负载均衡、
-          只看本地缓存、看全局缓存（Mooncake 的 Conductor）四种调度的平均 TTFT（FAST'25 图 5）。
+          只看本地缓存、看全局缓存（Mooncake 的 Conductor）四种调度的平均 TTFT（FAST'25 §4.2 图 5）。
 
 【运行】python lecture07/05_kv_store.py              （约 2–3 秒，2 核笔记本，不需要 GPU）
         python lecture07/05_kv_store.py --demo 3     （只跑演示 3）
         python lecture07/05_kv_store.py --trace ../shared/traces/mooncake_fast25_synthetic_trace.jsonl
-                                                     （演示 2、3 换成 Mooncake 的 JSONL trace）
+                                                     （演示 2、3 换成一个 Mooncake 格式的 JSONL trace，
+                                                       例如 FAST'25 公开的 Synthetic 负载）
 【依赖】numpy、rich；本目录的 kv_store（模型、层级、prefill 时间）、kv_cluster（集群模拟）、
         kv_trace（合成 / 读入 trace）；lab_common 的 console。
 """
@@ -27,9 +28,9 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # 仓库根目录：让 lab_common 包可以 import
 from lab_common.console import ArgParser, fail, fmt_int, print_header, print_observations, print_table, print_text  # noqa: E402
-from kv_cluster import (BLOCK_BYTES, LOCAL_DRAM, NIC_GB_PER_S, SCHEDULERS, fetch_plan, hit_tokens,  # noqa: E402
-                        nic_fetch, run_prefill)
-from kv_store import (A800_X8, EQ1_A, EQ1_B, LLAMA2_70B, TIERS, Node, load_time, make_trace,  # noqa: E402
+from kv_cluster import (BLOCK_BYTES, BLOCK_SIZE, LOCAL_DRAM, NIC_GB_PER_S, SCHEDULERS, fetch_plan,  # noqa: E402
+                        hit_tokens, nic_fetch, run_prefill)
+from kv_store import (A800_X8, EQ1_A, EQ1_B, LLAMA3_70B, TIERS, Node, load_time, make_trace,  # noqa: E402
                       prefill_compute_time, prefill_time, simulate)
 
 # ---- 学生可以改的设置 ----
@@ -38,20 +39,26 @@ SCHED_SEED = 0                  # 演示 3 随机调度的种子
 PREFIX = 8192                   # 演示 1：前缀长度（token），FAST'25 的保本带宽就是按 8,192 算的
 SUFFIX = 1024                   # 演示 1 的流水线：命中前缀之后还要新算的 token 数
 PREFIX_LENS = (1024, 8192, 32768, 131072)   # 演示 1：保本带宽随前缀长度的变化
-NET_NODES = (16, 32, 64, 128)   # 演示 2：集群的节点数（每台一块 800 Gbps 网卡）
+NET_NODES = (16, 32, 64, 128)   # 演示 2：集群的节点数（每台的网卡合计 800 Gbps）
 NET_GPU_UTIL = 0.8              # 演示 2：按"GPU 忙到 80%"放大请求率（节点越多，请求越多）
 HOT_SHARE = 0.04                # 演示 2：被至少 4% 的请求用到的块算"热点块"
 REPLICAS = (1, 2, 4, 8, 16)     # 演示 2：热点块的副本数 k（1 = 不复制）
 SCHED_NODES = 8                 # 演示 3：prefill 节点数（每台 8×A800）
-SCHED_CAPACITY = 6_000          # 演示 3：每台节点本地缓存的块数（6,000 × 168 MB ≈ 1 TB DRAM）
+SCHED_CAPACITY = 6_000          # 演示 3：每台节点本地缓存的块数（6,000 × 160 MiB ≈ 1.0 TB DRAM ≈ 300 万 token）
 SCHED_LOAD = 1.08               # 演示 3：请求率调到"不用前缀缓存时要 108% 的算力"——没有缓存就跟不上
 
 # ---- 论文和数据手册的数字（只用来对照，标明出处）----
 H800_X8 = Node("8×H800", n_gpus=8, tflops_per_gpu=989, hbm_gb_per_gpu=80)
 H800_SOURCE = ("NVIDIA H100 SXM 数据手册：BF16 稠密 989 TFLOPS（表中 1,979 是 2:4 稀疏）；"
                "H800 SXM 的 BF16 张量算力与 H100 SXM 相同，主要削减的是 NVLink 互连带宽")
-PAPER_MIN_BW = {"8×A800": 6, "8×H800": 19}      # GB/s，Mooncake FAST'25 论文（式 1 之后的分析），8,192 token 前缀
+PAPER_MIN_BW = {"8×A800": 6, "8×H800": 19}      # GB/s，Mooncake FAST'25 §2.2 式 (2)：LLaMA3-70B、8,192 token 前缀
+PAPER_MIN_BW_SOURCE = "Mooncake FAST'25 §2.2 式 (2)（LLaMA3-70B，8,192 token 前缀）"
 PAPER_FIG5 = {"global_cache": 3.07, "local_cache": 3.58, "load_balancing": 5.27, "random": 19.65}   # 秒，FAST'25 图 5
+PAPER_FIG5_SETUP = dict(nodes=16, node="8×A800", trace="Conversation trace",   # FAST'25 §4.2：图 5 的实验设置
+                        source="Mooncake FAST'25 §4.2 图 5")
+PAPER_LOCAL_DRAM = dict(tb=1, tokens=3e6, source="Mooncake FAST'25 §5.3.1")   # 本机留约 1 TB DRAM ≈ 300 万 token
+MODEL_NOTE = ("FAST'25 表 1 的模型是 LLaMA3-70B；arXiv v3 用的 dummy LLaMA2-70B 形状相同"
+              "（80 层、d = 8192、8 个 KV 头），每 token 的 KV 和式 1 的 FLOPs 都一样")
 SCHED_NAMES = {"random": "随机", "load_balancing": "负载均衡", "local_cache": "本地缓存感知",
                "global_cache": "全局缓存感知"}
 SHORT_TIER = ["HBM", "本机 DRAM", "远端 DRAM", "SSD"]   # 表格里的短名字，顺序同 kv_store.TIERS
@@ -59,14 +66,14 @@ FIG_PREFIX_RANGE = (256, 131_072)   # 演示 1 返回给 figures/plot_05.py 的�
 
 
 # =============================================================================
-def min_bandwidth(n, node, model=LLAMA2_70B):
+def min_bandwidth(n, node, model=LLAMA3_70B):
     """读 n 个 token 的 KV 不比重算慢所需的最低带宽（GB/s）：KV 字节数 / 重算时间（FAST'25 式 2）。
 
     = kv_bytes · F / (l·(a·n·d + b·d²))：前缀越长，重算每个 token 越贵（注意力 ∝ n），要求越低。"""
     return n * model.kv_bytes_per_token() / prefill_compute_time(model, n, 0, node) / 1e9
 
 
-def break_even_len(tier, node, model=LLAMA2_70B):
+def break_even_len(tier, node, model=LLAMA3_70B):
     """前缀至少多长，从 tier 读才比重算快？解 n·kv/B = l·(a·n²·d + b·n·d²)/F；≤ 0 表示任意长度都划算。"""
     d, L = model.d_model, model.n_layers
     return (model.kv_bytes_per_token() * node.flops / (tier.gb_per_s * 1e9 * L) - EQ1_B * d * d) / (EQ1_A * d)
@@ -104,14 +111,15 @@ def fmt_len(n):
 
 def demo1_load_or_recompute():
     """一段前缀的 KV：从哪一层读比重算快？最低要多少带宽？读和算重叠以后还剩多少？"""
-    model, node, h800 = LLAMA2_70B, A800_X8, replace(H800_X8, mfu=A800_X8.mfu)
+    model, node, h800 = LLAMA3_70B, A800_X8, replace(H800_X8, mfu=A800_X8.mfu)
     print_header(f"演示 1：读还是重算——{model.name}、{PREFIX:,} token 的前缀、{node.name} 张量并行"
                  f"、{node.mfu:.0%} 峰值算力")
     kv = PREFIX * model.kv_bytes_per_token()
     recompute = {m.name: prefill_compute_time(model, PREFIX, 0, m) for m in (node, h800)}
-    print_text(f"{PREFIX:,} token 的 KV = {PREFIX:,} × {model.kv_bytes_per_token() // 1024} KB = "
-               f"{kv / 1e9:.2f} GB；重算它（FAST'25 式 1）在 {node.name} 上要 {recompute[node.name] * 1e3:.0f} ms，"
-               f"在 {h800.name} 上要 {recompute[h800.name] * 1e3:.0f} ms。")
+    print_text(f"{MODEL_NOTE}。{PREFIX:,} token 的 KV = {PREFIX:,} × {model.kv_bytes_per_token() / 1024:g} KiB = "
+               f"{kv / 2**30:.2f} GiB（= {kv / 1e9:.2f} GB；带宽按 1 GB/s = 10⁹ B/s）；重算它（FAST'25 式 1）在 "
+               f"{node.name} 上要 {recompute[node.name] * 1e3:.0f} ms，在 {h800.name} 上要 "
+               f"{recompute[h800.name] * 1e3:.0f} ms。")
     tiers = []
     for i, t in enumerate(TIERS):
         ld = load_time(model, PREFIX, t)
@@ -126,7 +134,7 @@ def demo1_load_or_recompute():
                         "；".join(f"{SHORT_TIER[i]}——{t.source}" for i, t in enumerate(TIERS)) +
                         f"。H800：{H800_SOURCE}。")
 
-    # 保本带宽：100% 峰值算力（论文的算法）和 60%（本课演示 4 的假设）
+    # 保本带宽：100% 峰值算力（论文的算法）和 60%（04 演示 4 的假设）
     machines = [replace(node, mfu=1.0), node, replace(H800_X8, mfu=1.0), h800]
     bw = {(m.name, m.mfu, n): min_bandwidth(n, m) for m in machines for n in PREFIX_LENS}
     rows = []
@@ -137,8 +145,7 @@ def demo1_load_or_recompute():
         rows.append([m.name, f"{m.mfu:.0%}"] + [f"{bw[(m.name, m.mfu, n)]:.1f}" for n in PREFIX_LENS] + [paper])
     print_table(["机器", "算力利用", *(f"{n // 1024}K" for n in PREFIX_LENS), f"论文 {PREFIX // 1024}K"], rows,
                 caption="最低带宽（GB/s）= 前缀的 KV 字节数 / 重算它的时间：带宽高于它，读就比重算快。"
-                        "论文列：Mooncake FAST'25 论文（式 1 之后的分析），8,192 token 前缀；"
-                        "与我们 100% 算力的行同一个算法。")
+                        f"论文列：{PAPER_MIN_BW_SOURCE}，与我们 100% 算力的行同一个算法。")
 
     # 按层流水：命中 PREFIX 个 token、再算 SUFFIX 个
     n_in = PREFIX + SUFFIX
@@ -197,7 +204,7 @@ def observations1(d):
         names = "、".join(faster)
     slowest = min(tiers, key=lambda r: r["gbps"])
     obs.append(f"在 {node}、{mfu:.0%} 算力下，读 {d['prefix']:,} token 的 KV 比重算快的层级：{names}"
-               f"（共 {len(faster)}/{len(tiers)} 个）。最慢的{slowest['short']}（{fmt_bw(slowest['gbps'])} GB/s）"
+               f"（共 {len(faster)}/{len(tiers)} 个）。最慢的 {slowest['short']}（{fmt_bw(slowest['gbps'])} GB/s）"
                f"读的时间是重算的 {slowest['ratio_a800']:.0%}。")
 
     pa, ph = PAPER_MIN_BW["8×A800"], PAPER_MIN_BW["8×H800"]
@@ -206,7 +213,7 @@ def observations1(d):
         agree = "一致"
     obs.append(f"按 100% 峰值算力算，最低带宽 {node} 是 {a100:.2f} GB/s ≈ {round(a100)} GB/s、"
                f"{h800} 是 {h100:.2f} GB/s ≈ {round(h100)} GB/s，与论文的 {pa} GB/s、{ph} GB/s {agree}"
-               f"：论文的数字对应 100% 算力。按演示 4 的 {mfu:.0%} 算力，重算更慢，"
+               f"：论文的数字对应 100% 算力。按 04 演示 4 的 {mfu:.0%} 算力，重算更慢，"
                f"门槛降到 {a60:.1f} 和 {h60:.1f} GB/s。")
 
     slow = [r for r in tiers if r["n_star_h800"] > 0]
@@ -256,11 +263,11 @@ def fmt_ms(sec):
 def demo2_hot_blocks(trace, source):
     """热门前缀只存在一台机器上，它的网卡会不会被挤爆？把热点块复制到 k 台以后呢？"""
     tr = trace
-    print_header(f"演示 2：热点块与网络——命中的 KV 从持有它的节点经 RDMA 拉取，每块网卡 "
-                 f"{NIC_GB_PER_S:g} GB/s（FAST'25 表 1），一个 FIFO 队列")
+    print_header(f"演示 2：热点块与网络——命中的 KV 从持有它的节点经 RDMA 拉取，每台节点的网卡合计 "
+                 f"{NIC_GB_PER_S:g} GB/s")
     hits = simulate([r.blocks for r in tr], None, "lru")          # 集群的 KVCache 池：按无限容量
     span = trace_span(tr)
-    node_h = sum(prefill_time(LLAMA2_70B, r.input_len, hit_tokens(int(h), r.input_len), LOCAL_DRAM, A800_X8)
+    node_h = sum(prefill_time(LLAMA3_70B, r.input_len, hit_tokens(int(h), r.input_len), LOCAL_DRAM, A800_X8)
                  for r, h in zip(tr, hits)) / span
     cnt = Counter(b for r in tr for b in r.blocks)
     hot = {b for b, c in cnt.items() if c >= HOT_SHARE * len(tr)}
@@ -270,7 +277,9 @@ def demo2_hot_blocks(trace, source):
                f"平均要 {node_h:.2f} 台 {A800_X8.name} 一直做 prefill。节点数为 N 时把请求率放大 "
                f"S = N × {NET_GPU_UTIL:.0%} / {node_h:.2f} 倍，让 GPU 忙到 {NET_GPU_UTIL:.0%}。"
                f"请求轮流分给各节点；块存在第一次算出它的节点上。热点块 = 被至少 {HOT_SHARE:.0%} 的请求"
-               f"用到的块：{len(hot)} 个，占全部块访问的 {hot_acc / total_acc:.0%}。")
+               f"用到的块：{len(hot)} 个，占全部块访问的 {hot_acc / total_acc:.0%}。网卡：FAST'25 表 1 的 "
+               f"B_nic = {NIC_GB_PER_S * 8:g} Gbps = {NIC_GB_PER_S:g} GB/s 是一台节点全部网卡的合计（§3.2.3：每张 A800 "
+               f"配一块 100/200 Gbps 的网卡）；这里把一台节点的全部网卡当成一个 FIFO 队列。")
 
     def stats(res, scale):
         w, offered = res["wait"], res["busy"] / (span / scale)
@@ -370,19 +379,24 @@ def demo3_scheduling(trace, source):
     """请求该发给哪台 prefill 节点：排队最短的，还是缓存命中最多的？"""
     tr = trace
     span = trace_span(tr)
-    no_cache = sum(prefill_time(LLAMA2_70B, r.input_len, 0, LOCAL_DRAM, A800_X8) for r in tr) / span   # 不缓存时要几台
+    no_cache = sum(prefill_time(LLAMA3_70B, r.input_len, 0, LOCAL_DRAM, A800_X8) for r in tr) / span   # 不缓存时要几台
     scale = SCHED_LOAD * SCHED_NODES / no_cache
     print_header(f"演示 3：以 KV 为中心的调度——{SCHED_NODES} 台 prefill 节点，各有 {SCHED_CAPACITY:,} 块的本地"
-                 f" LRU 缓存（FAST'25 图 5）")
+                 f" LRU 缓存（FAST'25 §4.2 图 5）")
     print_text(f"{source}：{fmt_int(len(tr))} 个请求。不用前缀缓存时平均要 {no_cache:.2f} 台 {A800_X8.name} "
                f"一直做 prefill；请求率放大 {scale:.2f} 倍，使它等于 {SCHED_NODES} 台的 {SCHED_LOAD:.0%}"
                "——没有缓存就跟不上，调度得好不好直接决定 TTFT。每台节点一次做一个 prefill（FIFO），"
                f"命中的 KV 从本机 DRAM 读；全局调度可以把别的节点上更长的前缀经 RDMA（{NIC_GB_PER_S:g} GB/s）拉过来。")
+    cap_tokens, cap_bytes = SCHED_CAPACITY * BLOCK_SIZE, SCHED_CAPACITY * BLOCK_BYTES
+    print_text(f"本地缓存 {SCHED_CAPACITY:,} 块 × {BLOCK_SIZE} token = {fmt_int(cap_tokens)} token × "
+               f"{BLOCK_BYTES / BLOCK_SIZE / 1024:g} KiB = {cap_bytes / 2**40:.2f} TiB（{cap_bytes / 1e12:.2f} TB）"
+               f"的 DRAM；{PAPER_LOCAL_DRAM['source']}：本机留约 {PAPER_LOCAL_DRAM['tb']} TB DRAM 做缓存，"
+               f"只能存约 {PAPER_LOCAL_DRAM['tokens'] / 1e4:,.0f} 万 token（{LLAMA3_70B.name}）。")
     total_blocks = sum(len(r.blocks) for r in tr)
     res = {}
     for s in SCHEDULERS:
         r = run_prefill(tr, s, SCHED_NODES, SCHED_CAPACITY, scale, seed=SCHED_SEED)
-        busy = sum(prefill_time(LLAMA2_70B, q.input_len, hit_tokens(int(h), q.input_len), LOCAL_DRAM, A800_X8)
+        busy = sum(prefill_time(LLAMA3_70B, q.input_len, hit_tokens(int(h), q.input_len), LOCAL_DRAM, A800_X8)
                    for q, h in zip(tr, r["hits"]))
         busy += r["pulled"].sum() * BLOCK_BYTES / (NIC_GB_PER_S * 1e9)
         per_node = np.bincount(r["where"], minlength=SCHED_NODES)
@@ -397,13 +411,14 @@ def demo3_scheduling(trace, source):
                   f"{r['mean'] / g:.2f}×", f"{PAPER_FIG5[s]:.2f}", f"{PAPER_FIG5[s] / pg:.2f}×"]
                  for s, r in res.items()],
                 caption="TTFT 单位 s（只算 prefill：排队 + 拉 KV + 计算）；命中率：命中的块 / 全部块；"
-                        "GPU 忙：全部节点的平均忙碌比例。论文：Mooncake FAST'25 图 5 的平均 TTFT（s）。")
+                        f"GPU 忙：全部节点的平均忙碌比例。论文：{PAPER_FIG5_SETUP['source']} 的平均 TTFT（s），"
+                        f"{PAPER_FIG5_SETUP['nodes']} 台 {PAPER_FIG5_SETUP['node']}、{PAPER_FIG5_SETUP['trace']}。")
     order = sorted(SCHEDULERS, key=lambda s: res[s]["mean"])
     expected = ["global_cache", "local_cache", "load_balancing", "random"]
     d = dict(results=res, order=order, scale=scale, no_cache_nodes=no_cache, source=source,
              holds=all(res[a]["mean"] <= res[b]["mean"] for a, b in zip(expected, expected[1:])),
              nodes=SCHED_NODES, capacity=SCHED_CAPACITY, load=SCHED_LOAD, node=A800_X8.name,
-             names=dict(SCHED_NAMES), paper=dict(PAPER_FIG5))
+             names=dict(SCHED_NAMES), paper=dict(PAPER_FIG5), paper_setup=dict(PAPER_FIG5_SETUP))
     print_observations(observations3(d))
     return d
 
@@ -420,7 +435,7 @@ def observations3(d):
             ranking += " < " + SCHED_NAMES[b]
         else:
             ranking += " = " + SCHED_NAMES[b]
-    means = ", ".join(f"{res[s]['mean']:.2f} s" for s in order)
+    means = "、".join(f"{res[s]['mean']:.2f} s" for s in order)
     text = f"平均 TTFT 从低到高：{ranking}（{means}）。"
     if d["holds"]:
         text += "与论文图 5 的顺序（全局 ≤ 本地 ≤ 负载均衡 ≤ 随机）一致。"
@@ -450,9 +465,15 @@ def observations3(d):
     obs.append(f"全局调度有 {glo['pulled_share']:.0%} 的请求从别的节点拉了 KV（共 {fmt_int(glo['pulled'])} 块），"
                f"既能去空闲的节点，又不丢掉别处的前缀；平均 TTFT 比只看本地{lower} "
                f"{abs(1 - glo['mean'] / loc['mean']):.0%}（论文 {1 - pg / pl:.0%}）。")
-    obs.append("绝对值和论文差很多，比较的是相对大小：论文是真实的 Mooncake 集群回放真实请求（有 batching、"
+    paper = PAPER_FIG5_SETUP
+    same_nodes = "节点数不同"
+    if paper["nodes"] == d["nodes"]:
+        same_nodes = "节点数相同"
+    obs.append(f"实验设置和论文不同：论文在 {paper['nodes']} 台 {paper['node']} 上回放 {paper['trace']}"
+               f"（{paper['source']}），本实验是 {d['nodes']} 台 {d['node']}（{same_nodes}）、负载是{d['source']}。"
+               "所以比较的是顺序和相对大小，绝对值差很多：论文是真实的 Mooncake 集群（有 batching、"
                "真实的排队估计误差）；我们是离散事件模拟、每台一次只做一个 prefill、"
-               f"排队时间精确已知、RDMA 传输不排队、传输和计算不重叠；负载是{d['source']}。")
+               "排队时间精确已知、RDMA 传输不排队、传输和计算不重叠。")
     return obs
 
 
@@ -467,7 +488,7 @@ def run(demos=None, trace=None, source=None):
     for k in demos or sorted(DEMOS):
         if k in TRACE_DEMOS:
             if trace is None:
-                trace, source = make_trace(TRACE_SEED), f"合成 trace（种子 {TRACE_SEED}）"
+                trace, source = make_trace(TRACE_SEED), f"仿 Tool&Agent 的合成 trace（种子 {TRACE_SEED}）"
             out[k] = DEMOS[k](trace, source)
         else:
             out[k] = DEMOS[k]()
@@ -489,7 +510,7 @@ def main(argv=None):
             return 2
         if len(trace) < 2:
             fail(args.trace, f"至少要 2 个请求才有时长，读到 {len(trace)} 个")
-        source = f"trace {os.path.basename(args.trace)}"
+        source = f"--trace 文件 {os.path.basename(args.trace)}"
     demos = None
     if args.demo:
         demos = [args.demo]

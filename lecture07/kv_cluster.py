@@ -20,12 +20,12 @@ import numpy as np
 
 from kv_cache_policies import LRUCache
 from kv_store import BLOCK as BLOCK_SIZE  # Mooncake trace 的块大小：512 token
-from kv_store import A800_X8, LLAMA2_70B, TIERS, prefill_time
+from kv_store import A800_X8, LLAMA3_70B, TIERS, prefill_time
 
-MODEL, NODE = LLAMA2_70B, A800_X8                          # 每台 prefill 节点：8×A800 张量并行跑 70B 模型
+MODEL, NODE = LLAMA3_70B, A800_X8                          # 每台 prefill 节点：8×A800 张量并行（FAST'25 表 1）
 LOCAL_DRAM, RDMA = TIERS[1], TIERS[2]                      # 命中的 KV 从本机 DRAM 读；跨节点经 RDMA 拉
-NIC_GB_PER_S = RDMA.gb_per_s                               # RDMA 网卡 800 Gbps = 100 GB/s（FAST'25 表 1）
-BLOCK_BYTES = BLOCK_SIZE * MODEL.kv_bytes_per_token()      # 一块 KV：512 × 320 KB ≈ 168 MB
+NIC_GB_PER_S = RDMA.gb_per_s       # 一台节点全部网卡合计 800 Gbps = 100 GB/s（FAST'25 表 1），模型里是一个 FIFO 队列
+BLOCK_BYTES = BLOCK_SIZE * MODEL.kv_bytes_per_token()      # 一块 KV：512 × 320 KiB = 160 MiB（≈ 168 MB）
 SCHEDULERS = ("random", "load_balancing", "local_cache", "global_cache")
 
 
@@ -59,7 +59,7 @@ def fetch_plan(trace, hit_blocks, n_nodes, hot):
 
 
 def nic_fetch(trace, plan, n_nodes, k, rate_scale, nic_gb_per_s=NIC_GB_PER_S):
-    """每个请求把命中的 KV 块经 RDMA 拉到执行节点；每台节点的出口网卡是一个 FIFO 队列。
+    """每个请求把命中的 KV 块经 RDMA 拉到执行节点；每台节点的出口网卡（合计带宽）是一个 FIFO 队列。
 
     plan：fetch_plan() 的结果；k：每个热点块的副本数（1 = 不复制）。家在 h 的热点块，副本在
     (h + j·n_nodes/k) mod n_nodes，j = 0..k−1；请求从网卡最早空下来的副本拉，本机有副本就不走网络。

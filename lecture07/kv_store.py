@@ -4,8 +4,13 @@
 - Mooncake arXiv 2407.00079v3（§4、表 1）和 FAST'25 论文（式 1、表 1、表 2）；
 - vLLM 论文（SOSP'23）。
 
-    >>> LLAMA2_70B.kv_bytes_per_token()          # 80 层 × 8 个 KV 头 × 128 × 2（K、V）× 2 字节
+单位：KV 的字节数用二进制单位（1 KiB = 1024 B：每 token 320 KiB，每块 512 token = 160 MiB）；
+带宽用十进制（1 GB/s = 10⁹ B/s，和论文、数据手册一样）。
+
+    >>> LLAMA2_70B.kv_bytes_per_token()          # 80 层 × 8 个 KV 头 × 128 × 2（K、V）× 2 字节 = 320 KiB
     327680
+    >>> LLAMA3_70B.kv_bytes_per_token() == LLAMA2_70B.kv_bytes_per_token()   # 同形状
+    True
     >>> block_hashes([1, 2, 3, 4, 5, 6], block=4)   # 只有一个完整块；结尾 2 个 token 不算哈希
     ['73e200e2b048']
 """
@@ -51,6 +56,9 @@ class ModelSpec:
 
 
 LLAMA2_70B = ModelSpec("LLaMA2-70B", n_layers=80, d_model=8192, n_heads=64, n_kv_heads=8, n_params=70e9)
+# FAST'25（表 1、§2.2、§5.3.1）的模型是 LLaMA3-70B；arXiv v3 用的是同形状的 dummy LLaMA2-70B。
+# 形状（80 层、d = 8192、64 个查询头、8 个 KV 头）相同，所以每 token 的 KV（320 KiB）和式 (1) 的 FLOPs 都相同。
+LLAMA3_70B = ModelSpec("LLaMA3-70B", n_layers=80, d_model=8192, n_heads=64, n_kv_heads=8, n_params=70.6e9)
 
 
 @dataclass(frozen=True)
@@ -59,12 +67,21 @@ class Node:
     name: str
     n_gpus: int
     tflops_per_gpu: float    # bf16 稠密峰值
-    hbm_gb_per_gpu: float
-    mfu: float = 0.6         # 实际能达到的峰值比例（演示 4 的假设）
+    hbm_gb_per_gpu: float    # 标称的 "80GB"：实际是 80 GiB（nvidia-smi 显示 81,920 MiB），见 hbm_bytes
+    mfu: float = 0.6         # 实际能达到的峰值比例（04_prefix_caching 演示 4 的假设）
 
     @property
     def flops(self):
         return self.n_gpus * self.tflops_per_gpu * 1e12 * self.mfu
+
+    @property
+    def hbm_bytes(self):
+        """整台机器的 HBM 字节数，按二进制单位：8 × 80 GiB = 640 GiB。
+
+        >>> A800_X8.hbm_bytes / 2**30
+        640.0
+        """
+        return self.n_gpus * self.hbm_gb_per_gpu * 2**30
 
 
 A800_X8 = Node("8×A800", n_gpus=8, tflops_per_gpu=312, hbm_gb_per_gpu=80)
@@ -80,7 +97,8 @@ class Tier:
 TIERS = [
     Tier("HBM（显存）", 8 * 2039, "A800 80GB SXM 数据手册：每卡 2,039 GB/s × 8 卡"),
     Tier("本机 DRAM（PCIe）", 128, "Mooncake FAST'25 表 1：host-to-device 128 GB/s"),
-    Tier("远端 DRAM（RDMA）", 100, "Mooncake FAST'25 表 1：RDMA 网卡 800 Gbps = 100 GB/s"),
+    Tier("远端 DRAM（RDMA）", 100, "Mooncake FAST'25 表 1：B_nic = 800 Gbps = 100 GB/s，是一台节点全部网卡的合计"
+                                 "（§3.2.3：每张 A800 配一块 100/200 Gbps 的网卡）"),
     Tier("本机 SSD（NVMe）", 6.9, "本实验的假设：一块 PCIe 4.0 NVMe 顺序读约 6.9 GB/s（厂商规格量级）"),
 ]
 

@@ -331,3 +331,68 @@ def test_bad_arguments_are_one_line_exit_2(args):
 
 def test_min_bandwidth_is_finite():
     assert np.isfinite(m.min_bandwidth(8192, A800_X8))
+
+
+# ---------------------------------------------------------------- 引用的事实（核对过论文原文）
+def test_model_is_named_as_fast25_and_shares_shape_with_v3_dummy(d1, out):
+    """FAST'25 表 1 是 LLaMA3-70B；arXiv v3 是同形状的 dummy LLaMA2-70B：KV 都是 320 KiB/token。"""
+    from kv_store import LLAMA2_70B, LLAMA3_70B
+    shape = lambda s: (s.n_layers, s.d_model, s.n_heads, s.n_kv_heads, s.dtype_bytes)  # noqa: E731
+    assert shape(LLAMA3_70B) == shape(LLAMA2_70B) == (80, 8192, 64, 8, 2)
+    assert LLAMA3_70B.kv_bytes_per_token() == 320 * 1024
+    assert kv_cluster.MODEL is LLAMA3_70B and d1["model"] == "LLaMA3-70B"
+    assert "演示1：读还是重算——LLaMA3-70B" in flat(out)
+    assert "LLaMA3-70B" in m.MODEL_NOTE and "dummyLLaMA2-70B形状相同" in flat(m.MODEL_NOTE)
+    assert "LLaMA3-70B" in m.PAPER_MIN_BW_SOURCE and "§2.2" in m.PAPER_MIN_BW_SOURCE
+
+
+def test_nic_is_the_node_total_modelled_as_one_fifo(out):
+    """FAST'25 表 1 的 800 Gbps 是一台节点的合计；§3.2.3 每张 A800 配一块 100/200 Gbps 网卡。"""
+    assert kv_cluster.NIC_GB_PER_S * 8 == 800
+    assert "每块网卡" not in out and "每台一块" not in out
+    assert "每台节点的网卡合计100GB/s" in flat(out)
+    assert "B_nic=800Gbps=100GB/s是一台节点全部网卡的合计" in flat(out)
+    assert "每张A800配一块100/200Gbps的网卡" in flat(out) and "当成一个FIFO队列" in flat(out)
+    with open(SCRIPT, encoding="utf-8") as f:
+        assert "每台一块 800 Gbps" not in f.read()
+
+
+def test_fig5_setup_differences_are_printed(d3, out):
+    """FAST'25 §4.2：图 5 是 16 台 8×A800 回放 Conversation trace；本实验 8 台、仿 Tool&Agent 的合成 trace。"""
+    assert m.PAPER_FIG5_SETUP["nodes"] == 16 and m.PAPER_FIG5_SETUP["trace"] == "Conversation trace"
+    assert "论文在16台8×A800上回放Conversationtrace" in flat(out)
+    assert flat(f"本实验是 {m.SCHED_NODES} 台 8×A800（节点数不同）、负载是仿 Tool&Agent 的合成 trace（种子 0）") in flat(out)
+    assert "§4.2图5" in flat(out)
+
+
+def test_trace_is_called_what_it_is(out):
+    assert "真实 trace" not in out and "仿Tool&Agent的合成trace（种子0）" in flat(out)
+
+
+def test_units_one_system_per_quantity(out):
+    """KV 字节用 KiB/MiB/GiB/TiB，带宽用 GB/s（10⁹）：8,192 × 320 KiB = 2.50 GiB = 2.68 GB。"""
+    assert flat("8,192 × 320 KiB = 2.50 GiB（= 2.68 GB") in flat(out)
+    assert " KB = " not in out and "320 KB" not in out
+    assert flat("6,000 块 × 512 token = 3,072,000 token × 320 KiB = 0.92 TiB（1.01 TB）") in flat(out)
+    assert BLOCK_BYTES == 160 * 2**20
+
+
+def test_local_dram_capacity_matches_fast25_5_3_1(out):
+    """FAST'25 §5.3.1：约 1 TB 的 DRAM 只能存约 300 万 token（320 KB/token）。6,000 块 ≈ 3.07M token。"""
+    paper = m.PAPER_LOCAL_DRAM
+    assert paper["tokens"] * LLAMA2_70B.kv_bytes_per_token() == pytest.approx(paper["tb"] * 1e12, rel=0.02)
+    assert m.SCHED_CAPACITY * 512 == pytest.approx(paper["tokens"], rel=0.03)
+    assert "本机留约1TBDRAM做缓存，只能存约300万token" in flat(out)
+
+
+def test_wording_fixes(out):
+    assert "最慢的 SSD" in out and "最慢的SSD" not in out
+    assert "按 04 演示 4 的 60% 算力" in " ".join(out.split())
+    assert flat("（0.38 s、0.44 s、0.74 s、3.56 s）") in flat(out)
+
+
+def test_fig5_paper_values_and_14_percent():
+    """FAST'25 图 5：3.07 / 3.58 / 5.27 / 19.65 s；§4.2：全局比本地再低 14%。"""
+    p = m.PAPER_FIG5
+    assert (p["global_cache"], p["local_cache"], p["load_balancing"], p["random"]) == (3.07, 3.58, 5.27, 19.65)
+    assert round(100 * (1 - p["global_cache"] / p["local_cache"])) == 14

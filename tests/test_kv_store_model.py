@@ -76,3 +76,19 @@ def test_tiers_match_fast25_table1():
 
 def test_n_blocks_rounds_up():
     assert n_blocks(1025, 512) == 3 and n_blocks(1024, 512) == 2 and n_blocks(1, 512) == 1
+
+
+def test_nic_tier_is_the_node_total():
+    """FAST'25 表 1 的 B_nic = 800 Gbps 是一台节点的合计；§3.2.3：每张 A800 配一块 100/200 Gbps 网卡。"""
+    assert TIERS[2].gb_per_s * 8 == 800
+    assert "合计" in TIERS[2].source and "100/200 Gbps" in TIERS[2].source
+
+
+def test_hbm_bytes_are_binary():
+    """标称 80GB 的 A800 是 80 GiB：整台 8 卡 640 GiB（不是 0.64e12 B）。"""
+    assert A800_X8.hbm_bytes == 8 * 80 * 2**30
+
+
+def test_eq1_constants_from_fast25_table1():
+    from kv_store import EQ1_A, EQ1_B
+    assert (EQ1_A, EQ1_B) == (4, 22)
