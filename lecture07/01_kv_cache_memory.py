@@ -25,7 +25,8 @@ from lab_common.script_tools import run_demos  # noqa: E402
 from kv_store import LLAMA2_70B, ModelSpec  # noqa: E402
 from paged_kv import n_blocks  # noqa: E402
 
-KB, MiB, GiB = 1024, 1024 ** 2, 1024 ** 3   # 本脚本一律用二进制单位：vLLM 论文的 "800 KB" 就是 800 × 1024 字节
+KiB, MiB, GiB = 1024, 1024 ** 2, 1024 ** 3   # 本脚本的字节数一律按 1024 进位、标成 KiB/MiB/GiB（vLLM 论文写的
+#                                             "800 KB""12 GB" 也是按 1024 进位：演示 1 的观察 1 核对了这一点）
 
 # ---- 模型配置（公开的 config.json / 论文；参数个数用来算 fp16 权重）----
 GPT2_SMALL = ModelSpec("GPT-2 small", n_layers=12, d_model=768, n_heads=12, n_kv_heads=12, n_params=124e6)
@@ -43,18 +44,20 @@ SEQ_SEED = 0             # 演示 2 请求长度的随机种子
 N_REQUESTS = 400         # 演示 2 排队的请求数（开始时全部到达，服务器一直满载）
 MAX_SEQ = 2048           # OPT 的最大序列长度（Orca (Max) 按它预留）
 BLOCK_SIZE = 16          # 分页的块大小（vLLM 默认 16）
-KV_POOL_GIB = 12         # KV 池大小：vLLM 论文表 1，OPT-13B 在 A100-40GB 上留给 KV 的 12 GB
+KV_POOL_GIB = 12         # KV 池大小（GiB）：vLLM 论文表 1，OPT-13B 在 A100-40GB 上留给 KV 的 12 GB
+TP_GPUS = 8              # 演示 1：LLaMA2-70B 用几张卡（GPUS 的第一种）张量并行
 LEN_SIGMA = 1.0          # 长度的对数正态分布的 σ（越大尾巴越长）
 
 # ---- 论文的数字（只用来对照，标明出处）----
 SHAREGPT_MEAN = (161.31, 337.99)    # vLLM 论文（SOSP'23）图 11(a)：ShareGPT 平均输入 / 输出长度
 VLLM_FIG2 = {"Orca (Max)": 20.4, "Orca (Pow2)": 26.8, "Orca (Oracle)": 38.2, "vLLM": 96.3}   # 图 2：token 状态占比 %
+VLLM_TABLE1_KV_GB = 12              # vLLM 论文表 1：OPT-13B 在 A100 40GB 上留给 KV 的 12 GB
 VLLM_TABLE1_SLOTS = 15.7e3          # vLLM 论文表 1：OPT-13B、A100 40GB、KV 12 GB → 最多 15.7K 个 KV slot
 VLLM_REQ_GB = 1.6                   # vLLM 论文 §3：OPT-13B 一个 2048 token 的请求的 KV 可达 1.6 GB
 
 
 # =============================================================================
-def tokens_that_fit(model, hbm_bytes, n_gpus=1, util=GPU_MEM_UTIL):
+def tokens_that_fit(model, hbm_bytes, util, n_gpus=1):
     """n_gpus 张卡（张量并行，权重和 KV 平均切开）放完 fp16 权重后还能放几个 token 的 KV；放不下权重返回 None。"""
     free = n_gpus * hbm_bytes * util - model.n_params * model.dtype_bytes
     if free <= 0:
@@ -74,19 +77,22 @@ def demo1_bytes_per_token():
     print_header("演示 1：每个 token 的 KV = 2（K、V）× 层数 × KV 头数 × 头维度 × 2 字节（fp16）")
     rows, fit = [], {}
     for m in MODELS:
-        fit[m.name] = {g: tokens_that_fit(m, cap) for g, cap in GPUS}
-        rows.append([m.name, f"{m.n_layers}×{m.n_kv_heads}×{m.head_dim}", f"{m.kv_bytes_per_token() / KB:g}",
+        fit[m.name] = {g: tokens_that_fit(m, cap, GPU_MEM_UTIL) for g, cap in GPUS}
+        rows.append([m.name, f"{m.n_layers}×{m.n_kv_heads}×{m.head_dim}", f"{m.kv_bytes_per_token() / KiB:g}",
                      f"{m.n_params * 2 / GiB:.1f}"] + [fit_cell(fit[m.name][g]) for g, _ in GPUS])
-    print_table(["模型", "层×KV头×维", "KB/token", "权重 GiB", "A800 token", "H200 token"], rows,
-                caption=f"KB = 1024 字节。A800 / H200 token：一张卡的 {GPU_MEM_UTIL:.0%} 显存（vLLM 默认 "
-                        f"gpu_memory_utilization）减去 fp16 权重（参数数 × 2 B）后能放的 token 数；"
+    caps = "，".join(f"{g} 按 {fmt_int(cap // MiB)} MiB" for g, cap in GPUS)
+    print_table(["模型", "层×KV头×维", "KiB/token", "权重 GiB"] + [f"{g} token" for g, _ in GPUS], rows,
+                caption=f"KiB = 1024 字节，GiB = 1024³ 字节。token 列：一张卡的 {GPU_MEM_UTIL:.0%} 显存（vLLM 的 "
+                        f"gpu_memory_utilization，默认 0.9）减去 fp16 权重（参数数 × 2 B）后能放的 token 数；"
                         "激活、CUDA 上下文没有另外扣，所以是上限；- 表示一张卡连权重都放不下。"
-                        "容量：A800 按 81,920 MiB，H200 按 143,771 MiB。")
+                        f"容量：{caps}。")
     opt_b = OPT_13B.kv_bytes_per_token()
-    d = dict(kv_bytes={m.name: m.kv_bytes_per_token() for m in MODELS}, fit=fit,
-             opt_req_mb=MAX_SEQ * opt_b / MiB, opt_slots=KV_POOL_GIB * GiB // opt_b,
+    d = dict(kv_bytes={m.name: m.kv_bytes_per_token() for m in MODELS}, fit=fit, util=GPU_MEM_UTIL,
+             usable_gib={g: GPU_MEM_UTIL * cap / GiB for g, cap in GPUS},
+             opt_req_mib=MAX_SEQ * opt_b / MiB, opt_slots=KV_POOL_GIB * GiB // opt_b,
+             opt_slots_decimal=int(KV_POOL_GIB * 1e9 // opt_b),
              mha_70=ModelSpec("LLaMA2-70B（假如没有 GQA）", 80, 8192, 64, 64, 70e9).kv_bytes_per_token(),
-             l70_8xa800=tokens_that_fit(LLAMA2_70B, GPUS[0][1], n_gpus=8),
+             l70_tp=tokens_that_fit(LLAMA2_70B, GPUS[0][1], GPU_MEM_UTIL, n_gpus=TP_GPUS),
              l70_weights_gib=LLAMA2_70B.n_params * 2 / GiB)
     print_observations(observations_1(d))
     return d
@@ -97,24 +103,53 @@ def observations_1(d):
     kv, fit = d["kv_bytes"], d["fit"]
     opt, l70 = OPT_13B, LLAMA2_70B
     opt_b, l70_b, l7, l3 = kv[opt.name], kv[l70.name], kv[LLAMA2_7B.name], kv[LLAMA3_8B.name]
-    obs = [f"OPT-13B：2 × {opt.d_model} × {opt.n_layers} 层 × 2 B = {fmt_int(opt_b)} B = {opt_b / KB:g} KB/token，"
-           f"与 vLLM 论文 §3 的 800 KB 一致；一个 {MAX_SEQ} token 的请求要 {fmt_int(d['opt_req_mb'])} MB"
-           f"（论文：可达 {VLLM_REQ_GB} GB）。论文表 1 的 {KV_POOL_GIB} GB KV 空间 = {fmt_int(d['opt_slots'])} 个 token"
-           "（论文：15.7K）。",
-           f"LLaMA2-70B 用 GQA（{l70.n_heads} 个查询头共用 {l70.n_kv_heads} 组 K/V）：{l70_b / KB:g} KB/token；"
-           f"如果每个头都有自己的 K/V，要 {d['mha_70'] / KB:g} KB，是现在的 {d['mha_70'] // l70_b} 倍。"
-           f"同样，LLaMA3-8B（{LLAMA3_8B.n_kv_heads} 组 K/V）{l3 / KB:g} KB/token，只有 LLaMA2-7B 的 1/{l7 // l3}。"]
-    if all(x is None for x in fit[l70.name].values()):
-        one_gpu = "都放不下"
+    text = (f"OPT-13B：2 × {opt.d_model} × {opt.n_layers} 层 × 2 B = {fmt_int(opt_b)} B = {opt_b / KiB:g} KiB/token"
+            f"（vLLM 论文 §3 写作 800 KB）；一个 {MAX_SEQ} token 的请求要 {fmt_int(d['opt_req_mib'])} MiB = "
+            f"{d['opt_req_mib'] / 1024:.2f} GiB（论文：可达 {VLLM_REQ_GB} GB）。{KV_POOL_GIB} GiB 的 KV 空间 = "
+            f"{fmt_int(d['opt_slots'])} 个 token")
+    if KV_POOL_GIB == VLLM_TABLE1_KV_GB:
+        text += (f"，与论文表 1 的 {VLLM_TABLE1_KV_GB} GB → {VLLM_TABLE1_SLOTS / 1e3:g}K 一致；若按 10⁹ 字节算只有 "
+                 f"{fmt_int(d['opt_slots_decimal'])} 个，可见论文的 KB、GB 也是按 1024 进位。")
     else:
-        one_gpu = "至少有一张放得下"
-    obs.append(f"LLaMA2-70B 的 fp16 权重 {d['l70_weights_gib']:.0f} GiB，一张 A800 或 {GPUS[1][0]} {one_gpu}；"
-               f"8 张 A800 张量并行后还能放 {fmt_int(d['l70_8xa800'])} 个 token，"
-               f"也就是 {d['l70_8xa800'] // 8192} 个 8,192 token 的长请求。")
-    l13 = fit[LLAMA2_13B.name][GPUS[0][0]]
-    obs.append(f"一张 A800 上的 LLaMA2-13B 最多放 {fmt_int(l13)} 个 token，= {l13 // MAX_SEQ} 个 {MAX_SEQ} token 的请求："
-               "批能开多大、吞吐有多高，取决于 KV 显存用得有多省——这就是后面分页、共享、前缀缓存要解决的事。")
+        text += f"（论文表 1 用的是 {VLLM_TABLE1_KV_GB} GB → {VLLM_TABLE1_SLOTS / 1e3:g}K；这里改成了 {KV_POOL_GIB} GiB）。"
+    obs = [text,
+           f"LLaMA2-70B 用 GQA（{l70.n_heads} 个查询头共用 {l70.n_kv_heads} 组 K/V）：{l70_b / KiB:g} KiB/token；"
+           f"如果每个头都有自己的 K/V，要 {d['mha_70'] / KiB:g} KiB，是现在的 {d['mha_70'] // l70_b} 倍。"
+           f"同样，LLaMA3-8B（{LLAMA3_8B.n_kv_heads} 组 K/V）{l3 / KiB:g} KiB/token，只有 LLaMA2-7B 的 1/{l7 // l3}。"]
+    obs.append(one_gpu_sentence(d) + tp_sentence(d))
+    gpu0 = GPUS[0][0]
+    l13 = fit[LLAMA2_13B.name][gpu0]
+    if l13 is None:
+        obs.append(f"GPU_MEM_UTIL = {d['util']:g} 时，一张 {gpu0} 能用的 {d['usable_gib'][gpu0]:.1f} GiB 连 LLaMA2-13B "
+                   "的权重都放不下，更谈不上 KV：批能开多大、吞吐有多高，取决于权重之外还剩多少显存、KV 用得有多省"
+                   "——这就是后面分页、共享、前缀缓存要解决的事。")
+    else:
+        obs.append(f"一张 {gpu0} 上的 LLaMA2-13B 最多放 {fmt_int(l13)} 个 token，= {l13 // MAX_SEQ} 个 {MAX_SEQ} token "
+                   "的请求：批能开多大、吞吐有多高，取决于 KV 显存用得有多省——这就是后面分页、共享、前缀缓存要解决的事。")
     return obs
+
+
+def one_gpu_sentence(d):
+    """LLaMA2-70B 的权重放不放得进一张卡：按当前的 GPU_MEM_UTIL 逐张判断。"""
+    w = d["l70_weights_gib"]
+    fits = [g for g, _ in GPUS if d["fit"][LLAMA2_70B.name][g] is not None]
+    too_small = [g for g, _ in GPUS if g not in fits]
+    usable = "、".join(f"{g} {d['usable_gib'][g]:.1f} GiB" for g, _ in GPUS)
+    head = (f"LLaMA2-70B 的 fp16 权重 {w:.1f} GiB；GPU_MEM_UTIL = {d['util']:g} 时一张卡能用的显存：{usable}。")
+    if not fits:
+        return head + "所以一张卡都放不下；"
+    if not too_small:
+        return head + "所以一张卡就放得下权重；"
+    return head + f"所以一张 {'、'.join(fits)} 放得下，一张 {'、'.join(too_small)} 放不下；"
+
+
+def tp_sentence(d):
+    """几张卡张量并行以后还能放多少 token。"""
+    n = d["l70_tp"]
+    if n is None:
+        return f"{TP_GPUS} 张 {GPUS[0][0]} 张量并行也放不下。"
+    return (f"{TP_GPUS} 张 {GPUS[0][0]} 张量并行后还能放 {fmt_int(n)} 个 token，"
+            f"也就是 {n // 8192} 个 8,192 token 的长请求。")
 
 
 # =============================================================================
@@ -238,13 +273,20 @@ def simulate_paged(prompts, outputs, pool, block_size=BLOCK_SIZE):
     return acc / (steps * pool), running / steps
 
 
+def pool_source():
+    """KV 池大小的出处：只有取论文的值时才说是论文的。"""
+    if KV_POOL_GIB == VLLM_TABLE1_KV_GB:
+        return "（vLLM 论文表 1：OPT-13B 在 A100-40GB 上的 KV 空间）"
+    return f"（vLLM 论文表 1 是 {VLLM_TABLE1_KV_GB} GB，这里改成了 {KV_POOL_GIB} GiB）"
+
+
 def demo2_fragmentation():
     """按最大长度预留连续显存，真正存着 token 的显存占多少？分页能到多少？"""
     print_header(f"演示 2：连续预分配与分页（块 {BLOCK_SIZE}）——显存里有多少真正存着 token 的状态（vLLM 论文图 2）")
     prompts, outputs = make_lengths(N_REQUESTS)
     pool = KV_POOL_GIB * GiB // OPT_13B.kv_bytes_per_token()
-    print_text(f"设置：OPT-13B，KV 池 = {KV_POOL_GIB} GB / {OPT_13B.kv_bytes_per_token() // KB} KB = "
-               f"{fmt_int(pool)} 个 token（vLLM 论文表 1 的 A100-40GB）；{N_REQUESTS} 个请求开始时全部排队"
+    print_text(f"设置：OPT-13B，KV 池 = {KV_POOL_GIB} GiB / {OPT_13B.kv_bytes_per_token() // KiB} KiB = "
+               f"{fmt_int(pool)} 个 token{pool_source()}；{N_REQUESTS} 个请求开始时全部排队"
                f"（种子 {SEQ_SEED}），输入 / 输出长度是对数正态（σ={LEN_SIGMA}），平均 {prompts.mean():.0f} / "
                f"{outputs.mean():.0f}（论文 ShareGPT：{SHAREGPT_MEAN[0]:.0f} / {SHAREGPT_MEAN[1]:.0f}），"
                f"总长不超过 {MAX_SEQ}。每步每个请求生成一个 token；只统计队列里还有人等的那些步。")

@@ -6,23 +6,23 @@
 
   演示 1：三条长度不同的序列交替解码，逐步看块表怎样按需增长、物理块怎样交错。
   演示 2：同一批序列逐 token 解码，paged_step 与连续 KVCache 的 forward 逐位比较 logits。
-  演示 3：块大小 1–128 的取舍：最后一块的浪费、块表长度、gather 的开销（对照 vLLM 论文 §7.2）。
+  演示 3：块大小 1–128 的取舍：最后一块的浪费、块表长度、每解码一步要按块表读几段、每段多长
+          （对照 vLLM 论文 §7.1 的 kernel 开销和 §7.2 的块大小实验）。全部由配置算出，不计时。
 
-【运行】python lecture07/02_paged_attention.py          （约 1–2 秒，2 核笔记本，不需要 GPU）
+【运行】python lecture07/02_paged_attention.py          （约 0.5 秒，2 核笔记本，不需要 GPU；两次输出逐字节相同）
         python lecture07/02_paged_attention.py --demo 3 （只跑演示 3）
-        LAB_NO_TIMING=1 python lecture07/02_paged_attention.py   （计时一栏打印 "-"：两次输出逐字节相同）
-【依赖】numpy、rich；本目录的 paged_kv；lab_common 的 transformer_lab、console。
+【依赖】numpy、rich；本目录的 paged_kv、kv_store（LLaMA2-70B 的配置）；lab_common 的 transformer_lab、console。
 """
 import os
 import sys
-import time
 
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # 仓库根目录：让 lab_common 包可以 import
 from lab_common.console import fmt_int, print_header, print_observations, print_table, print_text  # noqa: E402
 from lab_common.script_tools import run_demos  # noqa: E402
-from paged_kv import BlockPool, PagedSequence, gather_kv, n_blocks, paged_step  # noqa: E402
+from kv_store import LLAMA2_70B  # noqa: E402
+from paged_kv import BlockPool, PagedSequence, n_blocks, paged_step  # noqa: E402
 from lab_common.transformer_lab import TINY, KVCache, config_like, forward, init_params  # noqa: E402
 
 # ---- 学生可以改的设置 ----
@@ -37,15 +37,15 @@ EQ_BLOCK_SIZE = 4                    # 演示 2 的块大小
 BLOCK_SIZES = (1, 4, 8, 16, 32, 64, 128)   # 演示 3 比较的块大小
 LEN_SEED = 0                         # 演示 3 长度分布的种子
 N_LENGTHS = 10_000                   # 演示 3 抽多少条序列的长度
-TIME_LEN = 200                       # 演示 3 计时：序列已有的长度
-TIME_DECODE = 16                     # 演示 3 计时：解码几步
-TIME_REPEAT = 3                      # 演示 3 计时：重复几次取最快的一次
-NO_TIMING = bool(os.environ.get("LAB_NO_TIMING"))   # 设了 LAB_NO_TIMING=1：不计时，计时栏打印 "-"
+READ_LEN = 1024                      # 演示 3：算"每步读几段"时序列已有的 token 数
 
 # ---- 论文的数字（只用来对照，标明出处）----
 LENGTH_MEANS = {"ShareGPT": (161.31, 337.99), "Alpaca": (19.31, 58.45)}   # vLLM 论文图 11：平均输入 / 输出长度
 VLLM_DEFAULT_BLOCK = 16              # vLLM 论文 §7.2：默认块大小 16
 VLLM_BEST_SHAREGPT = (16, 128)       # vLLM 论文 §7.2：ShareGPT 上 16–128 最好（Alpaca 上 16、32 好，更大明显变差）
+VLLM_KERNEL_OVERHEAD = (20, 26)      # vLLM 论文 §7.1、图 18(a)：注意力 kernel 延迟比 FasterTransformer 高 20–26%
+READ_MODEL = LLAMA2_70B              # 演示 3 数"每步读几段"用的模型（kv_store 里的配置）
+KiB, MiB = 1024, 1024 ** 2
 
 
 def blocks_str(seq):
@@ -125,7 +125,7 @@ def observations_1(d):
            + adjacent + "：逻辑上连续、物理上分散，全靠块表对应。"]
     if d["first_grow"]:
         step, name, new = d["first_grow"]
-        obs.append(f"只有最后一块已经写满、又要写下一个 token 时才分配新块：{step} 步时 {name} 的最后一块"
+        obs.append(f"只有最后一块已经写满、又要写下一个 token 时才分配新块：第 {step.split()[1]} 步解码时 {name} 的最后一块"
                    f"已满，拿到物理块 {new[0]}。解码 {d['n_decode']} 步、共写 {d['n_decode'] * len(d['tables'])} 个 token，"
                    f"只分配了 {d['n_decode_alloc']} 块。")
     else:
@@ -218,95 +218,104 @@ def block_stats(lengths, block_size):
                 waste_frac=float(waste.sum() / (nb * block_size).sum()))
 
 
-def time_decode(params, cfg, block_size):
-    """长度 TIME_LEN 的序列再解码 TIME_DECODE 步：分页版 / 连续版每步的时间（秒），和一次 gather_kv 的时间。"""
-    rng = np.random.default_rng(PROMPT_SEED)
-    prompt = rng.integers(0, cfg.vocab, TIME_LEN)
-    toks = rng.integers(0, cfg.vocab, TIME_DECODE)
-    best = [np.inf, np.inf, np.inf]
-    for _ in range(TIME_REPEAT):
-        pool = BlockPool(cfg, n_blocks=n_blocks(TIME_LEN + TIME_DECODE, block_size), block_size=block_size)
-        seq, cache = PagedSequence(pool), KVCache(cfg, 1)
-        paged_step(params, cfg, [seq], [prompt])
-        forward(params, cfg, prompt[None], cache=cache)
-        t0 = time.perf_counter()
-        for t in toks:
-            paged_step(params, cfg, [seq], [[t]])
-        t1 = time.perf_counter()
-        for t in toks:
-            forward(params, cfg, np.array([[t]]), cache=cache)
-        t2 = time.perf_counter()
-        blocks = np.asarray(seq.blocks)
-        for _ in range(TIME_DECODE):
-            gather_kv(pool, 0, blocks, seq.length)
-        t3 = time.perf_counter()
-        best = [min(best[0], (t1 - t0) / TIME_DECODE), min(best[1], (t2 - t1) / TIME_DECODE),
-                min(best[2], (t3 - t2) / TIME_DECODE)]
-    return best
+def read_segments(model, length, block_size):
+    """解码一个 token 时，注意力要读的 K/V 被分成几段连续内存、每段多少字节。
+
+    每一层、每个 KV 头、K 和 V 各自按块表读 n_blocks(length, block_size) 段，每段是一个块里这个头的
+    block_size × head_dim 个数。block_size=None 表示连续存放：每层每头 K、V 各一段。
+
+    >>> r = read_segments(LLAMA2_70B, 1024, 16)      # 80 层 × 8 个 KV 头 × K、V × 64 块
+    >>> r["table_len"], r["segments"], r["segment_bytes"]
+    (64, 81920, 4096)
+    >>> read_segments(LLAMA2_70B, 1024, None)["segments"]
+    1280
+    """
+    if block_size is None:
+        table_len, seg_tokens = 1, length
+    else:
+        table_len, seg_tokens = n_blocks(length, block_size), block_size
+    return dict(table_len=table_len, segments=model.n_layers * model.n_kv_heads * 2 * table_len,
+                segment_bytes=seg_tokens * model.head_dim * model.dtype_bytes)
+
+
+def fmt_bytes(n):
+    """256 → "256 B"，4096 → "4 KiB"，2621440 → "2.5 MiB"。"""
+    if n < KiB:
+        return f"{n:g} B"
+    if n < MiB:
+        return f"{n / KiB:g} KiB"
+    return f"{n / MiB:g} MiB"
 
 
 def demo3_block_size():
-    """块该多大？小块浪费少但块表长、读得碎；大块反过来。"""
-    print_header("演示 3：块大小的取舍——最后一块的浪费、块表长度、gather 的开销（vLLM 论文 §7.2）")
+    """块该多大？小块浪费少，但块表长、读得碎；大块反过来。"""
+    print_header("演示 3：块大小的取舍——最后一块的浪费、块表长度、每解码一步要读几段（vLLM 论文 §7.1、§7.2）")
     lens = {name: sample_lengths(m) for name, m in LENGTH_MEANS.items()}
     stats = {name: {b: block_stats(L, b) for b in BLOCK_SIZES} for name, L in lens.items()}
-    cfg = config_like(TINY, max_seq=TIME_LEN + TIME_DECODE)
-    reads = {b: cfg.n_layers * 2 * n_blocks(TIME_LEN + TIME_DECODE, b) for b in BLOCK_SIZES}
     sg, al = stats["ShareGPT"], stats["Alpaca"]
-    rows = [[b, f"{sg[b]['waste']:.1f}", f"{sg[b]['waste_frac']:.1%}", f"{al[b]['waste_frac']:.1%}",
-             f"{sg[b]['blocks']:.1f}", f"{al[b]['blocks']:.1f}", fmt_int(reads[b])] for b in BLOCK_SIZES]
     print_text(f"长度：各 {fmt_int(N_LENGTHS)} 条序列（种子 {LEN_SEED}），输入、输出长度都是对数正态，均值取 vLLM "
                f"论文图 11：ShareGPT 平均总长 {lens['ShareGPT'].mean():.0f}，Alpaca 平均总长 "
                f"{lens['Alpaca'].mean():.0f}（论文 {sum(LENGTH_MEANS['ShareGPT']):.0f} / "
                f"{sum(LENGTH_MEANS['Alpaca']):.0f}）。")
-    print_table(["块", "浪费/条", "ShareGPT 浪费", "Alpaca 浪费", "块表长 S", "块表长 A", "读几段"], rows,
+    rows = [[b, f"{sg[b]['waste']:.1f}", f"{sg[b]['waste_frac']:.1%}", f"{al[b]['waste_frac']:.1%}",
+             f"{sg[b]['blocks']:.1f}", f"{al[b]['blocks']:.1f}"] for b in BLOCK_SIZES]
+    print_table(["块", "浪费/条", "ShareGPT 浪费", "Alpaca 浪费", "块表长 S", "块表长 A"], rows,
                 caption="浪费/条：ShareGPT 每条序列最后一块平均空着的位置；浪费：空着的位置占分配出去的比例；"
-                        "块表长：每条序列平均几块（S = ShareGPT，A = Alpaca）；读几段：小模型上长度 "
-                        f"{TIME_LEN + TIME_DECODE} 的序列每解码一步，{cfg.n_layers} 层 × K、V 要按块表读的段数。")
-
-    params = init_params(cfg, seed=MODEL_SEED)
-    times, rows = {}, []
-    for b in BLOCK_SIZES:
-        if NO_TIMING:
-            times[b] = None
-            rows.append([b, "-", "-", "-"])
-        else:
-            times[b] = p, c, g = time_decode(params, cfg, b)
-            rows.append([b, f"{p * 1e3:.2f}", f"{p / c:.1f}×", f"{g * 1e6:.0f}"])
-    note = ""
-    if NO_TIMING:
-        note = "设置了 LAB_NO_TIMING，没有计时。"
-    print_table(["块", "分页一步 ms", "分页 / 连续", "gather µs"], rows,
-                caption=f"计时（本机 numpy，每次运行都会不同，{TIME_REPEAT} 次取最快）：长度 {TIME_LEN} 的序列再解码 "
-                        f"{TIME_DECODE} 步，paged_step 每步的时间、它与连续 KVCache 的 forward 的比值、一层一次 "
-                        "gather_kv 的时间。" + note)
-    d = dict(stats=stats, reads=reads, times=times, mean_len={k: float(v.mean()) for k, v in lens.items()},
-             alpaca_over_half=[b for b in BLOCK_SIZES if al[b]["waste_frac"] > 0.5])
+                        "块表长：每条序列平均几块（S = ShareGPT，A = Alpaca）。")
+    m = READ_MODEL
+    reads = {b: read_segments(m, READ_LEN, b) for b in BLOCK_SIZES}
+    contiguous = read_segments(m, READ_LEN, None)
+    rows = [[b, fmt_int(r["table_len"]), fmt_bytes(r["segment_bytes"]), fmt_int(r["segments"])]
+            for b, r in reads.items()]
+    rows.append(["连续", "-", fmt_bytes(contiguous["segment_bytes"]), fmt_int(contiguous["segments"])])
+    print_table(["块", "块表长", "每段", "一步读几段"], rows,
+                caption=f"{m.name}（{m.n_layers} 层 × {m.n_kv_heads} 个 KV 头 × 头维度 {m.head_dim}，fp16）上一条已有 "
+                        f"{fmt_int(READ_LEN)} 个 token 的序列，每解码一个 token，注意力要读的 K/V：块表长 = "
+                        f"⌈{READ_LEN}/B⌉；每段 = 一个块里一个头的 K（或 V）= B × {m.head_dim} × 2 B，是一次能连续读的"
+                        f"字节；一步读几段 = {m.n_layers} 层 × {m.n_kv_heads} 头 × K、V × 块表长。"
+                        "连续：每层每头的 K、V 各是一整段。全部由配置算出，不计时。")
+    d = dict(stats=stats, reads=reads, contiguous=contiguous, mean_len={k: float(v.mean()) for k, v in lens.items()},
+             alpaca_over_half=[b for b in BLOCK_SIZES if al[b]["waste_frac"] > 0.5], read_len=READ_LEN,
+             read_model=m.name)
     print_observations(observations_3(d))
     return d
 
 
 def observations_3(d):
-    """演示 3 的观察：每个数都取自 d。"""
+    """演示 3 的观察：每个数都取自 d（和上面两张表同一份数据）。"""
     sg, al = d["stats"]["ShareGPT"], d["stats"]["Alpaca"]
-    reads, worse = d["reads"], d["alpaca_over_half"]
-    b16, bmax = VLLM_DEFAULT_BLOCK, BLOCK_SIZES[-1]
-    obs = [f"最后一块平均空着约 (B − 1)/2 个位置：块 {b16} 时 ShareGPT 每条浪费 {sg[b16]['waste']:.1f} 个位置"
-           f"（{sg[b16]['waste_frac']:.1%}），块 {bmax} 时 {sg[bmax]['waste']:.1f} 个（{sg[bmax]['waste_frac']:.1%}）。"]
-    if worse:
-        over = f"；块 ≥ {worse[0]} 时就超过一半。"
+    reads, worse, c = d["reads"], d["alpaca_over_half"], d["contiguous"]
+    bmin, bmax = BLOCK_SIZES[0], BLOCK_SIZES[-1]
+    if VLLM_DEFAULT_BLOCK in BLOCK_SIZES:
+        ref = VLLM_DEFAULT_BLOCK                   # 拿 vLLM 的默认块大小作对照
     else:
-        over = "。"
+        ref = BLOCK_SIZES[len(BLOCK_SIZES) // 2]
+    obs = [f"最后一块平均空着约 (B − 1)/2 个位置：块 {ref} 时 ShareGPT 每条浪费 {sg[ref]['waste']:.1f} 个位置"
+           f"（{sg[ref]['waste_frac']:.1%}），块 {bmax} 时 {sg[bmax]['waste']:.1f} 个（{sg[bmax]['waste_frac']:.1%}）。"]
+    if worse:
+        over = f"；块 ≥ {worse[0]} 时超过一半。"
+    else:
+        over = "；表里没有哪个块大小让它超过一半。"
     obs.append(f"短序列更怕大块：Alpaca 平均只有 {d['mean_len']['Alpaca']:.0f} 个 token，块 {bmax} 时 "
-               f"{al[bmax]['waste_frac']:.0%} 的位置空着" + over + f"块 {b16} 时只有 {al[b16]['waste_frac']:.1%}。")
-    obs.append(f"小块的代价是块表长、读得碎：块 1 时 ShareGPT 的块表平均 {sg[1]['blocks']:.0f} 项，每解码一步"
-               f"要读 {fmt_int(reads[1])} 段（小模型），块 {b16} 时降到 {fmt_int(reads[b16])} 段。GPU 上每段太短，"
-               "一个线程块读的数据太少，带宽和并行度用不满。")
-    obs.append(f"vLLM 论文 §7.2：ShareGPT 上块大小 {VLLM_BEST_SHAREGPT[0]}–{VLLM_BEST_SHAREGPT[1]} 最好；Alpaca 上 16、32 "
-               f"好，更大的块因为序列比块还短而明显变差；默认取 {b16}——足够大能用满 GPU，又足够小不至于浪费。"
-               f"上表：ShareGPT 到块 {bmax} 浪费也只有 {sg[bmax]['waste_frac']:.1%}，Alpaca 在块 32、64、{bmax} 时是 "
-               f"{al[32]['waste_frac']:.0%}、{al[64]['waste_frac']:.0%}、{al[bmax]['waste_frac']:.0%}。"
-               "numpy 上的计时只说明 gather 是多出来的一次拷贝，不代表 GPU 上的开销。")
+               f"{al[bmax]['waste_frac']:.1%} 的位置空着，块 {ref} 时 {al[ref]['waste_frac']:.1%}" + over)
+    obs.append(f"小块的代价在读：{d['read_model']} 上长度 {fmt_int(d['read_len'])} 的序列每解码一个 token，"
+               f"块 {bmin} 时要按块表读 {fmt_int(reads[bmin]['segments'])} 段、每段 {fmt_bytes(reads[bmin]['segment_bytes'])}；"
+               f"块 {ref} 时 {fmt_int(reads[ref]['segments'])} 段、每段 {fmt_bytes(reads[ref]['segment_bytes'])}；"
+               f"连续存放只要 {fmt_int(c['segments'])} 段。段越短，每次能连续读的字节越少，查块表的次数也越多。"
+               "本讲的 numpy 版为了和连续版逐位比较，先按块表把块拼回连续的 K/V（gather_kv）再算；"
+               "真实的 PagedAttention kernel 不拼接，直接按块表逐块读进来算（vLLM 论文 §4.1）。")
+    big = [b for b in BLOCK_SIZES if b > 16]
+    if big:
+        alpaca_big = "Alpaca 在块 " + "、".join(str(b) for b in big) + " 时空着 " + "、".join(
+            f"{al[b]['waste_frac']:.1%}" for b in big) + "。"
+    else:
+        alpaca_big = "表里没有大于 16 的块。"
+    obs.append(f"vLLM 论文 §7.1、图 18(a)：查块表、多出的分支、处理变长序列，使注意力 kernel 的延迟比高度优化的 "
+               f"FasterTransformer 高 {VLLM_KERNEL_OVERHEAD[0]}–{VLLM_KERNEL_OVERHEAD[1]}%；论文认为开销不大，因为只影响"
+               "注意力算子，不影响 Linear 等其他算子。本脚本不在 GPU 上计时，上表数的段数和段长正是这份开销的来源。"
+               f"§7.2：ShareGPT 上块大小 {VLLM_BEST_SHAREGPT[0]}–{VLLM_BEST_SHAREGPT[1]} 最好；Alpaca 上 16、32 好，"
+               f"更大的块因为序列比块还短而明显变差；默认取 {VLLM_DEFAULT_BLOCK}——足够大能用满 GPU，又足够小不至于浪费。"
+               f"上表：ShareGPT 到块 {bmax} 也只空着 {sg[bmax]['waste_frac']:.1%}，" + alpaca_big)
     return obs
 
 

@@ -39,20 +39,36 @@ COW_BLOCK_SIZE = 4             # 演示 2 的块大小
 COW_PROMPT = 6                 # 演示 2：共享序列的长度（6 = 一个满块 + 最后一块写了 2 个）
 
 # ---- 论文的数字（只用来对照，标明出处）----
-VLLM_63 = {"并行采样": (6.1, 9.8), "束搜索": (37.6, 55.2)}   # vLLM 论文（SOSP'23）§6.3：Alpaca、OPT-13B 的显存节省 %
+VLLM_63 = {"并行采样": (6.1, 9.8), "束搜索": (37.6, 55.2)}   # vLLM 论文（SOSP'23）§6.3、图 15：Alpaca、OPT-13B 的显存节省 %
+VLLM_63_SHAREGPT_PARALLEL = (16.2, 30.5)   # vLLM 论文 §6.3：同样的实验换成 ShareGPT，并行采样省 16.2–30.5%
+SHAREGPT_MEAN = (161.31, 337.99)   # vLLM 论文图 11(a)：ShareGPT 平均输入 / 输出长度（演示 1 只在块池里重放）
+SHAREGPT_MAX_SEQ = 2048            # OPT 的最大序列长度：ShareGPT 式长度的上限
+
+
+def draw_lengths(rng, mean, cap, size=None):
+    """对数正态（σ=0.8）的长度，均值约为 mean，截到 [2, cap]。"""
+    return np.clip(np.round(rng.lognormal(np.log(mean) - 0.32, 0.8, size)), 2, cap).astype(int)
 
 
 def make_requests(cfg, n=N_REQUESTS, seed=LEN_SEED):
     """Alpaca 式的请求：输入长度、每个样本的输出长度都是对数正态（σ=0.8，均值取论文图 11），截到上限。"""
     rng = np.random.default_rng(seed)
-
-    def draw(mean, cap, size=None):
-        return np.clip(np.round(rng.lognormal(np.log(mean) - 0.32, 0.8, size)), 2, cap).astype(int)
     reqs = []
     for _ in range(n):
-        prompt = rng.integers(0, cfg.vocab, int(draw(ALPACA_MEAN[0], MAX_PROMPT)))
-        reqs.append((prompt, draw(ALPACA_MEAN[1], MAX_OUTPUT, max(WIDTHS))))
+        prompt = rng.integers(0, cfg.vocab, int(draw_lengths(rng, ALPACA_MEAN[0], MAX_PROMPT)))
+        reqs.append((prompt, draw_lengths(rng, ALPACA_MEAN[1], MAX_OUTPUT, max(WIDTHS))))
     return reqs
+
+
+def sharegpt_lengths(n=N_REQUESTS, seed=LEN_SEED):
+    """ShareGPT 式的长度（均值取论文图 11(a)），只给块池重放用：[(输入长度, 每个样本的输出长度)]，总长 ≤ 2048。"""
+    rng = np.random.default_rng(seed)
+    out = []
+    for _ in range(n):
+        p = int(draw_lengths(rng, SHAREGPT_MEAN[0], SHAREGPT_MAX_SEQ - 2))
+        out.append((p, np.minimum(draw_lengths(rng, SHAREGPT_MEAN[1], SHAREGPT_MAX_SEQ, max(WIDTHS)),
+                                  SHAREGPT_MAX_SEQ - p)))
+    return out
 
 
 def fmt_list(xs):
@@ -182,10 +198,10 @@ def demo1_savings():
     params = init_params(cfg, seed=MODEL_SEED)
     reqs = make_requests(cfg)
     beam_reqs = reqs[:N_BEAM]
-    print_text(f"{N_REQUESTS} 个请求（长度种子 {LEN_SEED}）：输入 {', '.join(str(len(p)) for p, _ in reqs)} 个 token；"
+    print_text(f"{N_REQUESTS} 个请求（长度种子 {LEN_SEED}）：输入 {'、'.join(str(len(p)) for p, _ in reqs)} 个 token；"
                f"并行采样时每个样本的输出长度单独抽（模拟各自遇到 EOS 的时刻），平均 "
                f"{np.mean([o for _, o in reqs]):.0f}；束搜索用前 {N_BEAM} 个请求，每个解码 = 它第一个样本的"
-               f"输出长度（{', '.join(str(o[0]) for _, o in beam_reqs)}）步。长度按 Alpaca 的均值抽（vLLM 论文图 11："
+               f"输出长度（{'、'.join(str(o[0]) for _, o in beam_reqs)}）步。长度按 Alpaca 的均值抽（vLLM 论文图 11："
                f"{ALPACA_MEAN[0]} / {ALPACA_MEAN[1]}）。模型：第 2 讲的 TINY，权重种子 {MODEL_SEED}。"
                f"并行采样在真模型上跑 n={max(WIDTHS)}（第 j 个样本的随机种子 {SAMPLE_SEED}+j）；n 更小时样本就是它的"
                "前几个，token 完全相同，只在块池里重放 fork / 写入 / 释放来数块。")
@@ -220,9 +236,26 @@ def demo1_savings():
                         "不共享 = 每条序列各存一份自己的全部 KV；省下 = 1 − 共享 / 不共享；"
                         "COW 次数：写进共享的不满块、先复制一份的次数。论文：vLLM 论文 §6.3 在 Alpaca 上、"
                         "OPT-13B 的显存节省（n 或宽度 2、4、6 合起来的范围）。")
+    long = sharegpt_lengths()
+    share_long = {}
+    for w in WIDTHS:                               # 同样的并行采样，换成 ShareGPT 的长度：只在块池里重放
+        sh = pr = 0
+        for plen, outs in long:
+            s, p, _ = replay_sampling(cfg, plen, outs, w)
+            sh, pr = sh + s, pr + p
+        share_long[w] = dict(shared=sh, private=pr, saved=1 - sh / pr)
+    lo, hi = VLLM_63_SHAREGPT_PARALLEL
+    print_table(["n", "不共享", "共享", "省下", "论文"],
+                [[w, f"{r['private']:,}", f"{r['shared']:,}", f"{r['saved']:.1%}", f"{lo}–{hi}%"]
+                 for w, r in share_long.items()],
+                title="并行采样，换成 ShareGPT 的长度（提示更长）",
+                caption=f"{N_REQUESTS} 个请求，输入、输出长度按 ShareGPT 的均值抽（vLLM 论文图 11(a)："
+                        f"{SHAREGPT_MEAN[0]} / {SHAREGPT_MEAN[1]}，σ=0.8，总长 ≤ {SHAREGPT_MAX_SEQ}），平均输入 "
+                        f"{np.mean([p for p, _ in long]):.0f}、输出 {np.mean([o for _, o in long]):.0f}；只在块池里重放 fork / "
+                        "写入 / 释放（块数只取决于长度，不跑模型）。论文：vLLM 论文 §6.3 在 ShareGPT 上的并行采样节省。")
     ps = [res[("并行采样", w)]["saved"] for w in WIDTHS]
     beam = [res[("束搜索", w)]["saved"] for w in WIDTHS]
-    d = dict(res=res, parallel=ps, beam=beam, parallel_rising=rising(ps), beam_rising=rising(beam),
+    d = dict(share_long=share_long, long_mean_in=float(np.mean([p for p, _ in long])),res=res, parallel=ps, beam=beam, parallel_rising=rising(ps), beam_rising=rising(beam),
              replay_matches_model=checked, mean_in=float(np.mean([len(p) for p, _ in reqs])),
              mean_out=float(np.mean([o for _, o in reqs])),
              short_prompts=sum(len(p) < BLOCK_SIZE for p, _ in reqs), reqs=reqs, steps=steps, widths=WIDTHS,
@@ -243,13 +276,23 @@ def observations_1(d):
            + f"。这些请求平均输入 {d['mean_in']:.0f} 个 token、每个样本输出 {d['mean_out']:.0f} 个；只有提示里写满的块能一直共享"
            f"（{d['short_prompts']} 个请求的提示不满一块，根本没有可共享的满块），大部分块是各个样本自己的回答，所以省得不多"
            f"（论文 {VLLM_63['并行采样'][0]}–{VLLM_63['并行采样'][1]}%）。"]
+    long = [d["share_long"][w]["saved"] for w in WIDTHS]
+    if all(a > b for a, b in zip(long, ps)):
+        obs.append(f"提示越长，能共享的满块越多：同样的 n 换成 ShareGPT 的长度（平均输入 {d['long_mean_in']:.0f} 个 token），"
+                   f"并行采样省下 {long[0]:.1%} → {long[-1]:.1%}，每个 n 都比 Alpaca 长度时多"
+                   f"（论文 §6.3 在 ShareGPT 上 {VLLM_63_SHAREGPT_PARALLEL[0]}–{VLLM_63_SHAREGPT_PARALLEL[1]}%）。")
+    else:
+        obs.append(f"换成 ShareGPT 的长度（平均输入 {d['long_mean_in']:.0f} 个 token）后并行采样省下 {long[0]:.1%} → "
+                   f"{long[-1]:.1%}，并不是每个 n 都比 Alpaca 长度时多（论文 §6.3 在 ShareGPT 上 "
+                   f"{VLLM_63_SHAREGPT_PARALLEL[0]}–{VLLM_63_SHAREGPT_PARALLEL[1]}%）。")
     if d["beam_rising"]:
         trend_b = "，宽度越大省得越多"
     else:
         trend_b = "，并不随宽度单调增加"
     beam_wins = all(b > p for b, p in zip(beam, ps))
     text = (f"束搜索：宽度 {lo_w} 到 {hi_w}，省下 {beam[0]:.1%} → {beam[-1]:.1%}" + trend_b
-            + "。每一步都会淘汰一些候选、复制留下的，各条束很快又有了共同的祖先：结束时宽度 "
+            + "。每一步都会淘汰一些候选，留下的候选从各自的父束 fork（只加引用计数，不复制数据），"
+            "各条束很快又有了共同的祖先：结束时宽度 "
             f"{lo_w} / {hi_w} 的全部束在生成部分的前 {res[('束搜索', lo_w)]['common']:.0%} / "
             f"{res[('束搜索', hi_w)]['common']:.0%} 上完全相同，这段只存一份"
             f"（论文 {VLLM_63['束搜索'][0]}–{VLLM_63['束搜索'][1]}%）。")
@@ -262,9 +305,12 @@ def observations_1(d):
         order = "量级和\"束搜索比并行采样省得多\"的顺序可以对照，"
     else:
         order = "连\"束搜索比并行采样省得多\"的顺序都没有复现，"
+    if N_BEAM == N_REQUESTS:
+        n_text = f"{N_REQUESTS} 个合成长度的请求（并行采样和束搜索用同一批）"
+    else:
+        n_text = f"{N_REQUESTS} 个合成长度的请求（束搜索只用前 {N_BEAM} 个）"
     obs.append("设置的差别：论文是 OPT-13B 在 A100 上跑真实的 Alpaca 请求流，数的是整个系统的显存；这里是随机权重的"
-               f"小模型、{N_REQUESTS} 个（束搜索 {N_BEAM} 个）合成长度的请求、没有 EOS（按抽到的长度停），只数 KV 块。"
-               + order + "具体百分比不能直接比较。")
+               f"小模型、{n_text}、没有 EOS（按抽到的长度停），只数 KV 块。" + order + "具体百分比不能直接比较。")
     return obs
 
 

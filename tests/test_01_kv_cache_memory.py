@@ -44,14 +44,14 @@ def test_kv_bytes_per_token_known_values(d1):
 
 
 def test_demo1_claims(d1):
-    assert d1["opt_req_mb"] == 1600                                   # 2048 × 800 KB = 1,600 MB ≈ 1.6 GB
+    assert d1["opt_req_mib"] == 1600                                  # 2048 × 800 KiB = 1,600 MiB（论文：1.6 GB）
     assert round(d1["opt_slots"] / 100) / 10 == 15.7                  # 论文表 1：15.7K
     assert d1["mha_70"] == 8 * 320 * 1024
     for gpu in ("A800 80GB", "H200 141GB"):
         assert d1["fit"]["LLaMA2-70B"][gpu] is None                   # 一张卡放不下 70B 的 fp16 权重
         assert d1["fit"]["LLaMA2-13B"][gpu] > 0
     assert d1["fit"]["LLaMA2-13B"]["A800 80GB"] // 2048 == 30
-    assert d1["l70_8xa800"] > 1_000_000
+    assert d1["l70_tp"] > 1_000_000
     # H200 的显存更大，能放的 token 更多
     for name, f in d1["fit"].items():
         if f["A800 80GB"] is not None:
@@ -124,3 +124,26 @@ def test_observations_are_plain_functions_of_the_dicts(d1, d2):
     assert m.observations_1(d1) == m.observations_1(dict(d1))
     assert len(m.observations_1(d1)) == 4 and len(m.observations_2(d2)) == 4
     assert "都放不下" in m.observations_1(d1)[2]
+
+
+def test_units_are_binary_and_labelled(d1):
+    """字节数一律按 1024 进位、标成 KiB/MiB/GiB；论文的 12 GB → 15.7K 只有按 1024 进位才对得上。"""
+    assert d1["opt_slots"] == 12 * 1024 ** 3 // (800 * 1024) == 15_728
+    assert d1["opt_slots_decimal"] == int(12e9 // (800 * 1024)) == 14_648      # 按 10⁹ 算就不是 15.7K
+    obs = m.observations_1(d1)
+    assert "800 KiB/token" in obs[0] and "1,600 MiB = 1.56 GiB" in obs[0] and "14,648" in obs[0]
+    assert "320 KiB/token" in obs[1] and "2560 KiB" in obs[1]
+    assert " KB/token" not in "".join(obs) and " MB" not in "".join(obs)      # 只有引用论文原文时才写 KB、GB
+
+
+def test_one_gpu_sentence_follows_the_utilization(monkeypatch):
+    """"一张卡放不下 70B" 只在 GPU_MEM_UTIL = 0.9 时成立：句子按当前设置逐张卡算。"""
+    import contextlib
+    import io
+    for util, want in ((0.9, "一张卡都放不下"), (1.0, "一张 H200 141GB 放得下，一张 A800 80GB 放不下")):
+        monkeypatch.setattr(m, "GPU_MEM_UTIL", util)
+        with contextlib.redirect_stdout(io.StringIO()):
+            d = m.demo1_bytes_per_token()
+        assert want in m.observations_1(d)[2], m.observations_1(d)[2]
+        assert d["usable_gib"]["H200 141GB"] == pytest.approx(util * 143_771 / 1024)
+    assert 0.9 * 143_771 / 1024 < 70e9 * 2 / 1024 ** 3 < 1.0 * 143_771 / 1024     # 130.4 GiB 夹在两者之间

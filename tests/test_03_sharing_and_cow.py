@@ -26,6 +26,7 @@ def test_smoke_main(capsys):
     assert "演示 1" in out and "演示 2" in out and "失败" not in out
     assert "5,637" in out                                             # 演示 1：宽度 6 的束搜索共享时的块·步
     assert "[2 1 1 0]" in out                                         # 演示 2：COW 之后的 ref_count
+    assert "输入 16、8、8、13、5" in out                               # 数字列表用顿号
     assert max(cell_len(line) for line in out.splitlines()) <= 80
 
 
@@ -129,3 +130,21 @@ def test_common_prefix_len():
     assert m.common_prefix_len(np.array([[1, 2, 3], [1, 2, 4]])) == 2
     assert m.common_prefix_len(np.array([[1, 2], [3, 2]])) == 0
     assert m.common_prefix_len(np.array([[5, 6], [5, 6]])) == 2
+
+
+def test_wording_fixes(d1):
+    """fork 不是复制；"12 个（束搜索 12 个）"不重复；数字列表用顿号。"""
+    text = "".join(m.observations_1(d1))
+    assert "复制留下的" not in text and "fork（只加引用计数，不复制数据）" in text
+    assert "（束搜索 12 个）" not in text and "并行采样和束搜索用同一批" in text
+
+
+def test_sharegpt_parallel_sampling(d1):
+    """vLLM 论文 §6.3：ShareGPT 上并行采样省 16.2–30.5%；我们按 ShareGPT 的长度在块池里重放，每个 n 都比 Alpaca 长度时省得多。"""
+    assert m.VLLM_63_SHAREGPT_PARALLEL == (16.2, 30.5)
+    assert m.VLLM_63 == {"并行采样": (6.1, 9.8), "束搜索": (37.6, 55.2)}
+    long = [d1["share_long"][w]["saved"] for w in m.WIDTHS]
+    assert all(a > b for a, b in zip(long, d1["parallel"]))
+    assert [round(x, 3) for x in long] == [0.127, 0.211, 0.244]
+    assert "每个 n 都比 Alpaca 长度时多" in m.observations_1(d1)[1]
+    assert "16.2–30.5%" in m.observations_1(d1)[1]
