@@ -1,0 +1,237 @@
+"""06 在 GPU 上的测量：每步耗时（CUDA event）、CUDA graph 捕获、A/B/C/D 计时、tile 扫描、克隆占一步 decode 多少。
+
+只在有 CUDA 的机器上调用（06 的演示 2–4）；返回的都是普通的 dict / list，06 打印它们、存进 JSON。
+
+    A  每层新建 long 下标张量 + index_select + index_copy_（博客里的"之前"）
+    B  每层新建 int32 下标张量 + 一次 Triton launch（博客里的"之后"）
+    C  所有层 × K/V 一次 launch，下标经锁页缓冲区一次上传（kv_clone_triton.kv_clone_blocks_all）
+    D  同样字节数的一次连续 device-to-device 拷贝（带宽上限）
+    图  同一件事捕获进 CUDA graph 后 replay（C图 每步还包括主机上检查下标、写锁页内存）
+"""
+import math
+import statistics
+import time
+
+import torch
+
+import kv_clone_triton as kvc
+from lab_common.transformer_lab import init_params
+from paged_decode import PagedKVCache, decode_step, torch_params
+from paged_kv import n_blocks
+
+DTYPES = {"float16": torch.float16, "bfloat16": torch.bfloat16, "float32": torch.float32}
+
+
+def time_per_step(fn, reps, min_ms=5.0):
+    """稳态每步 µs 的 reps 个样本：预热后，每个样本先不计时调 1 次（GPU 上先排着活），
+    再用 CUDA event 包住 inner 次连续调用（合计 ≥ min_ms）。主机比 GPU 慢时，GPU 的空等也算进去。"""
+    for _ in range(3):
+        fn()
+    torch.cuda.synchronize()
+    t = time.perf_counter()
+    fn()
+    torch.cuda.synchronize()
+    inner = max(1, min(200, math.ceil(min_ms / max(1e-3, (time.perf_counter() - t) * 1e3))))
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    out = []
+    for _ in range(reps):
+        fn()
+        start.record()
+        for _ in range(inner):
+            fn()
+        end.record()
+        end.synchronize()
+        out.append(start.elapsed_time(end) * 1e3 / inner)
+    return out
+
+
+def capture(fn):
+    """fn 先跑一次（编译 kernel、分配好张量），再捕获进 CUDA graph。返回 (graph, fn 在 graph 里的返回值)。"""
+    fn()
+    torch.cuda.synchronize()
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        out = fn()
+    return g, out
+
+
+def clone_a(kv, src, dst):
+    """方法 A（博客的"之前"）：每层从 python 列表新建 long 下标张量，再 index_select + index_copy_。"""
+    for l in range(kv.shape[0]):
+        s = torch.tensor(src, device=kv.device)
+        d = torch.tensor(dst, device=kv.device)
+        for j in (0, 1):
+            kv[l, j].index_copy_(0, d, kv[l, j].index_select(0, s))
+
+
+def clone_b(kv, src, dst):
+    """方法 B（博客的"之后"）：每层新建 int32 下标张量，再一次 Triton launch（K/V 一起）。"""
+    for l in range(kv.shape[0]):
+        kvc.launch_layer_kernel(kv[l, 0], kv[l, 1], torch.tensor(src, dtype=torch.int32, device=kv.device),
+                                torch.tensor(dst, dtype=torch.int32, device=kv.device))
+
+
+def graphable_a(kv, src, dst):
+    """A 的 graph 版：每层两次 H2D（从锁页内存，和 torch.tensor(...) 一样每层拷一次）+ 4 个 kernel。"""
+    hs, hd = torch.tensor(src).pin_memory(), torch.tensor(dst).pin_memory()
+    ds = torch.empty((kv.shape[0], len(src)), dtype=torch.long, device=kv.device)
+    dd = torch.empty_like(ds)
+
+    def step():
+        for l in range(kv.shape[0]):
+            ds[l].copy_(hs, non_blocking=True)
+            dd[l].copy_(hd, non_blocking=True)
+            for j in (0, 1):
+                kv[l, j].index_copy_(0, dd[l], kv[l, j].index_select(0, ds[l]))
+    return step
+
+
+def graphable_c(kv, src, dst):
+    """C 放进一整步的 graph 里：下标先写进锁页内存，graph 里是一次 H2D + 一次 launch。"""
+    buf = kvc.CloneIndexBuffer(kv.device, len(src))
+    buf.stage(src, dst)
+    return lambda: kvc.launch_all_kernel(kv, *buf.upload(len(src)))
+
+
+def bytes_per_step(shape, n):
+    """一步克隆读 + 写的字节数：2 × N × 层数 × 2(K,V) × H×BS×D × 元素字节。"""
+    el = torch.empty(0, dtype=DTYPES[shape["dtype"]]).element_size()
+    return 2 * n * shape["n_layers"] * 2 * shape["n_heads"] * shape["block_size"] * shape["head_dim"] * el
+
+
+def sweep_tiles(kv, src_dev, dst_dev, reps, tiles=(1024, 2048, 4096), warps=(2, 4, 8)):
+    """在最大的 N 上扫 (tile, num_warps)，只量 kernel（下标已在 GPU 上）。返回按耗时排好的行。"""
+    rows = []
+    for t in tiles:
+        for w in warps:
+            us = statistics.median(time_per_step(lambda: kvc.launch_all_kernel(kv, src_dev, dst_dev, t, w), reps))
+            rows.append({"tile": t, "num_warps": w, "us": us})
+    return sorted(rows, key=lambda r: r["us"])
+
+
+def host_breakdown(kv, src, dst, buf, d_fn, iters=3000):
+    """C 与 D 在 N 很小时每步的主机时间（µs，perf_counter；GPU 跟得上，所以就是主机的时间）。"""
+    def clock(fn):
+        for _ in range(100):
+            fn()
+        torch.cuda.synchronize()
+        t = time.perf_counter()
+        for _ in range(iters):
+            fn()
+        dt = (time.perf_counter() - t) / iters * 1e6
+        torch.cuda.synchronize()
+        return dt
+    s_dev, d_dev = torch.tensor(src, dtype=torch.int32, device=kv.device), torch.tensor(dst, dtype=torch.int32,
+                                                                                          device=kv.device)
+
+    def stage_upload():
+        buf.stage(src, dst)
+        buf.upload(len(src))
+        buf.mark()
+    return {"check": clock(lambda: kvc.check_clone_indices(src, dst, kv.shape[2])),
+            "stage_upload": clock(stage_upload),
+            "launch": clock(lambda: kvc.launch_all_kernel(kv, s_dev, d_dev)),
+            "D": clock(d_fn),
+            "C": clock(lambda: kvc.kv_clone_blocks_all(kv, src, dst, buf, True))}
+
+
+def bench_shape(name, shape, ns, reps, seed=0):
+    """一种形状上，A/B/C/D 与 A图/C图/D图 在每个 N 下的每步 µs；外加 tile 扫描、主机开销拆分。"""
+    dev = torch.device("cuda")
+    L, H, BS, D = shape["n_layers"], shape["n_heads"], shape["block_size"], shape["head_dim"]
+    maxn = max(ns)
+    kv = torch.empty((L, 2, 2 * maxn + 16, H, BS, D), dtype=DTYPES[shape["dtype"]], device=dev)
+    kv.view(torch.uint8).random_(0, 64)                 # 随机但有限的数（不会出现 NaN）
+    flat = torch.empty(2 * bytes_per_step(shape, maxn) // 2 // kv.element_size(), dtype=kv.dtype, device=dev)
+    perm = torch.randperm(kv.shape[2], generator=torch.Generator().manual_seed(seed)).tolist()
+    big_s = torch.tensor(perm[:maxn], dtype=torch.int32, device=dev)
+    big_d = torch.tensor(perm[maxn:2 * maxn], dtype=torch.int32, device=dev)
+    sweep = sweep_tiles(kv, big_s, big_d, reps)
+    kvc.TILE, kvc.NUM_WARPS = sweep[0]["tile"], sweep[0]["num_warps"]
+    seq = torch.arange(2 * maxn, dtype=torch.int32, device=dev)       # 连续的块：排除"块是散的"这个因素
+    seq_us = statistics.median(time_per_step(lambda: kvc.launch_all_kernel(kv, seq[:maxn], seq[maxn:]), reps))
+    buf = kvc.CloneIndexBuffer(dev, maxn)
+    rows = []
+    for n in ns:
+        src, dst = perm[:n], perm[n:2 * n]              # 源块各不相同：读真的来自 HBM
+        half = bytes_per_step(shape, n) // 2 // kv.element_size()
+        fns = {"A": lambda: clone_a(kv, src, dst), "B": lambda: clone_b(kv, src, dst),
+               "C": lambda: kvc.kv_clone_blocks_all(kv, src, dst, buf, True),
+               "D": lambda: flat[half:2 * half].copy_(flat[:half])}
+        graphs = {"A图": capture(graphable_a(kv, src, dst))[0], "D图": capture(fns["D"])[0]}
+        fns.update({m: g.replay for m, g in graphs.items()})
+        cg = kvc.CloneGraph(kv, n, kvc.CloneIndexBuffer(dev, n))
+        fns["C图"] = lambda: cg(src, dst)
+        for m, fn in fns.items():
+            us = statistics.median(time_per_step(fn, reps))
+            rows.append({"shape": name, "N": n, "method": m, "us": us, "bytes": 2 * half * kv.element_size(),
+                         "GBps": 2 * half * kv.element_size() / us / 1e3})
+        ref = kv.index_select(2, torch.tensor(src, device=dev))   # 计时之后再确认一次：C 的结果逐位正确
+        cg(src, dst)
+        torch.cuda.synchronize()
+        ok = torch.equal(kv.index_select(2, torch.tensor(dst, device=dev)).view(torch.uint8), ref.view(torch.uint8))
+        assert ok, f"{name} N={n}：计时后的校验失败"
+        graphs = cg = None
+    one = bytes_per_step(shape, 1) // 2 // kv.element_size()
+    host = host_breakdown(kv, perm[:1], perm[1:2], buf, lambda: flat[one:2 * one].copy_(flat[:one]))
+    kv = flat = None
+    torch.cuda.empty_cache()
+    return rows, {"sweep": sweep, "best": sweep[0], "sequential_blocks_us": seq_us, "host_us_N1": host}
+
+
+# ─────────────────────────── 克隆占一步 decode 的多少 ───────────────────────────
+def decode_case(cfg, batch, prefix_len, block_size, seed):
+    """B 条序列刚命中同一个 prefix 条目（最后一块没写满）：fork 之后第一次写入，各 COW 一次。"""
+    L, H, hd = cfg.n_layers, cfg.n_kv_heads, cfg.head_dim
+    cache = PagedKVCache(L, H, hd, block_size, n_blocks(prefix_len, block_size) + batch + 1, device="cuda")
+    g = torch.Generator().manual_seed(seed)
+    prefix = cache.new_sequence()                         # prefix 缓存条目：它自己一直持有这些块
+    cache.prefill(prefix, *(torch.randn((L, prefix_len, H, hd), generator=g) for _ in range(2)))
+    kids = [prefix.fork() for _ in range(batch)]
+    pairs, _, _ = cache.reserve(kids, 1)                  # 第一次写入：每条序列 COW 一次（一次调用拷完）
+    for s in kids:
+        s.length += 1
+    return dict(cache=cache, src=[p[0] for p in pairs], dst=[p[1] for p in pairs],
+                table=torch.tensor([s.blocks for s in kids], device="cuda"),
+                tokens=torch.randint(0, cfg.vocab, (batch,), generator=g).cuda(), seq_len=prefix_len + 1)
+
+
+def decode_share(cfg, batches, prefix_len, block_size, reps, rounds, seed=0):
+    """每个 B：none / A / C 三个 graph（克隆 + 一整步 decode）轮流计时 rounds 轮；再核对三者的 logits。"""
+    tp = torch_params(init_params(cfg, seed), "cuda", torch.float16)
+    rows = []
+    for b in batches:
+        case = decode_case(cfg, b, prefix_len, block_size, seed + b)
+        kv = case["cache"].kv
+        clone = {"none": lambda: None, "A": graphable_a(kv, case["src"], case["dst"]),
+                 "C": graphable_c(kv, case["src"], case["dst"])}
+
+        def step_of(m):
+            def step():
+                clone[m]()
+                return decode_step(tp, cfg, kv, case["tokens"], case["table"], case["seq_len"])
+            return step
+        graphs = {m: capture(step_of(m)) for m in clone}
+        per_round = {m: [] for m in graphs}
+        for _ in range(rounds):
+            for m, (g, _) in graphs.items():
+                per_round[m].append(statistics.median(time_per_step(g.replay, reps)))
+        logits, kv_after = {}, {}
+        for m, (g, out) in graphs.items():
+            g.replay()
+            torch.cuda.synchronize()
+            logits[m], kv_after[m] = out.clone(), kv.clone()
+        graphs["none"][0].replay()
+        torch.cuda.synchronize()
+        bits = {m: x.view(torch.int16) for m, x in logits.items()}
+        rows.append({"B": b, "N_pairs": len(case["src"]), "rounds_us": per_round,
+                     "us": {m: statistics.median(v) for m, v in per_round.items()},
+                     "logits_identical": all(torch.equal(bits["none"], bits[m]) for m in ("A", "C")),
+                     "logits_max_abs_diff": max(float((logits[m].float() - logits["none"].float()).abs().max())
+                                                for m in ("A", "C")),
+                     "replay_repeatable": torch.equal(graphs["none"][1].view(torch.int16), bits["none"]),
+                     "kv_identical": all(torch.equal(kv_after["none"].view(torch.int16), kv_after[m].view(torch.int16))
+                                         for m in ("A", "C"))})
+        graphs = case = kv = clone = None
+        torch.cuda.empty_cache()
+    return rows
