@@ -27,11 +27,11 @@ from dataclasses import replace
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # 仓库根目录：让 lab_common 包可以 import
-from lab_common.console import ArgParser, fail, fmt_int, print_header, print_observations, print_table, print_text  # noqa: E402
+from lab_common.console import ArgParser, fmt_int, print_header, print_observations, print_table, print_text  # noqa: E402
 from kv_cluster import (BLOCK_BYTES, BLOCK_SIZE, LOCAL_DRAM, NIC_GB_PER_S, SCHEDULERS, fetch_plan,  # noqa: E402
                         hit_tokens, nic_fetch, run_prefill)
-from kv_store import (A800_X8, EQ1_A, EQ1_B, LLAMA3_70B, TIERS, Node, load_time, make_trace,  # noqa: E402
-                      prefill_compute_time, prefill_time, simulate)
+from kv_store import (A800_X8, EQ1_A, EQ1_B, LLAMA3_70B, TIERS, Node, load_time, load_trace,  # noqa: E402
+                      make_trace, prefill_compute_time, prefill_time, simulate)
 
 # ---- 学生可以改的设置 ----
 TRACE_SEED = 0                  # 合成 trace 的随机种子（--trace 给了文件就不用）
@@ -251,13 +251,43 @@ def observations1(d):
 
 
 # =============================================================================
-def trace_span(tr):
-    return max(tr[-1].arrival - tr[0].arrival, 1e-9)
+BURST_S = 1e-3      # 全部请求在 1 ms（trace 时间戳的单位）之内到达：当成同一时刻的突发，算不出请求率
+
+
+def trace_timing(tr):
+    """(时长秒, 是否突发)。突发 = 时长不到 BURST_S（包括只有一个请求）：请求率没有意义，不按负载缩放。"""
+    span = tr[-1].arrival - tr[0].arrival
+    return span, span < BURST_S
 
 
 def fmt_ms(sec):
     """秒 → 毫秒，千分位一位小数：fmt_ms(11.6271) == '11,627.1'。"""
     return f"{sec * 1e3:,.1f}"
+
+
+def fmt_pct(x):
+    """负载：None（突发，算不出）→ "-"。超过 100% 的含义（超载）写在表的说明里。"""
+    if x is None:
+        return "-"
+    return f"{x:.0%}"
+
+
+def fmt_scale(x):
+    """请求率的倍数：fmt_scale(43.6) == '43.6'；很小的倍数用科学记数，不印成 0.0。"""
+    if x >= 0.1:
+        return f"{x:.1f}"
+    return f"{x:.1e}"
+
+
+def fmt_duration(sec):
+    """trace 时长：≥ 2 分钟按分钟，否则秒或毫秒。"""
+    if sec <= 0:
+        return "时长 0（同一时刻）"
+    if sec >= 120:
+        return f"{sec / 60:.0f} 分钟"
+    if sec >= 1:
+        return f"{sec:.1f} 秒"
+    return f"{sec * 1e3:.1f} ms"
 
 
 def demo2_hot_blocks(trace, source):
@@ -266,105 +296,139 @@ def demo2_hot_blocks(trace, source):
     print_header(f"演示 2：热点块与网络——命中的 KV 从持有它的节点经 RDMA 拉取，每台节点的网卡合计 "
                  f"{NIC_GB_PER_S:g} GB/s")
     hits = simulate([r.blocks for r in tr], None, "lru")          # 集群的 KVCache 池：按无限容量
-    span = trace_span(tr)
-    node_h = sum(prefill_time(LLAMA3_70B, r.input_len, hit_tokens(int(h), r.input_len), LOCAL_DRAM, A800_X8)
-                 for r, h in zip(tr, hits)) / span
+    span, burst = trace_timing(tr)
+    work = sum(prefill_time(LLAMA3_70B, r.input_len, hit_tokens(int(h), r.input_len), LOCAL_DRAM, A800_X8)
+               for r, h in zip(tr, hits))                          # 秒：全部 prefill 在一台节点上的时间
     cnt = Counter(b for r in tr for b in r.blocks)
-    hot = {b for b, c in cnt.items() if c >= HOT_SHARE * len(tr)}
+    hot = {b for b, c in cnt.items() if c >= max(2, HOT_SHARE * len(tr))}   # 只用过一次的块谈不上热
     total_acc = sum(cnt.values())
     hot_acc = sum(cnt[b] for b in hot)
-    print_text(f"{source}：{fmt_int(len(tr))} 个请求、{span / 60:.0f} 分钟。按无限容量的 KVCache 池算命中，"
-               f"平均要 {node_h:.2f} 台 {A800_X8.name} 一直做 prefill。节点数为 N 时把请求率放大 "
-               f"S = N × {NET_GPU_UTIL:.0%} / {node_h:.2f} 倍，让 GPU 忙到 {NET_GPU_UTIL:.0%}。"
-               f"请求轮流分给各节点；块存在第一次算出它的节点上。热点块 = 被至少 {HOT_SHARE:.0%} 的请求"
+    node_h = None
+    if burst:
+        rate = (f"全部请求在 {BURST_S * 1e3:g} ms 之内到达，当成同一时刻的突发：算不出请求率，也就不能按 GPU 负载"
+                "缩放；按原样重放，所有请求同时到达，排队就是这一阵突发。")
+    else:
+        node_h = work / span
+        rate = (f"按无限容量的 KVCache 池算命中，平均要 {node_h:,.2f} 台 {A800_X8.name} 一直做 prefill。"
+                f"节点数为 N 时把请求率乘以 S = N × {NET_GPU_UTIL:.0%} / {node_h:,.2f}，让 GPU 忙到 {NET_GPU_UTIL:.0%}。")
+    print_text(f"{source}：{fmt_int(len(tr))} 个请求、{fmt_duration(span)}。{rate}"
+               f"请求轮流分给各节点；块存在第一次算出它的节点上。热点块 = 被至少 {HOT_SHARE:.0%}（且至少 2 个）的请求"
                f"用到的块：{len(hot)} 个，占全部块访问的 {hot_acc / total_acc:.0%}。网卡：FAST'25 表 1 的 "
                f"B_nic = {NIC_GB_PER_S * 8:g} Gbps = {NIC_GB_PER_S:g} GB/s 是一台节点全部网卡的合计（§3.2.3：每张 A800 "
                f"配一块 100/200 Gbps 的网卡）；这里把一台节点的全部网卡当成一个 FIFO 队列。")
 
     def stats(res, scale):
-        w, offered = res["wait"], res["busy"] / (span / scale)
-        return dict(mean=float(w.mean()), p99=float(np.percentile(w, 99)), max=float(w.max()),
-                    hot_load=float(offered.max()), avg_load=float(offered.mean()))
+        w = res["wait"]
+        out = dict(mean=float(w.mean()), p99=float(np.percentile(w, 99)), max=float(w.max()),
+                   hot_load=None, avg_load=None, sent=res["blocks_sent"])
+        if not burst:
+            offered = res["busy"] / (span / scale)
+            out.update(hot_load=float(offered.max()), avg_load=float(offered.mean()))
+        return out
 
     by_n, plans = {}, {}
     for n in NET_NODES:
-        scale = n * NET_GPU_UTIL / node_h
+        scale = 1.0
+        if not burst:
+            scale = n * NET_GPU_UTIL / node_h
         plans[n] = fetch_plan(tr, hits, n, hot)
         by_n[n] = dict(scale=scale, k1=stats(nic_fetch(tr, plans[n], n, 1, scale), scale),
                        k4=stats(nic_fetch(tr, plans[n], n, 4, scale), scale))
-    print_table(["节点数", "请求率×", "最忙网卡负载", "平均网卡负载", "平均排队", "P99 排队", "复制4份后"],
-                [[n, f"{r['scale']:.1f}", f"{r['k1']['hot_load']:.0%}", f"{r['k1']['avg_load']:.1%}",
+    print_table(["节点数", "请求率×", "最忙网卡负载", "平均网卡负载", "平均排队", "P99 排队", "4 副本"],
+                [[n, fmt_scale(r["scale"]), fmt_pct(r["k1"]["hot_load"]), avg_load_cell(r["k1"]["avg_load"]),
                   fmt_ms(r["k1"]["mean"]), fmt_ms(r["k1"]["p99"]), fmt_ms(r["k4"]["mean"])] for n, r in by_n.items()],
-                caption="不复制（k = 1）。网卡负载 = 要发的字节 / (带宽 × trace 时长)，超过 100% 队列就越排越长；"
-                        "排队：每个请求的几次传输里等得最久的那次，单位 ms；复制4份后：k = 4 时的平均排队（ms）。")
+                caption="不复制（k = 1）。网卡负载 = 要发的字节 / (带宽 × trace 时长)；超过 100% 就是超载：要发的比"
+                        "带宽能发的多，队列越排越长。排队：每个请求的几次传输里等得最久的那次，单位 ms；"
+                        "4 副本：热点块复制 4 份（k = 4）时的平均排队（ms）。")
     n_big = NET_NODES[-1]
     big = by_n[n_big]
     by_k = {k: stats(nic_fetch(tr, plans[n_big], n_big, k, big["scale"]), big["scale"]) for k in REPLICAS}
     print_table(["副本数 k", "最忙网卡负载", "平均排队（ms）", "P99 排队（ms）", "最长排队（ms）"],
-                [[k, f"{s['hot_load']:.0%}", fmt_ms(s["mean"]), fmt_ms(s["p99"]), fmt_ms(s["max"])]
+                [[k, fmt_pct(s["hot_load"]), fmt_ms(s["mean"]), fmt_ms(s["p99"]), fmt_ms(s["max"])]
                  for k, s in by_k.items()],
-                caption=f"{n_big} 个节点、请求率 × {big['scale']:.1f}。热点块复制到 k 台节点，请求从网卡最早"
+                caption=f"{n_big} 个节点、请求率 × {fmt_scale(big['scale'])}。热点块复制到 k 台节点，请求从网卡最早"
                         "空下来的副本拉（本机有副本就不走网络）；副本假设事先放好（Conductor 按热度复制）。")
-    d = dict(node_hours=node_h, n_hot=len(hot), hot_share=hot_acc / total_acc, by_n=by_n, by_k=by_k,
-             nodes=NET_NODES, replicas=REPLICAS,
-             saturated=[n for n, r in by_n.items() if r["k1"]["hot_load"] > 1],
-             first_k_ok=next((k for k, s in by_k.items() if s["hot_load"] <= 1), None))
+    d = dict(node_hours=node_h, burst=burst, n_hot=len(hot), hot_share=hot_acc / total_acc, by_n=by_n, by_k=by_k,
+             nodes=NET_NODES, replicas=REPLICAS, hit_blocks=int(sum(int(h) for h in hits)),
+             saturated=[n for n, r in by_n.items() if (r["k1"]["hot_load"] or 0) > 1],
+             first_k_ok=next((k for k, s in by_k.items() if s["hot_load"] is not None and s["hot_load"] <= 1), None))
     print_observations(observations2(d))
     return d
 
 
+def avg_load_cell(x):
+    """平均网卡负载保留一位小数（很小）；None → "-"。"""
+    if x is None:
+        return "-"
+    return f"{x:.1%}"
+
+
 def observations2(d):
-    """演示 2 的观察：每一句都从 d 里的数字拼出来。"""
+    """演示 2 的观察：每一句都从 d 里的数字拼出来（没有网络流量、突发、正常三种情形）。"""
     by_n, by_k, saturated = d["by_n"], d["by_k"], d["saturated"]
     n_small, n_big = d["nodes"][0], d["nodes"][-1]
     small, big = by_n[n_small]["k1"], by_n[n_big]["k1"]
-    k1, k2, kb = by_k[1], by_k[d["replicas"][1]], by_k[d["replicas"][-1]]
+    k1, k2, kb = by_k[d["replicas"][0]], by_k[d["replicas"][min(1, len(d["replicas"]) - 1)]], by_k[d["replicas"][-1]]
+    simplification = ("简化：只模拟发送方的网卡（接收方、交换机不排队），每次传输独占网卡（不分片、不多路）；"
+                      "命中按无限容量的池算；热点块由整个 trace 的访问次数事先选出（真实系统要在线预测热度）。")
+    if not any(r["k1"]["sent"] for r in by_n.values()):
+        why = "没有一个块被第二个请求用到"
+        if d["hit_blocks"]:
+            why = f"命中的 {fmt_int(d['hit_blocks'])} 块都在执行它的那台节点上"
+        return [f"没有任何请求要从别的节点拉 KV（{why}）：网卡都空着，排队都是 0，复制热点块也没有可省的。",
+                simplification]
     obs = []
-
-    text = f"最忙那块网卡的负载：{n_small} 个节点时 {small['hot_load']:.0%}，{n_big} 个节点时 {big['hot_load']:.0%}，"
-    if big["hot_load"] > 1.5 * small["hot_load"]:
-        text += "随集群规模增长——节点越多，来拉同一段热门前缀的请求越多；"
+    if d["burst"]:
+        obs.append(f"所有请求同时到达，算不出网卡负载；排队就是这阵突发本身：{n_small} 个节点时平均排队 "
+                   f"{fmt_s(small['mean'])}、最长 {fmt_s(small['max'])}，{n_big} 个节点时平均 {fmt_s(big['mean'])}、"
+                   f"最长 {fmt_s(big['max'])}。")
     else:
-        text += "没有随集群规模明显增长；"
-    text += f"而全部网卡的平均负载只有 {big['avg_load']:.1%}"
-    if big["hot_load"] > 5 * big["avg_load"]:
-        text += "：不是网络总带宽不够，是流量全挤在一台上。"
-    else:
-        text += "，最忙的和平均的差得不多。"
-    obs.append(text)
-
-    if saturated:
-        text = f"{'、'.join(map(str, saturated))} 个节点时最忙的网卡超过 100%（要发的比带宽能发的多），队列越排越长"
-        if n_big in saturated:
-            if saturated == [n_big]:
-                text += "："
-            else:
-                text += f"；{n_big} 个节点时"
-            text += f"平均排队 {fmt_s(k1['mean'])}、最长 {fmt_s(k1['max'])}"
-            if k1["mean"] >= 1:
-                text += "，TTFT 被网络拖垮。"
-            else:
-                text += "，排队还不到秒级。"
+        text = f"最忙那块网卡的负载：{n_small} 个节点时 {small['hot_load']:.0%}，{n_big} 个节点时 {big['hot_load']:.0%}，"
+        if big["hot_load"] > 1.5 * small["hot_load"] and d["n_hot"]:
+            text += "随集群规模增长——节点越多，来拉同一段热门前缀的请求越多；"
+        elif big["hot_load"] > 1.5 * small["hot_load"]:
+            text += "随集群规模增长（请求率跟着节点数放大）；"
         else:
-            text += "。"
-    else:
-        text = (f"在这些规模下没有哪块网卡超过 100%，平均排队最多 {fmt_s(max(r['k1']['mean'] for r in by_n.values()))}"
-                "（试试加大 NET_NODES 或 NET_GPU_UTIL）。")
-    obs.append(text)
-
-    if d["n_hot"]:
-        text = (f"把热点块复制 {d['replicas'][1]} 份，最忙网卡的负载从 {k1['hot_load']:.0%} "
-                f"{down_to(k2['hot_load'], k1['hot_load'])} {k2['hot_load']:.0%}，"
-                f"平均排队从 {fmt_s(k1['mean'])} {down_to(k2['mean'], k1['mean'])} {fmt_s(k2['mean'])}；")
-        if k1["hot_load"] > 1 and d["first_k_ok"]:
+            text += "没有随集群规模明显增长；"
+        text += f"而全部网卡的平均负载只有 {big['avg_load']:.1%}"
+        if big["hot_load"] > 5 * big["avg_load"]:
+            text += "：不是网络总带宽不够，是流量全挤在一台上。"
+        else:
+            text += "，最忙的和平均的差得不多。"
+        obs.append(text)
+        obs.append(saturation_sentence(saturated, n_big, big, by_n))
+    if d["n_hot"] and k2 is not k1:
+        text = f"把热点块复制 {d['replicas'][1]} 份，"
+        if not d["burst"]:
+            text += f"最忙网卡的负载从 {k1['hot_load']:.0%} {down_to(k2['hot_load'], k1['hot_load'])} {k2['hot_load']:.0%}，"
+        text += f"平均排队从 {fmt_s(k1['mean'])} {down_to(k2['mean'], k1['mean'])} {fmt_s(k2['mean'])}；"
+        if not d["burst"] and k1["hot_load"] > 1 and d["first_k_ok"]:
             text += f"副本数 ≥ {d['first_k_ok']} 时不再超载；"
         text += f"复制 {d['replicas'][-1]} 份时 {fmt_s(kb['mean'])}。副本越多越分散，代价是多占 DRAM。"
-    else:
-        text = f"这个 trace 里没有被至少 {HOT_SHARE:.0%} 的请求用到的块，没有热点可复制，各副本数的结果相同。"
-    obs.append(text)
-    obs.append("简化：只模拟发送方的网卡（接收方、交换机不排队），每次传输独占网卡（不分片、不多路）；"
-               "命中按无限容量的池算；热点块由整个 trace 的访问次数事先选出（真实系统要在线预测热度）。")
+        obs.append(text)
+    elif not d["n_hot"]:
+        obs.append(f"这个 trace 里没有被至少 {HOT_SHARE:.0%}（且至少 2 个）的请求用到的块，没有热点可复制，"
+                   "各副本数的结果相同。")
+    obs.append(simplification)
     return obs
+
+
+def saturation_sentence(saturated, n_big, k1, by_n):
+    """哪几种规模下最忙的网卡超载、排队有多长；都没超载时给出最长的平均排队。"""
+    if not saturated:
+        return (f"在这些规模下没有哪块网卡超过 100%，平均排队最多 {fmt_s(max(r['k1']['mean'] for r in by_n.values()))}"
+                "（试试加大 NET_NODES 或 NET_GPU_UTIL）。")
+    text = f"{'、'.join(map(str, saturated))} 个节点时最忙的网卡超过 100%，超载：要发的比带宽能发的多，队列越排越长"
+    if n_big not in saturated:
+        return text + "。"
+    if saturated == [n_big]:
+        text += "："
+    else:
+        text += f"；{n_big} 个节点时"
+    text += f"平均排队 {fmt_s(k1['mean'])}、最长 {fmt_s(k1['max'])}"
+    if k1["mean"] >= 1:
+        return text + "，TTFT 被网络拖垮。"
+    return text + "，排队还不到秒级。"
 
 
 def down_to(new, old):
@@ -378,14 +442,24 @@ def down_to(new, old):
 def demo3_scheduling(trace, source):
     """请求该发给哪台 prefill 节点：排队最短的，还是缓存命中最多的？"""
     tr = trace
-    span = trace_span(tr)
-    no_cache = sum(prefill_time(LLAMA3_70B, r.input_len, 0, LOCAL_DRAM, A800_X8) for r in tr) / span   # 不缓存时要几台
-    scale = SCHED_LOAD * SCHED_NODES / no_cache
+    span, burst = trace_timing(tr)
+    work = sum(prefill_time(LLAMA3_70B, r.input_len, 0, LOCAL_DRAM, A800_X8) for r in tr)   # 秒：不用缓存
     print_header(f"演示 3：以 KV 为中心的调度——{SCHED_NODES} 台 prefill 节点，各有 {SCHED_CAPACITY:,} 块的本地"
                  f" LRU 缓存（FAST'25 §4.2 图 5）")
-    print_text(f"{source}：{fmt_int(len(tr))} 个请求。不用前缀缓存时平均要 {no_cache:.2f} 台 {A800_X8.name} "
-               f"一直做 prefill；请求率放大 {scale:.2f} 倍，使它等于 {SCHED_NODES} 台的 {SCHED_LOAD:.0%}"
-               "——没有缓存就跟不上，调度得好不好直接决定 TTFT。每台节点一次做一个 prefill（FIFO），"
+    no_cache, scale = None, 1.0
+    if burst:
+        rate = (f"全部请求在 {BURST_S * 1e3:g} ms 之内到达，当成同一时刻的突发：算不出请求率，不按负载缩放，"
+                "按原样重放。")
+    else:
+        no_cache = work / span
+        scale = SCHED_LOAD * SCHED_NODES / no_cache
+        rate = (f"不用前缀缓存时平均要 {no_cache:,.2f} 台 {A800_X8.name} 一直做 prefill；请求率乘以 {fmt_scale(scale)}，"
+                f"使它等于 {SCHED_NODES} 台的 {SCHED_LOAD:.0%}")
+        if SCHED_LOAD > 1:
+            rate += "——不用缓存就超载（要做的比能做的多，队列越排越长），调度得好不好直接决定 TTFT。"
+        else:
+            rate += "——不用缓存也做得完，缓存和调度省的是排队和计算。"
+    print_text(f"{source}：{fmt_int(len(tr))} 个请求。{rate}每台节点一次做一个 prefill（FIFO），"
                f"命中的 KV 从本机 DRAM 读；全局调度可以把别的节点上更长的前缀经 RDMA（{NIC_GB_PER_S:g} GB/s）拉过来。")
     cap_tokens, cap_bytes = SCHED_CAPACITY * BLOCK_SIZE, SCHED_CAPACITY * BLOCK_BYTES
     print_text(f"本地缓存 {SCHED_CAPACITY:,} 块 × {BLOCK_SIZE} token = {fmt_int(cap_tokens)} token × "
@@ -399,23 +473,25 @@ def demo3_scheduling(trace, source):
         busy = sum(prefill_time(LLAMA3_70B, q.input_len, hit_tokens(int(h), q.input_len), LOCAL_DRAM, A800_X8)
                    for q, h in zip(tr, r["hits"]))
         busy += r["pulled"].sum() * BLOCK_BYTES / (NIC_GB_PER_S * 1e9)
-        per_node = np.bincount(r["where"], minlength=SCHED_NODES)
+        util = None
+        if not burst:
+            util = busy / (SCHED_NODES * span / scale)
         res[s] = dict(mean=float(r["ttft"].mean()), p90=float(np.percentile(r["ttft"], 90)),
-                      hit=float(r["hits"].sum() / total_blocks), util=busy / (SCHED_NODES * span / scale),
-                      pulled_share=float(np.mean(r["pulled"] > 0)), pulled=int(r["pulled"].sum()),
-                      max_node_share=float(per_node.max() / len(tr)))
+                      hit=float(r["hits"].sum() / total_blocks), util=util,
+                      pulled_share=float(np.mean(r["pulled"] > 0)), pulled=int(r["pulled"].sum()))
     g = res["global_cache"]["mean"]
     pg = PAPER_FIG5["global_cache"]
-    print_table(["调度", "平均 TTFT", "P90", "命中率", "GPU 忙", "相对全局", "论文", "论文相对"],
-                [[SCHED_NAMES[s], f"{r['mean']:.2f}", f"{r['p90']:.2f}", f"{r['hit']:.0%}", f"{r['util']:.0%}",
+    print_table(["调度", "平均 TTFT", "P90", "命中率", "负载", "相对全局", "论文", "论文相对"],
+                [[SCHED_NAMES[s], f"{r['mean']:.2f}", f"{r['p90']:.2f}", f"{r['hit']:.0%}", fmt_pct(r["util"]),
                   f"{r['mean'] / g:.2f}×", f"{PAPER_FIG5[s]:.2f}", f"{PAPER_FIG5[s] / pg:.2f}×"]
                  for s, r in res.items()],
                 caption="TTFT 单位 s（只算 prefill：排队 + 拉 KV + 计算）；命中率：命中的块 / 全部块；"
-                        f"GPU 忙：全部节点的平均忙碌比例。论文：{PAPER_FIG5_SETUP['source']} 的平均 TTFT（s），"
+                        "负载：全部 prefill 和拉 KV 的 GPU 时间 / (节点数 × trace 时长)，超过 100% 就是超载（要做的比"
+                        f"做得完的多，队列越排越长）。论文：{PAPER_FIG5_SETUP['source']} 的平均 TTFT（s），"
                         f"{PAPER_FIG5_SETUP['nodes']} 台 {PAPER_FIG5_SETUP['node']}、{PAPER_FIG5_SETUP['trace']}。")
     order = sorted(SCHEDULERS, key=lambda s: res[s]["mean"])
     expected = ["global_cache", "local_cache", "load_balancing", "random"]
-    d = dict(results=res, order=order, scale=scale, no_cache_nodes=no_cache, source=source,
+    d = dict(results=res, order=order, scale=scale, no_cache_nodes=no_cache, source=source, burst=burst,
              holds=all(res[a]["mean"] <= res[b]["mean"] for a, b in zip(expected, expected[1:])),
              nodes=SCHED_NODES, capacity=SCHED_CAPACITY, load=SCHED_LOAD, node=A800_X8.name,
              names=dict(SCHED_NAMES), paper=dict(PAPER_FIG5), paper_setup=dict(PAPER_FIG5_SETUP))
@@ -424,11 +500,57 @@ def demo3_scheduling(trace, source):
 
 
 def observations3(d):
-    """演示 3 的观察：每一句都从 d 里的数字拼出来。"""
+    """演示 3 的观察：每一句都从 d 里的数字拼出来（并列、没有命中、超载各有说法）。"""
     res, order = d["results"], d["order"]
     rnd, lb, loc, glo = (res[s] for s in ("random", "load_balancing", "local_cache", "global_cache"))
+    means = [res[s]["mean"] for s in order]
     obs = []
+    if max(means) - min(means) <= 1e-9 * max(means):
+        hits = "、".join(f"{res[s]['hit']:.0%}" for s in order)
+        obs.append(f"四种调度的平均 TTFT 都是 {means[0]:.2f} s：在这个 trace 上调度方式没有带来差别"
+                   f"（命中率 {hits}），比不出论文图 5 的顺序。")
+    else:
+        obs.append(ranking_sentence(res, order, d["holds"]))
+    ratio = round(rnd["mean"] / lb["mean"], 1)
+    text = f"随机和负载均衡都不看缓存，命中率只有 {rnd['hit']:.0%} 和 {lb['hit']:.0%}；随机调度还不看排队，TTFT "
+    if ratio > 1:
+        obs.append(text + f"是负载均衡的 {ratio:.1f} 倍。")
+    else:
+        obs.append(text + f"和负载均衡差不多（{ratio:.1f} 倍）：在这个 trace 上挑哪台都差不多。")
+    if max(r["hit"] for r in res.values()) == 0:
+        obs.append("这个 trace 里没有可以命中的前缀（四种调度的命中率都是 0%）：看缓存的调度没有缓存可利用。")
+    else:
+        rises = "是 "
+        if min(loc["hit"], glo["hit"]) > max(rnd["hit"], lb["hit"]):
+            rises = "升到 "
+        text = (f"看缓存的调度把同一会话的下一轮送回有它前缀的节点，命中率{rises}{loc['hit']:.0%}（本地）和 "
+                f"{glo['hit']:.0%}（全局）")
+        if not d["burst"]:
+            text += (f"，GPU 负载从 {lb['util']:.0%}（负载均衡）变为 {loc['util']:.0%} 和 {glo['util']:.0%}")
+            if max(loc["util"], glo["util"]) < lb["util"]:
+                text += "：省下的计算就是省下的排队"
+        obs.append(text + "。")
+    obs.append(global_pull_sentence(glo, loc, d["paper"]))
+    over = [d["names"][s] for s, r in res.items() if r["util"] is not None and r["util"] > 1]
+    if len(over) == len(res):
+        over = ["四种调度"]
+    if over:
+        obs.append(f"{'、'.join(over)}的 GPU 负载超过 100%，超载：要做的 prefill 比 {d['nodes']} 台在这段时间里"
+                   "做得完的多，队列越排越长，TTFT 随时间一直增长（trace 越长越糟），平均 TTFT 取决于 trace 有多长。")
+    paper = d["paper_setup"]
+    same_nodes = "节点数不同"
+    if paper["nodes"] == d["nodes"]:
+        same_nodes = "节点数相同"
+    obs.append(f"实验设置和论文不同：论文在 {paper['nodes']} 台 {paper['node']} 上回放 {paper['trace']}"
+               f"（{paper['source']}），本实验是 {d['nodes']} 台 {d['node']}（{same_nodes}），负载是{d['source']}。"
+               "所以比较的是顺序和相对大小，绝对值差很多：论文是真实的 Mooncake 集群（有 batching、"
+               "真实的排队估计误差）；我们是离散事件模拟、每台一次只做一个 prefill、"
+               "排队时间精确已知、RDMA 传输不排队、传输和计算不重叠。")
+    return obs
 
+
+def ranking_sentence(res, order, holds):
+    """"平均 TTFT 从低到高：A < B = C < D（…）。"，再说和论文图 5 的顺序是否一致。"""
     ranking = SCHED_NAMES[order[0]]
     for a, b in zip(order, order[1:]):
         if res[b]["mean"] > res[a]["mean"]:
@@ -437,44 +559,28 @@ def observations3(d):
             ranking += " = " + SCHED_NAMES[b]
     means = "、".join(f"{res[s]['mean']:.2f} s" for s in order)
     text = f"平均 TTFT 从低到高：{ranking}（{means}）。"
-    if d["holds"]:
-        text += "与论文图 5 的顺序（全局 ≤ 本地 ≤ 负载均衡 ≤ 随机）一致。"
-    else:
-        text += "与论文图 5 的顺序（全局 ≤ 本地 ≤ 负载均衡 ≤ 随机）不一致——我们的模拟在这个负载下不支持论文的结论。"
-    obs.append(text)
+    if holds and " = " in ranking:
+        return text + "没有违背论文图 5 的顺序（全局 ≤ 本地 ≤ 负载均衡 ≤ 随机），但有并列：这个 trace 区分不出它们。"
+    if holds:
+        return text + "与论文图 5 的顺序（全局 ≤ 本地 ≤ 负载均衡 ≤ 随机）一致。"
+    return text + "与论文图 5 的顺序（全局 ≤ 本地 ≤ 负载均衡 ≤ 随机）不一致——我们的模拟在这个负载下不支持论文的结论。"
 
-    obs.append(f"随机和负载均衡都不看缓存，命中率只有 {rnd['hit']:.0%} 和 {lb['hit']:.0%}；随机调度还不看排队，"
-               f"TTFT 是负载均衡的 {rnd['mean'] / lb['mean']:.1f} 倍。")
 
-    rises = "是 "
-    if min(loc["hit"], glo["hit"]) > max(rnd["hit"], lb["hit"]):
-        rises = "升到 "
-    text = (f"看缓存的调度把同一会话的下一轮送回有它前缀的节点，命中率{rises}{loc['hit']:.0%}（本地）和 "
-            f"{glo['hit']:.0%}（全局），GPU 忙碌从 {lb['util']:.0%}（负载均衡）变为 {loc['util']:.0%} 和 "
-            f"{glo['util']:.0%}")
-    if max(loc["util"], glo["util"]) < lb["util"]:
-        text += "：省下的计算就是省下的排队。"
-    else:
-        text += "。"
-    obs.append(text)
-
+def global_pull_sentence(glo, loc, paper):
+    """全局调度拉了多少 KV、比只看本地快多少（论文：图 5 的 3.07 s 对 3.58 s）。"""
+    paper_gain = f"（论文里全局比本地低 {1 - paper['global_cache'] / paper['local_cache']:.0%}）"
+    if glo["pulled"] == 0:
+        same = "平均 TTFT 也和它不同"
+        if glo["mean"] == loc["mean"]:
+            same = "平均 TTFT 也和它相同"
+        return (f"全局调度一次也没有从别的节点拉 KV：没有哪次拉过来比本地算更快，它的选择和本地缓存感知一样，"
+                f"{same}{paper_gain}。")
     lower = "不低"
     if glo["mean"] < loc["mean"]:
         lower = "低"
-    pg, pl = d["paper"]["global_cache"], d["paper"]["local_cache"]
-    obs.append(f"全局调度有 {glo['pulled_share']:.0%} 的请求从别的节点拉了 KV（共 {fmt_int(glo['pulled'])} 块），"
-               f"既能去空闲的节点，又不丢掉别处的前缀；平均 TTFT 比只看本地{lower} "
-               f"{abs(1 - glo['mean'] / loc['mean']):.0%}（论文 {1 - pg / pl:.0%}）。")
-    paper = PAPER_FIG5_SETUP
-    same_nodes = "节点数不同"
-    if paper["nodes"] == d["nodes"]:
-        same_nodes = "节点数相同"
-    obs.append(f"实验设置和论文不同：论文在 {paper['nodes']} 台 {paper['node']} 上回放 {paper['trace']}"
-               f"（{paper['source']}），本实验是 {d['nodes']} 台 {d['node']}（{same_nodes}）、负载是{d['source']}。"
-               "所以比较的是顺序和相对大小，绝对值差很多：论文是真实的 Mooncake 集群（有 batching、"
-               "真实的排队估计误差）；我们是离散事件模拟、每台一次只做一个 prefill、"
-               "排队时间精确已知、RDMA 传输不排队、传输和计算不重叠。")
-    return obs
+    return (f"全局调度有 {glo['pulled_share']:.0%} 的请求从别的节点拉了 KV（共 {fmt_int(glo['pulled'])} 块），"
+            f"既能去空闲的节点，又不丢掉别处的前缀；平均 TTFT 比只看本地{lower} "
+            f"{abs(1 - glo['mean'] / loc['mean']):.0%}（论文 {1 - paper['global_cache'] / paper['local_cache']:.0%}）。")
 
 
 # =============================================================================
@@ -501,16 +607,13 @@ def main(argv=None):
     ap.add_argument("--trace", metavar="PATH", help="Mooncake 格式的 JSONL trace（演示 2、3 用它代替合成 trace）")
     args = ap.parse_args(argv)
     trace = source = None
-    if args.trace:
-        from kv_trace import load_trace
+    if args.trace is not None:                # --trace "" 也是一个（不存在的）文件名，不悄悄换成合成 trace
         try:
             trace = load_trace(args.trace)
         except ValueError as e:               # TraceError 是 ValueError："文件:行号: 哪里不对"
             print(e, file=sys.stderr)
             return 2
-        if len(trace) < 2:
-            fail(args.trace, f"至少要 2 个请求才有时长，读到 {len(trace)} 个")
-        source = f"--trace 文件 {os.path.basename(args.trace)}"
+        source = f"文件 {os.path.basename(args.trace)}（--trace）"
     demos = None
     if args.demo:
         demos = [args.demo]

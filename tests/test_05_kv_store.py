@@ -3,6 +3,7 @@ import ast
 import contextlib
 import doctest
 import io
+import json
 import os
 import re
 import subprocess
@@ -361,7 +362,7 @@ def test_fig5_setup_differences_are_printed(d3, out):
     """FAST'25 §4.2：图 5 是 16 台 8×A800 回放 Conversation trace；本实验 8 台、仿 Tool&Agent 的合成 trace。"""
     assert m.PAPER_FIG5_SETUP["nodes"] == 16 and m.PAPER_FIG5_SETUP["trace"] == "Conversation trace"
     assert "论文在16台8×A800上回放Conversationtrace" in flat(out)
-    assert flat(f"本实验是 {m.SCHED_NODES} 台 8×A800（节点数不同）、负载是仿 Tool&Agent 的合成 trace（种子 0）") in flat(out)
+    assert flat(f"本实验是 {m.SCHED_NODES} 台 8×A800（节点数不同），负载是仿 Tool&Agent 的合成 trace（种子 0）") in flat(out)
     assert "§4.2图5" in flat(out)
 
 
@@ -396,3 +397,73 @@ def test_fig5_paper_values_and_14_percent():
     p = m.PAPER_FIG5
     assert (p["global_cache"], p["local_cache"], p["load_balancing"], p["random"]) == (3.07, 3.58, 5.27, 19.65)
     assert round(100 * (1 - p["global_cache"] / p["local_cache"])) == 14
+
+
+# ---------------------------------------------------------------- 很小、很怪的 trace：照样跑完，说真话
+def _write(path, rows):
+    with open(path, "w", encoding="utf-8") as f:
+        for ts, n_in, ids in rows:
+            f.write(json.dumps(dict(timestamp=ts, input_length=n_in, output_length=1, hash_ids=ids)) + "\n")
+    return str(path)
+
+
+@pytest.fixture(scope="module")
+def odd_traces(tmp_path_factory):
+    """课程 trace 的前 1、2、5、20 行；同一时刻的 20 个请求；1 ms 内的突发；跨度接近 2^53 ms 的两行。"""
+    d = tmp_path_factory.mktemp("odd")
+    out = {}
+    if os.path.exists(REAL_TRACE):
+        with open(REAL_TRACE, encoding="utf-8") as f:
+            head = [next(f) for _ in range(20)]
+        for n in (1, 2, 5, 20):
+            (d / f"first{n}.jsonl").write_text("".join(head[:n]), encoding="utf-8")
+            out[f"first{n}"] = str(d / f"first{n}.jsonl")
+    shared = [0, 1, 2, 3]                          # 每个请求都以同样的 4 块开头：有复用、有热点
+    rows = [(1000, 512 * 6, shared + [100 + 2 * i, 101 + 2 * i]) for i in range(20)]
+    out["same_ts"] = _write(d / "same_ts.jsonl", rows)
+    out["burst_1ms"] = _write(d / "burst.jsonl", [(0.05 * i, n, ids) for i, (_, n, ids) in enumerate(rows)])
+    out["huge_span"] = _write(d / "huge.jsonl", [(0, 1024, [0, 1]), (2 ** 53 - 1, 1024, [0, 1])])
+    return out
+
+
+def assert_honest(out):
+    """没有 nan / inf；印出来的百分比超过 100% 时，文字里说了"超载"和它的意思。"""
+    assert not re.search(r"\bnan\b|\binf\b", out)
+    over = [float(x.replace(",", "")) for x in re.findall(r"(\d[\d,]*(?:\.\d+)?)%", out) if float(x.replace(",", "")) > 100]
+    if over:
+        assert "超载：" in out and "队列越排越长" in out, over
+
+
+ODD = {   # 名字 → 演示 2、3 的输出里必须有的说法
+    "first1": ("当成同一时刻的突发", "没有任何请求要从别的节点拉 KV", "四种调度的平均 TTFT 都是"),
+    "first2": ("当成同一时刻的突发", "没有一个块被第二个请求用到", "四种调度的平均 TTFT 都是"),
+    "first5": ("没有任何请求要从别的节点拉 KV", "但有并列", "四种调度的 GPU 负载超过 100%，超载"),
+    "first20": ("没有任何请求要从别的节点拉 KV", "没有可以命中的前缀"),
+    "same_ts": ("当成同一时刻的突发", "所有请求同时到达，算不出网卡负载"),
+    "burst_1ms": ("当成同一时刻的突发",),
+    "huge_span": ("分钟",),
+}
+
+
+@pytest.mark.parametrize("name", sorted(ODD))
+def test_tiny_and_odd_traces_run_with_honest_wording(odd_traces, name, capsys):
+    if name not in odd_traces:
+        pytest.skip("没有 shared/traces 里的 Mooncake trace")
+    for demo in ("2", "3"):
+        assert m.main(["--trace", odd_traces[name], "--demo", demo]) == 0
+    out = capsys.readouterr().out
+    assert_honest(out)
+    for claim in ODD[name]:
+        assert flat(claim) in flat(out), claim
+
+
+def test_default_output_is_honest_about_overload(out):
+    assert_honest(out)
+    assert "151%" in out and "超载：要发的比带宽能发的多" in flat(out).replace("，", "，")
+
+
+@pytest.mark.parametrize("arg", [["--trace", ""], ["--trace="]])
+def test_empty_trace_name_is_an_error_not_the_synthetic_trace(arg, capsys):
+    assert m.main(arg) == 2
+    cap = capsys.readouterr()
+    assert cap.out == "" and len(cap.err.strip().splitlines()) == 1 and ":0:" in cap.err
