@@ -34,7 +34,7 @@ def compute():
         counts=st["counts"], trace_cfg=trace_cfg, caps=caps,
         ratio={p: [d3["ratio"][(p, c)] for c in caps] for p in d3["policies"]},
         names=d3["names"], paper=d3["paper"],
-        paper_src="Mooncake arXiv 2407.00079v3 表 1（较早版本的真实 trace）",
+        paper_src="Mooncake arXiv 2407.00079v3 表 1（arXiv v3 的 trace mooncake_trace.jsonl，不是 FAST'25 的 Tool&Agent）",
         base_hours=d4["base_hours"], hours={p: [d4["hours"][(p, c)] for c in caps] for p in d4["policies"]},
         prefill_cfg=(f"{d4['model']}、{d4['node']} 张量并行、{d4['mfu']:.0%} 峰值算力；"
                      f"命中的 KV 从{d4['tier']}读（{d4['tier_gb_per_s']:g} GB/s），与计算按层重叠（FAST'25 式 1）"),
@@ -75,8 +75,8 @@ def plot_block_popularity(counts, out, config):
     a2.legend(loc="lower right")
     a2.grid(True, which="major", alpha=0.3)
     fig.suptitle(f"块的热度 —— {config}")
-    caption(fig, f"{len(v):,} 个不同的块。论文（Mooncake arXiv v3 §4）：真实 trace 里超过 50% 的块没有被再次使用，"
-                 "有的块被访问上万次。")
+    caption(fig, f"{len(v):,} 个不同的块。论文（Mooncake arXiv v3 §4.2）：arXiv v3 的 trace 里超过 50% 的块没有被再次使用，"
+                 "有的块被访问数万次。")
     fig.tight_layout(rect=(0, 0.05, 1, 0.95))
     return save_png(fig, out)
 

@@ -4,18 +4,19 @@
 只需算一次——前提是能"认出"这段前缀算过，而且"存得下"。那么：怎样认出来？真的能省多少？
 缓存要多大、用什么淘汰策略？省下的命中率换成 GPU 时间是多少？
 
-  演示 1：怎样认出来——链式块哈希（Mooncake 图 3、vLLM 的自动前缀缓存）。
-  演示 2：在第 2 讲的小模型上真的复用：8 个请求共享 few-shot 前缀（vLLM 论文 §6.4 / 图 16），
+  演示 1：怎样认出来——链式块哈希（Mooncake arXiv v3 图 3、vLLM 的自动前缀缓存）。
+  演示 2：在第 2 讲的小模型上真的复用：8 个请求共享 few-shot 前缀（前缀长度取自 vLLM 论文 §6.4 / 图 16），
           后来的请求把前缀映射到缓存里的物理块，只算自己的后缀；logits 与从头算逐位比较。
-  演示 3：仿 Mooncake Tool&Agent trace 的合成负载（或用 --trace 换成真实 trace）：块的热度、
+  演示 3：仿 Mooncake Tool&Agent trace 的合成负载（或用 --trace 换成 Mooncake 公开的 trace）：块的热度、
           缓存容量与命中率、LRU / LFU / LengthAwareCache（Mooncake arXiv v3 表 1），
           以及离线最优的 MIN（Belady）——在线策略离最好还差多少。
-  演示 4：命中率换算成 LLaMA2-70B 在 8×A800 上的 prefill GPU 时间（FAST'25 式 1）。
+  演示 4：命中率换算成 LLaMA3-70B 在 8×A800 上的 prefill GPU 时间（Mooncake FAST'25 表 1、式 1）。
 
 【运行】python lecture07/04_prefix_caching.py          （约 3 秒，2 核笔记本，不需要 GPU）
         python lecture07/04_prefix_caching.py --demo 3 （只跑演示 3）
         python lecture07/04_prefix_caching.py --trace ../shared/traces/mooncake_fast25_synthetic_trace.jsonl
-              （约 1.5 秒；演示 3、4 改用 Mooncake 公开的真实 trace：JSONL 或 .gz，格式和报错规则见 kv_trace_io.py）
+              （约 1.5 秒；演示 3、4 改用你给的 trace 文件，这里是 Mooncake 公开的 FAST'25 Synthetic trace：
+               JSONL 或 .gz，格式和报错规则见 kv_trace_io.py）
 【依赖】numpy、rich；本目录的 paged_kv、kv_store；lab_common 的 transformer_lab、console。
 """
 import os
@@ -27,7 +28,7 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # 仓库根目录：让 lab_common 包可以 import
 from lab_common.console import ArgParser, fail, fmt_int, print_header, print_observations, print_table, print_text  # noqa: E402
 from kv_store import BLOCK as TRACE_BLOCK_SIZE  # noqa: E402  Mooncake trace 的块大小：512 token
-from kv_store import (A800_X8, LLAMA2_70B, POLICY_NAMES, TIERS, TraceError, block_hashes,  # noqa: E402
+from kv_store import (A800_X8, LLAMA2_70B, LLAMA3_70B, POLICY_NAMES, TIERS, TraceError, block_hashes,  # noqa: E402
                       load_trace, make_trace, prefill_compute_time, prefill_time, sweep)
 from paged_kv import BlockPool, PagedSequence, n_blocks, paged_step  # noqa: E402
 from lab_common.transformer_lab import TINY, KVCache, config_like, forward, init_params  # noqa: E402
@@ -37,13 +38,15 @@ TRACE_SEED = 0                      # 合成 trace 的随机种子
 MODEL_SEED = 0                      # 小模型权重的随机种子
 PROMPT_SEED = 5                     # 演示 2 里随机前缀 / 后缀的种子
 N_SHARING = 8                       # 演示 2：共享前缀的请求数
-FEW_SHOT = (("1-shot", 80), ("5-shot", 341))   # vLLM 论文 §6.4：1-shot 前缀 80 token、5-shot 341 token
+FEW_SHOT = (("1-shot", 80), ("5-shot", 341))   # 演示 2 的前缀：(名字, token 数)；默认取 vLLM 论文图 16 的两个前缀
+SUFFIX_LEN = (10, 30)               # 演示 2：每个请求自己的后缀长度，在 [10, 30) 里均匀随机（token）
 BLOCK_SIZE = 16                     # 演示 2 的块大小（token；vLLM 默认 16）
 CAPACITIES = (None, 100_000, 50_000, 30_000, 10_000, 3_000, 1_000)   # 演示 3 的缓存容量（块）；None = 无限
 POLICIES = ("lru", "lfu", "lengthaware")
 BOUND = "min"                       # 演示 3 的上界：Belady 的 MIN（离线最优，逐块命中）
 HOT_ACCESSES = 1_000                # 演示 3：最热的块至少被访问这么多次，才说"有特别热的块"
-DEMO4_CAPS = (None, 10_000, 1_000)  # 演示 4 比较的 LRU 容量
+DEMO4_CAPS = (None, 10_000, 1_000)  # 演示 4 比较的缓存容量（块）；None = 无限
+DEMO4_POLICY = "lru"                # 演示 4 用哪种淘汰策略（要在 POLICIES 里）
 TIER_FOR_HITS = 1                   # 演示 4：命中的 KV 从哪一层读（TIERS[1] = 本机 DRAM）
 
 # ---- 论文的数字（只用来对照，标明出处）----
@@ -52,15 +55,33 @@ PAPER_TABLE1 = {   # Mooncake arXiv 2407.00079v3 表 1，容量 Inf/100000/50000
     "lfu": {None: 0.51, 100_000: 0.51, 50_000: 0.49, 30_000: 0.43, 10_000: 0.35, 1_000: 0.30},
     "lengthaware": {None: 0.51, 100_000: 0.50, 50_000: 0.48, 30_000: 0.42, 10_000: 0.35, 1_000: 0.30},
 }
+LENGTHAWARE_PAPER = "similar to LFU but prioritizing cache blocks occurring later in requests"   # arXiv v3 §4
+# Mooncake 公开的 trace 都在 GitHub 仓库 kvcache-ai/Mooncake 的 FAST25-release/ 下。两篇论文用的不是同一个：
+# arXiv v3（§4、表 1）用的是 arxiv-trace/mooncake_trace.jsonl；FAST'25（表 2）用的是 traces/ 下的三个。
 PAPER_TRACES = [   # (名字, 请求数, 时长（分钟）, 平均输入, 平均输出, 无限容量命中率, 出处)
-    ("arXiv v3 的 trace", 23_608, 60, 7_590, 182, 0.51, "Mooncake arXiv v3 §4、表 1"),
-    ("公开 Tool&Agent", 23_608, 60, 8_596, 182, 0.59, "Mooncake FAST'25 表 2（cache ratio）"),
+    ("arXiv v3 的 trace", 23_608, 60, 7_590, 182, 0.51, "Mooncake arXiv v3 §4、表 1（mooncake_trace.jsonl）"),
+    ("FAST'25 Tool&Agent", 23_608, 60, 8_596, 182, 0.59, "Mooncake FAST'25 表 2（cache ratio）"),
 ]
-PAPER_TRACES_MORE = [   # 用 --trace 时再列出 FAST'25 表 2 的另外两个公开 trace（论文没给时长：记为 None）
-    ("公开 Conversation", 12_031, None, 12_035, 343, 0.40, "Mooncake FAST'25 表 2"),
-    ("公开 Synthetic", 3_993, None, 15_325, 149, 0.66, "Mooncake FAST'25 表 2"),
+PAPER_TRACES_MORE = [   # 用 --trace 时再列出 FAST'25 表 2 的另外两个 trace（论文没给时长：记为 None）
+    ("FAST'25 Conversation", 12_031, None, 12_035, 343, 0.40, "Mooncake FAST'25 表 2"),
+    ("FAST'25 Synthetic", 3_993, None, 15_325, 149, 0.66, "Mooncake FAST'25 表 2"),
 ]
-VLLM_FIG16 = {"1-shot": 1.67, "5-shot": 3.58}   # vLLM 论文图 16：相对 Orca (Oracle) 的吞吐
+TRACE_KIND = {   # 每个论文 trace 是怎么来的（FAST'25 §5.2.1、附录 A；arXiv v3 §4）
+    "arXiv v3 的 trace": "Kimi 线上一小时的采样",
+    "FAST'25 Tool&Agent": "Kimi 线上一小时的采样",
+    "FAST'25 Conversation": "Kimi 线上一小时的采样",
+    "FAST'25 Synthetic": "由 ShareGPT、Leval、LooGLE 三个公开数据集拼成、到达时间按泊松过程生成的合成负载，FAST'25 §5.2.1",
+}
+VLLM_FIG16 = dict(   # vLLM 论文（Kwon et al., SOSP'23）§6.4、图 16：共享前缀的翻译负载
+    model="LLaMA-13B", dataset="WMT16 英译德", baseline="Orca (Oracle)",
+    prefix_tokens={"1-shot": 80, "5-shot": 341},    # 图 16 的图注：1 个例子 80 token、5 个例子 341 token
+    throughput_x={"1-shot": 1.67, "5-shot": 3.58},   # vLLM 的吞吐是 Orca (Oracle) 的几倍（vLLM 整体，不只是共享）
+)
+MOONCAKE_MODELS = {   # 两篇 Mooncake 论文的模型（名字, 出处）：形状相同（80 层、d 8192、8 个 KV 头）
+    "fast25": ("LLaMA3-70B", "FAST'25 表 1、§5.3.1"),
+    "arxiv_v3": ("dummy LLaMA2-70B", "arXiv v3 §1.2"),
+}
+BLOCK_HOT_PAPER = "超过 50% 的块没有被再次使用，有的块被访问数万次（tens of thousands）"   # arXiv v3 §4.2
 
 
 # =============================================================================
@@ -87,8 +108,8 @@ def demo1_hashing():
     print_observations([
         f"A 和 B 的前 {ab} 块哈希相同（系统提示 + 共同的开头）：B 可以直接用 A 算好的这 {ab} 块 KV，"
         f"从第 {ab + 1} 块起自己算。",
-        f"C 只在第 {changed + 1} 块改了一个 token，它与 A 相同的块只剩前 {ac} 块——改动那一块以及之后全部 "
-        f"{len(h['C']) - ac} 块的哈希都变了。KV 依赖前面的全部内容，链式哈希正好表达这一点，"
+        f"C 只在第 {changed + 1} 块改了一个 token，它与 A 相同的块只剩前 {ac} 块——从改动的第 {changed + 1} 块"
+        f"到最后的第 {len(h['C'])} 块（共 {len(h['C']) - changed} 块）哈希都变了。KV 依赖前面的全部内容，链式哈希正好表达这一点，"
         "所以前缀缓存只能复用\"从开头起连续相同\"的部分。",
         f"A 最后 {tail} 个 token 不满一块，不算哈希、不进缓存（vLLM 和 Mooncake 都只缓存完整的块）。",
     ])
@@ -127,12 +148,13 @@ def run_shared_prefix(params, cfg, prefix, suffixes, block_size=BLOCK_SIZE):
         worst = max(worst, float(np.max(np.abs(last - ref))))
         seqs.append(seq)
     total = sum(len(prefix) + len(s) for s in suffixes)
-    used_shared = pool.num_used                                  # 8 个请求都还在（比如正在解码）
+    used_shared = pool.num_used                                  # N 个请求都还在（比如正在解码）
     used_private = sum(n_blocks(len(prefix) + len(s), block_size) for s in suffixes)
-    return dict(total=total, computed=computed, worst=worst, cached_blocks=len(cache), mapped=mapped,
+    return dict(n=len(suffixes), prefix_len=len(prefix), suffix_tokens=sum(len(s) for s in suffixes),
+                total=total, computed=computed, worst=worst, cached_blocks=len(cache), mapped=mapped,
                 used_shared=used_shared, used_private=used_private, saved=1 - computed / total,
-                speedup=total / computed, full_prefix_blocks=len(prefix) // block_size,
-                prefix_tail=len(prefix) % block_size)
+                speedup=total / computed, prefix_share=len(prefix) * len(suffixes) / total,
+                full_prefix_blocks=len(prefix) // block_size, prefix_tail=len(prefix) % block_size)
 
 
 def fmt_diff(x):
@@ -142,41 +164,85 @@ def fmt_diff(x):
     return f"{x:.1e}"
 
 
+def _prefix_parts(name, r):
+    """'5-shot 的 341 个 token = 21 个满块 + 5 个零头'；没有零头时照实说。"""
+    if r["prefix_tail"] == 0:
+        return f"{name} 的 {r['prefix_len']} 个 token 正好是 {r['full_prefix_blocks']} 个满块、没有零头"
+    return f"{name} 的 {r['prefix_len']} 个 token = {r['full_prefix_blocks']} 个满块 + {r['prefix_tail']} 个零头"
+
+
+def _saving_sentence(results):
+    """观察 2：各前缀省下多少，差别从哪里来（前缀占输入的比例、零头），由数字决定措辞。"""
+    order = sorted(results, key=lambda k: results[k]["prefix_len"])
+    s = ("前缀里只有满块能复用：" + "；".join(_prefix_parts(k, results[k]) for k in order)
+         + f"。零头每个请求都要和自己的后缀（{SUFFIX_LEN[0]}–{SUFFIX_LEN[1] - 1} 个 token）一起重算。")
+    s += "前缀占全部输入的比例：" + "、".join(f"{k} {results[k]['prefix_share']:.0%}" for k in order)
+    s += "；省下：" + "、".join(f"{k} {results[k]['saved']:.0%}" for k in order) + "。"
+    if N_SHARING > 1:
+        s += (f"省下的比例 ≈ {N_SHARING - 1}/{N_SHARING} × 前缀占比（第一个请求要从头算），"
+              "再减去每个请求重算的零头。")
+    if len(order) < 2:
+        return s
+    short, long_ = results[order[0]], results[order[-1]]
+    if long_["prefix_len"] == short["prefix_len"]:
+        return s
+    if long_["saved"] > short["saved"]:
+        return s + (f"后缀长度的范围没变，前缀更长的 {order[-1]} 前缀占比更大，所以省得更多"
+                    "（改 SUFFIX_LEN 可以看后缀长短的影响）。")
+    if long_["saved"] < short["saved"]:
+        return s + f"前缀更长的 {order[-1]} 反而省得少：它的零头或后缀占了更大的份额。"
+    return s + "两者省下的比例相同。"
+
+
 def demo2_observations(results):
     """演示 2 的观察：每句话的数字都取自 results（和表格同一份）。"""
     worst = max(r["worst"] for r in results.values())
-    r1, r5 = results["1-shot"], results["5-shot"]
+    longest = max(results, key=lambda k: results[k]["prefix_len"])
+    big = results[longest]
     if worst == 0.0:
         exact = "逐位相同（最大差 0.0）"
     else:
         exact = f"一致到 {worst:.1e}（≤ 1e-12）"
-    return [
-        f"第一个请求从头算，并把完整的块登记进缓存；后面 {N_SHARING - 1} 个请求把前缀映射到缓存里的物理块"
-        f"（5-shot 时一共映射了 {r5['mapped']} 次，只加引用计数、不复制），只算自己的部分。"
-        f"最后一个 token 的 logits 与从头算{exact}。",
-        f"5-shot 的前缀 {FEW_SHOT[1][1]} 个 token = {r5['full_prefix_blocks']} 个满块 + {r5['prefix_tail']} 个零头；"
-        f"零头不在缓存里，每个请求都要和后缀一起重算。所以 5-shot 省下 {r5['saved']:.0%}，"
-        f"1-shot 省下 {r1['saved']:.0%}：前缀越长、后缀越短，省得越多。",
-        f"显存也省了：{N_SHARING} 个请求同时在场时，5-shot 不共享要 {r5['used_private']} 块，共享只要 "
-        f"{r5['used_shared']} 块（{r5['used_shared'] / r5['used_private']:.0%}），批可以开得更大。",
-        f"对照 vLLM 论文图 16（OPT-13B、WMT16 翻译）：共享前缀让吞吐比 Orca (Oracle) 高 "
-        f"{VLLM_FIG16['1-shot']} 倍（1-shot）和 {VLLM_FIG16['5-shot']} 倍（5-shot）——那里省的是显存换来的更大批，"
-        "这里数的是 prefill 的计算量，两者不是同一个量。",
-    ]
+    if N_SHARING == 1:
+        obs = [f"只有 1 个请求：它从头算、把完整的块登记进缓存，但没有后来的请求来用——什么也没省。"
+               f"最后一个 token 的 logits 与从头算{exact}。"]
+    elif big["mapped"] == 0:
+        obs = [f"前缀不满一块（块大小 {BLOCK_SIZE}）：没有完整的块可以登记进缓存，后面 {N_SHARING - 1} 个请求"
+               f"什么也复用不了。最后一个 token 的 logits 与从头算{exact}。"]
+    else:
+        obs = [f"第一个请求从头算，并把完整的块登记进缓存；后面 {N_SHARING - 1} 个请求把前缀映射到缓存里的物理块"
+               f"（{longest} 时一共映射了 {big['mapped']} 次，只加引用计数、不复制），只算自己的部分。"
+               f"最后一个 token 的 logits 与从头算{exact}。"]
+    obs.append(_saving_sentence(results))
+    if big["used_shared"] < big["used_private"]:
+        obs.append(f"显存也省了：{N_SHARING} 个请求同时在场时，{longest} 不共享要 {big['used_private']} 块，共享只要 "
+                   f"{big['used_shared']} 块（{big['used_shared'] / big['used_private']:.0%}），同样的显存能放下更多请求。")
+    else:
+        obs.append(f"显存没有省：{N_SHARING} 个请求同时在场时，{longest} 共享和不共享都占 {big['used_private']} 块"
+                   "（没有别的请求来共享前缀的块）。")
+    v = VLLM_FIG16
+    obs.append(f"对照 vLLM 论文 §6.4 图 16（{v['model']}、{v['dataset']}；1-shot 前缀 {v['prefix_tokens']['1-shot']} "
+               f"token、5-shot {v['prefix_tokens']['5-shot']} token）：共享 1-shot 前缀时 vLLM 的吞吐是 "
+               f"{v['baseline']} 的 {v['throughput_x']['1-shot']} 倍，5-shot 时是 {v['throughput_x']['5-shot']} 倍。"
+               "那是 vLLM 整体（分页 + 共享）和 Orca 比，省下的显存换成了更大的批；这里数的是 prefill 少算的 token，"
+               "两者不是同一个量。")
+    return obs
 
 
 def demo2_shared_prefix():
     """在真模型上复用前缀：能省多少计算？结果和从头算一样吗？"""
-    print_header(f"演示 2：{N_SHARING} 个请求共享 few-shot 前缀（vLLM 论文 §6.4 的设置），块大小 {BLOCK_SIZE}")
-    cfg = config_like(TINY, max_seq=384)
+    print_header(f"演示 2：{N_SHARING} 个请求共享 few-shot 前缀（前缀长度同 vLLM 论文 §6.4），块大小 {BLOCK_SIZE}")
+    longest = max(plen for _, plen in FEW_SHOT) + SUFFIX_LEN[1] - 1
+    cfg = config_like(TINY, max_seq=n_blocks(longest, BLOCK_SIZE) * BLOCK_SIZE)   # 模型的上下文按最长的请求定
     params = init_params(cfg, seed=MODEL_SEED)
     rng = np.random.default_rng(PROMPT_SEED)
     print_text(f"模型：第 2 讲的 TINY（{cfg.n_layers} 层、d_model={cfg.d_model}、GQA {cfg.n_heads}/{cfg.n_kv_heads}，"
-               f"float64，权重种子 {MODEL_SEED}）；前缀和后缀是随机 token（种子 {PROMPT_SEED}），后缀 10–29 个。")
+               f"float64，权重种子 {MODEL_SEED}）；前缀和后缀是随机 token（种子 {PROMPT_SEED}），"
+               f"后缀 {SUFFIX_LEN[0]}–{SUFFIX_LEN[1] - 1} 个。")
     results = {}
     for name, plen in FEW_SHOT:
         prefix = rng.integers(0, cfg.vocab, plen)
-        suffixes = [rng.integers(0, cfg.vocab, int(rng.integers(10, 30))) for _ in range(N_SHARING)]
+        suffixes = [rng.integers(0, cfg.vocab, int(rng.integers(*SUFFIX_LEN))) for _ in range(N_SHARING)]
         results[name] = run_shared_prefix(params, cfg, prefix, suffixes)
     rows = []
     for name, plen in FEW_SHOT:
@@ -203,7 +269,8 @@ def trace_sweep(trace, trace_path=None, block_size=TRACE_BLOCK_SIZE, capacities=
 
     main() 算一次，再当参数传给演示 3 和演示 4；单独调用某个演示时，它自己算一份。
     """
-    hits = sweep([r.blocks for r in trace], capacities, POLICIES + (BOUND,))
+    swept = tuple(capacities) + tuple(c for c in DEMO4_CAPS if c not in capacities)   # 演示 4 要的容量也算上
+    hits = sweep([r.blocks for r in trace], swept, POLICIES + (BOUND,))
     return dict(trace=trace, hits=hits, path=trace_path, block_size=block_size, capacities=tuple(capacities))
 
 
@@ -248,7 +315,7 @@ def print_trace_tables(st, syn, real):
     papers = list(PAPER_TRACES)
     caption = ""
     if real:
-        rows.append(_trace_row("真实 trace（本次）", st))
+        rows.append(_trace_row("你给的 trace", st))
         papers += PAPER_TRACES_MORE
         caption = "分钟：第一个到最后一个请求的时间跨度。"
     rows.append(_trace_row("本实验（合成）", syn))
@@ -256,30 +323,44 @@ def print_trace_tables(st, syn, real):
     print_table(["trace", "请求数", "分钟", "平均输入", "平均输出", "无限容量命中率"], rows,
                 caption="出处：" + "；".join(f"{n}——{src}" for n, *_, src in papers) + "。" + caption)
     heat = [("只被访问过一次的块", "once", "{:.0%}", "超过 50% 的块没有被再次使用"),
-            ("最热的块被访问的次数", "hottest", "{:,}", "有的块被访问上万次"),
+            ("最热的块被访问的次数", "hottest", "{:,}", "有的块被访问数万次"),
             ("最热 1% 的块占全部访问", "top1pct", "{:.0%}", "-")]
+    paper_col = "论文（arXiv v3 §4.2）"
     if real:
-        print_table(["块的热度", "真实 trace", "合成", "论文（arXiv v3 §4）"],
+        print_table(["块的热度", "你给的 trace", "合成", paper_col],
                     [["不同的块", fmt_int(st["distinct"]), fmt_int(syn["distinct"]), "-"]]
                     + [[t, f.format(st[k]), f.format(syn[k]), pp] for t, k, f, pp in heat])
     else:
-        print_table(["块的热度", "本实验", "论文（arXiv v3 §4）"], [[t, f.format(st[k]), pp] for t, k, f, pp in heat])
+        print_table(["块的热度", "本实验", paper_col], [[t, f.format(st[k]), pp] for t, k, f, pp in heat])
 
 
 def print_policy_tables(ratio, gap, capacities):
     """演示 3 的命中率表（含论文表 1 的行）和"离 MIN 还差多少"表。"""
     rows = [[SHORT[p]] + [f"{ratio[(p, c)]:.2f}" for c in capacities] for p in POLICIES + (BOUND,)]
     for p in POLICIES:
-        rows.append([f"论文 {SHORT[p]}"] + [fmt_or_dash(PAPER_TABLE1[p].get(c), "{:.2f}") for c in capacities])
+        if p in PAPER_TABLE1:
+            rows.append([f"论文 {SHORT[p]}"] + [fmt_or_dash(PAPER_TABLE1[p].get(c), "{:.2f}") for c in capacities])
+    arxiv, tool = PAPER_TRACES[0], PAPER_TRACES[1]
+    missing = [cap_name(c) for c in capacities if c not in PAPER_TABLE1["lru"]]
+    note = "论文没有 MIN。"
+    if missing:
+        note = f"论文没有 {'、'.join(missing)} 这{_count_word(missing)}，也没有 MIN。"
     print_table(["策略 \\ 容量（块）"] + [cap_name(c) for c in capacities], rows,
                 caption="MIN：Belady 的离线最优（预知未来，淘汰下一次用到最晚的块），数逐块命中，是任何策略"
                         "前缀命中率的上界，真实系统做不到。"
-                        "论文行：Mooncake arXiv 2407.00079v3 表 1，是在较早版本的 trace 上算的"
-                        "（平均输入 7,590，不是今天公开的 8,596）；论文没有 3,000 这一列，也没有 MIN。"
+                        f"论文行：Mooncake arXiv v3 表 1，算在 {arxiv[0]} 上（mooncake_trace.jsonl，平均输入 "
+                        f"{arxiv[3]:,}），和 {tool[0]}（平均输入 {tool[3]:,}）不是同一个 trace；{note}"
                         "LengthAware = LengthAwareCache。")
     print_table(["MIN 减去 \\ 容量"] + [cap_name(c) for c in capacities],
                 [[SHORT[p]] + [f"{gap[(p, c)]:.2f}" for c in capacities] for p in POLICIES],
                 caption="每格 = MIN 的命中率 − 这种在线策略的命中率：换成最好的淘汰策略最多还能多命中多少。")
+
+
+def _count_word(items):
+    """"这一列" / "这几列"。"""
+    if len(items) == 1:
+        return "一列"
+    return "几列"
 
 
 def _lru_vs_lfu_sentence(ratio, mid):
@@ -287,15 +368,15 @@ def _lru_vs_lfu_sentence(ratio, mid):
     lfu_better = [c for c in mid if ratio[("lfu", c)] > ratio[("lru", c)]]
     if not lfu_better:
         best = max(mid, key=lambda c: ratio[("lru", c)] - ratio[("lfu", c)])
-        return (f"在 {', '.join(f'{c:,}' for c in mid)} 块时 LRU 都不低于 LFU，差得最多的是 {best:,} 块"
+        return (f"在 {'、'.join(f'{c:,}' for c in mid)} 块时 LRU 都不低于 LFU，差得最多的是 {best:,} 块"
                 f"（{ratio[('lru', best)]:.2f} 对 {ratio[('lfu', best)]:.2f}），和论文结论（LRUCache performs best）"
                 "一致：复用多半发生在时间上相近的请求之间（同一个会话的下一轮），而 LFU 让以前很热、现在没人用的块"
                 "赖着不走。")
-    s = (f"在 {', '.join(f'{c:,}' for c in lfu_better)} 块时 LFU 比 LRU 高（"
+    s = (f"在 {'、'.join(f'{c:,}' for c in lfu_better)} 块时 LFU 比 LRU 高（"
          + "，".join(f"{ratio[('lfu', c)]:.2f} 对 {ratio[('lru', c)]:.2f}" for c in lfu_better)
          + "），和论文结论（LRUCache performs best）不完全一致")
     if len(lfu_better) < len(mid):
-        return s + f"；{', '.join(f'{c:,}' for c in mid if c not in lfu_better)} 块时 LRU 不低于 LFU。"
+        return s + f"；{'、'.join(f'{c:,}' for c in mid if c not in lfu_better)} 块时 LRU 不低于 LFU。"
     return s + "。"
 
 
@@ -303,7 +384,7 @@ def _lengthaware_sentence(ratio):
     """观察 4：10,000 块时三种策略的排序，LengthAware 和 LFU 比。"""
     order = sorted(POLICIES, key=lambda p: -ratio[(p, 10_000)])
     s = (f"10,000 块时三种策略从高到低：{' > '.join(POLICY_NAMES[p] for p in order)}"
-         f"（{', '.join(f'{ratio[(p, 10_000)]:.2f}' for p in order)}）。")
+         f"（{'、'.join(f'{ratio[(p, 10_000)]:.2f}' for p in order)}）。")
     la_vs_lfu = ratio[("lengthaware", 10_000)] / ratio[("lfu", 10_000)]
     if la_vs_lfu < 0.9:
         return s + (f"LengthAware 在 10,000 块时只有 LFU 的 {la_vs_lfu:.0%}：按我们对它的理解（访问次数相同时，"
@@ -313,40 +394,63 @@ def _lengthaware_sentence(ratio):
 
 
 def _min_sentence(ratio, gap, capacities):
-    """观察 5：MIN 是上界；在线策略离它最远在哪里；LRU 的差距随容量怎样变。"""
-    finite = [c for c in capacities if c is not None]
+    """观察 5：MIN 是上界；在线策略离它最远在哪里；LRU 离 MIN 的差距随容量变化的形状。"""
+    finite = sorted((c for c in capacities if c is not None), reverse=True)     # 从大到小
     if all(gap[(p, c)] >= -1e-12 for p in POLICIES for c in capacities):
         s = "MIN 在每个容量都不低于三种在线策略"
     else:
         s = "MIN 竟然在某个容量低于在线策略（上界被违反，程序有错）"
     worst_p, worst_c = max(((p, c) for p in POLICIES for c in finite), key=lambda k: gap[k])
-    big, small = gap[("lru", max(finite))], gap[("lru", min(finite))]
     s += (f"；差距最大的是 {SHORT[worst_p]} 在 {worst_c:,} 块（{ratio[(worst_p, worst_c)]:.2f} 对 MIN 的 "
-          f"{ratio[(BOUND, worst_c)]:.2f}）。LRU 离 MIN 在 {max(finite):,} 块时差 {big:.2f}，"
-          f"在 {min(finite):,} 块时差 {small:.2f}：")
-    if small > big:
-        return s + "缓存小时，\"留谁\"更要紧，预知未来的价值更大。"
-    return s + "缓存变小时差距没有变大。"
+          f"{ratio[(BOUND, worst_c)]:.2f}）。")
+    g = [gap[("lru", c)] for c in finite]
+    seq = "、".join(f"{x:.2f}" for x in g)
+    s += f"LRU 离 MIN 的差距（容量从 {finite[0]:,} 块降到 {finite[-1]:,} 块）：{seq}"
+    peak = max(range(len(g)), key=lambda i: g[i])
+    if round(g[peak], 2) == 0:
+        return s + "——每个容量都一样，LRU 已经做到了最好。"
+    if peak == len(g) - 1:
+        return s + "——缓存越小差距越大：缓存小时，\"留谁\"更要紧，预知未来的价值更大。"
+    if peak == 0:
+        return s + f"——在最大的 {finite[0]:,} 块时差距最大，缓存变小时差距没有变大。"
+    s += (f"——先变大、在 {finite[peak]:,} 块时最大（{g[peak]:.2f}），再到 {finite[-1]:,} 块时回落到 {g[-1]:.2f}："
+          "中等大小的缓存里\"留谁\"最要紧")
+    if ratio[(BOUND, finite[-1])] < ratio[(BOUND, finite[peak])]:
+        return s + (f"；缓存再小，连 MIN 也留不住多少（{ratio[(BOUND, finite[peak])]:.2f} → "
+                    f"{ratio[(BOUND, finite[-1])]:.2f}），两者一起往下掉。")
+    return s + "。"
+
+
+def _same_paper_trace(st):
+    """st 的请求数、平均输入、平均输出（差 < 1%）和哪个论文 trace 对得上；都对不上返回 None。"""
+    for row in PAPER_TRACES + PAPER_TRACES_MORE:
+        if row[1] == st["n"] and abs(row[3] / st["mean_in"] - 1) < 0.01 and abs(row[4] / st["mean_out"] - 1) < 0.01:
+            return row
+    return None
 
 
 def _source_sentence(st, syn, real):
     """最后一条观察：这个 trace 是什么，和论文的哪个 trace 对得上。"""
     if not real:
-        return "这是合成负载，只模仿了论文给出的几个统计量；Mooncake 开源了真实 trace，可以用 --trace 换进来对比。"
+        return ("这是合成负载，只模仿了论文给出的几个统计量。Mooncake 公开了 FAST'25 的三个 trace（Conversation、"
+                "Tool&Agent 是 Kimi 线上一小时的采样，Synthetic 由公开数据集拼成）和 arXiv v3 的 trace，"
+                "可以用 --trace 换进来对比。")
     if st["inf_ratio"] > syn["inf_ratio"]:
         cmp = "高于"
     else:
         cmp = "不高于"
-    s = (f"这是真实 trace：{fmt_int(st['n'])} 个请求、{st['minutes']:.0f} 分钟，平均输入 "
+    s = (f"你给的 trace：{fmt_int(st['n'])} 个请求、{st['minutes']:.0f} 分钟，平均输入 "
          f"{fmt_int(st['mean_in'])} token；无限容量命中率 {st['inf_ratio']:.2f}，{cmp}合成负载的 "
          f"{syn['inf_ratio']:.2f}。")
-    same = [row for row in PAPER_TRACES + PAPER_TRACES_MORE
-            if row[1] == st["n"] and abs(row[3] / st["mean_in"] - 1) < 0.01 and abs(row[4] / st["mean_out"] - 1) < 0.01]
-    if same:
-        s += (f"请求数、平均输入和输出都和论文的\"{same[0][0]}\"一致，论文给的 cache ratio 是 "
-              f"{same[0][5]:.2f}，我们按块数算出 {st['inf_ratio']:.2f}"
-              f"（差 {abs(same[0][5] - st['inf_ratio']):.2f}；论文没写明怎么算，可能按 token 或别的口径）。")
-    return s + "论文的表 1 是在另一个 trace 上算的，只能看趋势，不能逐格比。"
+    same = _same_paper_trace(st)
+    if same is None:
+        return s + "它和论文列出的 trace 都对不上；论文的表 1 是在另一个 trace 上算的，只能看趋势，不能逐格比。"
+    s += (f"请求数、平均输入和输出都和 {same[0]} 一致，它就是那个 trace（{TRACE_KIND[same[0]]}）。"
+          f"论文给的 cache ratio 是 {same[5]:.2f}，我们按块数算出 {st['inf_ratio']:.2f}"
+          f"（差 {abs(same[5] - st['inf_ratio']):.2f}；论文没写明怎么算，可能按 token 或别的口径）。")
+    if same[0] == PAPER_TRACES[0][0]:
+        return s + "论文的表 1 就是在这个 trace 上算的，可以逐格比。"
+    return s + f"论文的表 1 是在 {PAPER_TRACES[0][0]} 上算的，只能看趋势，不能逐格比。"
 
 
 def demo3_observations(st, syn, ratio, gap, capacities, real):
@@ -359,12 +463,15 @@ def demo3_observations(st, syn, ratio, gap, capacities, real):
     else:
         first = (f"无限容量时命中率 {lru_inf:.3f}，低于 1 − 不同的块数 / 总块数 = {st['inf_ratio']:.3f}："
                  "有的块以前出现过，但它前面的块没出现过（hash_ids 不是严格的链式哈希），前缀命中用不上它。")
-    obs = [first + "论文的真实 trace 是 0.51（arXiv v3）和 0.59（FAST'25 公开版）。"]
+    arxiv, tool = PAPER_TRACES[0], PAPER_TRACES[1]
+    obs = [first + f"论文：{arxiv[0]} 在无限容量时是 {arxiv[5]:.2f}（arXiv v3 表 1），{tool[0]} 的 cache ratio 是 "
+           f"{tool[5]:.2f}（FAST'25 表 2）。"]
     small = min(c for c in capacities if c is not None)
     keep = ratio[("lru", small)] / lru_inf
     paper_keep = PAPER_TABLE1["lru"][1_000] / PAPER_TABLE1["lru"][None]
     s = (f"容量从无限降到 {small:,} 块，LRU 的命中率从 {lru_inf:.2f} 降到 {ratio[('lru', small)]:.2f}，"
-         f"还保留了 {keep:.0%}（论文 {PAPER_TABLE1['lru'][1_000]} / {PAPER_TABLE1['lru'][None]} = {paper_keep:.0%}）")
+         f"还保留了 {keep:.0%}（论文 1,000 块时 {PAPER_TABLE1['lru'][1_000]:.2f} / {PAPER_TABLE1['lru'][None]:.2f}"
+         f" = {paper_keep:.0%}）")
     if keep >= 0.5:
         obs.append(s + "：热门的系统提示很少几块就占了大量命中。")
     else:
@@ -374,7 +481,7 @@ def demo3_observations(st, syn, ratio, gap, capacities, real):
     obs.append(_min_sentence(ratio, gap, capacities))
     if st["hottest"] >= HOT_ACCESSES:
         obs.append(f"{st['once']:.0%} 的块只出现过一次，而最热的块被访问了 {fmt_int(st['hottest'])} 次：热门块值得复制到"
-                   "多台机器上，否则所有请求都去同一台机器拉 KV，网卡会堵（Mooncake §6.2，05 脚本演示 2）。")
+                   "多台机器上，否则所有请求都去同一台机器拉 KV，网卡会堵（Mooncake arXiv v3 §6.2，05 脚本演示 2）。")
     else:
         obs.append(f"{st['once']:.0%} 的块只出现过一次，最热的块也只被访问了 {fmt_int(st['hottest'])} 次"
                    f"（不到 {HOT_ACCESSES:,} 次）：这个 trace 的复用分散在许多块上，没有特别热的块。")
@@ -391,10 +498,10 @@ def demo3_trace(data=None):
         data = trace_sweep(read_trace())
     real = data["path"] is not None
     if real:
-        print_header("演示 3：真实 trace——块的热度、缓存容量与命中率（arXiv v3 §4、表 1）")
-        src = f"真实 trace：{os.path.basename(str(data['path']))}"
+        print_header("演示 3：你给的 trace——块的热度、缓存容量与命中率（Mooncake arXiv v3 §4、表 1）")
+        src = f"你给的 trace：{os.path.basename(str(data['path']))}"
     else:
-        print_header("演示 3：仿 Mooncake trace 的合成负载——块的热度、缓存容量与命中率（arXiv v3 §4、表 1）")
+        print_header("演示 3：仿 Mooncake trace 的合成负载——块的热度、缓存容量与命中率（Mooncake arXiv v3 §4、表 1）")
         src = f"合成 trace：种子 {TRACE_SEED}"
     st = trace_stats(data["trace"])
     syn = st
@@ -415,12 +522,15 @@ def demo3_trace(data=None):
 
 
 # =============================================================================
+MODEL = LLAMA3_70B        # 演示 4 的模型：式 (1)、128 GB/s 都出自 FAST'25，它的模型是 LLaMA3-70B（表 1）
+
+
 def gpu_hours(tr, hits_blocks, tier=TIERS[TIER_FOR_HITS], block_size=TRACE_BLOCK_SIZE):
     """按 FAST'25 式 (1) 和本机 DRAM 的带宽，算全部请求的 prefill GPU 时间（小时）和命中的 token 比例。"""
     total_s, hit_tok = 0.0, 0
     for r, hb in zip(tr, hits_blocks):
         n_hit = min(int(hb) * block_size, r.input_len - 1)     # 至少要算最后一个 token，才能得到第一个输出
-        total_s += prefill_time(LLAMA2_70B, r.input_len, n_hit, tier)
+        total_s += prefill_time(MODEL, r.input_len, n_hit, tier)
         hit_tok += n_hit
     return total_s / 3600, hit_tok / sum(r.input_len for r in tr)
 
@@ -432,32 +542,64 @@ def cache_label(policy, cap):
     return f"{SHORT[policy]}，容量 {cap:,} 块"
 
 
-def demo4_observations(base, hours, frac, kv_blk, hbm):
+def cap_size(c):
+    """排序用：无限（None）比任何有限容量都大。"""
+    if c is None:
+        return float("inf")
+    return c
+
+
+def gib(nbytes):
+    """字节数 → 'N GiB'（1 GiB = 2³⁰ 字节）。gib(10 * 2**30) → '10 GiB'。"""
+    return f"{nbytes / 2**30:,.0f} GiB"
+
+
+def demo4_observations(base, hours, frac, policy, caps, kv_blk, hbm):
     """演示 4 的观察：数字都取自表格那一份 hours / frac（键是 (策略, 容量)）。"""
-    h_inf, f_inf = hours[("lru", None)], frac[("lru", None)]
-    first = (f"无限缓存命中了 {f_inf:.0%} 的输入 token，prefill 的 GPU 时间从 {base:.2f} 小时降到 {h_inf:.2f} 小时"
-             f"（少了 {1 - h_inf / base:.0%}）。")
-    if 1 - h_inf / base < f_inf:
-        first += ("省下的时间比例低于命中的 token 比例：命中的是开头，没命中的 token 仍要对全部前缀做注意力，"
+    caps = sorted(caps, key=cap_size)
+    big, finite = caps[-1], [c for c in caps if c is not None]
+    h_big, f_big = hours[(policy, big)], frac[(policy, big)]
+    if big is None:
+        big_name = "无限缓存"
+    else:
+        big_name = f"容量 {big:,} 块的缓存"
+    obs = []
+    if f_big == 0:
+        obs.append(f"{big_name}也一个 token 都没命中：这个 trace 里没有可以复用的前缀，prefill 的 GPU 时间还是 "
+                   f"{base:.2f} 小时，前缀缓存省不下任何计算。")
+    else:
+        s = (f"{big_name}命中了 {f_big:.0%} 的输入 token，prefill 的 GPU 时间从 {base:.2f} 小时降到 {h_big:.2f} 小时"
+             f"（少了 {1 - h_big / base:.0%}）。")
+        if 1 - h_big / base < f_big:
+            s += ("省下的时间比例低于命中的 token 比例：命中的是开头，没命中的 token 仍要对全部前缀做注意力，"
                   "读 KV 也有一部分盖不住。")
-    else:
-        first += "省下的时间比例不低于命中的 token 比例：注意力随长度平方增长，命中的长前缀省得更多。"
-    need = 10_000 * kv_blk
-    obs = [first,
-           f"容量 10,000 块就需要 {need / 1e12:.2f} TB 的存储，是一台 8 卡机器全部 HBM（{hbm / 1e12:.2f} TB，"
-           f"还没减去权重）的 {need / hbm:.1f} 倍：这么大的前缀缓存只能放在 CPU 内存、SSD 或整个集群的内存池里——"
-           "这就是 Mooncake 把 KV 放到集群的 DRAM/SSD 上、按 KV 的位置调度请求的原因（05 脚本）。"]
-    h_s, f_s = hours[("lru", 1_000)], frac[("lru", 1_000)]
-    s = (f"只有 1,000 块（{1_000 * kv_blk / 1e12:.2f} TB）时仍命中 {f_s:.0%} 的 token，"
-         f"GPU 时间少 {1 - h_s / base:.0%}")
-    if f_s >= f_inf / 2:
-        obs.append(s + f"（是无限缓存命中的 {f_s / f_inf:.0%}）：热门的前缀很集中。")
-    else:
-        obs.append(s + f"（只有无限缓存命中的 {f_s / f_inf:.0%}）：这个 trace 的复用分散在许多前缀上，小缓存留不住。")
+        else:
+            s += "省下的时间比例不低于命中的 token 比例：注意力随长度平方增长，命中的长前缀省得更多。"
+        obs.append(s)
+    if finite:
+        cmax = finite[-1]
+        need = cmax * kv_blk
+        if need > hbm:
+            obs.append(f"容量 {cmax:,} 块就需要 {gib(need)} 的存储，是一台 8 卡机器全部 HBM（{gib(hbm)}，"
+                       f"还没减去权重）的 {need / hbm:.1f} 倍：这么大的前缀缓存只能放在 CPU 内存、SSD 或整个集群的"
+                       "内存池里——这就是 Mooncake 把 KV 放到集群的 DRAM/SSD 上、按 KV 的位置调度请求的原因（05 脚本）。")
+        else:
+            obs.append(f"容量 {cmax:,} 块只要 {gib(need)}，放得进一台 8 卡机器的 HBM（{gib(hbm)}），"
+                       "不过还要先减去权重和正在解码的请求的 KV。")
+    if finite and finite[0] != big and f_big > 0:
+        small = finite[0]
+        h_s, f_s = hours[(policy, small)], frac[(policy, small)]
+        s = (f"只有 {small:,} 块（{gib(small * kv_blk)}）时命中 {f_s:.0%} 的 token，"
+             f"GPU 时间少 {1 - h_s / base:.0%}")
+        if f_s >= f_big / 2:
+            obs.append(s + f"（是{big_name}命中的 {f_s / f_big:.0%}）：热门的前缀很集中。")
+        else:
+            obs.append(s + f"（只有{big_name}命中的 {f_s / f_big:.0%}）：这个 trace 的复用分散在许多前缀上，"
+                           "小缓存留不住。")
     return obs
 
 
-def demo4_compute_saved(data=None, caps=DEMO4_CAPS, policies=("lru",)):
+def demo4_compute_saved(data=None, caps=DEMO4_CAPS, policies=(DEMO4_POLICY,)):
     """命中率能省多少 prefill 的 GPU 时间？缓存又要多大的存储？
 
     data：trace_sweep(...) 的结果（和演示 3 共用）；caps × policies 里的每一格都要在 data["hits"] 里。
@@ -466,9 +608,9 @@ def demo4_compute_saved(data=None, caps=DEMO4_CAPS, policies=("lru",)):
         data = trace_sweep(read_trace())
     node, tier = A800_X8, TIERS[TIER_FOR_HITS]
     tr, block_size = data["trace"], data["block_size"]
-    print_header(f"演示 4：命中率换算成 prefill 的 GPU 时间（{LLAMA2_70B.name}、{node.name} 张量并行、"
-                 f"{node.mfu:.0%} 峰值算力）")
-    base = sum(prefill_compute_time(LLAMA2_70B, r.input_len, 0) for r in tr) / 3600
+    print_header(f"演示 4：命中率换算成 prefill 的 GPU 时间（{MODEL.name}、{node.name} 张量并行、"
+                 f"{node.mfu:.0%} 峰值算力，Mooncake FAST'25 表 1、式 1）")
+    base = sum(prefill_compute_time(MODEL, r.input_len, 0) for r in tr) / 3600
     rows = [["不缓存", "0%", f"{base:.2f}", "1.00×"]]
     hours, frac = {}, {}
     for p in policies:
@@ -476,19 +618,30 @@ def demo4_compute_saved(data=None, caps=DEMO4_CAPS, policies=("lru",)):
             hours[(p, cap)], frac[(p, cap)] = gpu_hours(tr, data["hits"][(p, cap)], tier, block_size)
             rows.append([cache_label(p, cap), f"{frac[(p, cap)]:.0%}", f"{hours[(p, cap)]:.2f}",
                          f"{base / hours[(p, cap)]:.2f}×"])
-    kv_blk = block_size * LLAMA2_70B.kv_bytes_per_token()
-    print_text(f"命中的 KV 从{tier.name}读（{tier.gb_per_s:g} GB/s，{tier.source}），和计算按层重叠；"
-               f"一块 = {block_size} × {LLAMA2_70B.kv_bytes_per_token() // 1024} KB = {kv_blk / 1e6:.0f} MB。")
+    per_token = MODEL.kv_bytes_per_token()
+    kv_blk = block_size * per_token
+    (m25, src25), (mv3, srcv3) = MOONCAKE_MODELS["fast25"], MOONCAKE_MODELS["arxiv_v3"]
+    if (LLAMA2_70B.n_layers, LLAMA2_70B.d_model, LLAMA2_70B.n_kv_heads) == (MODEL.n_layers, MODEL.d_model,
+                                                                            MODEL.n_kv_heads):
+        same = f"arXiv v3 用的 {mv3}（{srcv3}）形状相同，每 token 的 KV 也一样"
+    else:
+        same = f"arXiv v3 用的 {mv3}（{srcv3}）形状不同"
+    print_text(f"模型：{m25}（{src25}：{MODEL.n_layers} 层、d_model {MODEL.d_model}、{MODEL.n_kv_heads} 个 KV 头，"
+               f"每 token 的 KV {per_token / 2**10:g} KiB）；{same}。"
+               f"命中的 KV 从{tier.name}读（{tier.gb_per_s:g} GB/s，1 GB = 10⁹ 字节；{tier.source}），和计算按层重叠；"
+               f"一块 = {block_size} × {per_token / 2**10:g} KiB = {kv_blk / 2**20:g} MiB。")
     which = ""
     if data["path"] is not None:
-        which = "真实 trace "
+        which = "你给的 trace 里 "
     print_table(["缓存", "命中的输入 token", "prefill GPU 时间（小时）", "快了"], rows,
-                caption=f"GPU 时间：{which}{fmt_int(len(tr))} 个请求的 prefill 在一台 {node.name} 上的总时间。")
-    hbm = node.n_gpus * node.hbm_gb_per_gpu * 1e9
-    print_observations(demo4_observations(base, hours, frac, kv_blk, hbm))
+                caption=f"GPU 时间：{which}{fmt_int(len(tr))} 个请求的 prefill 在一台 {node.name} 上的总时间。"
+                        "存储用二进制单位：1 KiB = 1,024 字节，1 MiB = 1,024 KiB，1 GiB = 1,024 MiB。")
+    hbm = node.hbm_bytes
+    print_observations(demo4_observations(base, hours, frac, policies[0], caps, kv_blk, hbm))
     return dict(base_hours=base, hours=hours, hit_frac=frac, need_bytes=10_000 * kv_blk, hbm_bytes=hbm,
-                caps=tuple(caps), policies=tuple(policies), model=LLAMA2_70B.name, node=node.name, mfu=node.mfu,
-                tier=tier.name, tier_gb_per_s=tier.gb_per_s, block_size=block_size, n_requests=len(tr))
+                kv_block_bytes=kv_blk, caps=tuple(caps), policies=tuple(policies), model=MODEL.name, node=node.name,
+                mfu=node.mfu, tier=tier.name, tier_gb_per_s=tier.gb_per_s, block_size=block_size,
+                n_requests=len(tr))
 
 
 # =============================================================================

@@ -145,7 +145,7 @@ def test_demo4_cache_saves_gpu_time_in_capacity_order(d4):
 
 def test_demo4_storage_for_10k_blocks_exceeds_hbm(d4):
     assert d4["need_bytes"] == 10_000 * 512 * 327_680
-    assert d4["need_bytes"] > d4["hbm_bytes"] == 8 * 80e9
+    assert d4["need_bytes"] > d4["hbm_bytes"] == 8 * 80 * 2**30      # A800 的 "80GB" 是 80 GiB
 
 
 # ---------------------------------------------------------------- 整个脚本
@@ -200,3 +200,80 @@ def test_lengthaware_sentence_matches_its_ratio(d3, data, capsys):
         assert f"只有LFU的{share:.0%}" in out
     else:
         assert "相差不大" in out
+
+
+# ---------------------------------------------------------------- 引用的论文数字、模型、单位（每一条都在论文里核对过）
+def test_vllm_fig16_constants_are_the_papers():
+    """vLLM 论文 §6.4 / 图 16：LLaMA-13B、WMT16 英译德；前缀 80 / 341 token；吞吐是 Orca (Oracle) 的 1.67 / 3.58 倍。"""
+    v = m.VLLM_FIG16
+    assert v["model"] == "LLaMA-13B" and v["dataset"].startswith("WMT16") and v["baseline"] == "Orca (Oracle)"
+    assert v["prefix_tokens"] == {"1-shot": 80, "5-shot": 341} and dict(m.FEW_SHOT) == v["prefix_tokens"]
+    assert v["throughput_x"] == {"1-shot": 1.67, "5-shot": 3.58}
+
+
+def test_demo2_cites_fig16_as_vllm_vs_orca(capsys):
+    m.demo2_shared_prefix()
+    out = flat(capsys.readouterr().out)
+    assert "OPT-13B" not in out and "LLaMA-13B、WMT16英译德" in out
+    assert "vLLM的吞吐是Orca(Oracle)的1.67倍，5-shot时是3.58倍" in out and "vLLM整体（分页+共享）" in out
+
+
+def test_demo2_explains_what_differs_between_prefixes(d2, capsys):
+    """1-shot 的 80 token 正好 5 个满块、没有零头；差别来自前缀占输入的比例，不是零头。"""
+    r1, r5 = d2["1-shot"], d2["5-shot"]
+    assert (r1["full_prefix_blocks"], r1["prefix_tail"]) == (5, 0) and (r5["full_prefix_blocks"], r5["prefix_tail"]) == (21, 5)
+    m.demo2_shared_prefix()
+    out = flat(capsys.readouterr().out)
+    assert "1-shot的80个token正好是5个满块、没有零头" in out and "5-shot的341个token=21个满块+5个零头" in out
+    assert f"前缀占全部输入的比例：1-shot{r1['prefix_share']:.0%}、5-shot{r5['prefix_share']:.0%}" in out
+    assert r5["prefix_share"] > r1["prefix_share"] and "前缀占比更大，所以省得更多" in out
+
+
+def test_demo1_names_the_changed_blocks_unambiguously(d1, capsys):
+    m.demo1_hashing()
+    out = flat(capsys.readouterr().out)
+    assert "从改动的第2块到最后的第4块（共3块）哈希都变了" in out and "以及之后全部" not in out
+
+
+def test_demo3_arxiv_trace_is_named_and_public(capsys, data):
+    """arXiv v3 表 1 算在 arXiv 版公开的 trace（mooncake_trace.jsonl）上，不是 FAST'25 的 Tool&Agent。"""
+    assert m.PAPER_TRACES[0][1:6] == (23_608, 60, 7_590, 182, 0.51)
+    assert m.PAPER_TRACES[1][0] == "FAST'25 Tool&Agent" and m.PAPER_TRACES[1][1:6] == (23_608, 60, 8_596, 182, 0.59)
+    assert [r[1:6] for r in m.PAPER_TRACES_MORE] == [(12_031, None, 12_035, 343, 0.40), (3_993, None, 15_325, 149, 0.66)]
+    m.demo3_trace(data)
+    out = flat(capsys.readouterr().out)
+    assert "mooncake_trace.jsonl" in out and "不是同一个trace" in out and "今天公开" not in out
+    assert "真实trace" not in out
+
+
+def test_demo3_paper_wording(capsys, data):
+    """arXiv v3 §4.2：tens of thousands → 数万次；中文列表用顿号。"""
+    assert "tens of thousands" in m.BLOCK_HOT_PAPER
+    m.demo3_trace(data)
+    out = capsys.readouterr().out
+    assert "有的块被访问数万次" in out and "上万次" not in out
+    assert "在50,000、30,000、10,000块时LRU都不低于LFU" in flat(out)
+
+
+def test_demo3_lru_gap_shape_follows_the_numbers(d3, capsys, data):
+    """LRU 离 MIN 的差距先增后减（3,000 块最大），句子说的是这个形状，不是只比两端。"""
+    finite = sorted((c for c in m.CAPACITIES if c is not None), reverse=True)
+    g = [d3["gap"][("lru", c)] for c in finite]
+    peak = max(range(len(g)), key=lambda i: g[i])
+    assert finite[peak] == 3_000 and 0 < peak < len(g) - 1
+    m.demo3_trace(data)
+    out = flat(capsys.readouterr().out)
+    assert "、".join(f"{x:.2f}" for x in g) in out
+    assert f"先变大、在{finite[peak]:,}块时最大（{g[peak]:.2f}），再到{finite[-1]:,}块时回落到{g[-1]:.2f}" in out
+    assert "缓存小时，\"留谁\"更要紧" not in out
+
+
+def test_demo4_model_and_units(d4, capsys, data):
+    """FAST'25 的数（式 1、128 GB/s）配 LLaMA3-70B；KV 用二进制单位：512 × 320 KiB = 160 MiB。"""
+    assert d4["model"] == "LLaMA3-70B" and d4["kv_block_bytes"] == 512 * 320 * 2**10 == 160 * 2**20
+    assert d4["hbm_bytes"] == 8 * 80 * 2**30
+    m.demo4_compute_saved(data)
+    out = flat(capsys.readouterr().out)
+    assert "LLaMA3-70B（FAST'25表1、§5.3.1" in out and "dummyLLaMA2-70B（arXivv3§1.2）形状相同" in out
+    assert "一块=512×320KiB=160MiB" in out and "1,562GiB" in out and "640GiB" in out and "156GiB" in out
+    assert not re.search(r"\d(KB|MB|TB)", out)

@@ -78,7 +78,8 @@ def test_fixture_trace_stats_and_output(tmp_path, capsys):
     assert st["minutes"] == pytest.approx(79 * 0.25 / 60)
     assert d["synthetic_stats"]["n"] == 23_608                     # 合成 trace 的统计量并排打印
     check_min_row(d)
-    assert "真实trace：small.jsonl" in out and "本实验（合成）" in out and "公开Synthetic" in out
+    assert "你给的trace：small.jsonl" in out and "本实验（合成）" in out and "FAST'25Synthetic" in out
+    assert "真实trace" not in out and "它和论文列出的trace都对不上" in out
     hot = "热门块值得复制" if st["hottest"] >= m.HOT_ACCESSES else "没有特别热的块"
     assert hot in out
 
@@ -86,7 +87,7 @@ def test_fixture_trace_stats_and_output(tmp_path, capsys):
 def test_block_option_reaches_demo4(tmp_path, capsys):
     path, _ = write_fixture(tmp_path / "b16.jsonl", block=16, n=30)
     assert m.main(["--trace", path, "--block", "16"]) == 0
-    assert "一块=16×320KB" in flat(capsys.readouterr().out)
+    assert "一块=16×320KiB=5MiB" in flat(capsys.readouterr().out)
     d4 = m.demo4_compute_saved(trace_data(path, 16))
     assert d4["need_bytes"] == 10_000 * 16 * 327_680
 
@@ -133,8 +134,10 @@ def test_real_trace_observations_follow_the_numbers(real, capsys):
     else:
         assert "LFU比LRU高" in out and "LRU都不低于LFU" not in out
     assert ("没有特别热的块" in out) == (real["stats"]["hottest"] < m.HOT_ACCESSES)
-    assert "和论文的\"公开Synthetic\"一致" in out and "cacheratio是0.66" in out   # FAST'25 表 2 的同一个 trace
-    assert "这是真实trace" in out and "这是合成负载" not in out
+    # FAST'25 表 2 的同一个 trace：按它是什么来称呼（公开数据集拼成的合成负载），不叫"真实 trace"
+    assert "都和FAST'25Synthetic一致，它就是那个trace" in out and "cacheratio是0.66" in out
+    assert "泊松" in out and "§5.2.1" in out and "真实trace" not in out
+    assert "你给的trace：3,993个请求" in out and "这是合成负载" not in out
 
 
 @need_real
@@ -143,6 +146,6 @@ def test_real_trace_demo4(capsys):
     h = {c: d4["hours"][("lru", c)] for c in m.DEMO4_CAPS}
     assert h[None] <= h[10_000] <= h[1_000] < d4["base_hours"]
     out = flat(capsys.readouterr().out)
-    assert "真实trace3,993个请求" in out
+    assert "你给的trace里3,993个请求" in out and "真实trace" not in out
     concentrated = d4["hit_frac"][("lru", 1_000)] >= d4["hit_frac"][("lru", None)] / 2
     assert ("热门的前缀很集中" in out) == concentrated and ("小缓存留不住" in out) == (not concentrated)
