@@ -1,8 +1,13 @@
-"""前缀缓存的淘汰策略：LRU、LFU、LengthAwareCache（Mooncake arXiv v3 表 1 比较的三种）。
+"""前缀缓存的淘汰策略：LRU、LFU、LengthAwareCache（Mooncake arXiv v3 表 1 比较的三种），
+一个对照（LengthAware 的另一种读法），和一个课外的例子 S3-FIFO。
 
-每种缓存都有两个操作（单位是块，块用整数 id 表示）：
-- match(blocks)：从第一块开始，连续有几块在缓存里（前缀命中：中间断了，后面的 KV 也用不上）；
-- insert(blocks)：把这个请求的全部块放进缓存（已经在的就"碰一下"，更新访问记录），超出容量就淘汰。
+缓存的单位是块（整数 id）。一个策略就是 BlockCache 的一个子类，要有三个操作：
+- match(blocks)：从第一块开始，连续有几块在缓存里（前缀命中：中间断了，后面的 KV 也用不上）。
+  BlockCache 已经写好了，子类一般不用改；
+- insert(blocks)：把这个请求的全部块放进缓存。BlockCache.insert 从最后一块往前，对每一块调用
+  touch(块, 它在请求里的位置)，然后只要超出容量就调用 evict()；
+- evict()：挑至少一块踢出去（从 self.entries 里删掉）。"淘汰谁"就是策略本身。
+self.entries 是"在缓存里的块"的字典（块 → 这个策略自己记的东西：次数、时刻……），match 只看它。
 
     >>> c = make_cache(3, "lru")
     >>> c.match([1, 2, 3]); c.insert([1, 2, 3]); c.match([1, 2, 9])
@@ -15,14 +20,27 @@
 靠后的块，缓存里的内容始终是若干完整的前缀，前缀命中数 = 逐块命中数（vLLM 的空闲队列
 也是把一个请求的块倒序放回去的）。
 
+自己写一个策略（十分钟）：
+  1. 在本文件里写一个类：class MyCache(BlockCache)，NAME = "显示的名字"，SHORT = "表格里的短名字"；
+     __init__(self, capacity) 里调用 super().__init__(capacity, {})；实现 touch(self, block, pos)
+     （记下这次访问；块不在缓存里就加进 self.entries）和 evict(self)（删掉一块并返回它）；
+  2. 在 CACHE_POLICIES 里加一行 "mine": MyCache；
+  3. 运行 python 04_prefix_caching.py --demo 3：命中率表里多出一行 MyCache，
+     "MIN 减去"表里是它离离线最优还差多少。S3FIFOCache 就是照这个接口写的完整例子。
 按 trace 跑这些缓存（以及离线最优的 Belady MIN）的代码在 kv_cache_sim.py。
 """
 import heapq
-from collections import OrderedDict
+from collections import OrderedDict, deque
+
+# Mooncake arXiv 2407.00079v3 §4.2 对 LengthAwareCache 的全部描述（原话，表 1 之前的一句）
+LENGTHAWARE_DEFINITION = "similar to LFU but prioritizing cache blocks occurring later in requests"
+LENGTHAWARE_SOURCE = "Mooncake arXiv 2407.00079v3 §4.2（表 1）"
 
 
 class BlockCache:
-    """各种缓存共用的查询：entries 是"在缓存里的块"的字典（块 → 该策略自己的记录）。"""
+    """所有缓存策略的基类：entries 是"在缓存里的块"的字典（块 → 该策略自己的记录）。"""
+
+    NAME = SHORT = "?"
 
     def __init__(self, capacity, entries):
         self.capacity, self.entries = capacity, entries
@@ -44,14 +62,42 @@ class BlockCache:
         entries = self.entries
         return sum(b in entries for b in blocks)
 
+    def insert(self, blocks):
+        """放进一个请求的全部块：从最后一块往前 touch，然后淘汰到不超过容量（capacity=None：不淘汰）。"""
+        for pos in range(len(blocks) - 1, -1, -1):
+            self.touch(blocks[pos], pos)
+        if self.capacity is not None:
+            while len(self.entries) > self.capacity:
+                self.evict()
+
+    def touch(self, block, pos):
+        """记下对 block 的一次访问（pos：它在这个请求里是第几块，从 0 数）。子类实现。"""
+        raise NotImplementedError
+
+    def evict(self):
+        """挑至少一块淘汰：从 entries 里删掉（LRU、LFU 还返回被淘汰的块）。子类实现。"""
+        raise NotImplementedError
+
 
 class LRUCache(BlockCache):
     """最近最少使用：OrderedDict 从旧到新排列，每次操作 O(1)。"""
 
+    NAME, SHORT = "LRU", "LRU"
+
     def __init__(self, capacity):
         super().__init__(capacity, OrderedDict())
 
+    def touch(self, block, pos):
+        if block in self.entries:
+            self.entries.move_to_end(block)
+        else:
+            self.entries[block] = None
+
+    def evict(self):
+        return self.entries.popitem(last=False)[0]       # 最旧的
+
     def insert(self, blocks):
+        # 和 BlockCache.insert 完全一样，只是把 touch / evict 展开写（集群模拟里每个请求要调用很多次）
         od = self.entries
         for b in reversed(blocks):            # 从尾到头：父块最后被碰，最"新"
             if b in od:
@@ -60,7 +106,7 @@ class LRUCache(BlockCache):
                 od[b] = None
         if self.capacity is not None:
             while len(od) > self.capacity:
-                od.popitem(last=False)        # 淘汰最旧的
+                od.popitem(last=False)
 
 
 class LFUCache(BlockCache):
@@ -68,55 +114,200 @@ class LFUCache(BlockCache):
     被淘汰的块再进来时，次数从 1 重新算。
 
     实现（每次访问摊还 O(log n)）：一个最小堆，每个缓存里的块在堆里恰好有一条记录。
-    命中时只改 key[b]，不动堆——堆里那条记录变"旧"了，但旧记录的键只会比真实的小
-    （次数和时刻都只增不减）。淘汰时弹出堆顶：记录和 key[b] 一致，它就是真正的最小者；
-    不一致就按真实的键放回去，再弹下一个。键编码成一个整数：(次数, 位置, 时刻) 各占一段位。
+    命中时只改 entries[b]（它的键），不动堆——堆里那条记录变"旧"了，但旧记录的键只会比真实的小
+    （次数和时刻都只增不减）。淘汰时弹出堆顶：记录和 entries[b] 一致，它就是真正的最小者；
+    不一致就按真实的键放回去，再弹下一个。键是一个整数，从高位到低位：次数、位置、时刻、块 id。
     """
 
-    USE_POSITION = False      # LengthAwareCache 把块在请求里的位置也放进键里
+    NAME, SHORT = "LFU", "LFU"
 
     def __init__(self, capacity):
         super().__init__(capacity, {})   # entries：块 → 当前的键（整数）
-        self.heap = []            # 每块一条记录（可能是旧的）
-        self.block_at = []        # 时刻 → 那一刻访问的块（从键里的时刻找回块）
+        self.heap = []                   # 每块一条记录（可能是旧的）
+        self.tick = 0                    # 访问时刻：每碰一块加 1
+
+    def rank(self, pos):
+        """次数相同时谁先走：返回 0..4095，小的先被淘汰。LFU 不看位置（都是 0）。"""
+        return 0
+
+    def touch(self, block, pos):
+        key = self.entries
+        old = key.get(block)
+        count = 1
+        if old is not None:
+            count = (old >> _COUNT_SHIFT) + 1
+        k = (count << _COUNT_SHIFT) | (self.rank(pos) << _RANK_SHIFT) | (self.tick << _TICK_SHIFT) | block
+        self.tick += 1
+        key[block] = k
+        if old is None:
+            heapq.heappush(self.heap, k)
 
     def insert(self, blocks):
-        key, heap, block_at = self.entries, self.heap, self.block_at
-        use_pos = self.USE_POSITION
-        for pos in range(len(blocks) - 1, -1, -1):       # 从尾到头，和 LRU 一样
+        # 和 BlockCache.insert（逐块 touch）完全一样，只是展开写：模拟要对几百万次块访问调用它
+        key, heap, push = self.entries, self.heap, heapq.heappush
+        n, tick = len(blocks), self.tick
+        ranks = self.rank_bits(n)
+        for pos in range(n - 1, -1, -1):                 # 从尾到头，和 LRU 一样
             b = blocks[pos]
-            tick = len(block_at)
-            block_at.append(b)
             old = key.get(b)
-            count = 1 if old is None else (old >> 52) + 1
-            k = (count << 52) | ((min(pos, 4095) if use_pos else 0) << 40) | tick
-            key[b] = k
             if old is None:
-                heapq.heappush(heap, k)
-        if self.capacity is None:
-            return
-        while len(key) > self.capacity:
+                k = _COUNT_ONE | ranks[pos] | (tick << _TICK_SHIFT) | b
+                push(heap, k)
+            else:
+                k = (((old >> _COUNT_SHIFT) + 1) << _COUNT_SHIFT) | ranks[pos] | (tick << _TICK_SHIFT) | b
+            key[b] = k
+            tick += 1
+        self.tick = tick
+        if self.capacity is not None:
+            while len(key) > self.capacity:
+                self.evict()
+
+    def rank_bits(self, n):
+        """位置 0..n-1 的 rank 已经移到键里的位置上（每个类只算一次 4096 个）。"""
+        table = _RANK_TABLES.get(type(self))
+        if table is None:
+            table = _RANK_TABLES[type(self)] = [self.rank(p) << _RANK_SHIFT for p in range(MAX_RANK + 1)]
+        if n <= MAX_RANK + 1:
+            return table
+        return table + [table[MAX_RANK]] * (n - MAX_RANK - 1)
+
+    def evict(self):
+        key, heap = self.entries, self.heap
+        while True:
             k = heapq.heappop(heap)
-            b = block_at[k & _TICK_MASK]
+            b = k & _BLOCK_MASK
             if key[b] == k:
                 del key[b]                               # 真正的最小者：淘汰
-            else:
-                heapq.heappush(heap, key[b])             # 旧记录：换成真实的键放回去
+                return b
+            heapq.heappush(heap, key[b])                 # 旧记录：换成真实的键放回去
 
 
-_TICK_MASK = (1 << 40) - 1
+_BLOCK_BITS = 53                          # 块 id < 2^53（kv_trace_io 检查过）
+_TICK_SHIFT, _RANK_SHIFT, _COUNT_SHIFT = _BLOCK_BITS, _BLOCK_BITS + 40, _BLOCK_BITS + 52
+_BLOCK_MASK = (1 << _BLOCK_BITS) - 1
+_COUNT_ONE = 1 << _COUNT_SHIFT
+_RANK_TABLES = {}                         # 类 → 4096 个位置的 rank（已移位）
+MAX_RANK = 4095                           # 位置超过 4095 块（200 万 token）按 4095 算
 
 
 class LengthAwareCache(LFUCache):
-    """和 LFU 类似，但优先保留在请求里位置靠后的块（论文原话："similar to LFU but prioritizing
-    cache blocks occurring later in requests"）。这里的排序键是 (次数, 在请求中的块位置, 时刻)：
-    次数相同时，位置靠前的块先被淘汰。（位置取最近一次访问时的位置，超过 4095 按 4095 算。）"""
+    """Mooncake 的 LengthAwareCache，论文原话见 LENGTHAWARE_DEFINITION。我们的读法：和 LFU 一样先比
+    访问次数；次数相同时，先淘汰在请求里位置靠后的块（位置取最近一次访问时的位置）。
+    这样先走的总是链的尾巴，留下的仍是从第一块起的完整前缀，前缀命中用得上。"""
 
-    USE_POSITION = True
+    NAME, SHORT = "LengthAwareCache", "LengthAware"
+
+    def rank(self, pos):
+        return MAX_RANK - min(pos, MAX_RANK)
 
 
-CACHE_POLICIES = {"lru": LRUCache, "lfu": LFUCache, "lengthaware": LengthAwareCache}
-POLICY_NAMES = {"lru": "LRU", "lfu": "LFU", "lengthaware": "LengthAwareCache", "min": "MIN（Belady，离线最优）"}
+class LengthAwareEarlyCache(LFUCache):
+    """对照组，不是论文的策略：次数相同时先淘汰位置靠前的块（另一种读法）。它先拆掉前缀的父块，
+    而前缀命中要求从第一块起连续：父块没了，留在缓存里的子块也用不上。"""
+
+    NAME, SHORT = "对照：先淘汰靠前的块", "对照:先淘靠前"
+
+    def rank(self, pos):
+        return min(pos, MAX_RANK)
+
+
+class S3FIFOCache(BlockCache):
+    """S3-FIFO（Yang 等，"FIFO queues are all you need for cache eviction"，SOSP'23，算法 1）：三个 FIFO 队列。
+
+    - 小队列 S（容量的 10%）：新块先进这里；
+    - 主队列 M（其余 90%）：在 S 里被再次访问过的块才升进来；
+    - 幽灵队列 G：只记被 S 淘汰的块 id（不占缓存），最多记 M 那么多个；G 里的块再来时直接进 M。
+    每块一个 0..3 的计数 freq：进缓存时为 0，命中一次加 1（不移动位置，这是它比 LRU 便宜的地方）。
+    淘汰：S 至少占 10% 时从 S 的队尾取——freq > 1（MOVE_TO_MAIN = 2）就挪进 M（计数清零），否则踢出并记进 G；
+    否则从 M 的队尾取——freq > 0 就减 1 放回队头（再给一次机会），否则踢出。
+    参数和论文的原始实现一致（libCacheSim 的 S3FIFOv0.c：小队列 0.10、幽灵 0.90、move-to-main-threshold=2）。
+
+    >>> c = S3FIFOCache(10)
+    >>> for b in range(10): c.insert([b])      # 10 个新块都进了小队列
+    >>> c.insert([0]); c.insert([0])           # 块 0 被访问了两次：freq = 2
+    >>> c.insert([10])                         # 超出容量：S 的队尾是块 0（最早进来），freq > 1 → 升进 M；
+    >>> sorted(c.main), 1 in c.entries, 1 in c.ghost   # 再往下，块 1 没被再访问过 → 踢出，进幽灵队列
+    ([0], False, True)
+    """
+
+    NAME, SHORT = "S3-FIFO（SOSP'23）", "S3-FIFO"
+    SMALL_RATIO = 0.10        # 小队列占容量的比例
+    MOVE_TO_MAIN = 2          # 在小队列里 freq 至少这么多才升进主队列（论文算法 1：freq > 1）
+
+    def __init__(self, capacity):
+        super().__init__(capacity, {})             # entries：块 → freq（0..3）
+        self.small, self.main = deque(), deque()   # 左边是队尾（最早进来的）
+        self.ghost = OrderedDict()                 # 被 S 淘汰的块 id，最早的在前
+        self.ghost_size = self.small_size = self.main_size = 0
+        if capacity is not None:
+            self.small_size = capacity * self.SMALL_RATIO
+            self.main_size = capacity - self.small_size
+            self.ghost_size = int(self.main_size)
+
+    def touch(self, block, pos):
+        freq = self.entries.get(block)
+        if freq is not None:
+            self.entries[block] = min(freq + 1, 3)       # 命中：只加计数，不挪位置
+        elif block in self.ghost:                        # 最近刚从 S 淘汰过：直接进 M
+            del self.ghost[block]
+            self.main.append(block)
+            self.entries[block] = 0
+        else:
+            self.small.append(block)
+            self.entries[block] = 0
+
+    def evict(self):
+        if len(self.small) >= self.small_size and self.small:
+            return self._evict_small()
+        return self._evict_main()
+
+    def _evict_small(self):
+        entries = self.entries
+        while self.small:
+            b = self.small.popleft()
+            if entries[b] >= self.MOVE_TO_MAIN:
+                entries[b] = 0                           # 升进 M，计数清零
+                self.main.append(b)
+                if len(self.main) >= self.main_size:
+                    self._evict_main()
+            else:
+                del entries[b]
+                self.ghost[b] = None
+                if len(self.ghost) > self.ghost_size:
+                    self.ghost.popitem(last=False)
+                return b
+        return None                                      # S 里的都升进了 M（这时 M 已经腾出了位置）
+
+    def _evict_main(self):
+        entries, main = self.entries, self.main
+        while True:
+            b = main.popleft()
+            if entries[b] > 0:
+                entries[b] -= 1                          # 再给一次机会：放回队头
+                main.append(b)
+            else:
+                del entries[b]
+                return b
+
+
+# 唯一的注册表：04 的演示 3 给这里的每个策略算一行命中率和它离 MIN 的差距。加自己的策略：加一行。
+CACHE_POLICIES = {
+    "lru": LRUCache,
+    "lfu": LFUCache,
+    "lengthaware": LengthAwareCache,
+    "lengthaware_early": LengthAwareEarlyCache,
+    "s3fifo": S3FIFOCache,
+}
+PAPER_POLICIES = ("lru", "lfu", "lengthaware")       # Mooncake arXiv v3 表 1 比较的三种
+MIN_NAME = "MIN（Belady，离线最优）"
+POLICY_NAMES = {**{k: c.NAME for k, c in CACHE_POLICIES.items()}, "min": MIN_NAME}
+
+
+def policy_name(policy):
+    """策略的显示名字（包括 "min"）。"""
+    if policy == "min":
+        return MIN_NAME
+    return CACHE_POLICIES[policy].NAME
 
 
 def check_policy_args(capacity, policy, allowed):
@@ -132,6 +323,6 @@ def check_policy_args(capacity, policy, allowed):
 
 
 def make_cache(capacity, policy):
-    """capacity：块数，None 表示无限；policy："lru"、"lfu" 或 "lengthaware"（"min" 不是在线缓存，用 simulate）。"""
+    """capacity：块数，None 表示无限；policy：CACHE_POLICIES 里的名字（"min" 不是在线缓存，用 simulate）。"""
     check_policy_args(capacity, policy, CACHE_POLICIES)
     return CACHE_POLICIES[policy](capacity)

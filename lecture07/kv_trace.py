@@ -1,25 +1,180 @@
-"""合成的请求 trace：模仿 Mooncake 公开的 Tool&Agent trace（FAST'25 表 2）的几个统计量。
+"""请求 trace 的列式存储（Trace），读真实 trace（load_trace），以及合成 trace（make_trace）。
 
-真实 trace 的格式（每行一个 JSON）：{"timestamp": 毫秒, "input_length", "output_length",
-"hash_ids": [...]}，hash_ids 是每 512 个 token 一块的链式哈希 id。这里生成同样的东西：
+一个 trace 就是几列 numpy 数组（不是几十万个 Python 对象：12 万个请求也只占几十 MB）：
 
-    tr = make_trace(seed=0)
-    tr[0]          # Request(arrival=0.409, input_len=7179, output_len=102, blocks=(0, 1, 2, 3, 4, 9, 64, ..., 72))
+    tr = make_trace(seed=0)                 # 或 load_trace(路径)，返回的都是 Trace
+    len(tr), tr.input_len[:3], tr.blocks(0)[:5]     # 列可以直接做向量运算
+    for r in tr:                            # 兼容写法：逐个给出 Request（.arrival .input_len .output_len .blocks）
+        ...
 
-负载的结构（工具调用 / 智能体场景）：
+合成 trace 模仿 Mooncake 公开的 Tool&Agent trace（FAST'25 表 2）的几个统计量。真实 trace 的格式
+（每行一个 JSON）：{"timestamp": 毫秒, "input_length", "output_length", "hash_ids": [...]}，
+hash_ids 是每 512 个 token 一块的链式哈希 id。合成 trace 生成同样的东西。负载的结构（工具调用 / 智能体场景）：
 - 系统提示：几个"框架"各有一段公共前缀（工具说明），每个框架下又有若干具体模板；
   最热的框架被大多数请求共用 → 它的第一块被访问上万次；
 - 会话：智能体一轮一轮地调用模型，每一轮的输入 = 上一轮的输入 + 上一轮的输出 + 新的工具结果，
   所以相邻两轮共享前缀；两轮之间隔几秒到几分钟（时间局部性：LRU 擅长的情况）；
 - 一次性请求：系统提示 + 一大段只出现一次的内容（文档、网页），这些块之后再没人用。
 
-换成真实 trace：load_trace(路径) 读 Mooncake 公开的 JSONL（见 kv_trace_io.py：格式、哪些算错误）。
+读真实 trace：load_trace(路径) 读 Mooncake 公开的 JSONL（格式、哪些算错误见 kv_trace_io.py）。
 """
+from array import array
 
 import numpy as np
 
-# Request、BLOCK 和读真实 trace 的 load_trace 在 kv_trace_io.py 里，这里一并导出
-from kv_trace_io import BLOCK, Request, TraceError, load_trace  # noqa: F401
+# Request、BLOCK_SIZE（= BLOCK）和逐行检查的读取器在 kv_trace_io.py 里，这里一并导出
+from kv_trace_io import BLOCK, BLOCK_SIZE, Request, TraceError, iter_trace_records  # noqa: F401
+
+CHUNK = 4096                # 逐请求遍历时，每次把这么多个请求的块 id 转成 Python 列表（内存有上限）
+
+
+class Trace:
+    """n 个请求的 trace，按列存放。请求 i 的块是 hash_ids[offsets[i]:offsets[i + 1]]。
+
+    arrival     float64 (n,)      到达时刻（秒）
+    input_len   int64 (n,)        输入 token 数
+    output_len  int64 (n,)        输出 token 数
+    hash_ids    int64 (total,)    全部请求的块 id 首尾相接（total = 全部块访问次数）
+    offsets     int64 (n + 1,)    offsets[0] = 0，offsets[n] = total
+
+    >>> tr = Trace.from_requests([Request(0.0, 1000, 5, (7, 8)), Request(1.5, 600, 9, (7, 9))])
+    >>> len(tr), tr.n_blocks.tolist(), tr.offsets.tolist(), tr.blocks(1)
+    (2, [2, 2], [0, 2, 4], (7, 9))
+    >>> tr[1]
+    Request(arrival=1.5, input_len=600, output_len=9, blocks=(7, 9))
+    >>> [r.input_len for r in tr], tr.block_counts().tolist()    # 块 7 出现 2 次，8、9 各 1 次
+    ([1000, 600], [2, 1, 1])
+    """
+
+    __slots__ = ("arrival", "input_len", "output_len", "hash_ids", "offsets")
+
+    def __init__(self, arrival, input_len, output_len, hash_ids, offsets):
+        self.arrival = np.asarray(arrival, dtype=np.float64)
+        self.input_len = np.asarray(input_len, dtype=np.int64)
+        self.output_len = np.asarray(output_len, dtype=np.int64)
+        self.hash_ids = np.asarray(hash_ids, dtype=np.int64)
+        self.offsets = np.asarray(offsets, dtype=np.int64)
+        n = len(self.arrival)
+        if not (len(self.input_len) == len(self.output_len) == n and len(self.offsets) == n + 1
+                and self.offsets[0] == 0 and self.offsets[-1] == len(self.hash_ids)
+                and (np.diff(self.offsets) >= 0).all()):
+            raise ValueError("Trace 的列长度对不上：要求 offsets 有 n + 1 个、从 0 开始、不减、以 len(hash_ids) 结尾")
+
+    @classmethod
+    def from_requests(cls, requests):
+        """Request（或任何有 .arrival .input_len .output_len .blocks 的对象）的序列 → Trace。"""
+        reqs = list(requests)
+        lens = np.fromiter((len(r.blocks) for r in reqs), dtype=np.int64, count=len(reqs))
+        offsets = np.zeros(len(reqs) + 1, dtype=np.int64)
+        np.cumsum(lens, out=offsets[1:])
+        ids = array("q")
+        for r in reqs:
+            ids.extend(r.blocks)
+        return cls([r.arrival for r in reqs], [r.input_len for r in reqs], [r.output_len for r in reqs],
+                   np.frombuffer(ids, dtype=np.int64), offsets)
+
+    def __len__(self):
+        return len(self.arrival)
+
+    @property
+    def n_blocks(self):
+        """每个请求的块数 (n,)。"""
+        return np.diff(self.offsets)
+
+    @property
+    def nbytes(self):
+        """这个 trace 的数组一共占多少字节。"""
+        return sum(getattr(self, k).nbytes for k in self.__slots__)
+
+    def blocks(self, i):
+        """请求 i 的块 id（元组，和 Request.blocks 一样）。"""
+        return tuple(self.hash_ids[self.offsets[i]:self.offsets[i + 1]].tolist())
+
+    def __getitem__(self, i):
+        """tr[i] → Request；tr[a:b] → 一段请求组成的新 Trace（数组是拷贝）。"""
+        if isinstance(i, slice):
+            a, b, step = i.indices(len(self))
+            if step != 1:
+                raise ValueError("Trace 的切片只支持连续的一段（步长 1）")
+            b = max(a, b)
+            lo, hi = self.offsets[a], self.offsets[b]
+            return Trace(self.arrival[a:b].copy(), self.input_len[a:b].copy(), self.output_len[a:b].copy(),
+                         self.hash_ids[lo:hi].copy(), self.offsets[a:b + 1] - lo)
+        n = len(self)
+        if not -n <= i < n:
+            raise IndexError(f"请求号 {i} 超出范围（共 {n} 个请求）")
+        i %= n
+        return Request(float(self.arrival[i]), int(self.input_len[i]), int(self.output_len[i]), self.blocks(i))
+
+    def iter_blocks(self, chunk=CHUNK):
+        """逐个请求给出它的块 id 列表（list[int]）。每次只把 chunk 个请求转成 Python 对象。"""
+        return iter_block_lists(self.hash_ids, self.offsets, chunk)
+
+    def __iter__(self):
+        """逐个请求给出 Request（兼容旧代码；新代码直接用列更快）。"""
+        n = len(self)
+        for a in range(0, n, CHUNK):
+            b = min(n, a + CHUNK)
+            cols = zip(self.arrival[a:b].tolist(), self.input_len[a:b].tolist(), self.output_len[a:b].tolist(),
+                       iter_block_lists(self.hash_ids, self.offsets[a:b + 1], CHUNK))
+            for t, n_in, n_out, blocks in cols:
+                yield Request(t, n_in, n_out, tuple(blocks))
+
+    def block_counts(self):
+        """每个不同的块被访问了几次（int64，按块 id 从小到大排列）。"""
+        return np.unique(self.hash_ids, return_counts=True)[1]
+
+    def __eq__(self, other):
+        """和另一个 Trace 比每一列；和 Request 的列表比每个请求（兼容旧代码）。"""
+        if isinstance(other, Trace):
+            return all(np.array_equal(getattr(self, k), getattr(other, k)) for k in self.__slots__)
+        try:
+            return len(self) == len(other) and all(a == b for a, b in zip(self, other))
+        except TypeError:
+            return NotImplemented
+
+    __hash__ = None
+
+    def __repr__(self):
+        return f"Trace({len(self)} 个请求, {len(self.hash_ids)} 次块访问, {self.nbytes / 2 ** 20:.1f} MiB)"
+
+
+def iter_block_lists(hash_ids, offsets, chunk=CHUNK):
+    """按 offsets 切开 hash_ids，逐段给出 list[int]。一次只转换 chunk 段，Python 对象的内存有上限。
+
+    >>> list(iter_block_lists(np.array([5, 6, 7]), np.array([0, 2, 2, 3])))
+    [[5, 6], [], [7]]
+    """
+    n = len(offsets) - 1
+    for a in range(0, n, chunk):
+        b = min(n, a + chunk)
+        base = int(offsets[a])
+        flat = hash_ids[base:offsets[b]].tolist()
+        cuts = (offsets[a:b + 1] - base).tolist()
+        for k in range(b - a):
+            yield flat[cuts[k]:cuts[k + 1]]
+
+
+def load_trace(path, block_size=BLOCK_SIZE, block=None):
+    """读 Mooncake JSONL trace（.gz 也行），返回 Trace。逐行检查，出错抛 TraceError("文件:行号: …")。
+
+    流式：每行读完就追加到紧凑的数组里（每个块 id 8 字节），不保留每行的 Python 对象。
+    block：block_size 的旧名字（兼容）。
+    """
+    if block is not None:
+        block_size = block
+    ts, n_in, n_out, ids, lens = array("d"), array("q"), array("q"), array("q"), array("q")
+    for t, a, b, h in iter_trace_records(path, block_size):
+        ts.append(t)
+        n_in.append(a)
+        n_out.append(b)
+        lens.append(len(h))
+        ids.extend(h)
+    offsets = np.zeros(len(lens) + 1, dtype=np.int64)
+    np.cumsum(np.frombuffer(lens, dtype=np.int64), out=offsets[1:])
+    return Trace(np.frombuffer(ts, dtype=np.float64) / 1000, np.frombuffer(n_in, dtype=np.int64),
+                 np.frombuffer(n_out, dtype=np.int64), np.frombuffer(ids, dtype=np.int64), offsets)
+
 
 N_REQUESTS = 23_608         # Mooncake arXiv v3 §4 / FAST'25 表 2：一小时 23,608 个请求
 DURATION_S = 3600.0
@@ -44,7 +199,13 @@ def _lognormal(rng, mean, sigma, size=None):
 
 
 def make_trace(seed=0, n_requests=N_REQUESTS, duration_s=DURATION_S):
-    """生成 n_requests 个请求，按到达时间排好，最后一个在 duration_s 秒到达。固定 seed → 同样的 trace。"""
+    """生成 n_requests 个请求（Trace），按到达时间排好，最后一个在 duration_s 秒到达。固定 seed → 同样的 trace。
+
+    >>> tr = make_trace(seed=0, n_requests=5)
+    >>> len(tr), float(tr.arrival[-1]), tr.n_blocks.tolist() == [len(r.blocks) for r in tr]
+    (5, 3600.0, True)
+    """
+    block = BLOCK_SIZE
     rng = np.random.default_rng(seed)
     next_id = 0
 
@@ -59,7 +220,7 @@ def make_trace(seed=0, n_requests=N_REQUESTS, duration_s=DURATION_S):
         fam_ids = new_ids(fb)
         for _ in range(TEMPLATES_PER_FAMILY):
             extra = int(rng.integers(*TEMPLATE_EXTRA))
-            templates.append((fam_ids + new_ids(extra // BLOCK), fb * BLOCK + extra))
+            templates.append((fam_ids + new_ids(extra // block), fb * block + extra))
     zipf = 1.0 / np.arange(1, TEMPLATES_PER_FAMILY + 1) ** 1.2
     tmpl_p = np.concatenate([w * zipf / zipf.sum() for w in FAMILY_WEIGHTS])
 
@@ -80,21 +241,29 @@ def make_trace(seed=0, n_requests=N_REQUESTS, duration_s=DURATION_S):
     scale = duration_s / events[-1][0]       # 把最后一个请求放在 duration_s：正好一小时
 
     ctx = {}                                 # 会话号 → (上一轮输入的完整块 id, 上一轮输入长度 + 输出长度)
-    out = []
+    arrival, n_ins, n_outs, lens, ids = [], [], [], [], array("q")
     for t, s, k in events:
         sys_ids, sys_len = templates[tmpl[s]]
         if k == 0:
-            mean = ONE_SHOT_MEAN if one_shot[s] else FIRST_TURN_MEAN
+            mean = FIRST_TURN_MEAN
+            if one_shot[s]:
+                mean = ONE_SHOT_MEAN
             n_in = sys_len + int(_lognormal(rng, mean, 0.9))
             prev_ids = sys_ids
         else:
             prev_ids, prev_total = ctx[s]
             n_in = prev_total + int(_lognormal(rng, TOOL_RESULT_MEAN, 0.9))
         n_in = min(n_in, MAX_INPUT)
-        nb = -(-n_in // BLOCK)
-        keep = prev_ids[:min(len(prev_ids), n_in // BLOCK)]   # 共享前缀：之前的完整块原样复用
+        nb = -(-n_in // block)
+        keep = prev_ids[:min(len(prev_ids), n_in // block)]   # 共享前缀：之前的完整块原样复用
         blocks = keep + new_ids(nb - len(keep))               # 其余（含不满的最后一块）是新块
         n_out = max(1, int(_lognormal(rng, OUTPUT_MEAN, 0.8)))
-        ctx[s] = (blocks[:n_in // BLOCK], n_in + n_out)
-        out.append(Request(round(t * scale, 3), n_in, n_out, blocks))
-    return out
+        ctx[s] = (blocks[:n_in // block], n_in + n_out)
+        arrival.append(round(t * scale, 3))
+        n_ins.append(n_in)
+        n_outs.append(n_out)
+        lens.append(nb)
+        ids.extend(blocks)
+    offsets = np.zeros(len(lens) + 1, dtype=np.int64)
+    np.cumsum(lens, out=offsets[1:])
+    return Trace(arrival, n_ins, n_outs, np.frombuffer(ids, dtype=np.int64), offsets)

@@ -1,20 +1,42 @@
-"""缓存策略：手算得出的小例子（同一个检查跑 LRU / LFU / LengthAware），MIN 的手算例子和穷举最优。"""
+"""缓存策略：手算得出的小例子（同一个检查跑全部注册的策略），LengthAware 的两种读法，S3-FIFO 的例子，
+MIN 的手算例子和穷举最优，LRU 一遍算全部容量 = 逐个容量模拟。"""
 import itertools
 
 import numpy as np
 import pytest
 
-from kv_cache_policies import CACHE_POLICIES, make_cache
-from kv_cache_sim import hit_ratio, infinite_hits, min_hits, next_use, simulate, sweep
-from kv_trace import Request
+from kv_cache_policies import (CACHE_POLICIES, LENGTHAWARE_DEFINITION, LENGTHAWARE_SOURCE, PAPER_POLICIES,
+                               POLICY_NAMES, BlockCache, S3FIFOCache, make_cache, policy_name)
+from kv_cache_sim import hit_ratio, infinite_hits, lru_hits, min_hits, next_use, simulate, sweep
+from kv_trace import Request, Trace
 
 ONLINE = list(CACHE_POLICIES)
 
 
-@pytest.mark.parametrize("policy,after_evict", [("lru", 2), ("lfu", 2), ("lengthaware", 0)])
+def test_registry():
+    """一个注册表：论文的三种 + 对照 + S3-FIFO；每个都有显示名字和短名字；对照的名字说明它是对照。"""
+    assert ONLINE == ["lru", "lfu", "lengthaware", "lengthaware_early", "s3fifo"]
+    assert PAPER_POLICIES == ("lru", "lfu", "lengthaware")
+    for p, cls in CACHE_POLICIES.items():
+        assert issubclass(cls, BlockCache) and cls.NAME != "?" and cls.SHORT != "?"
+        assert POLICY_NAMES[p] == policy_name(p) == cls.NAME
+    assert POLICY_NAMES["lengthaware"] == "LengthAwareCache"
+    assert "对照" in POLICY_NAMES["lengthaware_early"] and "对照" in CACHE_POLICIES["lengthaware_early"].SHORT
+    assert "MIN" in policy_name("min")
+
+
+def test_lengthaware_definition_is_the_papers_words():
+    """arXiv v3 §4.2 原文（在 PDF 里核对过）：不能改一个字。"""
+    assert LENGTHAWARE_DEFINITION == "similar to LFU but prioritizing cache blocks occurring later in requests"
+    assert "2407.00079v3" in LENGTHAWARE_SOURCE and "§4.2" in LENGTHAWARE_SOURCE
+
+
+@pytest.mark.parametrize("policy,after_evict", [("lru", 2), ("lfu", 2), ("lengthaware", 2),
+                                                ("lengthaware_early", 0), ("s3fifo", 2)])
 def test_one_eviction(policy, after_evict):
-    """容量 3，放进 [1,2,3] 再放 [4]：LRU、LFU 淘汰最后一块 3（倒序碰，3 最旧），
-    LengthAware 淘汰位置最靠前的块 1（次数相同比位置），于是前缀一块也匹配不上。"""
+    """容量 3，放进 [1,2,3] 再放 [4]：LRU、LFU 淘汰最后一块 3（倒序碰，3 最旧）；LengthAware 次数相同
+    比位置，先淘汰靠后的 3；S3-FIFO 的小队列队尾是 3（最先进来）。只有对照组淘汰位置最靠前的块 1，
+    于是前缀一块也匹配不上。"""
     c = make_cache(3, policy)
     assert c.match([1, 2, 3]) == 0
     c.insert([1, 2, 3])
@@ -23,21 +45,108 @@ def test_one_eviction(policy, after_evict):
     assert len(c) == 3 and c.match([1, 2, 3]) == after_evict and c.match([4]) == 1
 
 
-@pytest.mark.parametrize("policy,kept", [("lru", {2, 3}), ("lfu", {1, 3}), ("lengthaware", {1, 3})])
+def test_lengthaware_keeps_chains_whole():
+    """两个请求各 3 块、访问次数相同，容量 4：LengthAware 踢掉两条链的尾巴 3 和 9（位置 2），
+    留下的是两段完整的前缀；对照组踢掉位置 0 的 1 和 7，两条链都从第一块就断了。"""
+    hits = {}
+    for p in ("lengthaware", "lengthaware_early"):
+        c = make_cache(4, p)
+        c.insert([1, 2, 3])
+        c.insert([7, 8, 9])
+        hits[p] = (c.match([1, 2, 3]), c.match([7, 8, 9]))
+    assert hits == {"lengthaware": (2, 2), "lengthaware_early": (0, 0)}
+
+
+@pytest.mark.parametrize("policy,kept", [("lru", {2, 3}), ("lfu", {1, 3}), ("lengthaware", {1, 3}),
+                                         ("lengthaware_early", {1, 3}), ("s3fifo", {1, 3})])
 def test_frequency_vs_recency(policy, kept):
-    """容量 2：块 1 用了 3 次，然后 2、3 各一次。LRU 淘汰最久没用的 1，LFU 类淘汰次数最少里最旧的 2。"""
+    """容量 2：块 1 用了 3 次，然后 2、3 各一次。LRU 淘汰最久没用的 1，LFU 类淘汰次数最少里最旧的 2；
+    S3-FIFO：小队列满了，队尾的 1 被访问过 2 次 → 升进主队列，下一个 2 没被再访问 → 踢出。"""
     c = make_cache(2, policy)
     for blocks in ([1], [1], [1], [2], [3]):
         c.insert(blocks)
     assert {b for b in (1, 2, 3) if c.match([b])} == kept
 
 
-@pytest.mark.parametrize("policy,hits", [("lru", [0, 2, 1, 1]), ("lfu", [0, 2, 1, 0]), ("lengthaware", [0, 2, 1, 0])])
+@pytest.mark.parametrize("policy,hits", [("lru", [0, 2, 1, 1]), ("lfu", [0, 2, 1, 0]), ("lengthaware", [0, 2, 1, 0]),
+                                         ("lengthaware_early", [0, 2, 1, 0]), ("s3fifo", [0, 2, 1, 1])])
 def test_simulate_exact_hits(policy, hits):
     blocks = [[1, 2], [1, 2], [1, 3], [3]]
     assert simulate(blocks, 2, policy).tolist() == hits
     tr = [Request(i, 1024, 1, tuple(b)) for i, b in enumerate(blocks)]
     assert hit_ratio(tr, 2, policy) == sum(hits) / 7
+    assert hit_ratio(Trace.from_requests(tr), 2, policy) == sum(hits) / 7
+
+
+# ---------------------------------------------------------------- S3-FIFO（Yang 等，SOSP'23）
+def test_s3fifo_queue_sizes():
+    c = S3FIFOCache(100)
+    assert (c.small_size, c.main_size, c.ghost_size) == (10.0, 90.0, 90)
+
+
+def test_s3fifo_filters_one_hit_wonders():
+    """容量 10。热块 0 被访问了 3 次，之后 30 个只出现一次的块扫过去：LRU 把块 0 挤掉了；
+    S3-FIFO 里块 0 在小队列里攒够 freq，被升进主队列，一次性的块只在小队列里转一圈就走。"""
+    for policy, kept in (("lru", False), ("s3fifo", True)):
+        c = make_cache(10, policy)
+        for blocks in [[0]] * 3 + [[b] for b in range(1, 31)]:
+            c.insert(blocks)
+        assert (c.match([0]) == 1) == kept
+    c = make_cache(10, "s3fifo")
+    for blocks in [[0]] * 3 + [[b] for b in range(1, 31)]:
+        c.insert(blocks)
+    assert list(c.main) == [0] and list(c.small) == list(range(22, 31)) and len(c) == 10
+    assert list(c.ghost) == list(range(13, 22))            # 幽灵队列最多记 9 个（= 主队列的大小）
+
+
+def test_s3fifo_ghost_hit_goes_to_main():
+    """被小队列踢出的块还在幽灵队列里时再来：直接进主队列，不再经过小队列。"""
+    c = make_cache(10, "s3fifo")
+    for b in range(11):
+        c.insert([b])                       # 块 0 被踢出，进幽灵队列
+    assert 0 in c.ghost and 0 not in c.entries
+    c.insert([0])
+    assert list(c.main) == [0] and 0 not in c.ghost and c.entries[0] == 0
+
+
+def test_s3fifo_main_gives_second_chance():
+    """主队列里 freq > 0 的块被放回队头、freq 减 1；freq = 0 的才被踢出。"""
+    c = S3FIFOCache(10)
+    c.main.extend([1, 2])
+    c.entries.update({1: 2, 2: 0})
+    c._evict_main()                          # 1：freq 2 → 1，放回队头；2：freq 0 → 踢出
+    assert list(c.main) == [1] and c.entries == {1: 1}
+    c.main.append(3)
+    c.entries[3] = 0
+    c._evict_main()                          # 1：freq 1 → 0，放回队头；3：freq 0 → 踢出
+    assert list(c.main) == [1] and c.entries == {1: 0}
+
+
+# ---------------------------------------------------------------- 自己写的策略：接口
+class FIFOCache(BlockCache):
+    """最简单的策略（测试用）：先进先出，命中不改顺序。"""
+
+    NAME = SHORT = "FIFO"
+
+    def __init__(self, capacity):
+        super().__init__(capacity, {})
+
+    def touch(self, block, pos):
+        self.entries.setdefault(block, None)
+
+    def evict(self):
+        b = next(iter(self.entries))
+        del self.entries[b]
+        return b
+
+
+def test_a_new_policy_needs_only_touch_and_evict(monkeypatch):
+    """接口：写 touch 和 evict，在 CACHE_POLICIES 里登记，simulate / sweep 就认得它。"""
+    monkeypatch.setitem(CACHE_POLICIES, "fifo", FIFOCache)
+    blocks = [[1, 2], [3], [1, 2]]
+    assert simulate(blocks, 2, "fifo").tolist() == [0, 0, 1]   # [3] 进来时踢掉最早进来的 2（倒序放入：2 先进）
+    out = sweep(blocks, (None, 2), ("fifo", "min"), workers=1)
+    assert out[("fifo", 2)].tolist() == [0, 0, 1] and out[("fifo", None)].tolist() == [0, 0, 2]
 
 
 @pytest.mark.parametrize("policy", ONLINE)
@@ -71,9 +180,19 @@ def test_min_hand_example_capacity_2():
 
 
 def test_next_use():
-    ids, starts, nxt = next_use([[5, 6], [7], [5], [6, 5]])
-    assert ids == [5, 6, 7, 5, 6, 5] and starts == [0, 2, 3, 4, 6]
-    assert nxt == [2, 3, 4, 3, 4, 4]          # 4 = 请求数：再也不用
+    nxt = next_use([[5, 6], [7], [5], [6, 5]])
+    assert nxt.tolist() == [2, 3, 4, 3, 4, 4]          # 4 = 请求数：再也不用
+
+
+def test_next_use_across_chunks(monkeypatch):
+    """一段一段往前算（段的边界上"下一次"在后面的段里）和一次算完一样。"""
+    import kv_cache_sim
+    rng = np.random.default_rng(1)
+    blocks = [list(rng.choice(30, size=int(rng.integers(1, 5)), replace=False)) for _ in range(50)]
+    whole = next_use(blocks).tolist()
+    monkeypatch.setattr(kv_cache_sim, "CHUNK", 3)
+    assert next_use(blocks).tolist() == whole
+    assert lru_hits(blocks, (2, 5)) .keys() == {2, 5}
 
 
 def brute_force_opt(blocks, cap):
@@ -134,3 +253,39 @@ def test_unknown_policy_is_value_error(policy):
 def test_min_is_not_an_online_cache():
     with pytest.raises(ValueError, match="未知的缓存策略"):
         make_cache(10, "min")
+
+
+# ---------------------------------------------------------------- LRU：一遍算全部容量（栈算法）
+def test_lru_hits_hand_example():
+    """[1,2] [1,2,3] [4] [1,2]：容量 1 只留得住最后碰的父块；容量 2、3 的结果见 simulate 的例子。"""
+    blocks = [(1, 2), (1, 2, 3), (4,), (1, 2)]
+    out = lru_hits(blocks, (3, 1, 2))
+    assert sorted(out) == [1, 2, 3]
+    assert out[1].tolist() == [0, 1, 0, 0] and out[2].tolist() == [0, 2, 0, 1] and out[3].tolist() == [0, 2, 0, 2]
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_lru_hits_equal_simulate(seed):
+    rng = np.random.default_rng(seed)
+    blocks = [tuple(int(x) for x in rng.choice(25, size=int(rng.integers(1, 7)), replace=False)) for _ in range(120)]
+    caps = (1, 2, 3, 5, 8, 13, 40)
+    out = lru_hits(blocks, caps)
+    for c in caps:
+        assert out[c].tolist() == simulate(blocks, c, "lru").tolist()
+
+
+def test_infinite_hits_per_block_vs_prefix():
+    """[1,2] 之后 [9,2]：块 2 出现过，但第一块 9 没有——逐块命中 1，前缀命中 0。"""
+    assert infinite_hits([[1, 2], [9, 2]]).tolist() == [0, 0]
+    assert infinite_hits([[1, 2], [9, 2]], per_block=True).tolist() == [0, 1]
+    assert infinite_hits([[1, 1], [1]], per_block=True).tolist() == [0, 1]   # 同一请求里的重复不算"以前出现过"
+
+
+def test_sweep_accepts_trace_and_lists_alike():
+    rng = np.random.default_rng(3)
+    reqs = [Request(float(i), 512 * 3, 1, tuple(int(x) for x in rng.choice(20, size=3, replace=False)))
+            for i in range(60)]
+    caps, pols = (None, 4, 9), ONLINE + ["min"]
+    a = sweep(Trace.from_requests(reqs), caps, pols, workers=1)
+    b = sweep([r.blocks for r in reqs], caps, pols, workers=1)
+    assert a.keys() == b.keys() and all(a[k].tolist() == b[k].tolist() for k in a)

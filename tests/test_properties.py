@@ -3,8 +3,8 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kv_cache_policies import CACHE_POLICIES, make_cache
-from kv_cache_sim import simulate
+from kv_cache_policies import CACHE_POLICIES, BlockCache, make_cache
+from kv_cache_sim import infinite_hits, lru_hits, simulate
 from paged_kv import BlockPool, PagedSequence, paged_step
 from lab_common.transformer_lab import TINY, config_like, forward, init_params
 
@@ -131,3 +131,35 @@ def test_min_bounds_every_online_policy(blocks, cap):
 def test_lru_prefix_hits_equal_per_block_hits(blocks, cap):
     """LRU 先碰子块再碰父块：父块总比子块新，缓存里总是完整的前缀，所以前缀命中 = 逐块命中。"""
     assert simulate(blocks, cap, "lru").tolist() == simulate(blocks, cap, "lru", per_block=True).tolist()
+
+
+@FAST
+@given(blocks=st.one_of(TRACES, RANDOM), caps=st.lists(st.integers(1, 12), min_size=1, max_size=4))
+def test_lru_one_pass_equals_one_simulation_per_capacity(blocks, caps):
+    """lru_hits（一遍、按段挪块）和每个容量单独跑 LRUCache 逐请求相同。"""
+    out = lru_hits(blocks, caps)
+    for c in caps:
+        assert out[c].tolist() == simulate(blocks, c, "lru").tolist()
+
+
+@FAST
+@given(blocks=st.one_of(TRACES, RANDOM))
+def test_infinite_closed_form_equals_simulation(blocks):
+    """无限容量的闭式解 = 容量大到不淘汰时的模拟（前缀命中和逐块命中都是）。"""
+    big = sum(map(len, blocks))
+    for p in ONLINE:
+        assert infinite_hits(blocks).tolist() == simulate(blocks, big, p).tolist()
+        assert infinite_hits(blocks, per_block=True).tolist() == simulate(blocks, big, p, per_block=True).tolist()
+
+
+@FAST
+@given(blocks=st.one_of(TRACES, RANDOM), cap=st.integers(1, 12))
+def test_fast_insert_equals_touch_and_evict(blocks, cap):
+    """LRU、LFU 类把 insert 展开写了（为了快）：和基类的"逐块 touch、再 evict 到不超容量"逐请求相同。"""
+    for p in ONLINE:
+        fast, slow = make_cache(cap, p), make_cache(cap, p)
+        for b in blocks:
+            assert fast.match(b) == slow.match(b)
+            fast.insert(b)
+            BlockCache.insert(slow, b)
+            assert set(fast.entries) == set(slow.entries)
