@@ -4,30 +4,57 @@
     tr = load_trace("../shared/traces/mooncake_fast25_synthetic_trace.jsonl")
     len(tr), tr[0].input_len, len(tr[0].blocks)      # (3993, 40160, 79)
 
+    for ts, n_in, n_out, ids in iter_trace_records(路径):   # 流式：一次只有一行在内存里
+        ...                                                  # ts 毫秒（float），ids 是 list[int]
+
 格式：每行一个 JSON 对象 {"timestamp": 毫秒, "input_length": 整数, "output_length": 整数,
-"hash_ids": [整数, ...]}；hash_ids 是每 BLOCK（512）个 token 一块的链式哈希 id。文件名以 .gz 结尾时
-按 gzip 读。逐行读（流式），不把整个文件读进内存。到达时刻 arrival = timestamp / 1000（秒）。
+"hash_ids": [整数, ...]}；hash_ids 是每 BLOCK_SIZE（512）个 token 一块的链式哈希 id。文件名以 .gz 结尾时
+按 gzip 读。按字节分块读、逐行解码：内存里最多一行（行长有上限），不把整个文件读进来。
+到达时刻 arrival = timestamp / 1000（秒）。
 
 什么算错误、什么不算（错误 → 抛 TraceError，脚本打印一行 "文件:行号: 说明"，退出码 2）：
-  错误：文件不存在 / 是目录 / 读不了（行号记为 0，表示整个文件）；文件里一个请求也没有（空文件或
-        只有空行，行号 0）；某行不是合法 JSON 或不是 JSON 对象；缺字段；类型不对（长度和 hash id
-        必须是整数——true/false 和 3.0 都不算整数；timestamp 可以是整数或有限的小数）；
-        timestamp、output_length 为负；input_length < 1；hash id 为负；同一个请求里 hash id 重复；
-        len(hash_ids) ≠ ceil(input_length / block)（块大小不对时每一行都会这样，提示里会说）；
+  错误（行号 0 = 整个文件）：文件不存在（包括文件名是空字符串）/ 是目录 / 没有读权限；
+        一个请求也没有（空文件或只有空行）。
+  错误（行号 = 出问题的那一行）：
+        读文件：这一行不是 UTF-8；这一行超过 MAX_LINE_BYTES（1 MiB）还没换行；.gz 文件其实不是
+        gzip、中途被截断、数据损坏（损坏在读到哪一行时发现就报哪一行）。
+        JSON：不是合法 JSON（含 NaN、Infinity 这类 JSON 没有的写法）；嵌套超过 MAX_DEPTH（64）层；
+        整数超过 4300 位；同一个对象里同一个键出现两次（不知道该用哪一个）；不是 JSON 对象；缺字段。
+        字段：长度和 hash id 必须是整数（true/false 和 3.0 都不算）；timestamp 是整数或小数；
+        timestamp、output_length、hash id 在 [0, 2^53) 里，input_length 在 [1, 2^53) 里
+        （2^53 以上 float 就不能精确表示了；真实 trace 远到不了）；同一个请求里 hash id 重复；
+        len(hash_ids) ≠ ceil(input_length / 块大小)（块大小不对时每一行都会这样，提示里会说）；
         timestamp 比上一行小（trace 必须按到达时间排好）。
-  不算错误、静默接受（不影响任何统计量）：空白行（跳过，但行号照算）；多出来的字段（忽略）；
-        output_length = 0（只做 prefill 的请求，合法）；相邻请求 timestamp 相同（同时到达）；
-        第一条的 timestamp 不是 0（时长按最后一条减第一条算）；Windows 换行符。
+  不算错误、静默接受（不影响任何统计量）：空白行（跳过，但行号照算）；多出来的字段（忽略，里面的
+        数多大都行）；output_length = 0（只做 prefill 的请求）；相邻请求 timestamp 相同（同时到达）；
+        第一条的 timestamp 不是 0（时长按最后一条减第一条算）；Windows 换行符（\\r\\n）；
+        第 1 行开头的 UTF-8 BOM（Windows 记事本会加；别的行有 BOM 算 JSON 错误）。
+  文件名里有换行等控制字符：消息里转义成 \\n 之类，保证只有一行。
+  不处理：没有写端的 FIFO（命名管道）会一直等下去（open 本身就阻塞），和 cat 一样。
   没有"警告"这一级：课堂上一闪而过的警告没人看。会让数字算错的一律报错，不会的一律接受。
-参数错误（block ≤ 0 或不是整数）抛普通的 ValueError。
+参数错误（块大小 ≤ 0 或不是整数）抛普通的 ValueError。
 """
 import gzip
 import json
 import math
+import os
+import re
+import zlib
 from dataclasses import dataclass
 
-BLOCK = 512                 # 每块 token 数（和 Mooncake trace 一致）
+from paged_kv import n_blocks
+
+BLOCK_SIZE = 512            # 每块 token 数（和 Mooncake trace 一致）
+BLOCK = BLOCK_SIZE          # 旧名字（kv_store、脚本里用 BLOCK）
 FIELDS = ("timestamp", "input_length", "output_length", "hash_ids")
+MAX_LINE_BYTES = 2 ** 20         # 一行最长 1 MiB（真实 trace 一行不到 3 KB）：1 GB 的一行只读 1 MiB 就报错；
+                                # 合法但恶意的 1 MiB 行（几十万个 []）解析后也只占几十 MB
+MAX_DEPTH = 64                  # JSON 最多嵌套几层（合法的一行是 2 层）：防 10 万个 "[" 把解析器递归爆
+MAX_EXACT = 2 ** 53             # 整数上限（不含）：再大 float 就表示不准了
+_CHUNK = 64 * 1024                # 每次从文件读 64 KiB
+_GZIP_MAGIC = b"\x1f\x8b"
+_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"')     # JSON 字符串（里面的括号不算嵌套）
+_BRACKET = re.compile(r"[\[\]{}]")
 
 
 @dataclass
@@ -38,81 +65,246 @@ class Request:
     blocks: tuple            # 每块的哈希 id（整数，同 Mooncake 的 hash_ids），共 ceil(input_len / 512) 个
 
 
+def printable(text):
+    """把控制字符转义，保证错误消息只有一行；空字符串显示成 ""。
+
+    >>> printable("a\\nb.jsonl"), printable("数据/t.jsonl"), printable("")
+    ('a\\\\nb.jsonl', '数据/t.jsonl', '""')
+    """
+    if not text:
+        return '""'
+    if text.isprintable():
+        return text
+    out = []
+    for c in text:
+        if not c.isprintable():
+            c = ascii(c)[1:-1]                  # "\n" → "\\n"，"\udcff" → "\\udcff"
+        out.append(c)
+    return "".join(out)
+
+
+def _show(v, width=40):
+    """值的 repr，太长就截断（坏行里可能有几 MB 的字符串）。"""
+    s = repr(v)
+    if len(s) > width:
+        s = s[:width - 3] + "..."
+    return s
+
+
 class TraceError(ValueError):
-    """trace 文件有问题。str(e) == "文件:行号: 哪里不对"（行号 0 = 整个文件）。"""
+    """trace 文件有问题。str(e) == "文件:行号: 哪里不对"（行号 0 = 整个文件）；path 是转义过的文件名。"""
 
     def __init__(self, path, line, what):
-        self.path, self.line, self.what = str(path), line, what
-        super().__init__(f"{self.path}:{line}: {what}")
+        self.path, self.line, self.what = printable(str(path)), line, printable(what)
+        super().__init__(f"{self.path}:{line}: {self.what}")
+
+
+class _Bad(Exception):
+    """一行里的问题（还不知道文件名和行号）：what = 说明。"""
 
 
 def _is_int(x):
-    return isinstance(x, int) and not isinstance(x, bool)       # bool 是 int 的子类，要排除
+    return type(x) is int        # bool 是 int 的子类，type(True) 是 bool，正好排除
 
 
-def _parse_line(text, block, bad):
-    """一行 → (timestamp 毫秒, input_length, output_length, hash_ids 元组)；有问题就调用 bad(说明)。"""
+def _object(pairs):
+    """json 的 object_pairs_hook：同一个键出现两次就报错（默认是后一个悄悄覆盖前一个）。"""
+    d = dict(pairs)
+    if len(d) != len(pairs):
+        seen = set()
+        for k, _ in pairs:
+            if k in seen:
+                raise _Bad(f"JSON 对象里键 {_show(k)} 出现了两次（不知道该用哪一个）")
+            seen.add(k)
+    return d
+
+
+def _constant(name):
+    raise _Bad(f"{name} 不是合法的 JSON 数（JSON 里没有 NaN / Infinity）")
+
+
+def _check_depth(text):
+    """嵌套超过 MAX_DEPTH 层就报错。先数括号（合法的一行只有 2 个），多了才去掉字符串后逐个数。"""
+    if text.count("[") + text.count("{") <= MAX_DEPTH:
+        return
+    depth = 0
+    for m in _BRACKET.finditer(_STRING.sub('""', text)):
+        if m.group() in "[{":
+            depth += 1
+            if depth > MAX_DEPTH:
+                raise _Bad(f"JSON 嵌套超过 {MAX_DEPTH} 层（合法的一行只有 2 层）")
+        else:
+            depth -= 1
+            if depth < 0:
+                return                      # 括号不配对：交给 json 报"不是合法的 JSON"
+    return
+
+
+def _parse_line(text, block_size):
+    """一行文本 → (timestamp 毫秒, input_length, output_length, hash_ids 列表)；有问题抛 _Bad(说明)。"""
+    _check_depth(text)
     try:
-        d = json.loads(text.rstrip())
+        d = json.loads(text, object_pairs_hook=_object, parse_constant=_constant)
     except json.JSONDecodeError as e:
-        raise bad(f"不是合法的 JSON（第 {e.colno} 列：{e.msg}）") from None
+        raise _Bad(f"不是合法的 JSON（第 {e.colno} 列：{e.msg}）") from None
+    except ValueError as e:                                   # 超过 4300 位的整数
+        raise _Bad(f"JSON 里的数太长（{str(e).split(':')[0]}）") from None
+    except RecursionError:                                    # _check_depth 之后不该发生，保险
+        raise _Bad(f"JSON 嵌套超过 {MAX_DEPTH} 层") from None
     if not isinstance(d, dict):
-        raise bad(f"应该是 JSON 对象 {{...}}，读到的是 {type(d).__name__}")
+        raise _Bad(f"应该是 JSON 对象 {{...}}，读到的是 {type(d).__name__}")
     missing = [f for f in FIELDS if f not in d]
     if missing:
-        raise bad(f"缺少字段 {', '.join(missing)}（需要 {', '.join(FIELDS)}）")
+        raise _Bad(f"缺少字段 {', '.join(missing)}（需要 {', '.join(FIELDS)}）")
     ts, n_in, n_out, ids = (d[f] for f in FIELDS)
-    if not (_is_int(ts) or isinstance(ts, float)) or not math.isfinite(ts):
-        raise bad(f"timestamp 应该是数（毫秒），读到 {ts!r}")
+    if not (_is_int(ts) or type(ts) is float) or not math.isfinite(ts):
+        raise _Bad(f"timestamp 应该是数（毫秒），读到 {_show(ts)}")
     for name, v in (("input_length", n_in), ("output_length", n_out)):
         if not _is_int(v):
-            raise bad(f"{name} 应该是整数，读到 {v!r}")
+            raise _Bad(f"{name} 应该是整数，读到 {_show(v)}")
     if ts < 0:
-        raise bad(f"timestamp 不能为负，读到 {ts!r}")
+        raise _Bad(f"timestamp 不能为负，读到 {_show(ts)}")
     if n_in < 1:
-        raise bad(f"input_length 至少是 1，读到 {n_in}")
+        raise _Bad(f"input_length 至少是 1，读到 {_show(n_in)}")
     if n_out < 0:
-        raise bad(f"output_length 不能为负，读到 {n_out}")
+        raise _Bad(f"output_length 不能为负，读到 {_show(n_out)}")
+    for name, v in (("timestamp", ts), ("input_length", n_in), ("output_length", n_out)):
+        if v >= MAX_EXACT:
+            raise _Bad(f"{name} 太大：要小于 2^53 = {MAX_EXACT}，读到 {_show(v)}")
     if not isinstance(ids, list):
-        raise bad(f"hash_ids 应该是整数列表，读到 {type(ids).__name__}")
-    for k, h in enumerate(ids):
-        if not _is_int(h) or not 0 <= h < 2 ** 63:
-            raise bad(f"hash_ids 的第 {k + 1} 个元素应该是非负整数，读到 {h!r}")
-    want = -(-n_in // block)
+        raise _Bad(f"hash_ids 应该是整数列表，读到 {type(ids).__name__}")
+    if not (all(type(h) is int for h in ids) and (not ids or (min(ids) >= 0 and max(ids) < MAX_EXACT))):
+        for k, h in enumerate(ids):                            # 慢路径：找出第一个坏元素
+            if not _is_int(h) or not 0 <= h < MAX_EXACT:
+                raise _Bad(f"hash_ids 的第 {k + 1} 个元素应该是 [0, 2^53) 里的整数，读到 {_show(h)}")
+    want = n_blocks(n_in, block_size)
     if len(ids) != want:
-        raise bad(f"hash_ids 有 {len(ids)} 个，但 input_length {n_in} 按每块 {block} 个 token 应该是 "
-                  f"{want} 块（块大小不对？）")
+        raise _Bad(f"hash_ids 有 {len(ids)} 个，但 input_length {n_in} 按每块 {block_size} 个 token 应该是 "
+                   f"{want} 块（块大小不对？）")
     if len(set(ids)) != len(ids):
-        raise bad("hash_ids 里有重复的 id（链式哈希下同一个请求的各块互不相同）")
-    return ts, n_in, n_out, tuple(ids)
+        raise _Bad("hash_ids 里有重复的 id（链式哈希下同一个请求的各块互不相同）")
+    return ts, n_in, n_out, ids
 
 
-def load_trace(path, block=BLOCK):
-    """读 Mooncake JSONL trace（.gz 也行），返回 Request 列表（文件里的顺序）。出错抛 TraceError。"""
-    if not _is_int(block) or block <= 0:
-        raise ValueError(f"块大小必须是正整数，收到 {block!r}")
-    path = str(path)
-    opener = gzip.open if path.endswith(".gz") else open
-    out, prev_ts, lineno = [], None, 0
+def _decode(raw, lineno):
+    if lineno == 1 and raw.startswith(b"\xef\xbb\xbf"):
+        raw = raw[3:]                                        # 第 1 行的 UTF-8 BOM：接受
     try:
-        with opener(path, "rt", encoding="utf-8") as f:
-            for lineno, text in enumerate(f, 1):
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        hint = "trace 要用 UTF-8 保存"
+        if lineno == 1 and raw.startswith(_GZIP_MAGIC):
+            hint = "这是 gzip 文件：文件名要以 .gz 结尾"
+        raise _Bad(f"不是 UTF-8 文本：这一行第 {e.start + 1} 个字节不合法（{hint}）") from None
+
+
+def _read_error(e, path, lineno):
+    """读文件时的异常（OSError、EOFError、zlib.error）→ 一句说明；lineno = 已经读完的行数。"""
+    if isinstance(e, FileNotFoundError):
+        if path == "":
+            return "文件名是空的"
+        return "文件不存在"
+    if isinstance(e, IsADirectoryError):
+        return "这是一个目录，不是 trace 文件"
+    if isinstance(e, PermissionError):
+        return "没有读权限"
+    if isinstance(e, EOFError):
+        return "gzip 文件被截断了：从这一行起读不出来（下载或复制不完整？）"
+    msg = str(e)
+    if isinstance(e, gzip.BadGzipFile) and msg.startswith("Not a gzipped file"):
+        if lineno == 0:
+            return "不是 gzip 文件（文件名以 .gz 结尾，内容却不是 gzip）"
+        return "gzip 数据后面还有不是 gzip 的字节（文件末尾多了东西？）"
+    if isinstance(e, gzip.BadGzipFile) and (msg.startswith("CRC check") or msg.startswith("Incorrect length")):
+        return f"gzip 校验失败：解压出来的数据和文件里记的不一致，文件损坏了（{msg}）"
+    if isinstance(e, (zlib.error, gzip.BadGzipFile)):
+        return f"gzip 数据损坏：从这一行起读不出来（{msg}）"
+    return f"读不了：{getattr(e, 'strerror', None) or msg}"
+
+
+def iter_trace_records(path, block_size=BLOCK_SIZE):
+    """逐行给出 (timestamp 毫秒 float, input_length, output_length, hash_ids 列表)，文件里的顺序。
+
+    流式：不把整个文件留在内存里。每行都检查（见模块说明），出错抛 TraceError("文件:行号: …")；
+    一个请求也没有也抛 TraceError（行号 0）。块大小不是正整数：调用时就抛 ValueError。
+    """
+    if not _is_int(block_size) or block_size <= 0:
+        raise ValueError(f"块大小必须是正整数，收到 {block_size!r}")
+    path = os.fsdecode(path)
+    return _records(path, block_size)
+
+
+class _Lines:
+    """把文件按 64 KiB 一块读、切成行：for raw in _Lines(f) 给出每行的字节（不含换行），self.lineno 是它的行号。
+
+    内存里最多一块加一行（行超过 MAX_LINE_BYTES 就报错）；整块都是空白时只数换行（1 GB 的换行炸弹几秒读完）。
+    """
+
+    def __init__(self, f):
+        self.f, self.lineno = f, 0
+
+    def _check(self, raw, lineno):
+        if len(raw) > MAX_LINE_BYTES:
+            self.lineno = lineno
+            raise _Bad(f"这一行超过 {MAX_LINE_BYTES // 2 ** 20} MiB 还没有换行（真实 trace 一行只有几 KB；"
+                       "文件坏了，或者根本不是 JSONL？）")
+
+    def __iter__(self):
+        head = b""                                  # 上一块末尾还没读完的半行
+        while True:
+            chunk = self.f.read(_CHUNK)
+            if not chunk:
+                break
+            if not chunk.strip() and not head.strip():        # 只有空白：不用切，数一下换行
+                cut = chunk.rfind(b"\n")
+                if cut >= 0:
+                    self.lineno += chunk.count(b"\n")
+                    head = chunk[cut + 1:]
+                else:
+                    head += chunk
+                self._check(head, self.lineno + 1)
+                continue
+            lines = (head + chunk).split(b"\n")
+            head = lines.pop()
+            for raw in lines:
+                self.lineno += 1
+                self._check(raw, self.lineno)
+                yield raw
+            self._check(head, self.lineno + 1)
+        if head:
+            self.lineno += 1
+            yield head
+
+
+def _records(path, block_size):
+    prev_ts, n, lines = None, 0, None
+    opener = open
+    if path.endswith(".gz"):
+        opener = gzip.open
+    try:
+        with opener(path, "rb") as f:
+            lines = _Lines(f)
+            for raw in lines:
+                text = _decode(raw, lines.lineno)
                 if not text.strip():
-                    continue                                  # 空白行：跳过
-                ts, n_in, n_out, ids = _parse_line(text, block, lambda what: TraceError(path, lineno, what))
+                    continue                                  # 空白行：跳过（行号照算）
+                ts, n_in, n_out, ids = _parse_line(text, block_size)
                 if prev_ts is not None and ts < prev_ts:
-                    raise TraceError(path, lineno, f"timestamp {ts} 比上一个请求的 {prev_ts} 小："
-                                                   "trace 必须按到达时间排好")
+                    raise _Bad(f"timestamp {_show(ts)} 比上一个请求的 {_show(prev_ts)} 小：trace 必须按到达时间排好")
                 prev_ts = ts
-                out.append(Request(ts / 1000, n_in, n_out, ids))
-    except FileNotFoundError:
-        raise TraceError(path, 0, "文件不存在") from None
-    except IsADirectoryError:
-        raise TraceError(path, 0, "这是一个目录，不是 trace 文件") from None
-    except UnicodeDecodeError:
-        raise TraceError(path, lineno + 1, "不是 UTF-8 文本（二进制文件？.gz 文件要以 .gz 结尾）") from None
-    except (OSError, EOFError) as e:                        # 没有读权限、gzip 文件损坏……
-        raise TraceError(path, lineno, f"读不了：{e.strerror or e}") from None
-    if not out:
+                n += 1
+                yield float(ts), n_in, n_out, ids
+    except _Bad as e:
+        raise TraceError(path, lines.lineno, str(e)) from None
+    except (OSError, EOFError, zlib.error) as e:
+        if lines is None:                                     # 打开文件就失败：整个文件（行号 0）
+            raise TraceError(path, 0, _read_error(e, path, 0)) from None
+        raise TraceError(path, lines.lineno + 1, _read_error(e, path, lines.lineno)) from None   # 从这一行起读不出来
+    if n == 0:
         raise TraceError(path, 0, "文件里没有任何请求（空文件？）")
-    return out
+
+
+def load_trace(path, block=BLOCK_SIZE):
+    """读 Mooncake JSONL trace（.gz 也行），返回 Request 列表（文件里的顺序）。出错抛 TraceError。"""
+    return [Request(ts / 1000, n_in, n_out, tuple(ids))
+            for ts, n_in, n_out, ids in iter_trace_records(path, block)]
