@@ -17,11 +17,14 @@ PARTS = (("token 状态", "tab:green"), ("预留（将来的 token）", "tab:oli
 
 def compute():
     r = figlib.quiet(figlib.load_script("01_kv_cache_memory").demo2_fragmentation)
-    config = (f"{r['model']}，KV 池 {r['pool_gib']} GB = {r['pool']:,} 个 token；{r['n_requests']} 个请求一开始全部排队"
+    config = (f"{r['model']}，KV 池 {r['pool_gib']} GiB = {r['pool']:,} 个 token；{r['n_requests']} 个请求一开始全部排队"
               f"（种子 {r['seed']}），平均输入 / 输出 {r['mean_prompt']:.0f} / {r['mean_output']:.0f}，"
               f"最长 {r['max_seq']}；分页块大小 {r['block_size']}")
-    return dict(shares={k: [float(x) for x in v] for k, v in r["shares"].items()},
-                concurrency=r["concurrency"], paper=r["paper"], config=config)
+    if r["idle"]:                      # 从来没满载的系统没有可画的占比
+        config += "；从未满载、没画：" + "、".join(r["idle"])
+    measured = [k for k in r["shares"] if k not in r["idle"]]
+    return dict(shares={k: [float(x) for x in r["shares"][k]] for k in measured},
+                concurrency={k: r["concurrency"][k] for k in measured}, paper=r["paper"], config=config)
 
 
 def plot_breakdown(shares, concurrency, paper, out, config):

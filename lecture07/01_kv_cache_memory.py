@@ -4,13 +4,20 @@
 一张卡放完权重以后还能放多少 token？如果像早期系统那样给每个请求按最大长度"预留"一段连续显存，
 真正存着 token 的显存有多少？按需分配的小块（分页）又能到多少？
 
-  演示 1：真实模型每个 token 的 KV 字节数，以及 A800 80GB、H200 141GB 放完 fp16 权重后能放多少 token。
-  演示 2：连续预分配（Orca 的 Max / Pow2 / Oracle 三种预留）与 16 个 token 一块的分页，
+  演示 1：真实模型每个 token 的 KV 字节数，以及一张 GPU（默认 A800 80GB、H200 141GB）放完 fp16 权重后
+          能放多少 token。
+  演示 2：连续预分配（Orca 的 Max / Pow2 / Oracle 三种预留）与按块（默认 16 个 token 一块）分页，
           在 ShareGPT 式的长度分布下模拟：显存里真正存着 token 状态的比例（对照 vLLM 论文图 2）。
 
 【运行】python lecture07/01_kv_cache_memory.py          （不到 1 秒，2 核笔记本，不需要 GPU）
         python lecture07/01_kv_cache_memory.py --demo 2 （只跑演示 2）
-【依赖】numpy、rich；本目录的 kv_store（ModelSpec、LLAMA2_70B）；lab_common 的 console。
+【依赖】numpy、rich；本目录的 kv_store（ModelSpec、LLAMA2_70B）、paged_kv（n_blocks）；lab_common 的 console。
+
+【试一试】改下面"学生可以改的设置"里的一个值，再运行（不合理的值会被一行拒绝，并说明允许的范围）：
+  1. 把 `GPU_MEM_UTIL` 改成 1.0：一张 H200 放得下 LLaMA2-70B 的 fp16 权重了吗？一张 A800 呢？
+  2. 把 `BLOCK_SIZE` 改成 1 和 128（--demo 2）：分页时的内部碎片和平均并发怎样变？
+  3. 把 `N_REQUESTS` 改成 20（--demo 2）：服务器还会满载吗？表里哪几行没有数，为什么？
+  4. 把 `GPUS` 换成 `(("A100 40GB", 40_960 * MiB),)`：一张 A100 40GB 放得下几个 LLaMA2-13B 的 token？
 """
 import heapq
 import os
@@ -22,6 +29,7 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # 仓库根目录：让 lab_common 包可以 import
 from lab_common.console import fmt_int, print_header, print_observations, print_table, print_text  # noqa: E402
 from lab_common.script_tools import run_demos  # noqa: E402
+from lab_common.settings import check_setting, is_int, is_number  # noqa: E402
 from kv_store import LLAMA2_70B, ModelSpec  # noqa: E402
 from paged_kv import n_blocks  # noqa: E402
 
@@ -81,15 +89,16 @@ def demo1_bytes_per_token():
         rows.append([m.name, f"{m.n_layers}×{m.n_kv_heads}×{m.head_dim}", f"{m.kv_bytes_per_token() / KiB:g}",
                      f"{m.n_params * 2 / GiB:.1f}"] + [fit_cell(fit[m.name][g]) for g, _ in GPUS])
     caps = "，".join(f"{g} 按 {fmt_int(cap // MiB)} MiB" for g, cap in GPUS)
-    print_table(["模型", "层×KV头×维", "KiB/token", "权重 GiB"] + [f"{g} token" for g, _ in GPUS], rows,
-                caption=f"KiB = 1024 字节，GiB = 1024³ 字节。token 列：一张卡的 {GPU_MEM_UTIL:.0%} 显存（vLLM 的 "
+    print_table(["模型", "形状", "KV KiB", "权重 GiB"] + [g for g, _ in GPUS], rows,
+                caption=f"形状 = 层数 × KV 头数 × 头维度；KV KiB：每个 token 的 KV 有多少 KiB（1 KiB = 1024 字节，"
+                        f"1 GiB = 1024³ 字节）。每种 GPU 一列：一张卡的 {GPU_MEM_UTIL:.0%} 显存（vLLM 的 "
                         f"gpu_memory_utilization，默认 0.9）减去 fp16 权重（参数数 × 2 B）后能放的 token 数；"
                         "激活、CUDA 上下文没有另外扣，所以是上限；- 表示一张卡连权重都放不下。"
                         f"容量：{caps}。")
     opt_b = OPT_13B.kv_bytes_per_token()
     d = dict(kv_bytes={m.name: m.kv_bytes_per_token() for m in MODELS}, fit=fit, util=GPU_MEM_UTIL,
              usable_gib={g: GPU_MEM_UTIL * cap / GiB for g, cap in GPUS},
-             opt_req_mib=MAX_SEQ * opt_b / MiB, opt_slots=KV_POOL_GIB * GiB // opt_b,
+             opt_req_mib=MAX_SEQ * opt_b / MiB, opt_slots=kv_pool_tokens(),
              opt_slots_decimal=int(KV_POOL_GIB * 1e9 // opt_b),
              mha_70=ModelSpec("LLaMA2-70B（假如没有 GQA）", 80, 8192, 64, 64, 70e9).kv_bytes_per_token(),
              l70_tp=tokens_that_fit(LLAMA2_70B, GPUS[0][1], GPU_MEM_UTIL, n_gpus=TP_GPUS),
@@ -225,6 +234,8 @@ def simulate_contiguous(kind, prompts, outputs, pool, max_seq=MAX_SEQ):
             inner -= need - p - o
             reserved -= need
             n_run -= 1
+    if steps == 0:                # 从来没有人排队：没有满载的步可统计
+        return None, None
     return acc / (steps * pool), running / steps
 
 
@@ -270,7 +281,14 @@ def simulate_paged(prompts, outputs, pool, block_size=BLOCK_SIZE):
                 run.pop(i)
                 continue
             i += 1
+    if steps == 0:
+        return None, None
     return acc / (steps * pool), running / steps
+
+
+def kv_pool_tokens():
+    """KV 池能放几个 OPT-13B 的 token：KV_POOL_GIB GiB // 每个 token 的 KV 字节数。"""
+    return int(KV_POOL_GIB * GiB) // OPT_13B.kv_bytes_per_token()
 
 
 def pool_source():
@@ -284,7 +302,7 @@ def demo2_fragmentation():
     """按最大长度预留连续显存，真正存着 token 的显存占多少？分页能到多少？"""
     print_header(f"演示 2：连续预分配与分页（块 {BLOCK_SIZE}）——显存里有多少真正存着 token 的状态（vLLM 论文图 2）")
     prompts, outputs = make_lengths(N_REQUESTS)
-    pool = KV_POOL_GIB * GiB // OPT_13B.kv_bytes_per_token()
+    pool = kv_pool_tokens()
     print_text(f"设置：OPT-13B，KV 池 = {KV_POOL_GIB} GiB / {OPT_13B.kv_bytes_per_token() // KiB} KiB = "
                f"{fmt_int(pool)} 个 token{pool_source()}；{N_REQUESTS} 个请求开始时全部排队"
                f"（种子 {SEQ_SEED}），输入 / 输出长度是对数正态（σ={LEN_SIGMA}），平均 {prompts.mean():.0f} / "
@@ -296,60 +314,103 @@ def demo2_fragmentation():
     res["vLLM"] = simulate_paged(prompts, outputs, pool)
     rows = []
     for name, (share, conc) in res.items():
-        rows.append([name, f"{share[0]:.1%}", f"{VLLM_FIG2[name]:.1f}%", f"{share[1]:.1%}", f"{share[2]:.1%}",
-                     f"{share[3]:.1%}", f"{conc:.1f}"])
+        if share is None:
+            rows.append([name, "-", f"{VLLM_FIG2[name]:.1f}%", "-", "-", "-", "-"])
+        else:
+            rows.append([name, f"{share[0]:.1%}", f"{VLLM_FIG2[name]:.1f}%", f"{share[1]:.1%}", f"{share[2]:.1%}",
+                         f"{share[3]:.1%}", f"{conc:.1f}"])
     print_table(["系统", "token 状态", "论文", "预留", "内部碎片", "外部/空闲", "并发"], rows,
                 caption="除\"论文\"和\"并发\"外，各列是占整个 KV 池的时间平均比例，加起来 = 100%。"
                         "token 状态：已经写进去的 token；"
                         "预留：留给这个请求以后要生成的 token；内部碎片：预留了但请求到结束也用不到的位置"
                         "（分页时是最后一块没写满的部分）；外部/空闲：没分出去的空间（连续分配时是"
-                        "放不下队首请求那一整段预留的零碎空隙）；并发：平均同时在跑的请求数。"
+                        "放不下队首请求那一整段预留的零碎空隙）；并发：平均同时在跑的请求数；"
+                        "- 表示这个系统从来没有满载（没有人排队的时刻），没有可统计的步。"
                         "论文：vLLM 论文（SOSP'23）图 2 的 token 状态占比。")
-    share = {k: v[0][0] for k, v in res.items()}
+    measured = [k for k, v in res.items() if v[0] is not None]
+    share = {k: res[k][0][0] for k in measured}
     order = sorted(share, key=share.get)
     d = dict(shares={k: v[0] for k, v in res.items()}, concurrency={k: v[1] for k, v in res.items()}, pool=pool,
-             order=order, mean_prompt=float(prompts.mean()), mean_output=float(outputs.mean()),
-             mean_total=float((prompts + outputs).mean()), same_order=order == sorted(VLLM_FIG2, key=VLLM_FIG2.get),
+             order=order, idle=[k for k in res if k not in measured],
+             mean_prompt=float(prompts.mean()), mean_output=float(outputs.mean()),
+             mean_total=float((prompts + outputs).mean()),
+             same_order=order == sorted(order, key=VLLM_FIG2.get),
              model=OPT_13B.name, pool_gib=KV_POOL_GIB, n_requests=N_REQUESTS, seed=SEQ_SEED, max_seq=MAX_SEQ,
              block_size=BLOCK_SIZE, paper=dict(VLLM_FIG2))
-    mx, orc = d["shares"]["Orca (Max)"][0], d["shares"]["Orca (Oracle)"][0]
-    d["pow2_between"] = bool(min(mx, orc) < d["shares"]["Orca (Pow2)"][0] < max(mx, orc))
+    d["pow2_between"] = None
+    if {"Orca (Max)", "Orca (Pow2)", "Orca (Oracle)"} <= set(measured):
+        mx, orc = share["Orca (Max)"], share["Orca (Oracle)"]
+        d["pow2_between"] = bool(min(mx, orc) < share["Orca (Pow2)"] < max(mx, orc))
     print_observations(observations_2(d))
     return d
 
 
 def observations_2(d):
-    """演示 2 的观察：每个数都取自 d（和上表同一份数据）。"""
-    mx, po, orc, pg = (d["shares"][k] for k in ("Orca (Max)", "Orca (Pow2)", "Orca (Oracle)", "vLLM"))
-    conc = d["concurrency"]
-    obs = [f"按 {MAX_SEQ} 预留（Orca (Max)）时只有 {mx[0]:.1%} 的 KV 显存存着 token，{mx[2]:.1%} 是永远用不到的内部碎片："
-           f"平均请求只有 {d['mean_total']:.0f} 个 token，却占着 {MAX_SEQ} 个位置。"]
-    if d["pow2_between"]:
-        pow2 = "介于 Max 和 Oracle 之间。"
-    else:
-        pow2 = "不在 Max 和 Oracle 之间。"
-    obs.append(f"即使事先知道输出长度（Orca (Oracle)），token 状态也只有 {orc[0]:.1%}：还没生成的 token 的预留占 "
-               f"{orc[1]:.1%}，没分出去、却放不下队首请求那一整段预留的空间占 {orc[3]:.1%}。Pow2（{po[0]:.1%}）" + pow2)
-    obs.append(f"分页（块 {BLOCK_SIZE}，写到新块才分配）让 token 状态达到 {pg[0]:.1%}，浪费只剩最后一块的零头 "
-               f"{pg[2]:.1%} 和空闲 {pg[3]:.1%}；同样 {fmt_int(d['pool'])} 个 token 的池子平均同时跑 {conc['vLLM']:.1f} 个请求，"
-               f"是 Orca (Max) 的 {conc['vLLM'] / conc['Orca (Max)']:.1f} 倍、Orca (Oracle) 的 "
-               f"{conc['vLLM'] / conc['Orca (Oracle)']:.1f} 倍——批越大，吞吐越高。")
-    if d["same_order"]:
-        same = "相同"
-    else:
-        same = "不同"
-    obs.append(f"从低到高：{' < '.join(d['order'])}，与论文图 2 的顺序{same}。"
-               f"论文测的是真实系统在 ShareGPT 请求流下的平均（{VLLM_FIG2['Orca (Max)']}% / "
-               f"{VLLM_FIG2['Orca (Pow2)']}% / {VLLM_FIG2['Orca (Oracle)']}% / {VLLM_FIG2['vLLM']}%）；这里是合成长度、"
-               "全部请求一开始就排队、first-fit 连续分配器的离散模拟，没有模型计算，只比较量级和顺序。")
+    """演示 2 的观察：每个数都取自 d（和上表同一份数据）。没满载过的系统（d["idle"]）不参与比较。"""
+    s, conc, idle = d["shares"], d["concurrency"], d["idle"]
+    obs = []
+    if idle:
+        obs.append(f"{'、'.join(idle)}：{d['n_requests']} 个请求一开始就全部放得下，从来没有人排队，没有满载的时刻可统计"
+                   "（表里打 -）；把 N_REQUESTS 调大、或把 KV_POOL_GIB 调小，才能看到满载时显存是怎么分的。")
+    if s["Orca (Max)"] is not None:
+        mx = s["Orca (Max)"]
+        obs.append(f"按 {d['max_seq']} 预留（Orca (Max)）时只有 {mx[0]:.1%} 的 KV 显存存着 token，{mx[2]:.1%} 是永远用不到"
+                   f"的内部碎片：平均请求只有 {d['mean_total']:.0f} 个 token，却占着 {d['max_seq']} 个位置。")
+    if s["Orca (Oracle)"] is not None:
+        orc = s["Orca (Oracle)"]
+        text = (f"即使事先知道输出长度（Orca (Oracle)），token 状态也只有 {orc[0]:.1%}：还没生成的 token 的预留占 "
+                f"{orc[1]:.1%}，没分出去、却放不下队首请求那一整段预留的空间占 {orc[3]:.1%}。")
+        if d["pow2_between"] is True:
+            text += f"Pow2（{s['Orca (Pow2)'][0]:.1%}）介于 Max 和 Oracle 之间。"
+        elif d["pow2_between"] is False:
+            text += f"Pow2（{s['Orca (Pow2)'][0]:.1%}）不在 Max 和 Oracle 之间。"
+        obs.append(text)
+    if s["vLLM"] is not None:
+        pg = s["vLLM"]
+        text = (f"分页（块 {d['block_size']}，写到新块才分配）让 token 状态达到 {pg[0]:.1%}，浪费只剩最后一块的零头 "
+                f"{pg[2]:.1%} 和空闲 {pg[3]:.1%}；同样 {fmt_int(d['pool'])} 个 token 的池子平均同时跑 "
+                f"{conc['vLLM']:.1f} 个请求")
+        ratios = [f"{k} 的 {conc['vLLM'] / conc[k]:.1f} 倍" for k in ("Orca (Max)", "Orca (Oracle)")
+                  if conc[k] is not None]
+        if ratios:
+            text += "，是 " + "、".join(ratios)
+        obs.append(text + "——批越大，吞吐越高。")
+    if len(d["order"]) >= 2:
+        if d["same_order"]:
+            same = "相同"
+        else:
+            same = "不同"
+        paper = " / ".join(f"{VLLM_FIG2[k]}%" for k in VLLM_FIG2)
+        obs.append(f"从低到高：{' < '.join(d['order'])}，与论文图 2 的顺序{same}。"
+                   f"论文测的是真实系统在 ShareGPT 请求流下的平均（{paper}）；这里是合成长度、"
+                   "全部请求一开始就排队、first-fit 连续分配器的离散模拟，没有模型计算，只比较量级和顺序。")
     return obs
 
 
 # =============================================================================
+def check_settings():
+    """设置块里每个常量：不合理的值一行拒绝（退出码 2），其余的值都能跑。"""
+    check_setting("GPUS", GPUS, isinstance(GPUS, tuple) and 1 <= len(GPUS) <= 3 and all(
+        isinstance(g, tuple) and len(g) == 2 and isinstance(g[0], str) and is_int(g[1], 1) for g in GPUS),
+        " 1–3 种 GPU：((名字, 显存字节数), ...)，字节数是正整数，例如 ((\"A100 80GB\", 81_920 * MiB),)")
+    check_setting("GPU_MEM_UTIL", GPU_MEM_UTIL, is_number(GPU_MEM_UTIL) and 0 < GPU_MEM_UTIL <= 1, " (0, 1] 之间的数")
+    check_setting("SEQ_SEED", SEQ_SEED, is_int(SEQ_SEED, 0), "非负整数")
+    check_setting("N_REQUESTS", N_REQUESTS, is_int(N_REQUESTS, 1, 100_000), " 1–100,000 的整数")
+    check_setting("MAX_SEQ", MAX_SEQ, is_int(MAX_SEQ, 2, 1 << 20), " 2–1,048,576 的整数（输入、输出至少各 1 个 token）")
+    check_setting("LEN_SIGMA", LEN_SIGMA, is_number(LEN_SIGMA, 0, 3), " 0–3 之间的数")
+    check_setting("TP_GPUS", TP_GPUS, is_int(TP_GPUS, 1, 1024), " 1–1024 的整数")
+    check_setting("KV_POOL_GIB", KV_POOL_GIB, is_number(KV_POOL_GIB) and KV_POOL_GIB > 0, "正数（GiB）")
+    check_setting("BLOCK_SIZE", BLOCK_SIZE, is_int(BLOCK_SIZE, 1, MAX_SEQ), f" 1 到 MAX_SEQ（{MAX_SEQ}）之间的整数")
+    pool = kv_pool_tokens()
+    check_setting("KV_POOL_GIB", KV_POOL_GIB, pool >= n_blocks(MAX_SEQ, BLOCK_SIZE) * BLOCK_SIZE,
+                  f"至少放得下一个 MAX_SEQ = {MAX_SEQ} 个 token 的请求（现在只有 {pool} 个 token）")
+
+
 DEMOS = {1: demo1_bytes_per_token, 2: demo2_fragmentation}
 
 
 def main(argv=None):
+    check_settings()
     return run_demos(DEMOS, "第 7 讲 · KV 缓存的显存为什么是瓶颈", argv)
 
 

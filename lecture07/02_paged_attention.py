@@ -4,7 +4,7 @@
 那样分页：KV 池切成固定大小的物理块，每条序列有一张块表（逻辑块 → 物理块），写满一块才分配下一块。
 那么：块表长什么样？按块表把 KV 拼回来做注意力，结果和连续存放的一样吗？块取多大合适？
 
-  演示 1：三条长度不同的序列交替解码，逐步看块表怎样按需增长、物理块怎样交错。
+  演示 1：几条长度不同的序列（默认三条）交替解码，逐步看块表怎样按需增长、物理块怎样交错。
   演示 2：同一批序列逐 token 解码，paged_step 与连续 KVCache 的 forward 逐位比较 logits。
   演示 3：块大小 1–128 的取舍：最后一块的浪费、块表长度、每解码一步要按块表读几段、每段多长
           （对照 vLLM 论文 §7.1 的 kernel 开销和 §7.2 的块大小实验）。全部由配置算出，不计时。
@@ -12,6 +12,12 @@
 【运行】python lecture07/02_paged_attention.py          （约 0.5 秒，2 核笔记本，不需要 GPU；两次输出逐字节相同）
         python lecture07/02_paged_attention.py --demo 3 （只跑演示 3）
 【依赖】numpy、rich；本目录的 paged_kv、kv_store（LLaMA2-70B 的配置）；lab_common 的 transformer_lab、console。
+
+【试一试】改下面"学生可以改的设置"里的一个值，再运行（不合理的值会被一行拒绝，并说明允许的范围）：
+  1. 把 `WALK_BLOCK_SIZE` 改成 2（--demo 1）：块表变长了多少？解码时多久要分配一个新块？
+  2. 把 `EQ_BLOCK_SIZE` 改成 64（--demo 2）：物理块还交错吗？logits 还逐位相同吗？
+  3. 把 `BLOCK_SIZES` 改成 (8, 16, 32)（--demo 3）：这三个里哪个浪费最少、哪个每步读的段最少？
+  4. 把 `READ_LEN` 改成 128（--demo 3）：序列比块短时，块 128 和连续存放每步读的段一样多吗？
 """
 import os
 import sys
@@ -21,6 +27,7 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # 仓库根目录：让 lab_common 包可以 import
 from lab_common.console import fmt_int, print_header, print_observations, print_table, print_text  # noqa: E402
 from lab_common.script_tools import run_demos  # noqa: E402
+from lab_common.settings import check_setting, is_int  # noqa: E402
 from kv_store import LLAMA2_70B  # noqa: E402
 from paged_kv import BlockPool, PagedSequence, n_blocks, paged_step  # noqa: E402
 from lab_common.transformer_lab import TINY, KVCache, config_like, forward, init_params  # noqa: E402
@@ -29,7 +36,7 @@ from lab_common.transformer_lab import TINY, KVCache, config_like, forward, init
 MODEL_SEED = 0                       # 小模型权重的随机种子
 PROMPT_SEED = 1                      # 随机输入 token 的种子
 WALK_BLOCK_SIZE = 4                  # 演示 1 的块大小（小一点，块表才看得清）
-WALK_PROMPTS = {"A": 6, "B": 3, "C": 9}   # 演示 1：三条序列的输入长度
+WALK_PROMPTS = {"A": 6, "B": 3, "C": 9}   # 演示 1：每条序列的名字和输入长度（1–6 条）
 WALK_DECODE = 4                      # 演示 1：每条序列再解码几个 token
 EQ_PROMPTS = (3, 7, 12, 20)          # 演示 2：一批序列的输入长度
 EQ_DECODE = 12                       # 演示 2：逐 token 解码几步
@@ -48,19 +55,28 @@ READ_MODEL = LLAMA2_70B              # 演示 3 数"每步读几段"用的模型
 KiB, MiB = 1024, 1024 ** 2
 
 
+WALK_SPARE_BLOCKS = 3                # 演示 1 的块池比刚好够用多留几块（表里能看到"空闲"）
+
+
 def blocks_str(seq):
     return "[" + " ".join(str(b) for b in seq.blocks) + "]"
+
+
+def is_contiguous(blocks):
+    """物理块号是不是一段连续递增的数：is_contiguous([3, 4, 5]) → True；is_contiguous([0, 1, 7]) → False。"""
+    return list(blocks) == list(range(blocks[0], blocks[0] + len(blocks)))
 
 
 # =============================================================================
 def demo1_block_table():
     """块表长什么样？块是怎样按需分配的？"""
     block_size = WALK_BLOCK_SIZE
-    print_header(f"演示 1：三条序列的块表——块大小 {block_size}，写满一块才分配下一块")
-    cfg = config_like(TINY, max_seq=32)
+    print_header(f"演示 1：{len(WALK_PROMPTS)} 条序列的块表——块大小 {block_size}，写满一块才分配下一块")
+    cfg = config_like(TINY, max_seq=max(WALK_PROMPTS.values()) + WALK_DECODE)
     params = init_params(cfg, seed=MODEL_SEED)
     rng = np.random.default_rng(PROMPT_SEED)
-    pool = BlockPool(cfg, n_blocks=12, block_size=block_size)
+    need = sum(n_blocks(p + WALK_DECODE, block_size) for p in WALK_PROMPTS.values())   # 块池按设置算：刚好够用 + 几块空闲
+    pool = BlockPool(cfg, n_blocks=need + WALK_SPARE_BLOCKS, block_size=block_size)
     seqs = {n: PagedSequence(pool) for n in WALK_PROMPTS}
     last = {}
     rows, events = [], []
@@ -103,8 +119,7 @@ def demo1_block_table():
         first_grow = decode_events[0]
     d = dict(tables={n: list(s.blocks) for n, s in seqs.items()}, lengths={n: s.length for n, s in seqs.items()},
              alloc_order=[b for _, _, new in events for b in new],
-             interleaved=any(sorted(s.blocks) != list(range(min(s.blocks), min(s.blocks) + len(s.blocks)))
-                             for s in seqs.values()),
+             interleaved=not all(is_contiguous(s.blocks) for s in seqs.values()),
              waste=sum(len(s.blocks) * block_size - s.length for s in seqs.values()),
              total=sum(s.length for s in seqs.values()), first_grow=first_grow,
              n_decode_alloc=sum(len(b) for _, _, b in decode_events), n_free=pool.num_free, n_pool=pool.n_blocks,
@@ -117,22 +132,33 @@ def demo1_block_table():
 def observations_1(d):
     """演示 1 的观察：每个数都取自 d（和上面两张表同一份数据）。"""
     block_size = d["block_size"]
-    if d["interleaved"]:
-        adjacent = "不一定相邻"
+    order = f"物理块按请求的先后从空闲表里取（{' '.join(map(str, d['alloc_order']))}）"
+    split = [n for n, t in d["tables"].items() if not is_contiguous(t)]
+    if split:
+        example = d["tables"][split[0]]
+        obs = [order + f"，同一条序列的块并不相邻（例如 {split[0]} 的块表 [{' '.join(map(str, example))}]）："
+               "逻辑上连续、物理上分散，全靠块表对应。"]
+    elif d["n_decode_alloc"] == 0:
+        obs = [order + "；这次解码时没有分配新块，每条序列的块都是 prefill 时一次拿到的，所以恰好连成一段；"
+               "块表本来就允许它们分散在块池的任何地方。"]
     else:
-        adjacent = "恰好相邻"
-    obs = [f"物理块按请求的先后从空闲表里取（{' '.join(map(str, d['alloc_order']))}），同一条序列的块"
-           + adjacent + "：逻辑上连续、物理上分散，全靠块表对应。"]
+        obs = [order + "；这次每条序列的块恰好连成一段（解码时新分配的块正好接在各自后面），"
+               "但这只是巧合：块表本来就允许它们分散在块池的任何地方。"]
     if d["first_grow"]:
         step, name, new = d["first_grow"]
         obs.append(f"只有最后一块已经写满、又要写下一个 token 时才分配新块：第 {step.split()[1]} 步解码时 {name} 的最后一块"
                    f"已满，拿到物理块 {new[0]}。解码 {d['n_decode']} 步、共写 {d['n_decode'] * len(d['tables'])} 个 token，"
                    f"只分配了 {d['n_decode_alloc']} 块。")
+    elif d["n_decode"] == 0:
+        obs.append("这次没有解码（WALK_DECODE = 0），块都是 prefill 时按输入长度分配的。")
     else:
-        obs.append("解码期间没有序列写满一块，没有分配新块。")
+        obs.append(f"解码 {d['n_decode']} 步期间没有序列写满一块，没有分配新块。")
     n_used = sum(len(t) for t in d["tables"].values())
-    obs.append(f"三条序列一共 {d['total']} 个 token，占 {n_used} 块 = {n_used * block_size} 个位置，"
-               f"浪费的只是每条最后一块没写满的 {d['waste']} 个位置（每条最多 {block_size - 1} 个）。")
+    head = f"{len(d['tables'])} 条序列一共 {d['total']} 个 token，占 {n_used} 块 = {n_used * block_size} 个位置，"
+    if d["waste"] == 0:
+        obs.append(head + "每条序列的最后一块都正好写满，一个位置也没浪费。")
+    else:
+        obs.append(head + f"浪费的只是每条最后一块没写满的 {d['waste']} 个位置（每条最多 {block_size - 1} 个）。")
     return obs
 
 
@@ -178,8 +204,10 @@ def demo2_equivalence():
     print_table(["序列", "输入", "最终长度", "块数", "块表", "最大差"], rows,
                 caption="最大差：这条序列 prefill 和每一步解码的全部 logits 与连续版的 max |diff|。"
                         f"模型：第 2 讲的 TINY（float64，max_seq={cfg.max_seq}，权重种子 {MODEL_SEED}）。")
-    d = dict(diff=diff, worst=float(diff.max()), used=pool.num_used, tables=[list(s.blocks) for s in seqs],
-             n_seqs=len(EQ_PROMPTS), n_steps=EQ_DECODE + 1)
+    tables = [list(s.blocks) for s in seqs]
+    d = dict(diff=diff, worst=float(diff.max()), used=pool.num_used, tables=tables, n_seqs=len(EQ_PROMPTS),
+             n_steps=EQ_DECODE + 1, interleaved=not all(is_contiguous(t) for t in tables),
+             decode_alloc=pool.num_used - sum(n_blocks(n, EQ_BLOCK_SIZE) for n in EQ_PROMPTS))
     print_observations(observations_2(d))
     return d
 
@@ -196,8 +224,21 @@ def observations_2(d):
     return [f"全部 {d['n_seqs']} 条序列、{d['n_steps']} 步的 logits 最大差 {worst!r}" + verdict
             + "两边共用同一份层计算（run_layers），只有\"K/V 存在哪、从哪取\"不同；"
             "按块表拼回来的 K/V 与连续存放的逐位相同，注意力的结果也就相同。",
-            f"块池一共用了 {d['used']} 块；各序列的物理块交错分布（见块表），"
-            "PagedAttention 不需要一条序列的 KV 在显存里连续。"]
+            layout_sentence(d)]
+
+
+def layout_sentence(d):
+    """物理块是否交错：按块表判断，不假定。"""
+    if d["interleaved"]:
+        return (f"块池一共用了 {d['used']} 块；各序列的物理块交错分布（见块表），"
+                "PagedAttention 不需要一条序列的 KV 在显存里连续。")
+    if d["decode_alloc"] == 0:
+        why = "解码期间没有序列写满一块、需要新块。"
+    else:
+        why = f"解码时新分配的 {d['decode_alloc']} 块恰好都接在各自序列的后面。"
+    return (f"块池一共用了 {d['used']} 块；这次每条序列的物理块恰好连成一段（块表 "
+            + " ".join("[" + " ".join(map(str, t)) + "]" for t in d["tables"])
+            + "），没有交错：" + why + "把 EQ_BLOCK_SIZE 调小，块就会交错——结果仍然逐位相同。")
 
 
 # =============================================================================
@@ -290,14 +331,23 @@ def observations_3(d):
         ref = VLLM_DEFAULT_BLOCK                   # 拿 vLLM 的默认块大小作对照
     else:
         ref = BLOCK_SIZES[len(BLOCK_SIZES) // 2]
-    obs = [f"最后一块平均空着约 (B − 1)/2 个位置：块 {ref} 时 ShareGPT 每条浪费 {sg[ref]['waste']:.1f} 个位置"
-           f"（{sg[ref]['waste_frac']:.1%}），块 {bmax} 时 {sg[bmax]['waste']:.1f} 个（{sg[bmax]['waste_frac']:.1%}）。"]
+    text = (f"最后一块平均空着约 (B − 1)/2 个位置：块 {ref} 时 ShareGPT 每条浪费 {sg[ref]['waste']:.1f} 个位置"
+            f"（{sg[ref]['waste_frac']:.1%}）")
+    if ref != bmax:
+        text += f"，块 {bmax} 时 {sg[bmax]['waste']:.1f} 个（{sg[bmax]['waste_frac']:.1%}）"
+    obs = [text + "。"]
     if worse:
         over = f"；块 ≥ {worse[0]} 时超过一半。"
     else:
         over = "；表里没有哪个块大小让它超过一半。"
-    obs.append(f"短序列更怕大块：Alpaca 平均只有 {d['mean_len']['Alpaca']:.0f} 个 token，块 {bmax} 时 "
-               f"{al[bmax]['waste_frac']:.1%} 的位置空着，块 {ref} 时 {al[ref]['waste_frac']:.1%}" + over)
+    if al[bmax]["waste_frac"] > sg[bmax]["waste_frac"]:
+        short = "短序列更怕大块："
+    else:
+        short = "这些块大小下，短序列并不比长序列浪费得多："
+    text = short + f"Alpaca 平均只有 {d['mean_len']['Alpaca']:.0f} 个 token，块 {bmax} 时 {al[bmax]['waste_frac']:.1%} 的位置空着"
+    if ref != bmax:
+        text += f"，块 {ref} 时 {al[ref]['waste_frac']:.1%}"
+    obs.append(text + over)
     obs.append(f"小块的代价在读：{d['read_model']} 上长度 {fmt_int(d['read_len'])} 的序列每解码一个 token，"
                f"块 {bmin} 时要按块表读 {fmt_int(reads[bmin]['segments'])} 段、每段 {fmt_bytes(reads[bmin]['segment_bytes'])}；"
                f"块 {ref} 时 {fmt_int(reads[ref]['segments'])} 段、每段 {fmt_bytes(reads[ref]['segment_bytes'])}；"
@@ -320,10 +370,31 @@ def observations_3(d):
 
 
 # =============================================================================
+def check_settings():
+    """设置块里每个常量：不合理的值一行拒绝（退出码 2），其余的值都能跑。"""
+    for name, value in (("MODEL_SEED", MODEL_SEED), ("PROMPT_SEED", PROMPT_SEED), ("LEN_SEED", LEN_SEED)):
+        check_setting(name, value, is_int(value, 0), "非负整数")
+    check_setting("WALK_BLOCK_SIZE", WALK_BLOCK_SIZE, is_int(WALK_BLOCK_SIZE, 1, 64), " 1–64 的整数")
+    check_setting("WALK_PROMPTS", WALK_PROMPTS, isinstance(WALK_PROMPTS, dict) and 1 <= len(WALK_PROMPTS) <= 6 and all(
+        isinstance(k, str) and k and is_int(v, 1, 64) for k, v in WALK_PROMPTS.items()),
+        " 1–6 条序列的 {名字: 输入长度}，长度 1–64，例如 {\"A\": 6, \"B\": 3}")
+    check_setting("WALK_DECODE", WALK_DECODE, is_int(WALK_DECODE, 0, 32), " 0–32 的整数")
+    check_setting("EQ_PROMPTS", EQ_PROMPTS, isinstance(EQ_PROMPTS, (tuple, list)) and 1 <= len(EQ_PROMPTS) <= 8
+                  and all(is_int(n, 1, 200) for n in EQ_PROMPTS), " 1–8 条序列的输入长度，每条 1–200，例如 (3, 7, 12)")
+    check_setting("EQ_DECODE", EQ_DECODE, is_int(EQ_DECODE, 0, 50), " 0–50 的整数")
+    check_setting("EQ_BLOCK_SIZE", EQ_BLOCK_SIZE, is_int(EQ_BLOCK_SIZE, 1, 256), " 1–256 的整数")
+    check_setting("BLOCK_SIZES", BLOCK_SIZES, isinstance(BLOCK_SIZES, (tuple, list)) and len(BLOCK_SIZES) > 0
+                  and all(is_int(b, 1, 4096) for b in BLOCK_SIZES) and list(BLOCK_SIZES) == sorted(set(BLOCK_SIZES)),
+                  "非空、从小到大、不重复的块大小（1–4096），例如 (8, 16, 32)")
+    check_setting("N_LENGTHS", N_LENGTHS, is_int(N_LENGTHS, 1, 1_000_000), " 1–1,000,000 的整数")
+    check_setting("READ_LEN", READ_LEN, is_int(READ_LEN, 1, 1 << 20), " 1–1,048,576 的整数")
+
+
 DEMOS = {1: demo1_block_table, 2: demo2_equivalence, 3: demo3_block_size}
 
 
 def main(argv=None):
+    check_settings()
     return run_demos(DEMOS, "第 7 讲 · PagedAttention：块表、等价性、块大小", argv)
 
 

@@ -6,12 +6,18 @@
 复制发生的那一刻，块池里到底发生了什么？
 
   演示 1：并行采样 n = 2、4、6 与束搜索宽度 2、4、6，在第 2 讲的小模型上真的解码，
-          数共享时与不共享时占用的块（对照 vLLM 论文 §6.3）。
+          数共享时与不共享时占用的块（对照 vLLM 论文 §6.3）；再按 ShareGPT 的长度只在块池里重放并行采样。
   演示 2：一次写时复制，逐步看块表、引用计数和块里的数据（06_triton_cow_clone.py 的 numpy 版）。
 
-【运行】python lecture07/03_sharing_and_cow.py          （约 1.5 秒，2 核笔记本，不需要 GPU）
+【运行】python lecture07/03_sharing_and_cow.py          （约 3 秒，2 核笔记本，不需要 GPU）
         python lecture07/03_sharing_and_cow.py --demo 2 （只跑演示 2）
 【依赖】numpy、rich；本目录的 paged_kv；lab_common 的 transformer_lab、console。
+
+【试一试】改下面"学生可以改的设置"里的一个值，再运行（不合理的值会被一行拒绝，并说明允许的范围）：
+  1. 把 `COW_PROMPT` 改成 8（--demo 2）：最后一块正好写满时，还会发生写时复制吗？
+  2. 把 `COW_PROMPT` 改成 14（--demo 2）：共享的序列更长时，要复制的还是只有一块吗？
+  3. 把 `COW_BLOCK_SIZE` 改成 1（--demo 2）：每块只放一个 token 时，还需要写时复制吗？
+  4. 把 `WIDTHS` 改成 (1, 2, 4)（--demo 1）：只有一条序列（n = 1、宽度 1）时能省多少？
 """
 import os
 import sys
@@ -21,6 +27,7 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # 仓库根目录：让 lab_common 包可以 import
 from lab_common.console import print_header, print_observations, print_table, print_text  # noqa: E402
 from lab_common.script_tools import run_demos  # noqa: E402
+from lab_common.settings import check_setting, is_int, is_number  # noqa: E402
 from paged_kv import BlockPool, PagedSequence, n_blocks, paged_step  # noqa: E402
 from lab_common.transformer_lab import TINY, KVCache, config_like, forward, init_params  # noqa: E402
 
@@ -29,7 +36,7 @@ MODEL_SEED = 0                 # 小模型权重的随机种子
 LEN_SEED = 0                   # 请求长度的随机种子
 SAMPLE_SEED = 7                # 采样的随机种子（第 j 个样本用 SAMPLE_SEED + j：n=4 的前两个样本就是 n=2 的两个）
 N_REQUESTS = 12                # 演示 1：并行采样用几个请求（提示）
-N_BEAM = 12                   # 演示 1：束搜索用其中前几个请求（束搜索每个宽度都要在模型上真跑，最慢）
+N_BEAM = 12                    # 演示 1：束搜索用其中前几个请求（比 N_REQUESTS 大时全用；束搜索要在模型上真跑，最慢）
 WIDTHS = (2, 4, 6)             # 演示 1：并行采样的 n、束搜索的宽度
 BLOCK_SIZE = 16                # 块大小（vLLM 默认 16）
 ALPACA_MEAN = (19.31, 58.45)   # vLLM 论文图 11(b)：Alpaca 平均输入 / 输出长度（长度按它抽）
@@ -197,10 +204,10 @@ def demo1_savings():
     cfg = config_like(TINY, max_seq=MAX_PROMPT + MAX_OUTPUT)
     params = init_params(cfg, seed=MODEL_SEED)
     reqs = make_requests(cfg)
-    beam_reqs = reqs[:N_BEAM]
+    beam_reqs = reqs[:N_BEAM]                      # N_BEAM 比 N_REQUESTS 大时就是全部请求
     print_text(f"{N_REQUESTS} 个请求（长度种子 {LEN_SEED}）：输入 {'、'.join(str(len(p)) for p, _ in reqs)} 个 token；"
                f"并行采样时每个样本的输出长度单独抽（模拟各自遇到 EOS 的时刻），平均 "
-               f"{np.mean([o for _, o in reqs]):.0f}；束搜索用前 {N_BEAM} 个请求，每个解码 = 它第一个样本的"
+               f"{np.mean([o for _, o in reqs]):.0f}；束搜索用前 {len(beam_reqs)} 个请求，每个解码 = 它第一个样本的"
                f"输出长度（{'、'.join(str(o[0]) for _, o in beam_reqs)}）步。长度按 Alpaca 的均值抽（vLLM 论文图 11："
                f"{ALPACA_MEAN[0]} / {ALPACA_MEAN[1]}）。模型：第 2 讲的 TINY，权重种子 {MODEL_SEED}。"
                f"并行采样在真模型上跑 n={max(WIDTHS)}（第 j 个样本的随机种子 {SAMPLE_SEED}+j）；n 更小时样本就是它的"
@@ -259,73 +266,117 @@ def demo1_savings():
              replay_matches_model=checked, mean_in=float(np.mean([len(p) for p, _ in reqs])),
              mean_out=float(np.mean([o for _, o in reqs])),
              short_prompts=sum(len(p) < BLOCK_SIZE for p, _ in reqs), reqs=reqs, steps=steps, widths=WIDTHS,
-             n_beam=N_BEAM, block_size=BLOCK_SIZE, model_seed=MODEL_SEED, paper=dict(VLLM_63))
+             n_beam=len(beam_reqs), block_size=BLOCK_SIZE, model_seed=MODEL_SEED, paper=dict(VLLM_63))
     print_observations(observations_1(d))
     return d
 
 
 def observations_1(d):
-    """演示 1 的观察：每个数都取自 d（和上表同一份数据）。"""
-    res, ps, beam = d["res"], d["parallel"], d["beam"]
-    lo_w, hi_w = WIDTHS[0], WIDTHS[-1]
-    if d["parallel_rising"]:
-        trend_p = "，n 越大省得越多"
-    else:
-        trend_p = "，并不随 n 单调增加"
-    obs = [f"并行采样只共享提示：n 从 {lo_w} 到 {hi_w}，省下 {ps[0]:.1%} → {ps[-1]:.1%}" + trend_p
+    """演示 1 的观察：每个数都取自 d（和上表同一份数据）。宽度 1 只有一条序列、没有可共享的，比较时单独说。"""
+    shareable = [w for w in WIDTHS if w >= 2]
+    obs = parallel_sentences(d, shareable)
+    if not shareable:
+        obs.append("WIDTHS 里只有宽度 1：每个请求只有一条序列，没有可共享的块，两种方式都省下 0%。")
+        return obs + [setup_sentence(d, None)]
+    obs.append(beam_sentence(d, shareable))
+    hi = shareable[-1]
+    obs.append(f"写时复制只发生在\"共享、又没写满\"的最后一块上：宽度 {hi} 的束搜索一共复制了 "
+               f"{d['res'][('束搜索', hi)]['cow']} 次块，每次只复制一块（{BLOCK_SIZE} 个 token），而不是整条序列。")
+    beam_wins = all(d["res"][("束搜索", w)]["saved"] > d["res"][("并行采样", w)]["saved"] for w in shareable)
+    return obs + [setup_sentence(d, beam_wins)]
+
+
+def trend(values, up, flat):
+    """省下的比例随 n / 宽度怎样变：严格递增才说 up（"越大省得越多"），否则说 flat；只有一个值时什么都不说。"""
+    if len(values) < 2:
+        return ""
+    if rising(values):
+        return up
+    return flat
+
+
+def parallel_sentences(d, shareable):
+    ps, lo_w, hi_w = d["parallel"], WIDTHS[0], WIDTHS[-1]
+    obs = [f"并行采样只共享提示：n 从 {lo_w} 到 {hi_w}，省下 {ps[0]:.1%} → {ps[-1]:.1%}" + trend(ps, "，n 越大省得越多", "，并不随 n 单调增加")
            + f"。这些请求平均输入 {d['mean_in']:.0f} 个 token、每个样本输出 {d['mean_out']:.0f} 个；只有提示里写满的块能一直共享"
            f"（{d['short_prompts']} 个请求的提示不满一块，根本没有可共享的满块），大部分块是各个样本自己的回答，所以省得不多"
            f"（论文 {VLLM_63['并行采样'][0]}–{VLLM_63['并行采样'][1]}%）。"]
+    if not shareable:
+        return obs
     long = [d["share_long"][w]["saved"] for w in WIDTHS]
-    if all(a > b for a, b in zip(long, ps)):
-        obs.append(f"提示越长，能共享的满块越多：同样的 n 换成 ShareGPT 的长度（平均输入 {d['long_mean_in']:.0f} 个 token），"
-                   f"并行采样省下 {long[0]:.1%} → {long[-1]:.1%}，每个 n 都比 Alpaca 长度时多"
-                   f"（论文 §6.3 在 ShareGPT 上 {VLLM_63_SHAREGPT_PARALLEL[0]}–{VLLM_63_SHAREGPT_PARALLEL[1]}%）。")
+    paper = f"（论文 §6.3 在 ShareGPT 上 {VLLM_63_SHAREGPT_PARALLEL[0]}–{VLLM_63_SHAREGPT_PARALLEL[1]}%）"
+    more = all(d["share_long"][w]["saved"] > d["res"][("并行采样", w)]["saved"] for w in shareable)
+    if 1 in WIDTHS:
+        each = "n ≥ 2 时每个 n "
     else:
-        obs.append(f"换成 ShareGPT 的长度（平均输入 {d['long_mean_in']:.0f} 个 token）后并行采样省下 {long[0]:.1%} → "
-                   f"{long[-1]:.1%}，并不是每个 n 都比 Alpaca 长度时多（论文 §6.3 在 ShareGPT 上 "
-                   f"{VLLM_63_SHAREGPT_PARALLEL[0]}–{VLLM_63_SHAREGPT_PARALLEL[1]}%）。")
-    if d["beam_rising"]:
-        trend_b = "，宽度越大省得越多"
+        each = "每个 n "
+    if more:
+        verdict = f"{each}都比 Alpaca 长度时多"
     else:
-        trend_b = "，并不随宽度单调增加"
-    beam_wins = all(b > p for b, p in zip(beam, ps))
-    text = (f"束搜索：宽度 {lo_w} 到 {hi_w}，省下 {beam[0]:.1%} → {beam[-1]:.1%}" + trend_b
-            + "。每一步都会淘汰一些候选，留下的候选从各自的父束 fork（只加引用计数，不复制数据），"
-            "各条束很快又有了共同的祖先：结束时宽度 "
-            f"{lo_w} / {hi_w} 的全部束在生成部分的前 {res[('束搜索', lo_w)]['common']:.0%} / "
-            f"{res[('束搜索', hi_w)]['common']:.0%} 上完全相同，这段只存一份"
-            f"（论文 {VLLM_63['束搜索'][0]}–{VLLM_63['束搜索'][1]}%）。")
-    if beam_wins:
-        text += "每个宽度下束搜索都比同样 n 的并行采样省得多。"
-    obs.append(text)
-    obs.append(f"写时复制只发生在\"共享、又没写满\"的最后一块上：宽度 {hi_w} 的束搜索一共复制了 "
-               f"{res[('束搜索', hi_w)]['cow']} 次块，每次只复制一块（{BLOCK_SIZE} 个 token），而不是整条序列。")
-    if beam_wins:
-        order = "量级和\"束搜索比并行采样省得多\"的顺序可以对照，"
-    else:
-        order = "连\"束搜索比并行采样省得多\"的顺序都没有复现，"
-    if N_BEAM == N_REQUESTS:
-        n_text = f"{N_REQUESTS} 个合成长度的请求（并行采样和束搜索用同一批）"
-    else:
-        n_text = f"{N_REQUESTS} 个合成长度的请求（束搜索只用前 {N_BEAM} 个）"
-    obs.append("设置的差别：论文是 OPT-13B 在 A100 上跑真实的 Alpaca 请求流，数的是整个系统的显存；这里是随机权重的"
-               f"小模型、{n_text}、没有 EOS（按抽到的长度停），只数 KV 块。" + order + "具体百分比不能直接比较。")
+        verdict = f"并不是{each}都比 Alpaca 长度时多"
+    obs.append(f"换成 ShareGPT 的长度（平均输入 {d['long_mean_in']:.0f} 个 token），并行采样省下 {long[0]:.1%} → "
+               f"{long[-1]:.1%}，{verdict}{paper}。")
+    if more:
+        obs[-1] = "提示越长，能共享的满块越多：" + obs[-1]
     return obs
 
 
+def beam_sentence(d, shareable):
+    res, beam = d["res"], d["beam"]
+    lo, hi = shareable[0], shareable[-1]
+    text = (f"束搜索：宽度 {WIDTHS[0]} 到 {WIDTHS[-1]}，省下 {beam[0]:.1%} → {beam[-1]:.1%}" + trend(beam, "，宽度越大省得越多", "，并不随宽度单调增加")
+            + "。每一步都会淘汰一些候选，留下的候选从各自的父束 fork（只加引用计数，不复制数据），"
+            f"各条束很快又有了共同的祖先：结束时宽度 {lo} / {hi} 的全部束在生成部分的前 "
+            f"{res[('束搜索', lo)]['common']:.0%} / {res[('束搜索', hi)]['common']:.0%} 上完全相同，这段只存一份"
+            f"（论文 {VLLM_63['束搜索'][0]}–{VLLM_63['束搜索'][1]}%）。")
+    if all(res[("束搜索", w)]["saved"] > res[("并行采样", w)]["saved"] for w in shareable):
+        if 1 in WIDTHS:
+            text += "宽度 ≥ 2 时，"
+        text += "每个宽度下束搜索都比同样 n 的并行采样省得多。"
+    if 1 in WIDTHS:
+        text += "宽度 1 时两者都是 0%：只有一条序列，没有可共享的。"
+    return text
+
+
+def setup_sentence(d, beam_wins):
+    if beam_wins is True:
+        order = "量级和\"束搜索比并行采样省得多\"的顺序可以对照，"
+    elif beam_wins is False:
+        order = "连\"束搜索比并行采样省得多\"的顺序都没有复现，"
+    else:
+        order = ""
+    if d["n_beam"] == N_REQUESTS:
+        n_text = f"{N_REQUESTS} 个合成长度的请求（并行采样和束搜索用同一批）"
+    else:
+        n_text = f"{N_REQUESTS} 个合成长度的请求（束搜索只用前 {d['n_beam']} 个）"
+    return ("设置的差别：论文是 OPT-13B 在 A100 上跑真实的 Alpaca 请求流，数的是整个系统的显存；这里是随机权重的"
+            f"小模型、{n_text}、没有 EOS（按抽到的长度停），只数 KV 块。" + order + "具体百分比不能直接比较。")
+
+
 # =============================================================================
+def slots(pos):
+    """块内位置 0..pos−1 的写法：slots(1) → "位置 0"，slots(3) → "位置 0–2"。"""
+    if pos == 1:
+        return "位置 0"
+    return f"位置 0–{pos - 1}"
+
+
 def demo2_cow_step_by_step():
     """写时复制的那一刻：块池里发生了什么？共享的块为什么不会被写坏？"""
     block_size, L = COW_BLOCK_SIZE, COW_PROMPT
-    pos = L % block_size
-    print_header(f"演示 2：一次写时复制——块大小 {block_size}，共享序列长 {L}（最后一块只写了 {pos} 个）")
-    cfg = config_like(TINY, max_seq=16)
+    pos = L % block_size                            # 最后一块已经写了几个（0 = 正好写满）
+    if pos:
+        state = f"最后一块只写了 {pos} 个"
+    else:
+        state = "最后一块正好写满"
+    print_header(f"演示 2：一次写时复制——块大小 {block_size}，共享序列长 {L}（{state}）")
+    cfg = config_like(TINY, max_seq=L + 1)
     params = init_params(cfg, seed=MODEL_SEED)
     rng = np.random.default_rng(SAMPLE_SEED)
     prompt = rng.integers(0, cfg.vocab, L)
     tok_a, tok_b = (int(t) for t in rng.integers(0, cfg.vocab, 2))
-    pool = BlockPool(cfg, n_blocks=4, block_size=block_size)
+    # 块池按设置算：a 的块 + b 写时要的一块（复制或新块）+ a 写时可能要的一块
+    pool = BlockPool(cfg, n_blocks=n_blocks(L, block_size) + 2, block_size=block_size)
     rows = []
 
     def snap(what, a, b):
@@ -339,15 +390,18 @@ def demo2_cow_step_by_step():
     snap(f"a：prefill {L} 个 token", a, None)
     b = a.fork()
     snap("b = a.fork()", a, b)
-    shared_blk = a.blocks[-1]
-    rc_fork = int(pool.ref_count[shared_blk])
-    before = (pool.k[:, shared_blk].copy(), pool.v[:, shared_blk].copy())
+    last_blk = a.blocks[-1]
+    full = a.blocks[:L // block_size]                # 写满的块：以后不会再被写
+    rc_fork = int(pool.ref_count[last_blk])
+    before = (pool.k[:, last_blk].copy(), pool.v[:, last_blk].copy())
     old_len = b.length
     out_b = paged_step(params, cfg, [b], [[tok_b]])[0]
     new_blk = b.blocks[-1]
+    cow_after_b = pool.n_cow
     snap(f"b 写第 {old_len + 1} 个 token", a, b)
-    after_b = (pool.k[:, shared_blk].copy(), pool.v[:, shared_blk].copy())
+    after_b = (pool.k[:, last_blk].copy(), pool.v[:, last_blk].copy())
     out_a = paged_step(params, cfg, [a], [[tok_a]])[0]
+    a_blk = a.blocks[-1]
     snap(f"a 写第 {old_len + 1} 个 token", a, b)
     print_table(["步", "a 块表", "b 块表", "ref_count", "空闲", "COW"], rows,
                 caption=f"ref_count：块池里每个物理块的引用计数（块 0–{pool.n_blocks - 1}）；COW：累计写时复制次数（BlockPool.n_cow）。")
@@ -358,26 +412,39 @@ def demo2_cow_step_by_step():
         c = KVCache(cfg, 1)
         lg = forward(params, cfg, np.concatenate([prompt, [tok]])[None], cache=c)[0, -1]
         ref[name] = (c, lg)
-    kb, vb = ref["b"][0].k[:, 0, :, old_len], ref["b"][0].v[:, 0, :, old_len]
-    ka, va = ref["a"][0].k[:, 0, :, old_len], ref["a"][0].v[:, 0, :, old_len]
-    checks = {
-        f"写入前：最后一块 {shared_blk} 没写满（{pos}/{block_size}）且被共享（ref_count = {rc_fork}）":
-            0 < pos and rc_fork > 1,
-        f"b 写完后共享块 {shared_blk} 逐位不变（含位置 {pos}）":
-            np.array_equal(after_b[0], before[0]) and np.array_equal(after_b[1], before[1]),
-        f"新块 {new_blk} 的位置 0–{pos - 1} 与块 {shared_blk} 逐位相同":
-            np.array_equal(pool.k[:, new_blk, :, :pos], before[0][:, :, :pos])
-            and np.array_equal(pool.v[:, new_blk, :, :pos], before[1][:, :, :pos]),
-        f"b 的新 token 写在新块 {new_blk} 的位置 {pos}（= old_len {old_len} mod {block_size}）":
-            np.array_equal(pool.k[:, new_blk, :, pos], kb) and np.array_equal(pool.v[:, new_blk, :, pos], vb),
-        f"ref_count：块 {shared_blk} 降到 1、新块 {new_blk} 为 1、满块 {a.blocks[0]} 仍为 2":
-            (pool.ref_count[shared_blk], pool.ref_count[new_blk], pool.ref_count[a.blocks[0]]) == (1, 1, 2),
-        f"a 随后原地写进块 {shared_blk} 的位置 {pos}，不再复制":
-            a.blocks[-1] == shared_blk and pool.n_cow == 1
-            and np.array_equal(pool.k[:, shared_blk, :, pos], ka) and np.array_equal(pool.v[:, shared_blk, :, pos], va),
-        "a、b 的 logits 与各自从头算逐位相同":
-            np.array_equal(out_a[-1], ref["a"][1]) and np.array_equal(out_b[-1], ref["b"][1]),
-    }
+    kv_b = (ref["b"][0].k[:, 0, :, old_len], ref["b"][0].v[:, 0, :, old_len])
+    kv_a = (ref["a"][0].k[:, 0, :, old_len], ref["a"][0].v[:, 0, :, old_len])
+
+    def written(blk, slot, kv):
+        return np.array_equal(pool.k[:, blk, :, slot], kv[0]) and np.array_equal(pool.v[:, blk, :, slot], kv[1])
+
+    unchanged = np.array_equal(after_b[0], before[0]) and np.array_equal(after_b[1], before[1])
+    full_rc = all(pool.ref_count[x] == 2 for x in full)
+    logits_same = np.array_equal(out_a[-1], ref["a"][1]) and np.array_equal(out_b[-1], ref["b"][1])
+    if pos:
+        checks = {
+            f"写入前：最后一块 {last_blk} 没写满（{pos}/{block_size}）且被共享（ref_count = {rc_fork}）": rc_fork > 1,
+            f"b 写完后共享块 {last_blk} 逐位不变（含位置 {pos}）": unchanged,
+            f"新块 {new_blk} 的{slots(pos)} 与块 {last_blk} 逐位相同":
+                np.array_equal(pool.k[:, new_blk, :, :pos], before[0][:, :, :pos])
+                and np.array_equal(pool.v[:, new_blk, :, :pos], before[1][:, :, :pos]),
+            f"b 的新 token 写在新块 {new_blk} 的位置 {pos}（= old_len {old_len} mod {block_size}）":
+                written(new_blk, pos, kv_b),
+            f"ref_count：块 {last_blk} 降到 1、新块 {new_blk} 为 1": (pool.ref_count[last_blk], pool.ref_count[new_blk]) == (1, 1),
+            f"a 随后原地写进块 {last_blk} 的位置 {pos}，不再复制": a_blk == last_blk and pool.n_cow == 1 and written(a_blk, pos, kv_a),
+        }
+    else:
+        checks = {
+            f"写入前：最后一块 {last_blk} 已写满（{block_size}/{block_size}），被 a、b 共享（ref_count = {rc_fork}）": rc_fork == 2,
+            f"b 的新 token 写进新分配的块 {new_blk} 的位置 0，没有复制（COW 次数 {cow_after_b}）":
+                new_blk not in full and cow_after_b == 0 and written(new_blk, 0, kv_b),
+            f"b 写完后共享的满块 {last_blk} 逐位不变": unchanged,
+            f"a 也分配了自己的新块 {a_blk}，写在位置 0": a_blk not in (new_blk, last_blk) and pool.n_cow == 0
+                and written(a_blk, 0, kv_a),
+        }
+    if full:
+        checks[f"写满的块 {' '.join(map(str, full))} 的 ref_count 仍为 2（一直共享）"] = full_rc
+    checks["a、b 的 logits 与各自从头算逐位相同"] = logits_same
     check_rows = []
     for k, v in checks.items():
         if v:
@@ -385,36 +452,73 @@ def demo2_cow_step_by_step():
         else:
             check_rows.append([k, "失败"])
     print_table(["检查", "结果"], check_rows)
-    d = dict(checks=checks, rows=rows, shared_blk=shared_blk, new_blk=new_blk, old_len=old_len, pos=pos,
-             n_cow=pool.n_cow, ref_count=list(pool.ref_count), a_blocks=list(a.blocks), b_blocks=list(b.blocks),
-             slot_was_zero=bool(np.all(before[0][:, :, pos] == 0)), n_layers=cfg.n_layers)
+    d = dict(checks=checks, rows=rows, last_blk=last_blk, new_blk=new_blk, a_blk=a_blk, old_len=old_len, pos=pos,
+             full=list(full), n_cow=pool.n_cow, ref_count=list(pool.ref_count), a_blocks=list(a.blocks),
+             b_blocks=list(b.blocks), slot_was_zero=pos > 0 and bool(np.all(before[0][:, :, pos] == 0)),
+             n_layers=cfg.n_layers, block_size=block_size)
     print_observations(observations_2(d))
     return d
 
 
 def observations_2(d):
-    """演示 2 的观察：每个数都取自 d（和上面两张表同一份数据）。"""
-    shared_blk, new_blk, pos = d["shared_blk"], d["new_blk"], d["pos"]
-    obs = [f"fork 之后 a、b 的块表都是 {d['rows'][1][1]}，两个块的 ref_count 都是 2：b 没有复制任何数据。",
-           f"b 要写第 {d['old_len'] + 1} 个 token 时，最后一块 {shared_blk} 还没写满、又被共享，于是先分配块 {new_blk}、"
-           f"整块复制（{d['n_layers']} 层 × K、V），再把新 token 写到位置 {pos}；块 {shared_blk} 的 ref_count "
-           f"从 2 降到 {d['ref_count'][shared_blk]}。满块 {d['a_blocks'][0]} 以后不会再被写，所以一直共享、从不复制。"]
+    """演示 2 的观察：每个数都取自 d（和上面两张表同一份数据）。最后一块正好写满时没有写时复制，另有说法。"""
+    last_blk, new_blk, pos, full = d["last_blk"], d["new_blk"], d["pos"], d["full"]
+    n_shared = len(d["rows"][1][1].strip("[]").split())
+    if n_shared == 1:
+        rc_text = "这个块的 ref_count 是 2"
+    else:
+        rc_text = f"这 {n_shared} 个块的 ref_count 都是 2"
+    obs = [f"fork 之后 a、b 的块表都是 {d['rows'][1][1]}，{rc_text}：b 没有复制任何数据。"]
+    if full:
+        full_text = f"写满的块 {' '.join(map(str, full))} 以后不会再被写，所以一直共享、从不复制。"
+    else:
+        full_text = "这条序列还没有写满的块。"
+    if pos == 0:
+        obs.append(f"共享序列长 {d['old_len']}，正好是块大小 {d['block_size']} 的整数倍：最后一块 {last_blk} 已经写满，"
+                   f"b 写第 {d['old_len'] + 1} 个 token 时直接分配新块 {new_blk}、写在位置 0；a 写时同样分配自己的新块 "
+                   f"{d['a_blk']}。没有\"共享又没写满\"的块，这次没有发生写时复制（COW 次数 {d['n_cow']}）。" + full_text)
+        obs.append(f"想看到写时复制，把 COW_PROMPT 改成不是 {d['block_size']} 的倍数（最后一块只写了一部分）。")
+        return obs
+    obs.append(f"b 要写第 {d['old_len'] + 1} 个 token 时，最后一块 {last_blk} 还没写满、又被共享，于是先分配块 {new_blk}、"
+               f"整块复制（{d['n_layers']} 层 × K、V），再把新 token 写到位置 {pos}；块 {last_blk} 的 ref_count "
+               f"从 2 降到 {d['ref_count'][last_blk]}。" + full_text)
     if d["slot_was_zero"]:
         old = "原来的 0（空位）"
     else:
         old = "原来的值"
     obs.append(f"共享块的位置 {pos} 在 b 写完后仍然是" + old + "：a 看到的 KV 没有被 b 改动。")
-    obs.append(f"a 写的时候块 {shared_blk} 只剩它一个使用者（ref_count = 1），原地写，COW 次数仍是 {d['n_cow']}——"
+    obs.append(f"a 写的时候块 {last_blk} 只剩它一个使用者（ref_count = 1），原地写，COW 次数仍是 {d['n_cow']}——"
                "最后一个持有者不必复制。GPU 版（06_triton_cow_clone.py 的 KVBlockManager.append_token_batch）的"
                "步骤与此相同，只是把\"整块复制\"交给一个 Triton kernel。")
     return obs
 
 
 # =============================================================================
+def check_settings():
+    """设置块里每个常量：不合理的值一行拒绝（退出码 2），其余的值都能跑。"""
+    for name, value in (("MODEL_SEED", MODEL_SEED), ("LEN_SEED", LEN_SEED), ("SAMPLE_SEED", SAMPLE_SEED)):
+        check_setting(name, value, is_int(value, 0), "非负整数")
+    check_setting("N_REQUESTS", N_REQUESTS, is_int(N_REQUESTS, 1, 200), " 1–200 的整数")
+    check_setting("N_BEAM", N_BEAM, is_int(N_BEAM, 1, 200), " 1–200 的整数（比 N_REQUESTS 大时用全部请求）")
+    check_setting("WIDTHS", WIDTHS, isinstance(WIDTHS, (tuple, list)) and len(WIDTHS) > 0
+                  and all(is_int(w, 1, 8) for w in WIDTHS) and list(WIDTHS) == sorted(set(WIDTHS)),
+                  "非空、从小到大、不重复的 n / 宽度（1–8），例如 (2, 4, 6)")
+    check_setting("BLOCK_SIZE", BLOCK_SIZE, is_int(BLOCK_SIZE, 1, 256), " 1–256 的整数")
+    check_setting("ALPACA_MEAN", ALPACA_MEAN, isinstance(ALPACA_MEAN, (tuple, list)) and len(ALPACA_MEAN) == 2
+                  and all(is_number(x) and x > 0 for x in ALPACA_MEAN), "(平均输入长度, 平均输出长度)，两个正数")
+    check_setting("MAX_PROMPT", MAX_PROMPT, is_int(MAX_PROMPT, 2, 256), " 2–256 的整数（长度至少 2）")
+    check_setting("MAX_OUTPUT", MAX_OUTPUT, is_int(MAX_OUTPUT, 2, 256), " 2–256 的整数（长度至少 2）")
+    check_setting("TEMPERATURE", TEMPERATURE, is_number(TEMPERATURE) and 0 < TEMPERATURE <= 100, " (0, 100] 之间的数")
+    check_setting("COW_BLOCK_SIZE", COW_BLOCK_SIZE, is_int(COW_BLOCK_SIZE, 1, 64), " 1–64 的整数")
+    check_setting("COW_PROMPT", COW_PROMPT, is_int(COW_PROMPT, 1, 64) and n_blocks(COW_PROMPT, COW_BLOCK_SIZE) <= 10,
+                  f" 1–64 的整数，且最多占 10 个块（块大小 {COW_BLOCK_SIZE}：表里要逐块列出 ref_count）")
+
+
 DEMOS = {1: demo1_savings, 2: demo2_cow_step_by_step}
 
 
 def main(argv=None):
+    check_settings()
     return run_demos(DEMOS, "第 7 讲 · 共享 KV 与写时复制", argv)
 
 

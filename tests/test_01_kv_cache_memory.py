@@ -147,3 +147,41 @@ def test_one_gpu_sentence_follows_the_utilization(monkeypatch):
         assert want in m.observations_1(d)[2], m.observations_1(d)[2]
         assert d["usable_gib"]["H200 141GB"] == pytest.approx(util * 143_771 / 1024)
     assert 0.9 * 143_771 / 1024 < 70e9 * 2 / 1024 ** 3 < 1.0 * 143_771 / 1024     # 130.4 GiB 夹在两者之间
+
+
+def test_never_full_load_is_reported_not_divided_by_zero(monkeypatch):
+    """N_REQUESTS = 20：分页、Pow2、Oracle 一开始就全部放得下，没有满载的步——打 -，另有说法（以前 ZeroDivisionError）。"""
+    import contextlib
+    import io
+    monkeypatch.setattr(m, "N_REQUESTS", 20)
+    with contextlib.redirect_stdout(io.StringIO()):
+        d = m.demo2_fragmentation()
+    assert d["idle"] == ["Orca (Pow2)", "Orca (Oracle)", "vLLM"] and d["shares"]["vLLM"] is None
+    assert d["order"] == ["Orca (Max)"]
+    obs = m.observations_2(d)
+    assert "一开始就全部放得下" in obs[0] and len(obs) == 2
+
+
+def test_simulators_return_none_without_full_load():
+    share, conc = m.simulate_paged(np.array([2]), np.array([2]), pool=64, block_size=4)
+    assert share is None and conc is None
+    share, conc = m.simulate_contiguous("Oracle", np.array([2]), np.array([2]), pool=64)
+    assert share is None and conc is None
+
+
+def test_pool_wording_only_claims_the_paper_for_12_gib(monkeypatch, d1):
+    assert "与论文表 1 的 12 GB → 15.7K 一致" in m.observations_1(d1)[0]
+    monkeypatch.setattr(m, "KV_POOL_GIB", 40)
+    assert "这里改成了 40 GiB" in m.pool_source()
+
+
+def test_settings_are_checked():
+    for name, bad in (("GPU_MEM_UTIL", 0), ("GPUS", ()), ("N_REQUESTS", 0), ("KV_POOL_GIB", 0.5), ("BLOCK_SIZE", -4)):
+        old = getattr(m, name)
+        setattr(m, name, bad)
+        try:
+            with pytest.raises(SystemExit) as e:
+                m.main(["--demo", "1"])
+            assert e.value.code == 2
+        finally:
+            setattr(m, name, old)

@@ -113,3 +113,38 @@ def test_walkthrough_wording(d1):
     """"第 2 步解码时"，不是"解码 2 步时"。"""
     text = "".join(m.observations_1(d1))
     assert "第 2 步解码时 B" in text and "解码 2 步时" not in text
+
+
+def test_layout_sentence_follows_the_tables():
+    """"交错"只在块表真的交错时说；[0] [1] [2] [3] 时说没有交错，并说明原因。"""
+    d = dict(used=4, tables=[[0], [1], [2], [3]], interleaved=False, decode_alloc=0)
+    assert "没有交错：解码期间没有序列写满一块" in m.layout_sentence(d)
+    d = dict(used=9, tables=[[0, 4], [1, 5], [2], [3]], interleaved=True, decode_alloc=2)
+    assert "交错分布" in m.layout_sentence(d)
+    assert m.is_contiguous([3, 4, 5]) and not m.is_contiguous([0, 1, 7])
+
+
+def test_walkthrough_pool_is_sized_from_the_settings(monkeypatch, d1):
+    """演示 1 的块池 = 刚好够用的块 + WALK_SPARE_BLOCKS（以前固定 12 块，改设置就 OutOfBlocks）。"""
+    need = sum(-(-(p + m.WALK_DECODE) // m.WALK_BLOCK_SIZE) for p in m.WALK_PROMPTS.values())
+    assert d1["n_pool"] == need + m.WALK_SPARE_BLOCKS == 12
+    import contextlib
+    import io
+    monkeypatch.setattr(m, "WALK_BLOCK_SIZE", 2)
+    monkeypatch.setattr(m, "WALK_DECODE", 10)
+    with contextlib.redirect_stdout(io.StringIO()):
+        d = m.demo1_block_table()
+    assert d["n_free"] == m.WALK_SPARE_BLOCKS
+    assert "3 条序列一共 48 个 token，占 25 块" in "".join(m.observations_1(d))
+
+
+def test_settings_are_checked():
+    for name, bad in (("WALK_BLOCK_SIZE", 0), ("BLOCK_SIZES", (32, 16)), ("EQ_PROMPTS", ()), ("WALK_PROMPTS", {})):
+        old = getattr(m, name)
+        setattr(m, name, bad)
+        try:
+            with pytest.raises(SystemExit) as e:
+                m.main(["--demo", "1"])
+            assert e.value.code == 2
+        finally:
+            setattr(m, name, old)

@@ -83,7 +83,7 @@ def test_beam_search_small_case_is_consistent():
 
 def test_cow_invariants(d2):
     assert all(d2["checks"].values()), d2["checks"]
-    assert len(d2["checks"]) == 7
+    assert len(d2["checks"]) == 8
     assert d2["old_len"] == m.COW_PROMPT and d2["pos"] == m.COW_PROMPT % m.COW_BLOCK_SIZE
     assert d2["a_blocks"] == [0, 1] and d2["b_blocks"] == [0, 2]
     assert d2["ref_count"] == [2, 1, 1, 0]
@@ -148,3 +148,41 @@ def test_sharegpt_parallel_sampling(d1):
     assert [round(x, 3) for x in long] == [0.127, 0.211, 0.244]
     assert "每个 n 都比 Alpaca 长度时多" in m.observations_1(d1)[1]
     assert "16.2–30.5%" in m.observations_1(d1)[1]
+
+
+def test_cow_without_partial_block(monkeypatch):
+    """最后一块正好写满（COW_PROMPT = 8，块 4）：没有写时复制；检查全部通过、没有"位置 0–-1"。"""
+    import contextlib
+    import io
+    monkeypatch.setattr(m, "COW_PROMPT", 8)
+    with contextlib.redirect_stdout(io.StringIO()):
+        d = m.demo2_cow_step_by_step()
+    assert d["pos"] == 0 and d["n_cow"] == 0 and all(d["checks"].values())
+    assert d["b_blocks"] == [0, 1, 2] and d["a_blocks"] == [0, 1, 3] and d["ref_count"] == [2, 2, 1, 1]
+    text = "".join(d["checks"]) + "".join(m.observations_2(d))
+    assert "0–-1" not in text and "这次没有发生写时复制（COW 次数 0）" in text
+
+
+def test_width_one_is_a_tie_not_a_failure(monkeypatch):
+    """WIDTHS 含 1：宽度 1 两边都省 0%，"束搜索省得多"只在宽度 ≥ 2 上比较（不跑模型：直接喂观察函数）。"""
+    monkeypatch.setattr(m, "WIDTHS", (1, 2))
+    res = {("并行采样", 1): dict(saved=0.0, cow=0, common=0.0), ("并行采样", 2): dict(saved=0.04, cow=1, common=0.0),
+           ("束搜索", 1): dict(saved=0.0, cow=0, common=1.0), ("束搜索", 2): dict(saved=0.36, cow=9, common=0.9)}
+    d = dict(res=res, parallel=[0.0, 0.04], beam=[0.0, 0.36], mean_in=19.0, mean_out=54.0, short_prompts=6,
+             share_long={1: dict(saved=0.0), 2: dict(saved=0.09)}, long_mean_in=109.0, n_beam=m.N_REQUESTS)
+    text = "".join(m.observations_1(d))
+    assert "宽度 1 时两者都是 0%" in text and "没有复现" not in text and "顺序可以对照" in text
+    assert "n ≥ 2 时每个 n 都比 Alpaca 长度时多" in text
+
+
+def test_settings_are_checked():
+    """不合理的设置在 main() 开始时一行拒绝（退出码 2）。"""
+    for name, bad in (("WIDTHS", ()), ("N_BEAM", 0), ("COW_PROMPT", 100), ("TEMPERATURE", 0)):
+        old = getattr(m, name)
+        setattr(m, name, bad)
+        try:
+            with pytest.raises(SystemExit) as e:
+                m.main(["--demo", "2"])
+            assert e.value.code == 2
+        finally:
+            setattr(m, name, old)

@@ -107,13 +107,143 @@ def runs(*must_contain, absent=()):
 EDITS = []
 
 # ---- 01_kv_cache_memory
-EDITS_01 = []
+def _nows(s):
+    """去掉所有空白：观察会在 80 列处折行，比较句子时不管折在哪里。"""
+    return re.sub(r"\s+", "", s)
+
+
+def says(*needles, absent=()):
+    """rc 0，输出（忽略折行）里有每个 needle，且没有 absent 里的任何一个。"""
+    def check(rc, out, err):
+        runs()(rc, out, err)
+        flat = _nows(out)
+        for s in needles:
+            assert _nows(s) in flat, s
+        for s in absent:
+            assert _nows(s) not in flat, s
+    return check
+
+
+def both(*checks):
+    def check(rc, out, err):
+        for c in checks:
+            c(rc, out, err)
+    return check
+
+
+def _vllm_row_01(out):
+    """01 演示 2 的 vLLM 一行：(token 状态, 内部碎片, 空闲) 的百分数。"""
+    m = re.search(r"^vLLM +([\d.]+)% +96\.3% +[\d.]+% +([\d.]+)% +([\d.]+)%", out, flags=re.M)
+    assert m, out[-1500:]
+    return tuple(float(x) for x in m.groups())
+
+
+def _paged_obs_matches_row(more_than=None, equal=None):
+    """观察里"零头 X% 和空闲 Y%"的数 = 表里 vLLM 那一行的数；再比较内部碎片和默认块 16 时的 1.6%。"""
+    def check(rc, out, err):
+        runs()(rc, out, err)
+        tok, inner, free = _vllm_row_01(out)
+        assert _nows(f"零头{inner:.1f}%和空闲{free:.1f}%") in _nows(out)
+        if more_than is not None:
+            assert inner > more_than, inner
+        if equal is not None:
+            assert inner == equal, inner
+    return check
+
+
+EDITS_01 = [
+    Edit("01_kv_cache_memory", "GPU_MEM_UTIL", "1.0", 1,
+         both(says("一张 H200 141GB 放得下，一张 A800 80GB 放不下", absent=("一张卡都放不下",)),
+              lambda rc, out, err: re.search(r"^LLaMA2-70B .* - +[\d,]+$", out, flags=re.M) or pytest.fail(out)),
+         "试一试 1：util = 1.0 时 H200 放得下 70B 的权重，句子按设置算"),
+    Edit("01_kv_cache_memory", "GPU_MEM_UTIL", "0.3", 1,
+         both(says("一张 A800 80GB 能用的 24.0 GiB 连 LLaMA2-13B 的权重都放不下"),
+              lambda rc, out, err: re.search(r"^LLaMA2-13B +40×40×128 +800 +24\.2 +- +", out, flags=re.M)
+              or pytest.fail(out)),
+         "util = 0.3（以前 fmt_int(None) 崩溃）"),
+    Edit("01_kv_cache_memory", "GPU_MEM_UTIL", "0", 1, refused("GPU_MEM_UTIL")),
+    Edit("01_kv_cache_memory", "BLOCK_SIZE", "1", 2, _paged_obs_matches_row(equal=0.0), "试一试 2：块 1 没有内部碎片"),
+    Edit("01_kv_cache_memory", "BLOCK_SIZE", "128", 2, both(_paged_obs_matches_row(more_than=1.6), says("分页（块 128")),
+         "试一试 2：块 128 的零头比块 16 的 1.6% 多，观察的数 = 表格的数"),
+    Edit("01_kv_cache_memory", "BLOCK_SIZE", "-4", 2, refused("BLOCK_SIZE")),
+    Edit("01_kv_cache_memory", "N_REQUESTS", "20", 2,
+         both(says("20 个请求一开始就全部放得下，从来没有人排队", absent=("97.3%",)),
+              lambda rc, out, err: re.search(r"^vLLM +- +96\.3% +- ", out, flags=re.M) or pytest.fail(out)),
+         "试一试 3：没有满载的系统打 -、另有说法（以前 ZeroDivisionError）"),
+    Edit("01_kv_cache_memory", "N_REQUESTS", "0", 2, refused("N_REQUESTS")),
+    Edit("01_kv_cache_memory", "GPUS", '(("A100 40GB", 40_960 * MiB),)', 1,
+         says("一张 A100 40GB 上的 LLaMA2-13B 最多放 15,447 个 token", absent=("A800", "H200")),
+         "试一试 4：一种 GPU（以前 IndexError）"),
+    Edit("01_kv_cache_memory", "GPUS", '(("A800 80GB", 81_920 * MiB), ("H200 141GB", 143_771 * MiB), '
+                                       '("A100 40GB", 40_960 * MiB))', 1,
+         lambda rc, out, err: (runs()(rc, out, err), re.search(r"^模型 .*A800 80GB +H200 141GB +A100 40GB$", out,
+                                                              flags=re.M) or pytest.fail(out)),
+         "第三种 GPU 的列有表头"),
+    Edit("01_kv_cache_memory", "GPUS", '(("A100 80GB", 81_920 * MiB), ("H200 141GB", 143_771 * MiB))', 1,
+         says("8 张 A100 80GB 张量并行", "一张 A100 80GB 上的 LLaMA2-13B", absent=("A800",)),
+         "换成 A100 时照名字打印，不再写 A800"),
+    Edit("01_kv_cache_memory", "GPUS", "()", 1, refused("GPUS")),
+    Edit("01_kv_cache_memory", "KV_POOL_GIB", "40", None,
+         says("40 GiB 的 KV 空间 = 52,428 个 token", "这里改成了 40 GiB", absent=("论文表 1 的 40",)),
+         "KV 池改成 40 GiB：不说是论文表 1 的值"),
+    Edit("01_kv_cache_memory", "KV_POOL_GIB", "0.5", 2, refused("KV_POOL_GIB"), "放不下一个 MAX_SEQ 的请求"),
+]
 
 # ---- 02_paged_attention
-EDITS_02 = []
+EDITS_02 = [
+    Edit("02_paged_attention", "WALK_BLOCK_SIZE", "2", 1,
+         says("块大小 2", "第 1 步解码时 A 的最后一块已满，拿到物理块 10", "只分配了 6 块"),
+         "试一试 1：块池按设置算（以前固定 12 块，OutOfBlocks）"),
+    Edit("02_paged_attention", "WALK_DECODE", "10", 1, says("解码 10 步、共写 30 个 token，只分配了 7 块"),
+         "解码 10 步（以前 OutOfBlocks）"),
+    Edit("02_paged_attention", "WALK_DECODE", "0", 1, says("这次没有解码（WALK_DECODE = 0）"), "不解码：另有说法"),
+    Edit("02_paged_attention", "WALK_PROMPTS", '{"A": 6, "B": 3, "C": 9, "D": 5}', 1,
+         says("4 条序列的块表", "4 条序列一共 39 个 token", absent=("三条序列", "3 条序列")), "4 条序列"),
+    Edit("02_paged_attention", "WALK_PROMPTS", "{}", 1, refused("WALK_PROMPTS")),
+    Edit("02_paged_attention", "WALK_BLOCK_SIZE", "0", 1, refused("WALK_BLOCK_SIZE")),
+    Edit("02_paged_attention", "EQ_BLOCK_SIZE", "64", 2,
+         says("最大差 0.0：逐位相同", "块表 [0] [1] [2] [3]），没有交错", absent=("交错分布",)),
+         "试一试 2：块表是 [0][1][2][3] 时不说交错"),
+    Edit("02_paged_attention", "EQ_PROMPTS", "()", 2, refused("EQ_PROMPTS")),
+    Edit("02_paged_attention", "BLOCK_SIZES", "(8, 16, 32)", 3,
+         both(says("块 8 时要按块表读 163,840 段", "Alpaca 在块 32 时空着 16.5%", absent=("块 1 时",)),
+              lambda rc, out, err: re.search(r"^32 +32 +8 KiB +40,960$", out, flags=re.M) or pytest.fail(out)),
+         "试一试 3：没有块 1、64 时不再 KeyError"),
+    Edit("02_paged_attention", "READ_LEN", "128", 3,
+         lambda rc, out, err: (runs()(rc, out, err),
+                               re.search(r"^128 +1 +32 KiB +1,280$", out, flags=re.M) or pytest.fail(out),
+                               re.search(r"^连续 +- +32 KiB +1,280$", out, flags=re.M) or pytest.fail(out)),
+         "试一试 4：序列不比块长时，分页和连续读的段一样多"),
+    Edit("02_paged_attention", "BLOCK_SIZES", "(32, 16)", 3, refused("BLOCK_SIZES"), "要从小到大"),
+]
 
 # ---- 03_sharing_and_cow
-EDITS_03 = []
+EDITS_03 = [
+    Edit("03_sharing_and_cow", "COW_PROMPT", "8", 2,
+         both(says("最后一块正好写满", "这次没有发生写时复制（COW 次数 0）", "a 写第 9 个 token [0 1 3] [0 1 2] [2 2 1 1]",
+                   absent=("失败", "位置 0–-1", "从 2 降到 2", "整块复制"))),
+         "试一试 1：没有写时复制时的说法（以前 失败 行、位置 0–-1）"),
+    Edit("03_sharing_and_cow", "COW_PROMPT", "14", 2,
+         says("b 写第 15 个 token [0 1 2 3] [0 1 2 4] [2 2 2 1 1 0]", "写满的块 0 1 2 以后不会再被写", absent=("失败",)),
+         "试一试 2：块池按设置算（以前固定 4 块），只复制最后一块"),
+    Edit("03_sharing_and_cow", "COW_BLOCK_SIZE", "1", 2,
+         says("正好是块大小 1 的整数倍", "COW 次数 0", absent=("失败",)), "试一试 3：块 1 时不需要复制"),
+    Edit("03_sharing_and_cow", "COW_PROMPT", "2", 2,
+         says("这条序列还没有写满的块", "新块 1 的位置 0–1 与块 0 逐位相同", absent=("失败", "满块 0")),
+         "共享序列不满一块"),
+    Edit("03_sharing_and_cow", "COW_PROMPT", "100", 2, refused("COW_PROMPT")),
+    Edit("03_sharing_and_cow", "COW_BLOCK_SIZE", "0", 2, refused("COW_BLOCK_SIZE")),
+    Edit("03_sharing_and_cow", "WIDTHS", "(1, 2, 4)", 1,
+         says("宽度 1 时两者都是 0%", "宽度 ≥ 2 时，每个宽度下束搜索都比同样 n 的并行采样省得多",
+              "\"束搜索比并行采样省得多\"的顺序可以对照", absent=("没有复现",)),
+         "试一试 4：宽度 1 是平局，不能因此说顺序没复现"),
+    Edit("03_sharing_and_cow", "WIDTHS", "()", 1, refused("WIDTHS")),
+    Edit("03_sharing_and_cow", "N_BEAM", "0", 1, refused("N_BEAM")),
+    Edit("03_sharing_and_cow", "TEMPERATURE", "0", 1, refused("TEMPERATURE")),
+    Edit("03_sharing_and_cow", "N_REQUESTS", "3", 1,
+         says("束搜索用前 3 个请求", "3 个合成长度的请求（并行采样和束搜索用同一批）"),
+         "N_BEAM（12）比 N_REQUESTS 大时用全部请求"),
+]
 
 # ---- 04_prefix_caching
 EDITS_04 = []
