@@ -11,13 +11,19 @@
   演示 3：以 KV 为中心的调度——8 台 prefill 节点各有本地前缀缓存，比较随机、负载均衡、
           只看本地缓存、看全局缓存（Mooncake 的 Conductor）四种调度的平均 TTFT（FAST'25 §4.2 图 5）。
 
-【运行】python lecture07/05_kv_store.py              （约 2–3 秒，2 核笔记本，不需要 GPU）
+【运行】python lecture07/05_kv_store.py              （约 3 秒，2 核笔记本，不需要 GPU）
         python lecture07/05_kv_store.py --demo 3     （只跑演示 3）
         python lecture07/05_kv_store.py --trace ../shared/traces/mooncake_fast25_synthetic_trace.jsonl
                                                      （演示 2、3 换成一个 Mooncake 格式的 JSONL trace，
                                                        例如 FAST'25 公开的 Synthetic 负载）
 【依赖】numpy、rich；本目录的 kv_store（模型、层级、prefill 时间）、kv_cluster（集群模拟）、
-        kv_trace（合成 / 读入 trace）；lab_common 的 console。
+        kv_trace（合成 / 读入 trace）；lab_common 的 console、settings。
+
+【试一试】改下面"学生可以改的设置"，再跑对应的演示（--demo N）：
+  1. 把 PREFIX 改成 4096：前缀短了一半，SSD 还比重算快吗？"露出的读"怎样变？（--demo 1）
+  2. 把 NET_NODES 改成 (16, 32, 64, 128, 256)：集群再大一倍，热点块要复制几份才不超载？（--demo 2）
+  3. 把 SCHED_CAPACITY 改成 600（每台只留约 0.1 TB DRAM）：本地缓存小了，看缓存的调度还赢多少？（--demo 3）
+  4. 把 SCHED_LOAD 改成 0.7：不用缓存也做得完时，随机调度还比负载均衡慢几倍？（--demo 3）
 """
 import os
 import sys
@@ -28,8 +34,9 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # 仓库根目录：让 lab_common 包可以 import
 from lab_common.console import ArgParser, fmt_int, print_header, print_observations, print_table, print_text  # noqa: E402
+from lab_common.settings import check_setting, is_int, is_number  # noqa: E402
 from kv_cluster import (BLOCK_BYTES, BLOCK_SIZE, LOCAL_DRAM, NIC_GB_PER_S, SCHEDULERS, fetch_plan,  # noqa: E402
-                        hit_tokens, nic_fetch, run_prefill)
+                        hit_tokens, nic_fetch, run_prefill, trace_columns)
 from kv_store import (A800_X8, EQ1_A, EQ1_B, LLAMA3_70B, TIERS, Node, load_time, load_trace,  # noqa: E402
                       make_trace, prefill_compute_time, prefill_time, simulate)
 
@@ -52,6 +59,7 @@ H800_X8 = Node("8×H800", n_gpus=8, tflops_per_gpu=989, hbm_gb_per_gpu=80)
 H800_SOURCE = ("NVIDIA H100 SXM 数据手册：BF16 稠密 989 TFLOPS（表中 1,979 是 2:4 稀疏）；"
                "H800 SXM 的 BF16 张量算力与 H100 SXM 相同，主要削减的是 NVLink 互连带宽")
 PAPER_MIN_BW = {"8×A800": 6, "8×H800": 19}      # GB/s，Mooncake FAST'25 §2.2 式 (2)：LLaMA3-70B、8,192 token 前缀
+PAPER_PREFIX = 8192                              # 上面两个数用的前缀长度（token）
 PAPER_MIN_BW_SOURCE = "Mooncake FAST'25 §2.2 式 (2)（LLaMA3-70B，8,192 token 前缀）"
 PAPER_FIG5 = {"global_cache": 3.07, "local_cache": 3.58, "load_balancing": 5.27, "random": 19.65}   # 秒，FAST'25 图 5
 PAPER_FIG5_SETUP = dict(nodes=16, node="8×A800", trace="Conversation trace",   # FAST'25 §4.2：图 5 的实验设置
@@ -102,6 +110,13 @@ def fmt_s(sec):
     return f"{sec * 1e3:.1f} ms"
 
 
+def fmt_tokens(n):
+    """前缀长度：1024 的整数倍写成 "8K"，否则千分位：fmt_tokens(8192) == '8K'，fmt_tokens(1000) == '1,000'。"""
+    if n % 1024 == 0:
+        return f"{n // 1024}K"
+    return fmt_int(n)
+
+
 def fmt_len(n):
     """保本长度：≤ 0 → "任意长度"。"""
     if n <= 0:
@@ -136,14 +151,15 @@ def demo1_load_or_recompute():
 
     # 保本带宽：100% 峰值算力（论文的算法）和 60%（04 演示 4 的假设）
     machines = [replace(node, mfu=1.0), node, replace(H800_X8, mfu=1.0), h800]
-    bw = {(m.name, m.mfu, n): min_bandwidth(n, m) for m in machines for n in PREFIX_LENS}
+    lens = sorted(set(PREFIX_LENS))
+    bw = {(m.name, m.mfu, n): min_bandwidth(n, m) for m in machines for n in set(lens) | {PAPER_PREFIX}}
     rows = []
     for m in machines:
         paper = "-"
         if m.mfu == 1.0:
             paper = PAPER_MIN_BW[m.name]
-        rows.append([m.name, f"{m.mfu:.0%}"] + [f"{bw[(m.name, m.mfu, n)]:.1f}" for n in PREFIX_LENS] + [paper])
-    print_table(["机器", "算力利用", *(f"{n // 1024}K" for n in PREFIX_LENS), f"论文 {PREFIX // 1024}K"], rows,
+        rows.append([m.name, f"{m.mfu:.0%}"] + [f"{bw[(m.name, m.mfu, n)]:.1f}" for n in lens] + [paper])
+    print_table(["机器", "算力利用", *(fmt_tokens(n) for n in lens), f"论文 {fmt_tokens(PAPER_PREFIX)}"], rows,
                 caption="最低带宽（GB/s）= 前缀的 KV 字节数 / 重算它的时间：带宽高于它，读就比重算快。"
                         f"论文列：{PAPER_MIN_BW_SOURCE}，与我们 100% 算力的行同一个算法。")
 
@@ -166,11 +182,11 @@ def demo1_load_or_recompute():
                         "逐层模拟 = 第 i 层读完、第 i−1 层算完才算第 i 层，一层一层走一遍；"
                         "露出的读 = 按层流水 − 算：读 KV 让 prefill 多花的时间。")
 
-    d = dict(model=model.name, node=node.name, h800=h800.name, mfu=node.mfu, prefix=PREFIX, prefix_lens=PREFIX_LENS,
+    d = dict(model=model.name, node=node.name, h800=h800.name, mfu=node.mfu, prefix=PREFIX, prefix_lens=lens,
              tiers=tiers, min_bw=bw, pipeline=pipe, recompute=recompute,
              faster=[r["short"] for r in tiers if r["ratio_a800"] < 1],
-             a800_100=bw[(node.name, 1.0, PREFIX)], h800_100=bw[(h800.name, 1.0, PREFIX)],
-             a800_60=bw[(node.name, node.mfu, PREFIX)], h800_60=bw[(h800.name, h800.mfu, PREFIX)],
+             a800_100=bw[(node.name, 1.0, PAPER_PREFIX)], h800_100=bw[(h800.name, 1.0, PAPER_PREFIX)],
+             a800_60=bw[(node.name, node.mfu, PAPER_PREFIX)], h800_60=bw[(h800.name, h800.mfu, PAPER_PREFIX)],
              flops_ratio=H800_X8.tflops_per_gpu / node.tflops_per_gpu,
              worst_diff=max(abs(p["sim"] - p["formula"]) for p in pipe),
              curves=load_vs_recompute_curves(model, (node, h800)),
@@ -211,7 +227,8 @@ def observations1(d):
     agree = "不一致"
     if (round(a100), round(h100)) == (pa, ph):
         agree = "一致"
-    obs.append(f"按 100% 峰值算力算，最低带宽 {node} 是 {a100:.2f} GB/s ≈ {round(a100)} GB/s、"
+    obs.append(f"按 100% 峰值算力、论文的 {PAPER_PREFIX:,} token 前缀算，最低带宽 {node} 是 {a100:.2f} GB/s ≈ "
+               f"{round(a100)} GB/s、"
                f"{h800} 是 {h100:.2f} GB/s ≈ {round(h100)} GB/s，与论文的 {pa} GB/s、{ph} GB/s {agree}"
                f"：论文的数字对应 100% 算力。按 04 演示 4 的 {mfu:.0%} 算力，重算更慢，"
                f"门槛降到 {a60:.1f} 和 {h60:.1f} GB/s。")
@@ -227,11 +244,22 @@ def observations1(d):
     obs.append(text)
 
     lo, hi = d["prefix_lens"][0], d["prefix_lens"][-1]
-    obs.append(f"前缀越长门槛越低：{node}（{mfu:.0%}）上 {lo // 1024}K 前缀要 "
-               f"{d['min_bw'][(node, mfu, lo)]:.1f} GB/s，{hi // 1024}K 只要 {d['min_bw'][(node, mfu, hi)]:.2f} GB/s——"
-               "重算的注意力随长度平方增长，读 KV 只随长度线性增长。")
+    bw_lo, bw_hi = d["min_bw"][(node, mfu, lo)], d["min_bw"][(node, mfu, hi)]
+    if lo == hi:
+        obs.append(f"PREFIX_LENS 只有一个长度：{node}（{mfu:.0%}）上 {fmt_tokens(lo)} token 的前缀要 {bw_lo:.2f} GB/s；"
+                   "多给几个长度，才看得出门槛怎样随前缀长度变化。")
+    elif bw_lo > bw_hi:
+        obs.append(f"前缀越长门槛越低：{node}（{mfu:.0%}）上 {fmt_tokens(lo)} token 的前缀要 {bw_lo:.1f} GB/s，"
+                   f"{fmt_tokens(hi)} token 只要 {bw_hi:.2f} GB/s——重算的注意力随长度平方增长，读 KV 只随长度线性增长。")
+    else:
+        obs.append(f"{node}（{mfu:.0%}）上 {fmt_tokens(lo)} 前缀要 {bw_lo:.2f} GB/s，{fmt_tokens(hi)} 要 {bw_hi:.2f} GB/s。")
 
-    dram, ssd = pipe[1], pipe[3]
+    obs.append(pipeline_sentence(pipe[1], pipe[3], d["worst_diff"]))
+    return obs
+
+
+def pipeline_sentence(dram, ssd, worst_diff):
+    """按层流水：本机 DRAM 的读被计算盖住多少；SSD 的读长不长于计算；公式和逐层模拟差多少。"""
     text = f"按层流水：从本机 DRAM 读 {dram['load'] * 1e3:.1f} ms、算 {dram['compute'] * 1e3:.1f} ms，"
     if dram["load"] < dram["compute"]:
         text += f"读被计算盖住了 {dram['hidden'] / dram['load']:.0%}，只露出第一层的 {dram['exposed'] * 1e3:.2f} ms。"
@@ -245,18 +273,17 @@ def observations1(d):
     if ssd["formula"] < ssd["full"]:
         shorter = "仍短于"
     text += (f"总时间 {ssd['formula'] * 1e3:.0f} ms，{shorter}全部重算的 {ssd['full'] * 1e3:.0f} ms。"
-             f"逐层模拟和公式的最大差 {d['worst_diff']:.1e} s。")
-    obs.append(text)
-    return obs
+             f"逐层模拟和公式的最大差 {worst_diff:.1e} s。")
+    return text
 
 
 # =============================================================================
 BURST_S = 1e-3      # 全部请求在 1 ms（trace 时间戳的单位）之内到达：当成同一时刻的突发，算不出请求率
 
 
-def trace_timing(tr):
+def trace_timing(arrival):
     """(时长秒, 是否突发)。突发 = 时长不到 BURST_S（包括只有一个请求）：请求率没有意义，不按负载缩放。"""
-    span = tr[-1].arrival - tr[0].arrival
+    span = arrival[-1] - arrival[0]
     return span, span < BURST_S
 
 
@@ -290,17 +317,19 @@ def fmt_duration(sec):
     return f"{sec * 1e3:.1f} ms"
 
 
-def demo2_hot_blocks(trace, source):
-    """热门前缀只存在一台机器上，它的网卡会不会被挤爆？把热点块复制到 k 台以后呢？"""
-    tr = trace
+def demo2_hot_blocks(cols, source):
+    """热门前缀只存在一台机器上，它的网卡会不会被挤爆？把热点块复制到 k 台以后呢？
+
+    cols = (到达秒数, 输入 token 数, 每个请求的块 id)：trace 的三列（kv_cluster.trace_columns）。"""
+    arrival, input_len, blocks = cols
     print_header(f"演示 2：热点块与网络——命中的 KV 从持有它的节点经 RDMA 拉取，每台节点的网卡合计 "
                  f"{NIC_GB_PER_S:g} GB/s")
-    hits = simulate([r.blocks for r in tr], None, "lru")          # 集群的 KVCache 池：按无限容量
-    span, burst = trace_timing(tr)
-    work = sum(prefill_time(LLAMA3_70B, r.input_len, hit_tokens(int(h), r.input_len), LOCAL_DRAM, A800_X8)
-               for r, h in zip(tr, hits))                          # 秒：全部 prefill 在一台节点上的时间
-    cnt = Counter(b for r in tr for b in r.blocks)
-    hot = {b for b, c in cnt.items() if c >= max(2, HOT_SHARE * len(tr))}   # 只用过一次的块谈不上热
+    hits = simulate(blocks, None, "lru").tolist()                 # 集群的 KVCache 池：按无限容量
+    span, burst = trace_timing(arrival)
+    work = sum(prefill_time(LLAMA3_70B, n, hit_tokens(h, n), LOCAL_DRAM, A800_X8)
+               for n, h in zip(input_len, hits))                  # 秒：全部 prefill 在一台节点上的时间
+    cnt = Counter(b for bl in blocks for b in bl)
+    hot = {b for b, c in cnt.items() if c >= max(2, HOT_SHARE * len(arrival))}   # 只用过一次的块谈不上热
     total_acc = sum(cnt.values())
     hot_acc = sum(cnt[b] for b in hot)
     node_h = None
@@ -311,7 +340,7 @@ def demo2_hot_blocks(trace, source):
         node_h = work / span
         rate = (f"按无限容量的 KVCache 池算命中，平均要 {node_h:,.2f} 台 {A800_X8.name} 一直做 prefill。"
                 f"节点数为 N 时把请求率乘以 S = N × {NET_GPU_UTIL:.0%} / {node_h:,.2f}，让 GPU 忙到 {NET_GPU_UTIL:.0%}。")
-    print_text(f"{source}：{fmt_int(len(tr))} 个请求、{fmt_duration(span)}。{rate}"
+    print_text(f"{source}：{fmt_int(len(arrival))} 个请求、{fmt_duration(span)}。{rate}"
                f"请求轮流分给各节点；块存在第一次算出它的节点上。热点块 = 被至少 {HOT_SHARE:.0%}（且至少 2 个）的请求"
                f"用到的块：{len(hot)} 个，占全部块访问的 {hot_acc / total_acc:.0%}。网卡：FAST'25 表 1 的 "
                f"B_nic = {NIC_GB_PER_S * 8:g} Gbps = {NIC_GB_PER_S:g} GB/s 是一台节点全部网卡的合计（§3.2.3：每张 A800 "
@@ -327,31 +356,37 @@ def demo2_hot_blocks(trace, source):
         return out
 
     by_n, plans = {}, {}
-    for n in NET_NODES:
+    nodes, replicas = sorted(set(NET_NODES)), sorted(set(REPLICAS))
+    for n in nodes:
         scale = 1.0
         if not burst:
             scale = n * NET_GPU_UTIL / node_h
-        plans[n] = fetch_plan(tr, hits, n, hot)
-        by_n[n] = dict(scale=scale, k1=stats(nic_fetch(tr, plans[n], n, 1, scale), scale),
-                       k4=stats(nic_fetch(tr, plans[n], n, 4, scale), scale))
+        plans[n] = fetch_plan(blocks, hits, n, hot)
+        by_n[n] = dict(scale=scale, k1=stats(nic_fetch(arrival, plans[n], n, 1, scale), scale),
+                       k4=stats(nic_fetch(arrival, plans[n], n, 4, scale), scale))
     print_table(["节点数", "请求率×", "最忙网卡负载", "平均网卡负载", "平均排队", "P99 排队", "4 副本"],
                 [[n, fmt_scale(r["scale"]), fmt_pct(r["k1"]["hot_load"]), avg_load_cell(r["k1"]["avg_load"]),
                   fmt_ms(r["k1"]["mean"]), fmt_ms(r["k1"]["p99"]), fmt_ms(r["k4"]["mean"])] for n, r in by_n.items()],
                 caption="不复制（k = 1）。网卡负载 = 要发的字节 / (带宽 × trace 时长)；超过 100% 就是超载：要发的比"
                         "带宽能发的多，队列越排越长。排队：每个请求的几次传输里等得最久的那次，单位 ms；"
                         "4 副本：热点块复制 4 份（k = 4）时的平均排队（ms）。")
-    n_big = NET_NODES[-1]
+    n_big = nodes[-1]
     big = by_n[n_big]
-    by_k = {k: stats(nic_fetch(tr, plans[n_big], n_big, k, big["scale"]), big["scale"]) for k in REPLICAS}
+    by_k = {}
+    for k in replicas:              # k = 1 和 4 上面已经算过（同一个模拟），不再重复
+        if k in (1, 4):
+            by_k[k] = big[f"k{k}"]
+        else:
+            by_k[k] = stats(nic_fetch(arrival, plans[n_big], n_big, k, big["scale"]), big["scale"])
     print_table(["副本数 k", "最忙网卡负载", "平均排队（ms）", "P99 排队（ms）", "最长排队（ms）"],
                 [[k, fmt_pct(s["hot_load"]), fmt_ms(s["mean"]), fmt_ms(s["p99"]), fmt_ms(s["max"])]
                  for k, s in by_k.items()],
                 caption=f"{n_big} 个节点、请求率 × {fmt_scale(big['scale'])}。热点块复制到 k 台节点，请求从网卡最早"
                         "空下来的副本拉（本机有副本就不走网络）；副本假设事先放好（Conductor 按热度复制）。")
     d = dict(node_hours=node_h, burst=burst, n_hot=len(hot), hot_share=hot_acc / total_acc, by_n=by_n, by_k=by_k,
-             nodes=NET_NODES, replicas=REPLICAS, hit_blocks=int(sum(int(h) for h in hits)),
+             nodes=nodes, replicas=replicas, hit_blocks=int(sum(int(h) for h in hits)),
              saturated=[n for n, r in by_n.items() if (r["k1"]["hot_load"] or 0) > 1],
-             first_k_ok=next((k for k, s in by_k.items() if s["hot_load"] is not None and s["hot_load"] <= 1), None))
+             ok_replicas=[k for k, s in by_k.items() if s["hot_load"] is not None and s["hot_load"] <= 1])
     print_observations(observations2(d))
     return d
 
@@ -364,11 +399,10 @@ def avg_load_cell(x):
 
 
 def observations2(d):
-    """演示 2 的观察：每一句都从 d 里的数字拼出来（没有网络流量、突发、正常三种情形）。"""
+    """演示 2 的观察：每一句都从 d 里的数字拼出来（没有网络流量、突发、只有一种规模、正常几种情形）。"""
     by_n, by_k, saturated = d["by_n"], d["by_k"], d["saturated"]
     n_small, n_big = d["nodes"][0], d["nodes"][-1]
     small, big = by_n[n_small]["k1"], by_n[n_big]["k1"]
-    k1, k2, kb = by_k[d["replicas"][0]], by_k[d["replicas"][min(1, len(d["replicas"]) - 1)]], by_k[d["replicas"][-1]]
     simplification = ("简化：只模拟发送方的网卡（接收方、交换机不排队），每次传输独占网卡（不分片、不多路）；"
                       "命中按无限容量的池算；热点块由整个 trace 的访问次数事先选出（真实系统要在线预测热度）。")
     if not any(r["k1"]["sent"] for r in by_n.values()):
@@ -382,35 +416,52 @@ def observations2(d):
         obs.append(f"所有请求同时到达，算不出网卡负载；排队就是这阵突发本身：{n_small} 个节点时平均排队 "
                    f"{fmt_s(small['mean'])}、最长 {fmt_s(small['max'])}，{n_big} 个节点时平均 {fmt_s(big['mean'])}、"
                    f"最长 {fmt_s(big['max'])}。")
-    else:
-        text = f"最忙那块网卡的负载：{n_small} 个节点时 {small['hot_load']:.0%}，{n_big} 个节点时 {big['hot_load']:.0%}，"
-        if big["hot_load"] > 1.5 * small["hot_load"] and d["n_hot"]:
-            text += "随集群规模增长——节点越多，来拉同一段热门前缀的请求越多；"
-        elif big["hot_load"] > 1.5 * small["hot_load"]:
-            text += "随集群规模增长（请求率跟着节点数放大）；"
-        else:
-            text += "没有随集群规模明显增长；"
-        text += f"而全部网卡的平均负载只有 {big['avg_load']:.1%}"
-        if big["hot_load"] > 5 * big["avg_load"]:
-            text += "：不是网络总带宽不够，是流量全挤在一台上。"
-        else:
-            text += "，最忙的和平均的差得不多。"
-        obs.append(text)
+    elif n_small == n_big:
+        obs.append(f"只有 {n_big} 个节点这一种规模：最忙那块网卡的负载 {big['hot_load']:.0%}，全部网卡平均 "
+                   f"{big['avg_load']:.1%}（多给几种 NET_NODES，才看得出负载怎样随规模变）。")
         obs.append(saturation_sentence(saturated, n_big, big, by_n))
-    if d["n_hot"] and k2 is not k1:
-        text = f"把热点块复制 {d['replicas'][1]} 份，"
+    else:
+        obs.append(load_growth_sentence(n_small, n_big, small, big, d["n_hot"]))
+        obs.append(saturation_sentence(saturated, n_big, big, by_n))
+    more = [k for k in d["replicas"] if k > 1]
+    if d["n_hot"] and more:
+        k2, kb = by_k[more[0]], by_k[more[-1]]
+        text = f"把热点块复制 {more[0]} 份，"
         if not d["burst"]:
-            text += f"最忙网卡的负载从 {k1['hot_load']:.0%} {down_to(k2['hot_load'], k1['hot_load'])} {k2['hot_load']:.0%}，"
-        text += f"平均排队从 {fmt_s(k1['mean'])} {down_to(k2['mean'], k1['mean'])} {fmt_s(k2['mean'])}；"
-        if not d["burst"] and k1["hot_load"] > 1 and d["first_k_ok"]:
-            text += f"副本数 ≥ {d['first_k_ok']} 时不再超载；"
-        text += f"复制 {d['replicas'][-1]} 份时 {fmt_s(kb['mean'])}。副本越多越分散，代价是多占 DRAM。"
-        obs.append(text)
-    elif not d["n_hot"]:
+            text += f"最忙网卡的负载从 {big['hot_load']:.0%} {down_to(k2['hot_load'], big['hot_load'])} {k2['hot_load']:.0%}，"
+        text += f"平均排队从 {fmt_s(big['mean'])} {down_to(k2['mean'], big['mean'])} {fmt_s(k2['mean'])}；"
+        ok = d["ok_replicas"]
+        if not d["burst"] and big["hot_load"] > 1 and ok:
+            if all(by_k[k]["hot_load"] <= 1 for k in d["replicas"] if k >= ok[0]):
+                text += f"副本数 ≥ {ok[0]} 时不再超载；"
+            else:
+                text += f"副本数 {ok[0]} 时不再超载；"
+        if len(more) > 1:
+            text += f"复制 {more[-1]} 份时 {fmt_s(kb['mean'])}。"
+        obs.append(text + "副本越多越分散，代价是多占 DRAM。")
+    elif d["n_hot"]:
+        obs.append("REPLICAS 里没有大于 1 的副本数：只算了不复制的情形，比不出复制的效果"
+                   "（试试 REPLICAS = (1, 2, 4)）。")
+    else:
         obs.append(f"这个 trace 里没有被至少 {HOT_SHARE:.0%}（且至少 2 个）的请求用到的块，没有热点可复制，"
                    "各副本数的结果相同。")
     obs.append(simplification)
     return obs
+
+
+def load_growth_sentence(n_small, n_big, small, big, n_hot):
+    """最忙的网卡负载随集群规模怎样变，和全部网卡的平均负载比。"""
+    text = f"最忙那块网卡的负载：{n_small} 个节点时 {small['hot_load']:.0%}，{n_big} 个节点时 {big['hot_load']:.0%}，"
+    if big["hot_load"] > 1.5 * small["hot_load"] and n_hot:
+        text += "随集群规模增长——节点越多，来拉同一段热门前缀的请求越多；"
+    elif big["hot_load"] > 1.5 * small["hot_load"]:
+        text += "随集群规模增长（请求率跟着节点数放大）；"
+    else:
+        text += "没有随集群规模明显增长；"
+    text += f"而全部网卡的平均负载只有 {big['avg_load']:.1%}"
+    if big["hot_load"] > 5 * big["avg_load"]:
+        return text + "：不是网络总带宽不够，是流量全挤在一台上。"
+    return text + "，最忙的和平均的差得不多。"
 
 
 def saturation_sentence(saturated, n_big, k1, by_n):
@@ -439,11 +490,11 @@ def down_to(new, old):
 
 
 # =============================================================================
-def demo3_scheduling(trace, source):
-    """请求该发给哪台 prefill 节点：排队最短的，还是缓存命中最多的？"""
-    tr = trace
-    span, burst = trace_timing(tr)
-    work = sum(prefill_time(LLAMA3_70B, r.input_len, 0, LOCAL_DRAM, A800_X8) for r in tr)   # 秒：不用缓存
+def demo3_scheduling(cols, source):
+    """请求该发给哪台 prefill 节点：排队最短的，还是缓存命中最多的？（cols：同演示 2）"""
+    arrival, input_len, blocks = cols
+    span, burst = trace_timing(arrival)
+    work = sum(prefill_time(LLAMA3_70B, n, 0, LOCAL_DRAM, A800_X8) for n in input_len)   # 秒：不用缓存
     print_header(f"演示 3：以 KV 为中心的调度——{SCHED_NODES} 台 prefill 节点，各有 {SCHED_CAPACITY:,} 块的本地"
                  f" LRU 缓存（FAST'25 §4.2 图 5）")
     no_cache, scale = None, 1.0
@@ -459,20 +510,18 @@ def demo3_scheduling(trace, source):
             rate += "——不用缓存就超载（要做的比能做的多，队列越排越长），调度得好不好直接决定 TTFT。"
         else:
             rate += "——不用缓存也做得完，缓存和调度省的是排队和计算。"
-    print_text(f"{source}：{fmt_int(len(tr))} 个请求。{rate}每台节点一次做一个 prefill（FIFO），"
+    print_text(f"{source}：{fmt_int(len(arrival))} 个请求。{rate}每台节点一次做一个 prefill（FIFO），"
                f"命中的 KV 从本机 DRAM 读；全局调度可以把别的节点上更长的前缀经 RDMA（{NIC_GB_PER_S:g} GB/s）拉过来。")
     cap_tokens, cap_bytes = SCHED_CAPACITY * BLOCK_SIZE, SCHED_CAPACITY * BLOCK_BYTES
     print_text(f"本地缓存 {SCHED_CAPACITY:,} 块 × {BLOCK_SIZE} token = {fmt_int(cap_tokens)} token × "
                f"{BLOCK_BYTES / BLOCK_SIZE / 1024:g} KiB = {cap_bytes / 2**40:.2f} TiB（{cap_bytes / 1e12:.2f} TB）"
                f"的 DRAM；{PAPER_LOCAL_DRAM['source']}：本机留约 {PAPER_LOCAL_DRAM['tb']} TB DRAM 做缓存，"
                f"只能存约 {PAPER_LOCAL_DRAM['tokens'] / 1e4:,.0f} 万 token（{LLAMA3_70B.name}）。")
-    total_blocks = sum(len(r.blocks) for r in tr)
+    total_blocks = sum(len(bl) for bl in blocks)
     res = {}
     for s in SCHEDULERS:
-        r = run_prefill(tr, s, SCHED_NODES, SCHED_CAPACITY, scale, seed=SCHED_SEED)
-        busy = sum(prefill_time(LLAMA3_70B, q.input_len, hit_tokens(int(h), q.input_len), LOCAL_DRAM, A800_X8)
-                   for q, h in zip(tr, r["hits"]))
-        busy += r["pulled"].sum() * BLOCK_BYTES / (NIC_GB_PER_S * 1e9)
+        r = run_prefill(arrival, input_len, blocks, s, SCHED_NODES, SCHED_CAPACITY, scale, seed=SCHED_SEED)
+        busy = float(r["service"].sum())                 # 拉 KV + prefill 的 GPU 时间（秒）
         util = None
         if not burst:
             util = busy / (SCHED_NODES * span / scale)
@@ -505,6 +554,10 @@ def observations3(d):
     rnd, lb, loc, glo = (res[s] for s in ("random", "load_balancing", "local_cache", "global_cache"))
     means = [res[s]["mean"] for s in order]
     obs = []
+    if d["nodes"] == 1:
+        obs.append(f"只有 1 台节点：四种调度都只能把请求发给它，平均 TTFT 都是 {means[0]:.2f} s、命中率都是 "
+                   f"{glo['hit']:.0%}；要比较调度，至少要 2 台（试试 SCHED_NODES = 8）。")
+        return obs + [setup_sentence(d)]
     if max(means) - min(means) <= 1e-9 * max(means):
         hits = "、".join(f"{res[s]['hit']:.0%}" for s in order)
         obs.append(f"四种调度的平均 TTFT 都是 {means[0]:.2f} s：在这个 trace 上调度方式没有带来差别"
@@ -537,16 +590,21 @@ def observations3(d):
     if over:
         obs.append(f"{'、'.join(over)}的 GPU 负载超过 100%，超载：要做的 prefill 比 {d['nodes']} 台在这段时间里"
                    "做得完的多，队列越排越长，TTFT 随时间一直增长（trace 越长越糟），平均 TTFT 取决于 trace 有多长。")
+    obs.append(setup_sentence(d))
+    return obs
+
+
+def setup_sentence(d):
+    """演示 3 和 FAST'25 图 5 的实验设置差在哪里（所以只比较顺序和相对大小）。"""
     paper = d["paper_setup"]
     same_nodes = "节点数不同"
     if paper["nodes"] == d["nodes"]:
         same_nodes = "节点数相同"
-    obs.append(f"实验设置和论文不同：论文在 {paper['nodes']} 台 {paper['node']} 上回放 {paper['trace']}"
-               f"（{paper['source']}），本实验是 {d['nodes']} 台 {d['node']}（{same_nodes}），负载是{d['source']}。"
-               "所以比较的是顺序和相对大小，绝对值差很多：论文是真实的 Mooncake 集群（有 batching、"
-               "真实的排队估计误差）；我们是离散事件模拟、每台一次只做一个 prefill、"
-               "排队时间精确已知、RDMA 传输不排队、传输和计算不重叠。")
-    return obs
+    return (f"实验设置和论文不同：论文在 {paper['nodes']} 台 {paper['node']} 上回放 {paper['trace']}"
+            f"（{paper['source']}），本实验是 {d['nodes']} 台 {d['node']}（{same_nodes}），负载是{d['source']}。"
+            "所以比较的是顺序和相对大小，绝对值差很多：论文是真实的 Mooncake 集群（有 batching、"
+            "真实的排队估计误差）；我们是离散事件模拟、每台一次只做一个 prefill、"
+            "排队时间精确已知、RDMA 传输不排队、传输和计算不重叠。")
 
 
 def ranking_sentence(res, order, holds):
@@ -588,14 +646,49 @@ DEMOS = {1: demo1_load_or_recompute, 2: demo2_hot_blocks, 3: demo3_scheduling}
 TRACE_DEMOS = (2, 3)            # 这几个演示要请求 trace（合成的只生成一次，作为参数传给它们）
 
 
+MAX_TOKENS = 1 << 20            # 前缀 / 新算的 token 数的上限：1,048,576（百万 token 级的长上下文）
+MAX_NODES = 4096                # 节点数的上限
+
+
+def all_ints(xs, lo, hi):
+    """xs 是非空的元组或列表，每个元素都是 [lo, hi] 里的整数。"""
+    return isinstance(xs, (tuple, list)) and len(xs) > 0 and all(is_int(x, lo, hi) for x in xs)
+
+
+def check_settings():
+    """上面"学生可以改的设置"：不合理的值在开始时一行拒绝（说清常量、值、允许的范围），退出码 2。"""
+    check_setting("TRACE_SEED", TRACE_SEED, is_int(TRACE_SEED, 0), "非负整数")
+    check_setting("SCHED_SEED", SCHED_SEED, is_int(SCHED_SEED, 0), "非负整数")
+    check_setting("PREFIX", PREFIX, is_int(PREFIX, 1, MAX_TOKENS), f"1 到 {MAX_TOKENS:,} 的整数（token）")
+    check_setting("SUFFIX", SUFFIX, is_int(SUFFIX, 1, MAX_TOKENS),
+                  f"1 到 {MAX_TOKENS:,} 的整数（token；最后一个 token 总要算，所以至少 1）")
+    check_setting("PREFIX_LENS", PREFIX_LENS, all_ints(PREFIX_LENS, 1, MAX_TOKENS),
+                  f"非空的元组，元素是 1 到 {MAX_TOKENS:,} 的整数（token）")
+    check_setting("NET_NODES", NET_NODES, all_ints(NET_NODES, 1, MAX_NODES),
+                  f"非空的元组，元素是 1 到 {MAX_NODES:,} 的整数（节点数）")
+    check_setting("NET_GPU_UTIL", NET_GPU_UTIL, is_number(NET_GPU_UTIL, 0, 1) and NET_GPU_UTIL > 0,
+                  "大于 0、不超过 1 的数（GPU 忙碌的比例）")
+    check_setting("HOT_SHARE", HOT_SHARE, is_number(HOT_SHARE, 0, 1) and HOT_SHARE > 0,
+                  "大于 0、不超过 1 的数（请求的比例）")
+    check_setting("REPLICAS", REPLICAS, all_ints(REPLICAS, 1, max(NET_NODES)),
+                  f"非空的元组，元素是 1 到 {max(NET_NODES)}（NET_NODES 里最大的节点数）的整数")
+    check_setting("SCHED_NODES", SCHED_NODES, is_int(SCHED_NODES, 1, MAX_NODES), f"1 到 {MAX_NODES:,} 的整数")
+    check_setting("SCHED_CAPACITY", SCHED_CAPACITY, is_int(SCHED_CAPACITY, 1), "正整数（块）")
+    check_setting("SCHED_LOAD", SCHED_LOAD, is_number(SCHED_LOAD, 0, 100) and SCHED_LOAD > 0,
+                  "大于 0、不超过 100 的数（不用缓存时的算力需求 / 集群算力）")
+
+
 def run(demos=None, trace=None, source=None):
     """按编号跑演示（默认全部），返回 {编号: 演示返回的 dict}。figures/plot_05.py 也用它拿数字。"""
-    out = {}
+    check_settings()
+    out, cols = {}, None
     for k in demos or sorted(DEMOS):
         if k in TRACE_DEMOS:
             if trace is None:
                 trace, source = make_trace(TRACE_SEED), f"仿 Tool&Agent 的合成 trace（种子 {TRACE_SEED}）"
-            out[k] = DEMOS[k](trace, source)
+            if cols is None:
+                cols = trace_columns(trace)          # 只遍历 trace 一次，两个演示共用这三列
+            out[k] = DEMOS[k](cols, source)
         else:
             out[k] = DEMOS[k]()
     return out

@@ -14,7 +14,8 @@ prefill 时间只有一个公式：kv_store.prefill_time（FAST'25 式 1 + 按�
     >>> round(prefill_time(MODEL, 8192, hit_tokens(0, 8192), LOCAL_DRAM, NODE), 3)   # 从头算 8K token
     0.764
 
-trace 只用到每个请求的 .arrival（秒）、.input_len、.blocks（块 id 序列），以及 len(trace)。
+输入是 trace 的几列（不是 Request 对象）：arrival（到达秒数）、input_len（输入 token 数）、
+blocks（每个请求的块 id 序列）。trace_columns() 从列式的 Trace（kv_trace）一次取出这三列。
 """
 import numpy as np
 
@@ -29,6 +30,17 @@ BLOCK_BYTES = BLOCK_SIZE * MODEL.kv_bytes_per_token()      # 一块 KV：512 × 
 SCHEDULERS = ("random", "load_balancing", "local_cache", "global_cache")
 
 
+def trace_columns(trace):
+    """kv_trace 的列式 Trace → (arrival 列表, input_len 列表, blocks 列表)：模拟要反复走好几遍的三列，
+    一次转成 Python 列表（逐个元素取 numpy 数组很慢）。
+
+    >>> from kv_trace import Request, Trace
+    >>> trace_columns(Trace.from_requests([Request(0.5, 600, 1, (7, 8)), Request(1.0, 100, 2, (9,))]))
+    ([0.5, 1.0], [600, 100], [[7, 8], [9]])
+    """
+    return trace.arrival.tolist(), trace.input_len.tolist(), list(trace.iter_blocks())
+
+
 def hit_tokens(hit_blocks, n_input):
     """命中 hit_blocks 块 → 命中的 token 数；至少留最后一个 token 来算（才能得到第一个输出）。
 
@@ -39,26 +51,26 @@ def hit_tokens(hit_blocks, n_input):
 
 
 # =============================================================================
-def fetch_plan(trace, hit_blocks, n_nodes, hot):
+def fetch_plan(blocks, hit_blocks, n_nodes, hot):
     """请求按轮询分给 n_nodes 台 prefill 节点；没命中的块在执行的节点上算出来，就存在那台的 DRAM
     里（它的"家"，Mooncake 的 KVCache 池）。命中的块要从家里拉。
 
     返回每个请求的 (执行节点, ((家, 块数, 是否热点块), ...))：同一个家、同样冷热的块合成一次传输。
     """
     owner, plan = {}, []
-    for i, (r, h) in enumerate(zip(trace, hit_blocks)):
+    for i, (bl, h) in enumerate(zip(blocks, hit_blocks)):
         dst = i % n_nodes
         groups = {}
-        for b in r.blocks[:h]:
+        for b in bl[:h]:
             key = (owner[b], b in hot)
             groups[key] = groups.get(key, 0) + 1
-        for b in r.blocks[h:]:
+        for b in bl[h:]:
             owner.setdefault(b, dst)
         plan.append((dst, tuple((home, nb, is_hot) for (home, is_hot), nb in groups.items())))
     return plan
 
 
-def nic_fetch(trace, plan, n_nodes, k, rate_scale, nic_gb_per_s=NIC_GB_PER_S):
+def nic_fetch(arrival, plan, n_nodes, k, rate_scale, nic_gb_per_s=NIC_GB_PER_S):
     """每个请求把命中的 KV 块经 RDMA 拉到执行节点；每台节点的出口网卡（合计带宽）是一个 FIFO 队列。
 
     plan：fetch_plan() 的结果；k：每个热点块的副本数（1 = 不复制）。家在 h 的热点块，副本在
@@ -71,10 +83,10 @@ def nic_fetch(trace, plan, n_nodes, k, rate_scale, nic_gb_per_s=NIC_GB_PER_S):
     step = max(1, n_nodes // k)
     free_at = [0.0] * n_nodes
     busy = [0.0] * n_nodes
-    wait = np.zeros(len(trace))
+    wait = np.zeros(len(arrival))
     sent = 0
-    for i, (r, (dst, groups)) in enumerate(zip(trace, plan)):
-        t = r.arrival / rate_scale
+    for i, (t0, (dst, groups)) in enumerate(zip(arrival, plan)):
+        t = t0 / rate_scale
         w = 0.0
         for home, nb, is_hot in groups:
             src = home
@@ -93,12 +105,13 @@ def nic_fetch(trace, plan, n_nodes, k, rate_scale, nic_gb_per_s=NIC_GB_PER_S):
             w = max(w, start - t)
             sent += nb
         wait[i] = w
-    span = max(max(free_at), trace[-1].arrival / rate_scale) - trace[0].arrival / rate_scale
+    span = max(max(free_at), arrival[-1] / rate_scale) - arrival[0] / rate_scale
     return dict(wait=wait, busy=np.array(busy), span=span, blocks_sent=sent)
 
 
 # =============================================================================
-def run_prefill(trace, scheduler, n_nodes, capacity, rate_scale, seed=0, rdma_gb_per_s=NIC_GB_PER_S):
+def run_prefill(arrival, input_len, blocks, scheduler, n_nodes, capacity, rate_scale, seed=0,
+                rdma_gb_per_s=NIC_GB_PER_S):
     """M = n_nodes 个 prefill 实例（各一台 8×A800），各有容量 capacity 块的本地 LRU 前缀缓存。
 
     每个实例一次做一个 prefill（FIFO，不做 batching）。服务时间 = 从别的节点拉 KV 的时间（只有
@@ -110,30 +123,32 @@ def run_prefill(trace, scheduler, n_nodes, capacity, rate_scale, seed=0, rdma_gb
     - global_cache（Conductor）：还考虑把别的节点上更长的前缀经 RDMA 拉过来：
       估计 TTFT = 排队 + 传输缺的那几块 + 用更长的命中算 prefill，和不拉的方案比，取最小。
 
-    返回 dict：每个请求的 TTFT、命中块数、拉取的块数、去了哪台。
+    返回 dict：每个请求的 TTFT、命中块数、拉取的块数、去了哪台、服务时间（拉 KV + prefill，秒）。
     """
     if scheduler not in SCHEDULERS:
         raise ValueError(f"未知的调度器 {scheduler!r}；可选：{', '.join(SCHEDULERS)}")
     caches = [LRUCache(capacity) for _ in range(n_nodes)]
     free_at = [0.0] * n_nodes
     rng = np.random.default_rng(seed)
-    picks = rng.integers(0, n_nodes, len(trace))
+    n = len(arrival)
+    picks = rng.integers(0, n_nodes, n).tolist()
     per_block = BLOCK_BYTES / (rdma_gb_per_s * 1e9)
-    n = len(trace)
-    ttft, hits, pulled, where = np.zeros(n), np.zeros(n, np.int64), np.zeros(n, np.int64), np.zeros(n, np.int64)
+    ttft, service = np.zeros(n), np.zeros(n)
+    hits, pulled, where = np.zeros(n, np.int64), np.zeros(n, np.int64), np.zeros(n, np.int64)
     nodes = range(n_nodes)
-    for i, r in enumerate(trace):
-        t = r.arrival / rate_scale
-        blocks, n_in = r.blocks, r.input_len
+    for i, (t0, n_in, bl) in enumerate(zip(arrival, input_len, blocks)):
+        t = t0 / rate_scale
         xfer = 0
         if scheduler == "random":
-            j = int(picks[i])
-            h = caches[j].match(blocks)
+            j = picks[i]
+            h = caches[j].match(bl)
+            pf_h = prefill_time(MODEL, n_in, hit_tokens(h, n_in), LOCAL_DRAM, NODE)
         elif scheduler == "load_balancing":
             j = min(nodes, key=free_at.__getitem__)
-            h = caches[j].match(blocks)
+            h = caches[j].match(bl)
+            pf_h = prefill_time(MODEL, n_in, hit_tokens(h, n_in), LOCAL_DRAM, NODE)
         else:
-            local = [c.match(blocks) for c in caches]
+            local = [c.match(bl) for c in caches]
             best_h = max(local)
             pf = {hh: prefill_time(MODEL, n_in, hit_tokens(hh, n_in), LOCAL_DRAM, NODE)
                   for hh in set(local)}                                             # 不同的命中数只算一次
@@ -148,8 +163,10 @@ def run_prefill(trace, scheduler, n_nodes, capacity, rate_scale, seed=0, rdma_gb
                     if best is None or est < best[0]:
                         best = (est, hh, xx, jj)
             _, h, xfer, j = best
+            pf_h = pf[h]
         start = max(t, free_at[j])
-        free_at[j] = start + xfer * per_block + prefill_time(MODEL, n_in, hit_tokens(h, n_in), LOCAL_DRAM, NODE)
-        caches[j].insert(blocks)
+        free_at[j] = start + xfer * per_block + pf_h
+        service[i] = xfer * per_block + pf_h
+        caches[j].insert(bl)
         ttft[i], hits[i], pulled[i], where[i] = free_at[j] - t, h, xfer, j
-    return dict(ttft=ttft, hits=hits, pulled=pulled, where=where)
+    return dict(ttft=ttft, hits=hits, pulled=pulled, where=where, service=service)

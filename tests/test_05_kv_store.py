@@ -15,8 +15,9 @@ from conftest import LECTURE, ROOT, load_script
 from rich.cells import cell_len
 
 import kv_cluster
-from kv_cluster import BLOCK_BYTES, LOCAL_DRAM, fetch_plan, hit_tokens, nic_fetch, run_prefill
+from kv_cluster import BLOCK_BYTES, LOCAL_DRAM, fetch_plan, hit_tokens, nic_fetch, run_prefill, trace_columns
 from kv_store import A800_X8, LLAMA2_70B, TIERS, Request, load_time, prefill_compute_time, prefill_time
+from kv_trace import Trace
 
 m = load_script("05_kv_store")
 SCRIPT = os.path.join(LECTURE, "05_kv_store.py")
@@ -135,7 +136,7 @@ def test_demo2_replication_reduces_queueing(d2):
     loads = [by_k[k]["hot_load"] for k in m.REPLICAS]
     assert all(a >= b for a, b in zip(means, means[1:])) and means[0] > 100 * means[1]
     assert all(a > b for a, b in zip(loads, loads[1:]))
-    assert d2["first_k_ok"] == 2 and loads[1] <= 1 < loads[0]
+    assert d2["ok_replicas"][0] == 2 and loads[1] <= 1 < loads[0]
     for n in m.NET_NODES:
         assert d2["by_n"][n]["k4"]["mean"] < d2["by_n"][n]["k1"]["mean"]
 
@@ -214,7 +215,7 @@ def test_observation_functions_fit_on_a_screen():
 
 def test_cluster_prefill_time_is_kv_store_prefill_time():
     tr = [Request(0.0, 5000, 1, tuple(range(10)))]
-    r = run_prefill(tr, "load_balancing", 1, 10, 1.0)
+    r = run_prefill(*trace_columns(Trace.from_requests(tr)), "load_balancing", 1, 10, 1.0)
     assert r["ttft"][0] == prefill_time(LLAMA2_70B, 5000, 0, TIERS[1], A800_X8)
 
 
@@ -230,7 +231,8 @@ def _tiny_trace():
 
 def test_nic_fetch_fifo_by_hand():
     tr, hits = _tiny_trace()
-    res = nic_fetch(tr, fetch_plan(tr, hits, 2, hot=set()), 2, 1, rate_scale=1.0)
+    arrival, _, blocks = trace_columns(Trace.from_requests(tr))
+    res = nic_fetch(arrival, fetch_plan(blocks, hits, 2, hot=set()), 2, 1, rate_scale=1.0)
     # r1 从节点 0 拉 2 块（不等）；r2 在节点 0，本机有；r3 从节点 0 拉 1 块，要等 r1 的 2 块传完
     assert res["wait"] == pytest.approx([0, 0, 0, 2 * P])
     assert res["blocks_sent"] == 3 and res["busy"] == pytest.approx([3 * P, 0])
@@ -238,7 +240,8 @@ def test_nic_fetch_fifo_by_hand():
 
 def test_nic_fetch_replica_on_destination_skips_network():
     tr, hits = _tiny_trace()
-    res = nic_fetch(tr, fetch_plan(tr, hits, 2, hot={1}), 2, 2, rate_scale=1.0)
+    arrival, _, blocks = trace_columns(Trace.from_requests(tr))
+    res = nic_fetch(arrival, fetch_plan(blocks, hits, 2, hot={1}), 2, 2, rate_scale=1.0)
     # 块 1 在两台都有副本：r1 只拉块 2（1 块），r3 什么也不拉
     assert res["wait"] == pytest.approx([0, 0, 0, 0])
     assert res["blocks_sent"] == 1
@@ -246,7 +249,7 @@ def test_nic_fetch_replica_on_destination_skips_network():
 
 def test_run_prefill_global_pulls_to_idle_node():
     tr = [Request(0.0, 1024, 1, (1, 2)), Request(0.0, 1024, 1, (1, 3))]
-    r = run_prefill(tr, "global_cache", n_nodes=2, capacity=10, rate_scale=1.0)
+    r = run_prefill(*trace_columns(Trace.from_requests(tr)), "global_cache", n_nodes=2, capacity=10, rate_scale=1.0)
     # 节点 0 在忙且有块 1；节点 1 空闲：拉 1 块再算，比排队或从头算都快
     assert list(r["where"]) == [0, 1] and list(r["pulled"]) == [0, 1] and list(r["hits"]) == [0, 1]
     assert r["ttft"][0] == pytest.approx(prefill_s(1024, 0))
@@ -255,15 +258,15 @@ def test_run_prefill_global_pulls_to_idle_node():
 
 def test_run_prefill_load_balancing_and_local():
     tr = [Request(0.0, 1024, 1, (1, 2)), Request(0.0, 1024, 1, (1, 3))]
-    lb = run_prefill(tr, "load_balancing", 2, 10, 1.0)
+    lb = run_prefill(*trace_columns(Trace.from_requests(tr)), "load_balancing", 2, 10, 1.0)
     assert list(lb["where"]) == [0, 1] and list(lb["hits"]) == [0, 0]
-    loc = run_prefill(tr, "local_cache", 2, 10, 1.0)
+    loc = run_prefill(*trace_columns(Trace.from_requests(tr)), "local_cache", 2, 10, 1.0)
     assert list(loc["where"]) == [0, 1] and list(loc["pulled"]) == [0, 0]   # 排队比从头算还贵
 
 
 def test_run_prefill_rejects_unknown_scheduler():
     with pytest.raises(ValueError, match="未知的调度器"):
-        run_prefill([], "fastest", 2, 10, 1.0)
+        run_prefill([], [], [], "fastest", 2, 10, 1.0)
 
 
 def test_kv_cluster_doctests():

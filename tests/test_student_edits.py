@@ -249,7 +249,41 @@ EDITS_03 = [
 EDITS_04 = []
 
 # ---- 05_kv_store
-EDITS_05 = []
+S05 = "05_kv_store"
+EDITS_05 = [
+    Edit(S05, "PREFIX", "4096", 1,
+         says("4,096 token 的 KV = 4,096 × 320 KiB = 1.25 GiB", "SSD 读 195 ms 长于计算",
+              "论文的 8,192 token 前缀算", "与论文的 6 GB/s、19 GB/s 一致"),
+         "试一试 1：PREFIX 不在 PREFIX_LENS 里也能跑（以前 KeyError）；和论文的比较仍按论文的 8,192"),
+    Edit(S05, "PREFIX", "131072", 1,
+         says("读 131,072 token 的 KV 比重算快的层级：HBM、本机 DRAM、远端 DRAM、SSD（共 4/4 个）"),
+         "128K 前缀：每一层都比重算快"),
+    Edit(S05, "PREFIX_LENS", "(1000,)", 1,
+         says("PREFIX_LENS 只有一个长度", "1,000 token 的前缀要 4.06 GB/s", absent=("前缀越长门槛越低",)),
+         "一个长度：不说'越长越低'；不是 1024 倍数的长度照原样写"),
+    Edit(S05, "SUFFIX", "0", 1, refused("SUFFIX"), "最后一个 token 总要算"),
+    Edit(S05, "PREFIX_LENS", "()", 1, refused("PREFIX_LENS")),
+    Edit(S05, "REPLICAS", "(1,)", 2,
+         says("REPLICAS 里没有大于 1 的副本数", absent=("把热点块复制",)),
+         "只有 k = 1（以前 IndexError）"),
+    Edit(S05, "NET_NODES", "(16, 32, 64, 128, 256)", 2,
+         says("128、256 个节点时最忙的网卡超过 100%，超载", "最忙网卡的负载从 303% 降到 152%", "副本数 ≥ 4 时不再超载"),
+         "试一试 2：256 个节点要复制 4 份才不超载；句子里的数 = 表里的数"),
+    Edit(S05, "REPLICAS", "(1, 512)", 2, refused("REPLICAS"), "副本数超过节点数"),
+    Edit(S05, "NET_GPU_UTIL", "1.5", 2, refused("NET_GPU_UTIL")),
+    Edit(S05, "SCHED_CAPACITY", "600", 3,
+         says("本地缓存 600 块 × 512 token = 307,200 token", "命中率升到 37%（本地）和 39%（全局）",
+              "平均 TTFT 比只看本地低 11%"),
+         "试一试 3：本地缓存小了，全局调度比本地好 11%（默认 15%）"),
+    Edit(S05, "SCHED_LOAD", "0.7", 3,
+         says("不用缓存也做得完", "TTFT 是负载均衡的 2.3 倍", absent=("超载：",)),
+         "试一试 4：负载 70% 时随机调度是负载均衡的 2.3 倍（默认 4.8 倍）"),
+    Edit(S05, "SCHED_NODES", "1", 3,
+         says("只有 1 台节点：四种调度都只能把请求发给它", absent=("与论文图 5 的顺序",)),
+         "一台节点：调度无从选择，不和论文比顺序"),
+    Edit(S05, "SCHED_LOAD", "0", 3, refused("SCHED_LOAD")),
+    Edit(S05, "PREFIX", "4096.0", 1, refused("PREFIX"), "token 数要是整数"),
+]
 
 EDITS = EDITS_01 + EDITS_02 + EDITS_03 + EDITS_04 + EDITS_05
 
