@@ -9,8 +9,6 @@ trace 可以是 Trace（kv_trace 的列式存储），也可以是块序列的�
     （第 3 个请求挤掉了最旧的子块 2，父块 1 还在：第 4 个请求只命中 1 块。）
     >>> simulate(blocks, None, "lfu").tolist()    # 无限容量：任何策略都一样
     [0, 2, 0, 2]
-    >>> lru_hits(blocks, (1, 2)).keys(), lru_hits(blocks, (1, 2))[1].tolist()   # LRU：一遍算出所有容量
-    (dict_keys([1, 2]), [0, 1, 0, 0])
 
 "min"：Belady 的 MIN（离线最优，要预知未来，真实系统做不到），见 min_hits。它数的是逐块命中
 （请求的块只要在缓存里就算，不要求从开头连续），这是任何策略前缀命中的上界：
@@ -25,7 +23,7 @@ from collections import OrderedDict
 
 import numpy as np
 
-from kv_cache_policies import CACHE_POLICIES, check_policy_args, make_cache  # noqa: F401
+from kv_cache_policies import CACHE_POLICIES, MAX_RANK, LFUCache, check_policy_args, make_cache  # noqa: F401
 from kv_trace import CHUNK, iter_block_lists
 
 
@@ -54,11 +52,11 @@ def dense_ids(ids):
     return inv.astype(np.int64), len(uniq)
 
 
-def _chunks(offsets, chunk=CHUNK):
-    """把请求按 chunk 个一段切开：(a, b, lo, hi, seg)，请求 a..b-1 的块在 [lo, hi)，seg 是每次访问的段内请求号。"""
+def _chunks(offsets):
+    """把请求按 CHUNK 个一段切开：(a, b, lo, hi, seg)，请求 a..b-1 的块在 [lo, hi)，seg 是每次访问的段内请求号。"""
     n = len(offsets) - 1
-    for a in range(0, n, chunk):
-        b = min(n, a + chunk)
+    for a in range(0, n, CHUNK):
+        b = min(n, a + CHUNK)
         lo, hi = int(offsets[a]), int(offsets[b])
         seg = np.repeat(np.arange(b - a, dtype=np.int64), np.diff(offsets[a:b + 1]))
         yield a, b, lo, hi, seg
@@ -105,55 +103,6 @@ def infinite_hits(trace, per_block=False):
     return hits
 
 
-# ---------------------------------------------------------------- LRU：一遍算出所有容量
-def lru_hits(trace, capacities):
-    """LRU 在每个容量下每个请求的前缀命中块数：{容量: (n,)}，只走一遍 trace（Mattson 等 1970 的栈算法）。
-
-    LRU 是"栈算法"：容量 c 的缓存 = 按最近使用排好的栈的前 c 个（本实现从尾到头碰块、整个请求放完再淘汰，
-    仍然如此）。所以只要知道每次访问时这块在栈里的深度 d，就知道它在哪些容量下命中（d < c）。
-    这里不求精确深度，只求它落在哪一"段"：按容量从小到大把栈切成几段（每段一个 OrderedDict，
-    从旧到新），块被碰到时移到第 0 段的最新端，上面每一段溢出的最旧一块落进下一段。
-    每次访问的代价是它跨过的段数（≤ 容量个数），和容量大小无关。
-    """
-    caps = sorted({int(c) for c in capacities})
-    if not caps:
-        return {}
-    ids, offsets = columns(trace)
-    dense, n_ids = dense_ids(ids)
-    m = len(caps)
-    sizes = [caps[0]] + [caps[k] - caps[k - 1] for k in range(1, m)]
-    new = m + 1                                   # 段号：0..m-1 在某个容量内，m 在所有容量外，m+1 = 从没出现过
-    zone = bytearray([new]) * n_ids
-    zones = [OrderedDict() for _ in range(m)]
-    top = zones[0]
-    hits = np.zeros((m, len(offsets) - 1), dtype=np.int32)
-    for a, b, lo, hi, seg in _chunks(offsets):
-        seen = bytearray(hi - lo)                 # 每次访问时它在哪一段（请求开始时查，先于放入）
-        p = 0
-        for blocks in iter_block_lists(dense[lo:hi], offsets[a:b + 1] - lo, b - a):
-            seen[p:p + len(blocks)] = bytes(map(zone.__getitem__, blocks))
-            p += len(blocks)
-            for x in reversed(blocks):            # 从尾到头碰：父块最新
-                z = zone[x]
-                if z == 0:
-                    top.move_to_end(x)
-                    continue
-                if z < m:
-                    del zones[z][x]
-                top[x] = None
-                zone[x] = 0
-                k = 0
-                while k < m and k < z and len(zones[k]) > sizes[k]:   # 逐段往下挤一块
-                    y = zones[k].popitem(last=False)[0]
-                    if k + 1 < m:
-                        zones[k + 1][y] = None
-                    zone[y] = k + 1
-                    k += 1
-        levels = np.frombuffer(bytes(seen), dtype=np.uint8).astype(np.int64)
-        hits[:, a:b] = _prefix_counts(levels, seg, b - a, m + 2)[:, :m].T
-    return {c: hits[k] for k, c in enumerate(caps)}
-
-
 # ---------------------------------------------------------------- 通用：一个容量、一个策略
 def simulate(trace, capacity, policy, per_block=False, prep=None):
     """按到达顺序跑一遍：每个请求先 match 再 insert。返回每个请求的前缀命中块数 (n_requests,)。
@@ -167,14 +116,87 @@ def simulate(trace, capacity, policy, per_block=False, prep=None):
     if capacity is None:
         return infinite_hits(trace, per_block)
     ids, offsets = columns(trace)
+    cls = CACHE_POLICIES[policy]
+    if not per_block and _is_plain_lfu(cls) and not has_repeats(ids, offsets):
+        return lfu_family_hits(trace, capacity, cls)
     cache = make_cache(capacity, policy)
     match, insert = cache.match, cache.insert
     if per_block:
         match = cache.count
     hits = np.zeros(len(offsets) - 1, dtype=np.int32)
-    for i, blocks in enumerate(iter_block_lists(ids, offsets)):
+    for i, blocks in enumerate(iter_block_lists(ids, offsets, CHUNK)):
         hits[i] = match(blocks)
         insert(blocks)
+    return hits
+
+
+# ---------------------------------------------------------------- LFU 类：次数 ≥ 2 的块永远不会被淘汰
+def _is_plain_lfu(cls):
+    """cls 是 LFUCache 或只改了 rank（次数相同时谁先走）的子类：可以用 lfu_family_hits。"""
+    return (issubclass(cls, LFUCache) and cls.insert is LFUCache.insert and cls.touch is LFUCache.touch
+            and cls.evict is LFUCache.evict)
+
+
+def has_repeats(ids, offsets):
+    """有没有哪个请求里同一个块出现了不止一次（真实 trace 和合成 trace 都没有；kv_trace_io 会报错）。"""
+    for a, b, lo, hi, seg in _chunks(offsets):
+        x = ids[lo:hi]
+        order = np.lexsort((x, seg))
+        xs, ss = x[order], seg[order]
+        if ((xs[1:] == xs[:-1]) & (ss[1:] == ss[:-1])).any():
+            return True
+    return False
+
+
+def lfu_family_hits(trace, capacity, cls=LFUCache):
+    """LFU 类策略（键 = (次数, rank(位置), 时刻)，最小的先走）的前缀命中，和逐块模拟 cls 完全相同，但快。
+
+    关键性质：被淘汰的总是"次数 = 1"的块。一个请求放进来以后超出容量的块数 ≤ 它带来的新块数，
+    而新块的次数都是 1、比任何次数 ≥ 2 的块都小（要求同一请求里没有重复的块）。所以一块只要在缓存里
+    被命中过一次（次数变成 2），就永远留在缓存里（hot）；其余"次数 = 1"的块按 (rank, 时刻) 排队，
+    同一个 rank 内先进先出（一个 OrderedDict），淘汰时从最小的非空 rank 取最早进来的。
+    hot 里的块再被访问什么都不用做——大缓存里大部分命中都是这种。
+    """
+    ids, offsets = columns(trace)
+    rank = [cls.rank(None, p) for p in range(MAX_RANK + 1)]
+    hot = set()                 # 次数 ≥ 2：永远不走
+    where = {}                  # 次数 = 1 的块 → 它排在哪个 rank 的队里
+    queues = {}                 # rank → OrderedDict（按进来的先后）
+    ranks = []                  # 可能非空的 rank（最小堆，惰性删除）
+    push, pop = heapq.heappush, heapq.heappop
+    hits = np.zeros(len(offsets) - 1, dtype=np.int32)
+    for i, blocks in enumerate(iter_block_lists(ids, offsets, CHUNK)):
+        h = 0
+        for b in blocks:
+            if b not in hot and b not in where:
+                break
+            h += 1
+        hits[i] = h
+        for pos in range(len(blocks) - 1, -1, -1):       # 从尾到头，和 LFUCache.insert 一样
+            b = blocks[pos]
+            if b in hot:
+                continue
+            r = where.pop(b, None)
+            if r is not None:                            # 次数 1 → 2：进 hot
+                del queues[r][b]
+                hot.add(b)
+                continue
+            r = rank[min(pos, MAX_RANK)]
+            q = queues.get(r)
+            if q is None:
+                q = queues[r] = OrderedDict()
+            if not q:
+                push(ranks, r)
+            q[b] = None
+            where[b] = r
+        excess = len(hot) + len(where) - capacity
+        while excess > 0:
+            q = queues[ranks[0]]
+            if not q:
+                pop(ranks)
+                continue
+            del where[q.popitem(last=False)[0]]
+            excess -= 1
     return hits
 
 
@@ -210,6 +232,20 @@ def next_use(trace):
     return nxt
 
 
+def max_live(nxt, offsets):
+    """放完每个请求以后，"以后还会用到"的块最多有几个（MIN 的缓存里只放这种块）。
+
+    第 p 次访问（请求 i，下一次在请求 nxt[p]）让这块在请求 i..nxt[p]-1 之后都"活着"。
+    """
+    n = len(offsets) - 1
+    diff = np.zeros(n + 1, dtype=np.int64)
+    for a, b, lo, hi, seg in _chunks(offsets):
+        req, nu = seg + a, nxt[lo:hi]
+        keep = (nu > req) & (nu < n)                 # 再也不用的不留；同一请求里重复出现的，由最后一次负责
+        diff += np.bincount(req[keep], minlength=n + 1) - np.bincount(nu[keep], minlength=n + 1)
+    return int(np.cumsum(diff)[:n].max(initial=0))
+
+
 def min_hits(trace, capacity, prep=None):
     """Belady 的 MIN：每个请求数逐块命中，再把这个请求的块放进缓存；超出容量时淘汰"下一次用到最晚"的块
     （再也不用的块直接不留）。这是逐块命中的最优解，所以也是任何策略前缀命中的上界。
@@ -227,6 +263,8 @@ def min_hits(trace, capacity, prep=None):
     if nxt is None:
         nxt = next_use(trace)
     cap = int(capacity)
+    if cap >= max_live(nxt, offsets):       # 有后续访问的块从来没有超过 cap 个：什么都不用淘汰
+        return infinite_hits(trace, per_block=True)
     cache, heap = {}, []
     get, push, pop = cache.get, heapq.heappush, heapq.heappop
     hits = np.zeros(n, dtype=np.int32)
@@ -263,25 +301,25 @@ _SHARED = None   # fork 出的子进程直接继承这份数据（trace 的两�
 def _run(task):
     p, c = task
     trace, prep = _SHARED
-    if p == "lru":
-        return list(lru_hits(trace, c).items())
-    return [(c, simulate(trace, c, p, prep=prep))]
+    return simulate(trace, c, p, prep=prep)
 
 
 def _cost(task):
-    """粗略的相对耗时（先派最慢的，两个核的负载更均衡）。"""
+    """粗略的相对耗时（先派最慢的，两个核的负载更均衡；在 Mooncake 的两个 trace 上量过）。"""
     p, c = task
     if p == "lru":
-        return 3.0
-    if p == "min":
         return 1.0
-    return 2.0 + c / 100_000
+    if p == "min":
+        return 2.0 - c / 10_000           # 容量越小越慢；容量大到装得下所有"活着"的块时几乎不花时间
+    if _is_plain_lfu(CACHE_POLICIES[p]):
+        return 3.0
+    return 2.5
 
 
 def sweep(trace, capacities, policies, workers=None):
     """{(policy, capacity): 每个请求的命中块数}。各格互相独立，分给多个进程并行算。
 
-    无限容量用闭式解（在线策略都相同；"min" 的是逐块命中）；LRU 的全部有限容量一遍算完（lru_hits）。
+    无限容量用闭式解（在线策略都相同；"min" 的是逐块命中）。
     workers=None：用本机可用的核数（最多 4 个）。
     """
     global _SHARED
@@ -296,9 +334,7 @@ def sweep(trace, capacities, policies, workers=None):
         out.update({(p, None): inf for p in policies if p != "min"})
         if "min" in policies:
             out[("min", None)] = infinite_hits(_Columns(cols), per_block=True)
-    tasks = [(p, c) for p in policies if p != "lru" for c in finite]
-    if "lru" in policies and finite:
-        tasks.append(("lru", finite))
+    tasks = [(p, c) for p in policies for c in finite]
     prep = None
     if "min" in policies and finite:
         prep = next_use(_Columns(cols))
@@ -315,9 +351,8 @@ def sweep(trace, capacities, policies, workers=None):
             results = [_run(t) for t in tasks]
     finally:
         _SHARED = None
-    for (p, _), pairs in zip(tasks, results):
-        for c, hits in pairs:
-            out[(p, c)] = hits
+    for task, hits in zip(tasks, results):
+        out[task] = hits
     return out
 
 

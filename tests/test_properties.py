@@ -4,7 +4,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kv_cache_policies import CACHE_POLICIES, BlockCache, make_cache
-from kv_cache_sim import infinite_hits, lru_hits, simulate
+from kv_cache_sim import has_repeats, infinite_hits, lfu_family_hits, max_live, min_hits, next_use, simulate
 from paged_kv import BlockPool, PagedSequence, paged_step
 from lab_common.transformer_lab import TINY, config_like, forward, init_params
 
@@ -134,15 +134,6 @@ def test_lru_prefix_hits_equal_per_block_hits(blocks, cap):
 
 
 @FAST
-@given(blocks=st.one_of(TRACES, RANDOM), caps=st.lists(st.integers(1, 12), min_size=1, max_size=4))
-def test_lru_one_pass_equals_one_simulation_per_capacity(blocks, caps):
-    """lru_hits（一遍、按段挪块）和每个容量单独跑 LRUCache 逐请求相同。"""
-    out = lru_hits(blocks, caps)
-    for c in caps:
-        assert out[c].tolist() == simulate(blocks, c, "lru").tolist()
-
-
-@FAST
 @given(blocks=st.one_of(TRACES, RANDOM))
 def test_infinite_closed_form_equals_simulation(blocks):
     """无限容量的闭式解 = 容量大到不淘汰时的模拟（前缀命中和逐块命中都是）。"""
@@ -163,3 +154,44 @@ def test_fast_insert_equals_touch_and_evict(blocks, cap):
             fast.insert(b)
             BlockCache.insert(slow, b)
             assert set(fast.entries) == set(slow.entries)
+
+
+def class_sim(blocks, cap, policy):
+    """最直白的模拟：每个请求先 match 再 insert（用策略类本身）。"""
+    c = make_cache(cap, policy)
+    out = []
+    for b in blocks:
+        out.append(c.match(b))
+        c.insert(b)
+    return out
+
+
+@FAST
+@given(blocks=st.one_of(TRACES, RANDOM), cap=st.integers(1, 12))
+def test_lfu_family_shortcut_equals_class(blocks, cap):
+    """lfu_family_hits（"次数 ≥ 2 的块永不淘汰"）和 LFU / LengthAware / 对照组的类逐请求相同。"""
+    for p in ("lfu", "lengthaware", "lengthaware_early"):
+        assert lfu_family_hits(blocks, cap, CACHE_POLICIES[p]).tolist() == class_sim(blocks, cap, p)
+        assert simulate(blocks, cap, p).tolist() == class_sim(blocks, cap, p)
+
+
+@FAST
+@given(blocks=st.one_of(TRACES, RANDOM), cap=st.integers(1, 12))
+def test_min_shortcut_when_everything_live_fits(blocks, cap):
+    """容量 ≥ max_live 时 MIN 什么都不用淘汰：等于无限容量的逐块命中；小于时也不会超过它。"""
+    live = max_live(next_use(blocks), columns_offsets(blocks))
+    hits = min_hits(blocks, cap)
+    if cap >= live:
+        assert hits.tolist() == infinite_hits(blocks, per_block=True).tolist()
+    assert (hits <= infinite_hits(blocks, per_block=True)).all()
+    if live > 0:
+        assert min_hits(blocks, live).tolist() == infinite_hits(blocks, per_block=True).tolist()
+
+
+def columns_offsets(blocks):
+    return np.concatenate([[0], np.cumsum([len(b) for b in blocks])])
+
+
+def test_has_repeats():
+    assert not has_repeats(np.array([1, 2, 1]), np.array([0, 2, 3]))
+    assert has_repeats(np.array([1, 2, 1]), np.array([0, 3]))
