@@ -21,7 +21,6 @@
 """
 import os
 import sys
-from collections import Counter
 
 import numpy as np
 
@@ -30,6 +29,7 @@ from lab_common.console import ArgParser, fail, fmt_int, print_header, print_obs
 from kv_store import BLOCK as TRACE_BLOCK_SIZE  # noqa: E402  Mooncake trace 的块大小：512 token
 from kv_store import (A800_X8, LLAMA2_70B, LLAMA3_70B, POLICY_NAMES, TIERS, TraceError, block_hashes,  # noqa: E402
                       load_trace, make_trace, prefill_compute_time, prefill_time, sweep)
+from kv_cache_policies import CACHE_POLICIES, LENGTHAWARE_DEFINITION, LENGTHAWARE_SOURCE  # noqa: E402
 from paged_kv import BlockPool, PagedSequence, n_blocks, paged_step  # noqa: E402
 from lab_common.transformer_lab import TINY, KVCache, config_like, forward, init_params  # noqa: E402
 
@@ -42,7 +42,10 @@ FEW_SHOT = (("1-shot", 80), ("5-shot", 341))   # 演示 2 的前缀：(名字, t
 SUFFIX_LEN = (10, 30)               # 演示 2：每个请求自己的后缀长度，在 [10, 30) 里均匀随机（token）
 BLOCK_SIZE = 16                     # 演示 2 的块大小（token；vLLM 默认 16）
 CAPACITIES = (None, 100_000, 50_000, 30_000, 10_000, 3_000, 1_000)   # 演示 3 的缓存容量（块）；None = 无限
-POLICIES = ("lru", "lfu", "lengthaware")
+POLICIES = ("lru", "lfu", "lengthaware")   # 演示 3 比较的策略（Mooncake arXiv v3 表 1 的三种）；可选的见
+                                          # kv_cache_policies.CACHE_POLICIES（还有 "s3fifo"，以及你自己注册的）
+CONTRAST = "lengthaware_early"      # 演示 3 的对照行：LengthAware 的另一种读法（次数相同时先淘汰靠前的块）
+CONTRAST_CAPS = (10_000,)           # 对照行算哪几个容量（每格约 0.3 秒，默认只算一格）；() = 不要对照行
 BOUND = "min"                       # 演示 3 的上界：Belady 的 MIN（离线最优，逐块命中）
 HOT_ACCESSES = 1_000                # 演示 3：最热的块至少被访问这么多次，才说"有特别热的块"
 DEMO4_CAPS = (None, 10_000, 1_000)  # 演示 4 比较的缓存容量（块）；None = 无限
@@ -55,7 +58,6 @@ PAPER_TABLE1 = {   # Mooncake arXiv 2407.00079v3 表 1，容量 Inf/100000/50000
     "lfu": {None: 0.51, 100_000: 0.51, 50_000: 0.49, 30_000: 0.43, 10_000: 0.35, 1_000: 0.30},
     "lengthaware": {None: 0.51, 100_000: 0.50, 50_000: 0.48, 30_000: 0.42, 10_000: 0.35, 1_000: 0.30},
 }
-LENGTHAWARE_PAPER = "similar to LFU but prioritizing cache blocks occurring later in requests"   # arXiv v3 §4
 # Mooncake 公开的 trace 都在 GitHub 仓库 kvcache-ai/Mooncake 的 FAST25-release/ 下。两篇论文用的不是同一个：
 # arXiv v3（§4、表 1）用的是 arxiv-trace/mooncake_trace.jsonl；FAST'25（表 2）用的是 traces/ 下的三个。
 PAPER_TRACES = [   # (名字, 请求数, 时长（分钟）, 平均输入, 平均输出, 无限容量命中率, 出处)
@@ -269,25 +271,35 @@ def trace_sweep(trace, trace_path=None, block_size=TRACE_BLOCK_SIZE, capacities=
 
     main() 算一次，再当参数传给演示 3 和演示 4；单独调用某个演示时，它自己算一份。
     """
-    swept = tuple(capacities) + tuple(c for c in DEMO4_CAPS if c not in capacities)   # 演示 4 要的容量也算上
-    hits = sweep([r.blocks for r in trace], swept, POLICIES + (BOUND,))
-    return dict(trace=trace, hits=hits, path=trace_path, block_size=block_size, capacities=tuple(capacities))
+    swept = tuple(capacities) + tuple(c for c in (None,) + DEMO4_CAPS if c not in capacities)   # 无限、演示 4 的也算上
+    hits = sweep(trace, swept, POLICIES + (BOUND,))
+    contrast = ()
+    if CONTRAST_CAPS and CONTRAST not in POLICIES:      # 对照行只算 CONTRAST_CAPS 这几格
+        hits.update(sweep(trace, CONTRAST_CAPS, (CONTRAST,)))
+        contrast = tuple(c for c in capacities if c in CONTRAST_CAPS)
+    return dict(trace=trace, hits=hits, path=trace_path, block_size=block_size, capacities=tuple(capacities),
+                contrast_caps=contrast)
 
 
 def trace_stats(tr):
-    """trace 的统计量：请求数、时长、平均输入输出、块的热度（counts：每个块的访问次数，从多到少）。"""
-    cnt = Counter(b for r in tr for b in r.blocks)
-    v = np.sort(np.fromiter(cnt.values(), dtype=np.int64, count=len(cnt)))[::-1]
+    """trace 的统计量：请求数、时长、平均输入输出、块的热度（counts：每个块的访问次数，从多到少）。
+
+    tr 是列式的 Trace（kv_trace.py）：直接对整列算，不逐个请求循环。
+    """
+    v = np.sort(tr.block_counts())[::-1]
     total = int(v.sum())
-    return dict(n=len(tr), minutes=(tr[-1].arrival - tr[0].arrival) / 60,
-                mean_in=float(np.mean([r.input_len for r in tr])),
-                mean_out=float(np.mean([r.output_len for r in tr])),
-                total_blocks=total, distinct=len(cnt), once=float(np.mean(v == 1)), hottest=int(v[0]),
-                top1pct=float(v[:max(1, len(v) // 100)].sum() / total), inf_ratio=1 - len(cnt) / total,
+    return dict(n=len(tr), minutes=float(tr.arrival[-1] - tr.arrival[0]) / 60,
+                mean_in=float(np.mean(tr.input_len)), mean_out=float(np.mean(tr.output_len)),
+                total_blocks=total, distinct=len(v), once=float(np.mean(v == 1)), hottest=int(v[0]),
+                top1pct=float(v[:max(1, len(v) // 100)].sum() / total), inf_ratio=1 - len(v) / total,
                 counts=v)
 
 
-SHORT = {"lru": "LRU", "lfu": "LFU", "lengthaware": "LengthAware", "min": "MIN"}   # 表格里的短名字
+def _short(policy):
+    """表格里的短名字（策略类的 SHORT；"min" 是 MIN）。"""
+    if policy == BOUND:
+        return "MIN"
+    return CACHE_POLICIES[policy].SHORT
 
 
 def cap_name(c):
@@ -334,12 +346,21 @@ def print_trace_tables(st, syn, real):
         print_table(["块的热度", "本实验", paper_col], [[t, f.format(st[k]), pp] for t, k, f, pp in heat])
 
 
-def print_policy_tables(ratio, gap, capacities):
-    """演示 3 的命中率表（含论文表 1 的行）和"离 MIN 还差多少"表。"""
-    rows = [[SHORT[p]] + [f"{ratio[(p, c)]:.2f}" for c in capacities] for p in POLICIES + (BOUND,)]
+def print_policy_tables(ratio, gap, capacities, contrast_caps):
+    """演示 3 的命中率表（含对照行、论文表 1 的行）和"离 MIN 还差多少"表。"""
+    rows = [[_short(p)] + [f"{ratio[(p, c)]:.2f}" for c in capacities] for p in POLICIES + (BOUND,)]
+    la = ""
+    if "lengthaware" in POLICIES:
+        la = (f"LengthAware = LengthAwareCache，{LENGTHAWARE_SOURCE} 对它只有一句定义：“{LENGTHAWARE_DEFINITION}”；"
+              "本课读作：访问次数相同时先淘汰请求里靠后的块。")
+    if contrast_caps:
+        rows.append([CACHE_POLICIES[CONTRAST].NAME] + [fmt_or_dash(ratio.get((CONTRAST, c)), "{:.2f}")
+                                                       for c in capacities])
+        la += (f"对照行：另一种读法，不是论文的策略；只算了 {'、'.join(cap_name(c) for c in contrast_caps)} 块"
+               "（CONTRAST_CAPS）。")
     for p in POLICIES:
         if p in PAPER_TABLE1:
-            rows.append([f"论文 {SHORT[p]}"] + [fmt_or_dash(PAPER_TABLE1[p].get(c), "{:.2f}") for c in capacities])
+            rows.append([f"论文 {_short(p)}"] + [fmt_or_dash(PAPER_TABLE1[p].get(c), "{:.2f}") for c in capacities])
     arxiv, tool = PAPER_TRACES[0], PAPER_TRACES[1]
     missing = [cap_name(c) for c in capacities if c not in PAPER_TABLE1["lru"]]
     note = "论文没有 MIN。"
@@ -349,10 +370,9 @@ def print_policy_tables(ratio, gap, capacities):
                 caption="MIN：Belady 的离线最优（预知未来，淘汰下一次用到最晚的块），数逐块命中，是任何策略"
                         "前缀命中率的上界，真实系统做不到。"
                         f"论文行：Mooncake arXiv v3 表 1，算在 {arxiv[0]} 上（mooncake_trace.jsonl，平均输入 "
-                        f"{arxiv[3]:,}），和 {tool[0]}（平均输入 {tool[3]:,}）不是同一个 trace；{note}"
-                        "LengthAware = LengthAwareCache。")
+                        f"{arxiv[3]:,}），和 {tool[0]}（平均输入 {tool[3]:,}）不是同一个 trace；{note}" + la)
     print_table(["MIN 减去 \\ 容量"] + [cap_name(c) for c in capacities],
-                [[SHORT[p]] + [f"{gap[(p, c)]:.2f}" for c in capacities] for p in POLICIES],
+                [[_short(p)] + [f"{gap[(p, c)]:.2f}" for c in capacities] for p in POLICIES],
                 caption="每格 = MIN 的命中率 − 这种在线策略的命中率：换成最好的淘汰策略最多还能多命中多少。")
 
 
@@ -364,53 +384,91 @@ def _count_word(items):
 
 
 def _lru_vs_lfu_sentence(ratio, mid):
-    """观察 3：在中等容量上 LRU 和 LFU 谁高，和论文的结论比。"""
-    lfu_better = [c for c in mid if ratio[("lfu", c)] > ratio[("lru", c)]]
+    """观察 3：在会淘汰的中等容量上 LRU 和 LFU 谁高，和论文的结论比；相等时照实说。"""
+    lru, lfu = (lambda c: round(ratio[("lru", c)], 2)), (lambda c: round(ratio[("lfu", c)], 2))   # 按表里的两位小数比
+    caps = "、".join(f"{c:,}" for c in mid)
+    lfu_better = [c for c in mid if lfu(c) > lru(c)]
+    lru_better = [c for c in mid if lru(c) > lfu(c)]
+    if not lfu_better and not lru_better:
+        return f"在 {caps} 块时 LRU 和 LFU 的命中率（两位小数）相同：这个 trace 上看不出两者的差别。"
     if not lfu_better:
-        best = max(mid, key=lambda c: ratio[("lru", c)] - ratio[("lfu", c)])
-        return (f"在 {'、'.join(f'{c:,}' for c in mid)} 块时 LRU 都不低于 LFU，差得最多的是 {best:,} 块"
-                f"（{ratio[('lru', best)]:.2f} 对 {ratio[('lfu', best)]:.2f}），和论文结论（LRUCache performs best）"
+        best = max(lru_better, key=lambda c: lru(c) - lfu(c))
+        return (f"在 {caps} 块时 LRU 都不低于 LFU，差得最多的是 {best:,} 块"
+                f"（{lru(best):.2f} 对 {lfu(best):.2f}），和论文结论（LRUCache performs best）"
                 "一致：复用多半发生在时间上相近的请求之间（同一个会话的下一轮），而 LFU 让以前很热、现在没人用的块"
                 "赖着不走。")
     s = (f"在 {'、'.join(f'{c:,}' for c in lfu_better)} 块时 LFU 比 LRU 高（"
-         + "，".join(f"{ratio[('lfu', c)]:.2f} 对 {ratio[('lru', c)]:.2f}" for c in lfu_better)
+         + "，".join(f"{lfu(c):.2f} 对 {lru(c):.2f}" for c in lfu_better)
          + "），和论文结论（LRUCache performs best）不完全一致")
     if len(lfu_better) < len(mid):
         return s + f"；{'、'.join(f'{c:,}' for c in mid if c not in lfu_better)} 块时 LRU 不低于 LFU。"
     return s + "。"
 
 
-def _lengthaware_sentence(ratio):
-    """观察 4：10,000 块时三种策略的排序，LengthAware 和 LFU 比。"""
-    order = sorted(POLICIES, key=lambda p: -ratio[(p, 10_000)])
-    s = (f"10,000 块时三种策略从高到低：{' > '.join(POLICY_NAMES[p] for p in order)}"
-         f"（{'、'.join(f'{ratio[(p, 10_000)]:.2f}' for p in order)}）。")
-    la_vs_lfu = ratio[("lengthaware", 10_000)] / ratio[("lfu", 10_000)]
-    if la_vs_lfu < 0.9:
-        return s + (f"LengthAware 在 10,000 块时只有 LFU 的 {la_vs_lfu:.0%}：按我们对它的理解（访问次数相同时，"
-                    "先淘汰请求里靠前的块），它先拆掉前缀的父块，而前缀命中要求从第一块起连续，父块没了，"
-                    "留下的子块也用不上。论文没有给出实现细节，它的 LengthAwareCache 和 LFU 相差不大。")
-    return s + f"LengthAware 与 LFU 相差不大（10,000 块时是 LFU 的 {la_vs_lfu:.0%}），和论文表 1 的趋势一致。"
+def _lengthaware_sentence(ratio, ref, contrast_caps):
+    """观察 4：ref 块时各策略的排序；LengthAware（论文的一句定义，本课的读法）和 LFU、和对照行比。"""
+    order = sorted(POLICIES, key=lambda p: -ratio[(p, ref)])
+    s = (f"{ref:,} 块时 {len(POLICIES)} 种策略从高到低：{_ranking(order, ratio, ref)}"
+         f"（{'、'.join(f'{ratio[(p, ref)]:.2f}' for p in order)}）。")
+    la, lfu = ratio[("lengthaware", ref)], ratio[("lfu", ref)]
+    if lfu == 0:
+        return s
+    s += (f"LengthAwareCache 在论文里只有一句定义（见表注），本课读作\"次数相同时先淘汰靠后的块\"："
+          f"链从尾巴拆起，留下的仍是从第一块起的完整前缀；{ref:,} 块时它是 LFU 的 {la / lfu:.0%}")
+    paper = PAPER_TABLE1
+    if ref in paper["lengthaware"] and ref in paper["lfu"]:
+        s += (f"（论文表 1：{paper['lengthaware'][ref]:.2f} / {paper['lfu'][ref]:.2f} = "
+              f"{paper['lengthaware'][ref] / paper['lfu'][ref]:.0%}）")
+    s += "。"
+    if ref not in contrast_caps:
+        return s
+    c = ratio[(CONTRAST, ref)]
+    if round(c, 2) < round(la, 2):
+        return s + (f"对照行是另一种读法（先淘汰靠前的块）：只有 {c:.2f}，是 LFU 的 {c / lfu:.0%}——它先拆掉前缀的"
+                    "父块，而前缀命中要求从第一块起连续，父块没了，子块留着也用不上。在前缀缓存里，块在请求中的位置很要紧。")
+    return s + f"对照行（先淘汰靠前的块）是 {c:.2f}，并不比本课的读法低：这个 trace 上块的位置影响不大。"
 
 
-def _min_sentence(ratio, gap, capacities):
-    """观察 5：MIN 是上界；在线策略离它最远在哪里；LRU 离 MIN 的差距随容量变化的形状。"""
-    finite = sorted((c for c in capacities if c is not None), reverse=True)     # 从大到小
-    if all(gap[(p, c)] >= -1e-12 for p in POLICIES for c in capacities):
-        s = "MIN 在每个容量都不低于三种在线策略"
+def _ranking(order, ratio, cap):
+    """'LRU > LFU = LengthAwareCache'：按表里的两位小数，相等的写 "="。"""
+    s = POLICY_NAMES[order[0]]
+    for a, b in zip(order, order[1:]):
+        if round(ratio[(a, cap)], 2) == round(ratio[(b, cap)], 2):
+            s += " = " + POLICY_NAMES[b]
+        else:
+            s += " > " + POLICY_NAMES[b]
+    return s
+
+
+def _policies_word():
+    """"三种在线策略" 的说法随 POLICIES 变：一种时直接说名字。"""
+    if len(POLICIES) == 1:
+        return _short(POLICIES[0])
+    return f"{len(POLICIES)} 种在线策略"
+
+
+def _min_sentence(ratio, gap, finite, lead):
+    """观察 5：MIN 是上界；在线策略离它最远在哪里；lead 策略离 MIN 的差距随容量变化的形状。"""
+    finite = sorted(finite, reverse=True)     # 从大到小
+    if all(gap[(p, c)] >= -1e-12 for p in POLICIES for c in finite):
+        s = f"MIN 在每个容量都不低于 {_policies_word()}"
     else:
         s = "MIN 竟然在某个容量低于在线策略（上界被违反，程序有错）"
     worst_p, worst_c = max(((p, c) for p in POLICIES for c in finite), key=lambda k: gap[k])
-    s += (f"；差距最大的是 {SHORT[worst_p]} 在 {worst_c:,} 块（{ratio[(worst_p, worst_c)]:.2f} 对 MIN 的 "
+    s += (f"；差距最大的是 {_short(worst_p)} 在 {worst_c:,} 块（{ratio[(worst_p, worst_c)]:.2f} 对 MIN 的 "
           f"{ratio[(BOUND, worst_c)]:.2f}）。")
-    g = [gap[("lru", c)] for c in finite]
-    seq = "、".join(f"{x:.2f}" for x in g)
-    s += f"LRU 离 MIN 的差距（容量从 {finite[0]:,} 块降到 {finite[-1]:,} 块）：{seq}"
+    g = [round(gap[(lead, c)], 2) for c in finite]          # 按表里的两位小数看形状
+    if len(g) == 1:
+        return s
+    s += (f"{_short(lead)} 离 MIN 的差距（容量从 {finite[0]:,} 块降到 {finite[-1]:,} 块）："
+          + "、".join(f"{x:.2f}" for x in g))
     peak = max(range(len(g)), key=lambda i: g[i])
     if round(g[peak], 2) == 0:
-        return s + "——每个容量都一样，LRU 已经做到了最好。"
-    if peak == len(g) - 1:
+        return s + f"——每个容量都一样，{_short(lead)} 已经做到了最好。"
+    if all(a <= b for a, b in zip(g, g[1:])):
         return s + "——缓存越小差距越大：缓存小时，\"留谁\"更要紧，预知未来的价值更大。"
+    if peak == len(g) - 1:
+        return s + f"——时大时小，在最小的 {finite[-1]:,} 块时最大。"
     if peak == 0:
         return s + f"——在最大的 {finite[0]:,} 块时差距最大，缓存变小时差距没有变大。"
     s += (f"——先变大、在 {finite[peak]:,} 块时最大（{g[peak]:.2f}），再到 {finite[-1]:,} 块时回落到 {g[-1]:.2f}："
@@ -453,38 +511,70 @@ def _source_sentence(st, syn, real):
     return s + f"论文的表 1 是在 {PAPER_TRACES[0][0]} 上算的，只能看趋势，不能逐格比。"
 
 
-def demo3_observations(st, syn, ratio, gap, capacities, real):
-    """演示 3 的观察：每句都由 ratio / gap / st（和表格同一份数）拼出来。"""
-    lru_inf = ratio[("lru", None)]
-    if abs(lru_inf - st["inf_ratio"]) < 1e-12:
-        first = (f"无限容量时命中率 {lru_inf:.3f} = 1 − 不同的块数 / 总块数（"
+def _capacity_sentence(ratio, small, lead, inf):
+    """观察 2：容量从无限降到最小时 lead 策略还保留多少命中（和论文表 1 的 LRU 比）。"""
+    keep = ratio[(lead, small)] / inf
+    s = (f"容量从无限降到 {small:,} 块，{_short(lead)} 的命中率从 {inf:.2f} 降到 {ratio[(lead, small)]:.2f}，"
+         f"还保留了 {keep:.0%}")
+    if lead in PAPER_TABLE1:
+        t = PAPER_TABLE1[lead]
+        s += f"（论文 1,000 块时 {t[1_000]:.2f} / {t[None]:.2f} = {t[1_000] / t[None]:.0%}）"
+    if keep >= 0.5:
+        return s + "：热门的系统提示很少几块就占了大量命中。"
+    return s + "：小缓存留不住大部分复用。"
+
+
+def _hot_sentence(st):
+    """块的热度：有没有特别热的块（阈值 HOT_ACCESSES）。"""
+    if st["hottest"] == 1:
+        return "每个块都只出现过一次：没有一个块被再次访问，也就没有热门块。"
+    if st["hottest"] >= HOT_ACCESSES:
+        return (f"{st['once']:.0%} 的块只出现过一次，而最热的块被访问了 {fmt_int(st['hottest'])} 次：热门块值得复制到"
+                "多台机器上，否则所有请求都去同一台机器拉 KV，网卡会堵（Mooncake arXiv v3 §6.2，05 脚本演示 2）。")
+    return (f"{st['once']:.0%} 的块只出现过一次，最热的块也只被访问了 {fmt_int(st['hottest'])} 次"
+            f"（不到 {HOT_ACCESSES:,} 次）：这个 trace 的复用分散在许多块上，没有特别热的块。")
+
+
+def demo3_observations(st, syn, ratio, gap, capacities, contrast_caps, real):
+    """演示 3 的观察：每句都由 ratio / gap / st（和表格同一份数）拼出来；没有复用、不用淘汰时照实说。"""
+    lead = POLICIES[0]
+    if "lru" in POLICIES:
+        lead = "lru"
+    inf = ratio[(lead, None)]                       # 无限容量总是算了（表里不一定有这一列）
+    if inf == 0 and st["inf_ratio"] == 0:
+        first = (f"无限容量时命中率也是 0（1 − 不同的块数 / 总块数 = 1 − {fmt_int(st['distinct'])} / "
+                 f"{fmt_int(st['total_blocks'])}）：每个块都是第一次出现。")
+    elif abs(inf - st["inf_ratio"]) < 1e-12:
+        first = (f"无限容量时命中率 {inf:.3f} = 1 − 不同的块数 / 总块数（"
                  f"1 − {fmt_int(st['distinct'])} / {fmt_int(st['total_blocks'])}）：剩下的块是第一次出现，"
                  "再大的缓存也没用。")
     else:
-        first = (f"无限容量时命中率 {lru_inf:.3f}，低于 1 − 不同的块数 / 总块数 = {st['inf_ratio']:.3f}："
+        first = (f"无限容量时命中率 {inf:.3f}，低于 1 − 不同的块数 / 总块数 = {st['inf_ratio']:.3f}："
                  "有的块以前出现过，但它前面的块没出现过（hash_ids 不是严格的链式哈希），前缀命中用不上它。")
+    if None not in capacities:
+        first += "（CAPACITIES 里没有无限容量，这个数是另外算的。）"
     arxiv, tool = PAPER_TRACES[0], PAPER_TRACES[1]
     obs = [first + f"论文：{arxiv[0]} 在无限容量时是 {arxiv[5]:.2f}（arXiv v3 表 1），{tool[0]} 的 cache ratio 是 "
            f"{tool[5]:.2f}（FAST'25 表 2）。"]
-    small = min(c for c in capacities if c is not None)
-    keep = ratio[("lru", small)] / lru_inf
-    paper_keep = PAPER_TABLE1["lru"][1_000] / PAPER_TABLE1["lru"][None]
-    s = (f"容量从无限降到 {small:,} 块，LRU 的命中率从 {lru_inf:.2f} 降到 {ratio[('lru', small)]:.2f}，"
-         f"还保留了 {keep:.0%}（论文 1,000 块时 {PAPER_TABLE1['lru'][1_000]:.2f} / {PAPER_TABLE1['lru'][None]:.2f}"
-         f" = {paper_keep:.0%}）")
-    if keep >= 0.5:
-        obs.append(s + "：热门的系统提示很少几块就占了大量命中。")
+    finite = sorted(c for c in capacities if c is not None)
+    evicting = [c for c in finite if c < st["distinct"]]      # 比不同的块少：一定要淘汰，策略才有区别
+    if inf == 0:
+        obs.append("这个 trace 里没有一次前缀命中（没有哪个请求的开头和之前的请求相同）：每种策略、每个容量的"
+                   "命中率都是 0，上面的表比不出策略的好坏。换一个有复用的 trace 才看得出来。")
+    elif not finite:
+        obs.append("CAPACITIES 里只有无限容量：从不淘汰，每种策略都一样，比不出好坏。")
+    elif not evicting:
+        obs.append(f"最小的容量 {finite[0]:,} 块也装得下这个 trace 全部 {fmt_int(st['distinct'])} 个不同的块："
+                   f"从来不用淘汰，所以每种策略在每个容量都和无限容量一样（{inf:.2f}），比不出好坏。")
     else:
-        obs.append(s + "：小缓存留不住大部分复用。")
-    obs.append(_lru_vs_lfu_sentence(ratio, [c for c in (50_000, 30_000, 10_000) if c in capacities]))
-    obs.append(_lengthaware_sentence(ratio))
-    obs.append(_min_sentence(ratio, gap, capacities))
-    if st["hottest"] >= HOT_ACCESSES:
-        obs.append(f"{st['once']:.0%} 的块只出现过一次，而最热的块被访问了 {fmt_int(st['hottest'])} 次：热门块值得复制到"
-                   "多台机器上，否则所有请求都去同一台机器拉 KV，网卡会堵（Mooncake arXiv v3 §6.2，05 脚本演示 2）。")
-    else:
-        obs.append(f"{st['once']:.0%} 的块只出现过一次，最热的块也只被访问了 {fmt_int(st['hottest'])} 次"
-                   f"（不到 {HOT_ACCESSES:,} 次）：这个 trace 的复用分散在许多块上，没有特别热的块。")
+        obs.append(_capacity_sentence(ratio, finite[0], lead, inf))
+        mid = [c for c in (50_000, 30_000, 10_000) if c in evicting] or evicting[::-1]   # 从大到小
+        if "lru" in POLICIES and "lfu" in POLICIES:
+            obs.append(_lru_vs_lfu_sentence(ratio, mid))
+        if "lengthaware" in POLICIES and "lfu" in POLICIES:
+            obs.append(_lengthaware_sentence(ratio, mid[-1], contrast_caps))
+        obs.append(_min_sentence(ratio, gap, finite, lead))
+    obs.append(_hot_sentence(st))
     obs.append(_source_sentence(st, syn, real))
     return obs
 
@@ -513,8 +603,9 @@ def demo3_trace(data=None):
     caps, total = data["capacities"], st["total_blocks"]
     ratio = {k: v.sum() / total for k, v in data["hits"].items()}
     gap = {(p, c): ratio[(BOUND, c)] - ratio[(p, c)] for p in POLICIES for c in caps}
-    print_policy_tables(ratio, gap, caps)
-    print_observations(demo3_observations(st, syn, ratio, gap, caps, real))
+    contrast = data.get("contrast_caps", ())
+    print_policy_tables(ratio, gap, caps, contrast)
+    print_observations(demo3_observations(st, syn, ratio, gap, caps, contrast, real))
     bound_ok = all(gap[(p, c)] >= -1e-12 for p in POLICIES for c in caps)
     return dict(stats=st, synthetic_stats=syn, ratio=ratio, gap=gap, bound_ok=bound_ok, capacities=caps,
                 policies=POLICIES + (BOUND,), names={p: POLICY_NAMES[p] for p in POLICIES + (BOUND,)},
@@ -528,18 +619,18 @@ MODEL = LLAMA3_70B        # 演示 4 的模型：式 (1)、128 GB/s 都出自 FA
 def gpu_hours(tr, hits_blocks, tier=TIERS[TIER_FOR_HITS], block_size=TRACE_BLOCK_SIZE):
     """按 FAST'25 式 (1) 和本机 DRAM 的带宽，算全部请求的 prefill GPU 时间（小时）和命中的 token 比例。"""
     total_s, hit_tok = 0.0, 0
-    for r, hb in zip(tr, hits_blocks):
-        n_hit = min(int(hb) * block_size, r.input_len - 1)     # 至少要算最后一个 token，才能得到第一个输出
-        total_s += prefill_time(MODEL, r.input_len, n_hit, tier)
+    for n_in, hb in zip(tr.input_len.tolist(), hits_blocks.tolist()):
+        n_hit = min(hb * block_size, n_in - 1)     # 至少要算最后一个 token，才能得到第一个输出
+        total_s += prefill_time(MODEL, n_in, n_hit, tier)
         hit_tok += n_hit
-    return total_s / 3600, hit_tok / sum(r.input_len for r in tr)
+    return total_s / 3600, hit_tok / int(tr.input_len.sum())
 
 
 def cache_label(policy, cap):
     """演示 4 表格的行名：cache_label("lru", None) → 'LRU，容量 无限'；("lru", 1_000) → 'LRU，容量 1,000 块'。"""
     if cap is None:
-        return f"{SHORT[policy]}，容量 无限"
-    return f"{SHORT[policy]}，容量 {cap:,} 块"
+        return f"{_short(policy)}，容量 无限"
+    return f"{_short(policy)}，容量 {cap:,} 块"
 
 
 def cap_size(c):
@@ -554,8 +645,16 @@ def gib(nbytes):
     return f"{nbytes / 2**30:,.0f} GiB"
 
 
-def demo4_observations(base, hours, frac, policy, caps, kv_blk, hbm):
-    """演示 4 的观察：数字都取自表格那一份 hours / frac（键是 (策略, 容量)）。"""
+def time_unit(base_hours):
+    """GPU 时间用什么单位：总量不到半小时（小 trace）用秒，否则用小时。返回 (单位名, 每小时折合几个单位)。"""
+    if base_hours < 0.5:
+        return "秒", 3600.0
+    return "小时", 1.0
+
+
+def demo4_observations(base, hours, frac, policy, caps, kv_blk, hbm, unit):
+    """演示 4 的观察：数字都取自表格那一份 hours / frac（键是 (策略, 容量)）；时间按 unit 换算，和表格一样。"""
+    name, k = unit
     caps = sorted(caps, key=cap_size)
     big, finite = caps[-1], [c for c in caps if c is not None]
     h_big, f_big = hours[(policy, big)], frac[(policy, big)]
@@ -566,9 +665,10 @@ def demo4_observations(base, hours, frac, policy, caps, kv_blk, hbm):
     obs = []
     if f_big == 0:
         obs.append(f"{big_name}也一个 token 都没命中：这个 trace 里没有可以复用的前缀，prefill 的 GPU 时间还是 "
-                   f"{base:.2f} 小时，前缀缓存省不下任何计算。")
+                   f"{base * k:.2f} {name}，前缀缓存省不下任何计算。")
     else:
-        s = (f"{big_name}命中了 {f_big:.0%} 的输入 token，prefill 的 GPU 时间从 {base:.2f} 小时降到 {h_big:.2f} 小时"
+        s = (f"{big_name}命中了 {f_big:.0%} 的输入 token，prefill 的 GPU 时间从 {base * k:.2f} {name}降到 "
+             f"{h_big * k:.2f} {name}"
              f"（少了 {1 - h_big / base:.0%}）。")
         if 1 - h_big / base < f_big:
             s += ("省下的时间比例低于命中的 token 比例：命中的是开头，没命中的 token 仍要对全部前缀做注意力，"
@@ -610,13 +710,14 @@ def demo4_compute_saved(data=None, caps=DEMO4_CAPS, policies=(DEMO4_POLICY,)):
     tr, block_size = data["trace"], data["block_size"]
     print_header(f"演示 4：命中率换算成 prefill 的 GPU 时间（{MODEL.name}、{node.name} 张量并行、"
                  f"{node.mfu:.0%} 峰值算力，Mooncake FAST'25 表 1、式 1）")
-    base = sum(prefill_compute_time(MODEL, r.input_len, 0) for r in tr) / 3600
-    rows = [["不缓存", "0%", f"{base:.2f}", "1.00×"]]
+    base = sum(prefill_compute_time(MODEL, n_in, 0) for n_in in tr.input_len.tolist()) / 3600
+    unit = time_unit(base)
+    rows = [["不缓存", "0%", f"{base * unit[1]:.2f}", "1.00×"]]
     hours, frac = {}, {}
     for p in policies:
         for cap in caps:
             hours[(p, cap)], frac[(p, cap)] = gpu_hours(tr, data["hits"][(p, cap)], tier, block_size)
-            rows.append([cache_label(p, cap), f"{frac[(p, cap)]:.0%}", f"{hours[(p, cap)]:.2f}",
+            rows.append([cache_label(p, cap), f"{frac[(p, cap)]:.0%}", f"{hours[(p, cap)] * unit[1]:.2f}",
                          f"{base / hours[(p, cap)]:.2f}×"])
     per_token = MODEL.kv_bytes_per_token()
     kv_blk = block_size * per_token
@@ -633,11 +734,11 @@ def demo4_compute_saved(data=None, caps=DEMO4_CAPS, policies=(DEMO4_POLICY,)):
     which = ""
     if data["path"] is not None:
         which = "你给的 trace 里 "
-    print_table(["缓存", "命中的输入 token", "prefill GPU 时间（小时）", "快了"], rows,
+    print_table(["缓存", "命中的输入 token", f"prefill GPU 时间（{unit[0]}）", "快了"], rows,
                 caption=f"GPU 时间：{which}{fmt_int(len(tr))} 个请求的 prefill 在一台 {node.name} 上的总时间。"
                         "存储用二进制单位：1 KiB = 1,024 字节，1 MiB = 1,024 KiB，1 GiB = 1,024 MiB。")
     hbm = node.hbm_bytes
-    print_observations(demo4_observations(base, hours, frac, policies[0], caps, kv_blk, hbm))
+    print_observations(demo4_observations(base, hours, frac, policies[0], caps, kv_blk, hbm, unit))
     return dict(base_hours=base, hours=hours, hit_frac=frac, need_bytes=10_000 * kv_blk, hbm_bytes=hbm,
                 kv_block_bytes=kv_blk, caps=tuple(caps), policies=tuple(policies), model=MODEL.name, node=node.name,
                 mfu=node.mfu, tier=tier.name, tier_gb_per_s=tier.gb_per_s, block_size=block_size,

@@ -180,26 +180,33 @@ def test_runs_from_any_working_directory(cwd, tmp_path):
     assert p.returncode == 0 and "演示 1" in p.stdout
 
 
-def test_lengthaware_evicts_parents_first_among_equal_counts():
-    """演示 3 的解释：次数相同时 LengthAware 先淘汰靠前的块（父块），子块留下也用不上。"""
+def test_lengthaware_keeps_chains_and_contrast_breaks_them():
+    """次数相同时：LengthAware（本课的读法）先淘汰靠后的子块，前缀还能命中；对照（先淘汰靠前的）先丢父块。"""
     from kv_cache_policies import make_cache
-    la, lfu = make_cache(2, "lengthaware"), make_cache(2, "lfu")
-    for c in (la, lfu):
+    la, early = make_cache(2, "lengthaware"), make_cache(2, m.CONTRAST)
+    for c in (la, early):
         c.insert([1, 2])
         c.insert([3])
-    assert la.match([1, 2]) == 0 and la.count([1, 2]) == 1     # 父块 1 没了，子块 2 还在
-    assert lfu.match([1, 2]) == 1                               # LFU 按时刻淘汰了子块 2
+    assert la.match([1, 2]) == 1                                   # 父块 1 还在
+    assert early.match([1, 2]) == 0 and early.count([1, 2]) == 1   # 父块 1 没了，子块 2 留着也用不上
 
 
-def test_lengthaware_sentence_matches_its_ratio(d3, data, capsys):
-    r = d3["ratio"]
+def test_lengthaware_definition_and_contrast_row_are_printed(d3, data, capsys):
+    """表注里是论文的原话（从常量打印）；对照行有自己的标签，数和命中表同一份。"""
+    from kv_cache_policies import LENGTHAWARE_DEFINITION
+    assert LENGTHAWARE_DEFINITION == "similar to LFU but prioritizing cache blocks occurring later in requests"
     m.demo3_trace(data)
-    out = flat(capsys.readouterr().out)
-    share = r[("lengthaware", 10_000)] / r[("lfu", 10_000)]
-    if share < 0.9:
-        assert f"只有LFU的{share:.0%}" in out
-    else:
-        assert "相差不大" in out
+    raw = capsys.readouterr().out
+    out = flat(raw)
+    assert flat(LENGTHAWARE_DEFINITION) in out and "本课读作：访问次数相同时先淘汰请求里靠后的块" in out
+    assert "对照行：另一种读法，不是论文的策略" in out
+    r = d3["ratio"]
+    row = next(x for x in raw.splitlines() if x.startswith("对照："))
+    assert row.split()[1:] == ["-"] * 4 + [f"{r[(m.CONTRAST, 10_000)]:.2f}"] + ["-"] * 2
+    la, lfu, c = r[("lengthaware", 10_000)], r[("lfu", 10_000)], r[(m.CONTRAST, 10_000)]
+    assert f"10,000块时它是LFU的{la / lfu:.0%}" in out and "（论文表1：0.35/0.35=100%）" in out
+    assert c < la and f"只有{c:.2f}，是LFU的{c / lfu:.0%}" in out and "父块没了" in out
+    assert la / lfu > 0.9                    # 本课的读法跟得上论文"和 LFU 差不多"的趋势
 
 
 # ---------------------------------------------------------------- 引用的论文数字、模型、单位（每一条都在论文里核对过）

@@ -63,7 +63,7 @@ def test_synthetic_table_has_min_at_every_capacity(syn, capsys):
     row = next(x for x in out.splitlines() if x.startswith("MIN "))
     assert row.split()[1:] == [f"{syn['ratio'][('min', c)]:.2f}" for c in m.CAPACITIES]
     out = flat(out)
-    assert "MIN在每个容量都不低于三种在线策略" in out and "用--trace换进来" in out
+    assert f"MIN在每个容量都不低于{len(m.POLICIES)}种在线策略" in out and "用--trace换进来" in out
 
 
 # ---------------------------------------------------------------- 小的夹具 trace
@@ -149,3 +149,41 @@ def test_real_trace_demo4(capsys):
     assert "你给的trace里3,993个请求" in out and "真实trace" not in out
     concentrated = d4["hit_frac"][("lru", 1_000)] >= d4["hit_frac"][("lru", None)] / 2
     assert ("热门的前缀很集中" in out) == concentrated and ("小缓存留不住" in out) == (not concentrated)
+
+
+# ---------------------------------------------------------------- 很小、没有复用的 trace
+@need_real
+@pytest.mark.parametrize("n_lines", [1, 2, 5, 20])
+def test_tiny_trace_without_reuse_says_so(tmp_path, capsys, n_lines):
+    """课程 trace 的前 1、2、5、20 行：没有一次前缀命中。照实说"没有复用"，rc 0，没有 nan / inf / 警告。"""
+    with open(REAL, encoding="utf-8") as f:
+        head = [next(f) for _ in range(n_lines)]
+    path = tmp_path / f"head{n_lines}.jsonl"
+    path.write_text("".join(head), encoding="utf-8")
+    assert m.main(["--trace", str(path), "--demo", "3"]) == 0      # conftest：警告即错误
+    out3 = capsys.readouterr().out
+    assert m.main(["--trace", str(path), "--demo", "4"]) == 0
+    out4 = capsys.readouterr().out
+    for out in (out3, out4):
+        assert not re.search(r"\bnan\b|\binf\b", out, flags=re.I) and "Traceback" not in out
+    out3, out4 = flat(out3), flat(out4)
+    assert "没有一次前缀命中" in out3 and "比不出策略的好坏" in out3 and "无限容量时命中率也是0" in out3
+    assert "LRU都不低于LFU" not in out3 and "热门块值得复制" not in out3
+    assert "一个token都没命中" in out4 and "前缀缓存省不下任何计算" in out4
+    assert "prefillGPU时间（秒）" in out4                               # 一个请求只有几秒：不写成 0.00 小时
+
+
+@need_real
+def test_small_trace_ties_are_called_ties(tmp_path, capsys):
+    """前 200 行：有一点复用，但各策略在两位小数上打平——不说谁高，用 "=" 排序。"""
+    with open(REAL, encoding="utf-8") as f:
+        head = [next(f) for _ in range(200)]
+    path = tmp_path / "head200.jsonl"
+    path.write_text("".join(head), encoding="utf-8")
+    d = m.demo3_trace(m.trace_sweep(m.read_trace(str(path)), str(path)))
+    out = flat(capsys.readouterr().out)
+    r = d["ratio"]
+    assert r[("lru", None)] > 0
+    if round(r[("lru", 1_000)], 2) == round(r[("lfu", 1_000)], 2):
+        assert "LRU和LFU的命中率（两位小数）相同" in out and "LFU比LRU高" not in out
+    assert "LRU>LFU>LengthAwareCache（0.06、0.06、0.06）" not in out
