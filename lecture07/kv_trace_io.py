@@ -157,7 +157,7 @@ def _parse_line(text, block_size):
     if missing:
         raise _Bad(f"缺少字段 {', '.join(missing)}（需要 {', '.join(FIELDS)}）")
     ts, n_in, n_out, ids = (d[f] for f in FIELDS)
-    if not (_is_int(ts) or type(ts) is float) or not math.isfinite(ts):
+    if not (_is_int(ts) or (type(ts) is float and math.isfinite(ts))):    # 大整数不能传给 isfinite（溢出）
         raise _Bad(f"timestamp 应该是数（毫秒），读到 {_show(ts)}")
     for name, v in (("input_length", n_in), ("output_length", n_out)):
         if not _is_int(v):

@@ -1,4 +1,7 @@
-"""kv_trace.load_trace：读 Mooncake JSONL trace；每种坏输入都是一行 "文件:行号: 说明"，脚本退出码 2。"""
+"""kv_trace.load_trace：读 Mooncake JSONL trace；每种坏输入都是一行 "文件:行号: 说明"，脚本退出码 2。
+
+更刁钻的坏文件（损坏的 gzip、恶意 JSON、超长的行……）在 test_trace_errors.py。
+"""
 import gzip
 import json
 import os
@@ -51,6 +54,13 @@ def test_real_trace_gz_gives_the_same_requests(tmp_path):
     with open(REAL, "rb") as f, gzip.open(gz, "wb") as g:
         g.write(f.read())
     assert load_trace(str(gz)) == load_trace(REAL)
+
+
+@pytest.mark.skipif(not os.path.exists(REAL), reason="../shared/traces 不在（真实 trace 只在有 shared/ 的机器上测）")
+def test_columnar_and_list_loaders_agree():
+    """kv_trace.load_trace（列式）和 kv_trace_io.load_trace（Request 列表）都建在同一个逐行检查的读取器上。"""
+    import kv_trace_io
+    assert load_trace(REAL) == kv_trace_io.load_trace(REAL)
 
 
 # ---------------------------------------------------------------- 合法的输入
@@ -134,7 +144,11 @@ def test_bad_file_raises_trace_error(tmp_path, name, text, lineno, words):
     assert isinstance(e.value, ValueError)
 
 
-@pytest.mark.parametrize("name,text,lineno,words", BAD, ids=[b[0] for b in BAD])
+CLI_CASES = {"invalid_json", "missing_field", "hash_id_negative", "too_few_hash_ids", "timestamps_backwards"}
+
+
+@pytest.mark.parametrize("name,text,lineno,words", [b for b in BAD if b[0] in CLI_CASES], ids=sorted(CLI_CASES,
+                         key=[b[0] for b in BAD].index))
 def test_bad_file_cli_one_line_exit_2(tmp_path, name, text, lineno, words):
     p = write(tmp_path, text)
     r = run_cli("--trace", p)
@@ -150,7 +164,7 @@ def other_bad_paths(tmp_path):
     binary.write_bytes(b"\xff\xfe\x00\x81garbage\n")
     return {"missing": (str(tmp_path / "nope.jsonl"), "文件不存在"),
             "directory": (str(tmp_path), "目录"),
-            "corrupt_gz": (str(corrupt), "读不了"),
+            "corrupt_gz": (str(corrupt), "不是 gzip 文件"),
             "not_utf8": (str(binary), "UTF-8")}
 
 
