@@ -190,7 +190,7 @@ def load_results(path):
         for k in ("gpu", "torch", "triton", "date"):
             assert isinstance(data["meta"][k], str)
         assert all({"shape", "N", "method", "us"} <= set(r) for r in data["results"])
-        assert all({"B", "us", "rounds_us"} <= set(r) for r in data["decode"]["rows"])
+        assert all({"B", "us", "rounds_us", "attention", "repeatable"} <= set(r) for r in data["decode"]["rows"])
         assert all("host_us_N1" in data["tuning"][s] for s in data["shapes"])
     except (ValueError, KeyError, TypeError, AssertionError, UnicodeDecodeError) as exc:
         fail(SCRIPT, f"--json {path}：不是本脚本保存的结果（{type(exc).__name__}：{str(exc)[:60]}）")
@@ -254,7 +254,7 @@ def bottleneck_observations(data, name, r):
     h = data["tuning"][name]["host_us_N1"]
     lines = [f"{name}，N={r['n_lo']}：C/A = {r['c_over_a']:.4f}（目标 ≤ {TARGETS['C/A (N 最小)']:.2f}："
              f"{reached(r['c_over_a'], TARGETS['C/A (N 最小)'], True)}）。这里受主机开销限制：C 每步主机上检查下标 "
-             f"{h['check']:.1f} µs、写锁页内存并上传 {h['stage_upload']:.1f} µs、Triton launch {h['launch']:.1f} µs，"
+             f"{h['check']:.1f} µs、上传下标 {h['upload']:.1f} µs、Triton launch {h['launch']:.1f} µs，"
              f"合计 {h['C']:.1f} µs；D 只是一次 torch 拷贝，主机上 {h['D']:.1f} µs。",
              f"{name}，N={r['n_lo']}：C/D 耗时 = {r['c_over_d_lo']:.2f}（目标 ≤ {TARGETS['C/D 耗时 (N 最小)']}："
              f"{reached(r['c_over_d_lo'], TARGETS['C/D 耗时 (N 最小)'], True)}）；两者都捕获进 CUDA graph 后，"
@@ -325,10 +325,17 @@ def decode_observations(data, rows):
     lines.append(f"{data['decode']['rounds']} 轮之间同一做法每步耗时最多相差 {100 * worst:.1f}%"
                  f"（{('超过', '不超过')[worst <= 0.05]} 5%）：整步捕获进 CUDA graph 后 replay，主机不再逐个 launch 算子。")
     raw = data["decode"]["rows"]
+    swapped = [r for r in raw if r["attention"] != "默认"]
+    if swapped:
+        txt = (f"B={'、'.join(str(r['B']) for r in swapped)} 时，用 torch 默认选的注意力 kernel 捕获的 graph 重放"
+               "两次，logits 就不同：这一步里有结果不确定的 kernel，与克隆无关。")
+        if all(r["repeatable"]["只用 cuDNN"] is False for r in swapped):
+            txt += "只用 cuDNN 的注意力后端时同样不可复现，所以不确定的是它；"
+        lines.append(txt + "这些 B 不用 cuDNN（flash / efficient / math）重新捕获、计时。")
     if all(r["logits_identical"] for r in raw):
         lines.append("不克隆、A、C 三种做法算出的 logits 逐位相同：克隆是逐位拷贝，之后的计算一模一样。")
-    elif not all(r["replay_repeatable"] for r in raw):
-        lines.append("同一个 graph 重放两次 logits 就不同：差别来自这一步里不确定的 kernel，不是克隆。")
+    elif not all(r["repeatable"][r["attention"]] for r in raw):
+        lines.append("不用 cuDNN 后同一个 graph 重放仍不可复现：logits 的差别来自不确定的 kernel，不是克隆。")
     elif all(r["kv_identical"] for r in raw):
         lines.append(f"三种做法之后 KV 缓存逐位相同、同一 graph 重放可复现，logits 却最多差 "
                      f"{max(r['logits_max_abs_diff'] for r in raw):.3g}：三个 graph 里同样的运算选了不同的 kernel。")

@@ -6,13 +6,14 @@
     B  每层新建 int32 下标张量 + 一次 Triton launch（博客里的"之后"）
     C  所有层 × K/V 一次 launch，下标经锁页缓冲区一次上传（kv_clone_triton.kv_clone_blocks_all）
     D  同样字节数的一次连续 device-to-device 拷贝（带宽上限）
-    图  同一件事捕获进 CUDA graph 后 replay（C图 每步还包括主机上检查下标、写锁页内存）
+    图  捕获进 CUDA graph 后 replay（H2D 拷贝也在 graph 里）；C图 每步还包括主机上检查下标、写锁页内存
 """
 import math
 import statistics
 import time
 
 import torch
+from torch.nn.attention import SDPBackend, sdpa_kernel
 
 import kv_clone_triton as kvc
 from lab_common.transformer_lab import init_params
@@ -52,6 +53,7 @@ def capture(fn):
     g = torch.cuda.CUDAGraph()
     with torch.cuda.graph(g):
         out = fn()
+    g.keepalive = fn          # graph 只记住指针：fn 闭包里的张量（下标、锁页内存）必须和 graph 活得一样久
     return g, out
 
 
@@ -72,7 +74,7 @@ def clone_b(kv, src, dst):
 
 
 def graphable_a(kv, src, dst):
-    """A 的 graph 版：每层两次 H2D（从锁页内存，和 torch.tensor(...) 一样每层拷一次）+ 4 个 kernel。"""
+    """A 的 graph 版：每层两次 H2D（从锁页内存，像 torch.tensor(...) 那样每层拷一次）+ 4 个 kernel。"""
     hs, hd = torch.tensor(src).pin_memory(), torch.tensor(dst).pin_memory()
     ds = torch.empty((kv.shape[0], len(src)), dtype=torch.long, device=kv.device)
     dd = torch.empty_like(ds)
@@ -87,10 +89,14 @@ def graphable_a(kv, src, dst):
 
 
 def graphable_c(kv, src, dst):
-    """C 放进一整步的 graph 里：下标先写进锁页内存，graph 里是一次 H2D + 一次 launch。"""
-    buf = kvc.CloneIndexBuffer(kv.device, len(src))
-    buf.stage(src, dst)
-    return lambda: kvc.launch_all_kernel(kv, *buf.upload(len(src)))
+    """C 的 graph 版：下标在锁页内存里，graph 里是一次 H2D + 一次 launch。"""
+    host = torch.tensor(src + dst, dtype=torch.int32).pin_memory()
+    dev = torch.empty_like(host, device=kv.device)
+
+    def step():
+        dev.copy_(host, non_blocking=True)
+        kvc.launch_all_kernel(kv, dev[:len(src)], dev[len(src):])
+    return step
 
 
 def bytes_per_step(shape, n):
@@ -99,7 +105,7 @@ def bytes_per_step(shape, n):
     return 2 * n * shape["n_layers"] * 2 * shape["n_heads"] * shape["block_size"] * shape["head_dim"] * el
 
 
-def sweep_tiles(kv, src_dev, dst_dev, reps, tiles=(1024, 2048, 4096), warps=(2, 4, 8)):
+def sweep_tiles(kv, src_dev, dst_dev, reps, tiles=(1024, 2048, 4096), warps=(1, 2, 4, 8)):
     """在最大的 N 上扫 (tile, num_warps)，只量 kernel（下标已在 GPU 上）。返回按耗时排好的行。"""
     rows = []
     for t in tiles:
@@ -109,7 +115,7 @@ def sweep_tiles(kv, src_dev, dst_dev, reps, tiles=(1024, 2048, 4096), warps=(2, 
     return sorted(rows, key=lambda r: r["us"])
 
 
-def host_breakdown(kv, src, dst, buf, d_fn, iters=3000):
+def host_breakdown(kv, src, dst, d_fn, iters=3000):
     """C 与 D 在 N 很小时每步的主机时间（µs，perf_counter；GPU 跟得上，所以就是主机的时间）。"""
     def clock(fn):
         for _ in range(100):
@@ -124,15 +130,17 @@ def host_breakdown(kv, src, dst, buf, d_fn, iters=3000):
     s_dev, d_dev = torch.tensor(src, dtype=torch.int32, device=kv.device), torch.tensor(dst, dtype=torch.int32,
                                                                                           device=kv.device)
 
-    def stage_upload():
-        buf.stage(src, dst)
-        buf.upload(len(src))
-        buf.mark()
+    buf = kvc.CpuGpuBuffer(kv.device, len(src))
+
+    def upload():
+        i = buf.write(src, dst)
+        buf.upload(i, len(src))
+        buf.done(i)
     return {"check": clock(lambda: kvc.check_clone_indices(src, dst, kv.shape[2])),
-            "stage_upload": clock(stage_upload),
+            "upload": clock(upload),
             "launch": clock(lambda: kvc.launch_all_kernel(kv, s_dev, d_dev)),
             "D": clock(d_fn),
-            "C": clock(lambda: kvc.kv_clone_blocks_all(kv, src, dst, buf, True))}
+            "C": clock(lambda: kvc.kv_clone_blocks_all(kv, src, dst, True))}
 
 
 def bench_shape(name, shape, ns, reps, seed=0):
@@ -150,17 +158,16 @@ def bench_shape(name, shape, ns, reps, seed=0):
     kvc.TILE, kvc.NUM_WARPS = sweep[0]["tile"], sweep[0]["num_warps"]
     seq = torch.arange(2 * maxn, dtype=torch.int32, device=dev)       # 连续的块：排除"块是散的"这个因素
     seq_us = statistics.median(time_per_step(lambda: kvc.launch_all_kernel(kv, seq[:maxn], seq[maxn:]), reps))
-    buf = kvc.CloneIndexBuffer(dev, maxn)
     rows = []
     for n in ns:
         src, dst = perm[:n], perm[n:2 * n]              # 源块各不相同：读真的来自 HBM
         half = bytes_per_step(shape, n) // 2 // kv.element_size()
         fns = {"A": lambda: clone_a(kv, src, dst), "B": lambda: clone_b(kv, src, dst),
-               "C": lambda: kvc.kv_clone_blocks_all(kv, src, dst, buf, True),
+               "C": lambda: kvc.kv_clone_blocks_all(kv, src, dst, True),
                "D": lambda: flat[half:2 * half].copy_(flat[:half])}
         graphs = {"A图": capture(graphable_a(kv, src, dst))[0], "D图": capture(fns["D"])[0]}
         fns.update({m: g.replay for m, g in graphs.items()})
-        cg = kvc.CloneGraph(kv, n, kvc.CloneIndexBuffer(dev, n))
+        cg = kvc.CloneGraph(kv, n)
         fns["C图"] = lambda: cg(src, dst)
         for m, fn in fns.items():
             us = statistics.median(time_per_step(fn, reps))
@@ -173,7 +180,7 @@ def bench_shape(name, shape, ns, reps, seed=0):
         assert ok, f"{name} N={n}：计时后的校验失败"
         graphs = cg = None
     one = bytes_per_step(shape, 1) // 2 // kv.element_size()
-    host = host_breakdown(kv, perm[:1], perm[1:2], buf, lambda: flat[one:2 * one].copy_(flat[:one]))
+    host = host_breakdown(kv, perm[:1], perm[1:2], lambda: flat[one:2 * one].copy_(flat[:one]))
     kv = flat = None
     torch.cuda.empty_cache()
     return rows, {"sweep": sweep, "best": sweep[0], "sequential_blocks_us": seq_us, "host_us_N1": host}
@@ -196,8 +203,21 @@ def decode_case(cfg, batch, prefix_len, block_size, seed):
                 tokens=torch.randint(0, cfg.vocab, (batch,), generator=g).cuda(), seq_len=prefix_len + 1)
 
 
+def repeatable(graph, out):
+    """同一个 graph 重放两次，输出是否逐位相同（检查这一步里有没有结果不确定的 kernel）。"""
+    graph.replay()
+    first = out.clone()
+    graph.replay()
+    torch.cuda.synchronize()
+    return torch.equal(first.view(torch.int16), out.view(torch.int16))
+
+
 def decode_share(cfg, batches, prefix_len, block_size, reps, rounds, seed=0):
-    """每个 B：none / A / C 三个 graph（克隆 + 一整步 decode）轮流计时 rounds 轮；再核对三者的 logits。"""
+    """每个 B：none / A / C 三个 graph（克隆 + 一整步 decode）轮流计时 rounds 轮；再核对三者的 logits。
+
+    先用 torch 默认选的注意力 kernel 捕获；如果同一个 graph 重放两次 logits 都不同，再单用 cuDNN 的
+    注意力后端试一次（看是不是它），然后不用 cuDNN（flash / efficient / math）重新捕获、计时；都记下来。
+    """
     tp = torch_params(init_params(cfg, seed), "cuda", torch.float16)
     rows = []
     for b in batches:
@@ -212,6 +232,17 @@ def decode_share(cfg, batches, prefix_len, block_size, reps, rounds, seed=0):
                 return decode_step(tp, cfg, kv, case["tokens"], case["table"], case["seq_len"])
             return step
         graphs = {m: capture(step_of(m)) for m in clone}
+        attn, tried = "默认", {"默认": repeatable(*graphs["none"])}
+        if not tried["默认"]:
+            try:                                  # 只用 cuDNN 的注意力：是不是它不确定？
+                with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
+                    tried["只用 cuDNN"] = repeatable(*capture(step_of("none")))
+            except RuntimeError:                  # 这个形状 cuDNN 不支持
+                tried["只用 cuDNN"] = None
+            attn = "不用 cuDNN"
+            with sdpa_kernel([SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION, SDPBackend.MATH]):
+                graphs = {m: capture(step_of(m)) for m in clone}
+            tried[attn] = repeatable(*graphs["none"])
         per_round = {m: [] for m in graphs}
         for _ in range(rounds):
             for m, (g, _) in graphs.items():
@@ -221,15 +252,12 @@ def decode_share(cfg, batches, prefix_len, block_size, reps, rounds, seed=0):
             g.replay()
             torch.cuda.synchronize()
             logits[m], kv_after[m] = out.clone(), kv.clone()
-        graphs["none"][0].replay()
-        torch.cuda.synchronize()
         bits = {m: x.view(torch.int16) for m, x in logits.items()}
-        rows.append({"B": b, "N_pairs": len(case["src"]), "rounds_us": per_round,
-                     "us": {m: statistics.median(v) for m, v in per_round.items()},
+        rows.append({"B": b, "N_pairs": len(case["src"]), "rounds_us": per_round, "attention": attn,
+                     "repeatable": tried, "us": {m: statistics.median(v) for m, v in per_round.items()},
                      "logits_identical": all(torch.equal(bits["none"], bits[m]) for m in ("A", "C")),
                      "logits_max_abs_diff": max(float((logits[m].float() - logits["none"].float()).abs().max())
                                                 for m in ("A", "C")),
-                     "replay_repeatable": torch.equal(graphs["none"][1].view(torch.int16), bits["none"]),
                      "kv_identical": all(torch.equal(kv_after["none"].view(torch.int16), kv_after[m].view(torch.int16))
                                          for m in ("A", "C"))})
         graphs = case = kv = clone = None

@@ -6,7 +6,7 @@
 - kv_clone_blocks_triton：每层一次 Triton launch，K/V 一起搬（博客《从零实现 LLM Inference：063.
   Triton batched KV COW clone（替换 index_select/index_copy）》里的 kernel）。
 - kv_clone_blocks_all：所有层 × K/V × N 个块对只用一次 launch；缓存是一整块 [L, 2, n_blocks, H, BS, D]。
-  CloneGraph 再把它捕获进 CUDA graph。GPU KV 缓存（块表、ref_count 用 paged_kv 那一套）在 paged_decode。
+  CloneGraph 把它捕获进 CUDA graph。GPU KV 缓存（块表、ref_count 用 paged_kv 那一套）在 paged_decode。
 
 没有 CUDA 时，导入本模块先设 TRITON_INTERPRET=1（须在 import triton 之前）：kernel 在 Triton 解释器里
 逐个 program 在 CPU 上执行——慢，但逐位结果相同，测试就这样校验 kernel。
@@ -89,8 +89,8 @@ def check_cache(name, t, dim):
 
 
 def _as_index(name, idx):
-    """下标 → python int 列表。常见情形（int 列表）直接用：N = 1 时主机上只花一两微秒。"""
-    if isinstance(idx, list) and all(type(x) is int for x in idx):
+    """下标 → 短的 python int 列表（常见情形：N 小时纯 Python 最快），或 int64 numpy 数组。"""
+    if isinstance(idx, list) and len(idx) <= 64 and all(type(x) is int for x in idx):
         return idx
     if isinstance(idx, torch.Tensor):
         if idx.device.type != "cpu":
@@ -101,11 +101,11 @@ def _as_index(name, idx):
         raise ValueError(f"{name} 必须是整数下标，收到 dtype {a.dtype}")
     if a.ndim != 1:
         raise ValueError(f"{name} 必须是一维的，收到形状 {a.shape}")
-    return a.tolist()
+    return a.astype(np.int64)
 
 
 def check_clone_indices(src, dst, n_blocks):
-    """在主机上检查一组 (src, dst) 块对，返回两个 python int 列表。
+    """在主机上检查一组 (src, dst) 块对，返回 (src, dst)：短的 int 列表，或 int64 数组。
 
     GPU 上越界的下标不会报错，只会悄悄写坏别处的显存，所以 launch 之前必须查：整数、一维、
     长度相同、在 [0, n_blocks) 里、dst 不重复、dst 不与 src 重叠（src 可以重复：几个请求从同一块 COW）。
@@ -116,13 +116,20 @@ def check_clone_indices(src, dst, n_blocks):
     src, dst = _as_index("src", src), _as_index("dst", dst)
     if len(src) != len(dst):
         raise ValueError(f"src 有 {len(src)} 个下标，dst 有 {len(dst)} 个：长度必须相同")
-    for name, a in (("src", src), ("dst", dst)):
-        bad = [x for x in a if x < 0 or x >= n_blocks]
-        if bad:
-            raise ValueError(f"{name} 下标 {bad[0]} 越界：合法范围是 [0, {n_blocks})")
-    if len(set(dst)) != len(dst):
+    if len(src) == 0:
+        return src, dst
+    if isinstance(src, list) and isinstance(dst, list):      # N 小：纯 Python
+        lo, hi, dup = min(src + dst), max(src + dst), len(set(dst)) != len(dst)
+        both = set(src) & set(dst)
+    else:                                                     # N 大：numpy，O(N + n_blocks)
+        src, dst = np.asarray(src, dtype=np.int64), np.asarray(dst, dtype=np.int64)
+        lo, hi = int(min(src.min(), dst.min())), int(max(src.max(), dst.max()))
+        used = np.bincount(dst.clip(0, n_blocks), minlength=n_blocks + 1)
+        dup, both = used.max() > 1, set(src[used[src.clip(0, n_blocks)] > 0].tolist())
+    if lo < 0 or hi >= n_blocks:
+        raise ValueError(f"下标 {(hi, lo)[lo < 0]} 越界：合法范围是 [0, {n_blocks})")
+    if dup:
         raise ValueError("dst 下标有重复：两个 program 会写同一块")
-    both = set(src) & set(dst)
     if both:
         raise ValueError(f"块 {min(both)} 同时是 src 和 dst：读写会互相竞争")
     return src, dst
@@ -166,51 +173,47 @@ def launch_all_kernel(kv, src_dev, dst_dev, tile=None, num_warps=None):
         num_warps=num_warps or NUM_WARPS)
 
 
-class CloneIndexBuffer:
-    """每步的 (src, dst) 下标：主机上一块锁页内存 + 设备上一块同样大的缓冲区，一次 H2D 拷贝带上两段。
+class CpuGpuBuffer:
+    """每步的 (src, dst) 下标：两份锁页内存轮流用 + 一块显存，一次 H2D 拷贝带上两段（名字取自 vLLM）。
 
-    布局 [src(cap) | dst(cap)]。锁页内存在 H2D 拷贝读完之前不能改写：每次上传后记一个 CUDA event，
-    下次改写前等它——通常早就完成了，不会卡住主机。CPU 上就是两块普通张量。
+    布局 [src(cap) | dst(cap)]。H2D 拷贝读完之前那份锁页内存不能改写：每份上传后记一个 event，
+    下次改写这一份前等它——两份轮流，主机最多领先 GPU 一步，几乎不用真的等。显存只要一块：
+    拷贝和 kernel 排在同一个流上，下一步的拷贝一定在这一步的 kernel 之后。CPU 上不用锁页、不用 event。
     """
 
-    def __init__(self, device, capacity=64):
-        self.device = torch.device(device)
-        self.cuda = self.device.type == "cuda"
-        self.event = None
-        self.cap = 0
-        self._grow(capacity)
-
-    def _grow(self, capacity):
-        self.cap = 16 * n_blocks(max(1, capacity), 16)    # 16 的倍数：dst 段起点也按 64 字节对齐
-        self.host = torch.empty(2 * self.cap, dtype=torch.int32, pin_memory=self.cuda)
-        self.host_np = self.host.numpy()
+    def __init__(self, device, capacity=64, copies=2):
+        self.device, self.cuda, self.count = torch.device(device), torch.device(device).type == "cuda", 0
+        self.cap = 16 * n_blocks(max(1, capacity), 16)      # 16 的倍数：dst 段起点也按 64 字节对齐
+        self.host = [torch.empty(2 * self.cap, dtype=torch.int32, pin_memory=self.cuda) for _ in range(copies)]
+        self.host_np = [h.numpy() for h in self.host]
+        self.events = [torch.cuda.Event() for _ in range(copies * self.cuda)]
         self.dev = torch.empty(2 * self.cap, dtype=torch.int32, device=self.device)
 
-    def stage(self, src, dst):
-        """把检查过的下标写进锁页内存（先等上一次上传读完）。"""
-        if self.event is not None:
-            self.event.synchronize()
-        if len(src) > self.cap:
-            self._grow(len(src))
-        n, cap = len(src), self.cap
-        self.host_np[:n] = src
-        self.host_np[cap:cap + n] = dst
-
-    def upload(self, n):
-        """一次 H2D 拷贝（可以被捕获进 CUDA graph）；返回设备上的 (src, dst) 视图。"""
-        cap = self.cap
-        self.dev[:cap + n].copy_(self.host[:cap + n], non_blocking=True)
-        return self.dev[:n], self.dev[cap:cap + n]
-
-    def mark(self):
-        """上传已排进流：记一个 event，下一次 stage 前等它。"""
+    def write(self, src, dst):
+        """把检查过的下标写进下一份锁页内存（先等它上一次的上传读完），返回这一份的编号。"""
+        i = self.count % len(self.host)
+        self.count += 1
         if self.cuda:
-            self.event = self.event or torch.cuda.Event()
-            self.event.record()
+            self.events[i].synchronize()        # 从没 record 过的 event 立即返回
+        self.host_np[i][:len(src)] = src
+        self.host_np[i][self.cap:self.cap + len(dst)] = dst
+        return i
+
+    def upload(self, i, n):
+        """第 i 份的前 n 对一次 H2D（可以捕获进 CUDA graph），返回显存里的 (src, dst) 视图。"""
+        self.dev[:self.cap + n].copy_(self.host[i][:self.cap + n], non_blocking=True)
+        return self.dev[:n], self.dev[self.cap:self.cap + n]
+
+    def done(self, i):
+        if self.cuda:
+            self.events[i].record()
 
 
-def kv_clone_blocks_all(kv, src_block_idx, dst_block_idx, index_buffer=None, use_kernel=None):
-    """所有层、K 和 V、N 个块对：检查 → 一次上传下标 → 一次 launch（没有 kernel 时 index_copy_ 回退）。"""
+_buffers = {}
+
+
+def kv_clone_blocks_all(kv, src_block_idx, dst_block_idx, use_kernel=None):
+    """所有层、K 和 V、N 个块对：检查 → 一次 H2D 上传下标 → 一次 launch（没有 kernel 时 index_copy_ 回退）。"""
     check_cache("kv", kv, 6)
     if kv.shape[1] != 2:
         raise ValueError(f"整块 KV 缓存必须是 [L, 2, n_blocks, H, BS, D]，收到形状 {tuple(kv.shape)}")
@@ -219,40 +222,43 @@ def kv_clone_blocks_all(kv, src_block_idx, dst_block_idx, index_buffer=None, use
         use_kernel = kernel_available(kv.device)
     if use_kernel:
         _need_kernel(kv.device)
-    if not src:
+    if len(src) == 0:
         return
     if not use_kernel:
-        s = torch.tensor(src, device=kv.device)
-        kv.index_copy_(2, torch.tensor(dst, device=kv.device), kv.index_select(2, s))
+        s = torch.as_tensor(src, device=kv.device)
+        kv.index_copy_(2, torch.as_tensor(dst, device=kv.device), kv.index_select(2, s))
         return
-    buf = index_buffer or CloneIndexBuffer(kv.device, len(src))
-    buf.stage(src, dst)
-    s, d = buf.upload(len(src))
-    launch_all_kernel(kv, s, d)
-    buf.mark()
+    buf = _buffers.get(kv.device)
+    if buf is None or buf.cap < len(src):
+        if buf is not None and buf.cuda:
+            torch.cuda.synchronize(kv.device)          # 旧缓冲区可能还在被读
+        buf = _buffers[kv.device] = CpuGpuBuffer(kv.device, max(64, len(src)))
+    i = buf.write(src, dst)
+    launch_all_kernel(kv, *buf.upload(i, len(src)))
+    buf.done(i)
 
 
 class CloneGraph:
-    """把"上传下标 + 一次 launch"捕获进一个 CUDA graph（N 固定）：每步只剩检查、写锁页内存、一次 replay。
+    """把"上传下标 + 一次 launch"捕获进 CUDA graph（N 固定）：每步只剩检查下标、写锁页内存、一次 replay。
 
-    真实引擎把整步 decode 捕获成 graph（vLLM 按批大小分档，每档一个）；graph 里的拷贝节点在 replay 时
-    才去读锁页内存，所以 stage 写进去的就是这一步的下标。只有 CUDA 上可用。
+    真实引擎把整步 decode 捕获成 graph（vLLM 按批大小分档，每档一个）。graph 里的 H2D 拷贝在 replay
+    时才去读锁页内存，所以 CpuGpuBuffer 的每一份锁页内存各捕获一个 graph，轮流 replay。
     """
 
-    def __init__(self, kv, n, index_buffer=None):
-        self.kv, self.n = kv, n
-        self.buf = index_buffer or CloneIndexBuffer(kv.device, n)
-        self.buf.stage(list(range(n)), list(range(n)))     # 预热与捕获时：每块拷到自己身上，不改数据
-        launch_all_kernel(kv, *self.buf.upload(n))          # 先编译好：捕获时不能编译
-        torch.cuda.synchronize()
-        self.graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(self.graph):
-            launch_all_kernel(kv, *self.buf.upload(n))
+    def __init__(self, kv, n):
+        self.kv, self.n, self.buf, self.graphs = kv, n, CpuGpuBuffer(kv.device, n), []
+        for i in range(len(self.buf.host)):
+            self.buf.write(list(range(n)), list(range(n)))  # 预热、捕获时：每块拷到自己身上，不改数据
+            launch_all_kernel(kv, *self.buf.upload(i, n))    # 先编译好：捕获时不能编译
+            torch.cuda.synchronize()
+            self.graphs.append(torch.cuda.CUDAGraph())
+            with torch.cuda.graph(self.graphs[i]):
+                launch_all_kernel(kv, *self.buf.upload(i, n))
 
     def __call__(self, src_block_idx, dst_block_idx):
         src, dst = check_clone_indices(src_block_idx, dst_block_idx, self.kv.shape[2])
         if len(src) != self.n:
             raise ValueError(f"这个 graph 是按 N={self.n} 捕获的，收到 {len(src)} 个块对")
-        self.buf.stage(src, dst)
-        self.graph.replay()
-        self.buf.mark()
+        i = self.buf.write(src, dst)
+        self.graphs[i].replay()
+        self.buf.done(i)

@@ -13,7 +13,7 @@
 import torch
 import torch.nn.functional as F
 
-from kv_clone_triton import check_cache, kernel_available, kv_clone_blocks_all, CloneIndexBuffer
+from kv_clone_triton import check_cache, kernel_available, kv_clone_blocks_all
 from paged_kv import BlockPool, PagedSequence
 
 
@@ -32,7 +32,6 @@ class PagedKVCache:
                               device=device)
         check_cache("kv", self.kv, 6)
         self.use_kernel = kernel_available(device) if use_kernel is None else use_kernel
-        self.index_buffer = CloneIndexBuffer(device)
         self.clone_calls = 0
 
     def new_sequence(self):
@@ -51,8 +50,7 @@ class PagedKVCache:
             off += o.tolist()
         pairs, self.pending = self.pending, []
         if pairs:
-            kv_clone_blocks_all(self.kv, [p[0] for p in pairs], [p[1] for p in pairs],
-                                self.index_buffer, self.use_kernel)
+            kv_clone_blocks_all(self.kv, [p[0] for p in pairs], [p[1] for p in pairs], self.use_kernel)
             self.clone_calls += 1
         return pairs, blk, off
 
