@@ -8,16 +8,22 @@
           能放多少 token。
   演示 2：连续预分配（Orca 的 Max / Pow2 / Oracle 三种预留）与按块（默认 16 个 token 一块）分页，
           在 ShareGPT 式的长度分布下模拟：显存里真正存着 token 状态的比例（对照 vLLM 论文图 2）。
+  演示 3：让 KV 本身变小：同一个 13B 形状下 MHA、GQA、MQA、MLA（DeepSeek-V2）与 FP8 KV，每 token 多少字节、
+          一张卡能放多少 token（对照 DeepSeek-V2 论文的 2.25 组、93.3%）。
+  演示 4：显存不够时的抢占：演示 2 的负载下抢占了多少次；重算与换出到 CPU 内存各要多久，随块大小、
+          序列长度怎样变（对照 vLLM 论文 §7.3、图 19）。
 
-【运行】python lecture07/01_kv_cache_memory.py          （不到 1 秒，2 核笔记本，不需要 GPU）
+【运行】python lecture07/01_kv_cache_memory.py          （约 0.5 秒，2 核笔记本，不需要 GPU）
         python lecture07/01_kv_cache_memory.py --demo 2 （只跑演示 2）
-【依赖】numpy、rich；本目录的 kv_store（ModelSpec、LLAMA2_70B）、paged_kv（n_blocks）；lab_common 的 console。
+【依赖】numpy、rich；本目录的 kv_store（ModelSpec、LLAMA2_70B、prefill_compute_time）、paged_kv（n_blocks）；
+        lab_common 的 console、settings。
 
 【试一试】改下面"学生可以改的设置"里的一个值，再运行（不合理的值会被一行拒绝，并说明允许的范围）：
   1. 把 `GPU_MEM_UTIL` 改成 1.0：一张 H200 放得下 LLaMA2-70B 的 fp16 权重了吗？一张 A800 呢？
   2. 把 `BLOCK_SIZE` 改成 1 和 128（--demo 2）：分页时的内部碎片和平均并发怎样变？
   3. 把 `N_REQUESTS` 改成 20（--demo 2）：服务器还会满载吗？表里哪几行没有数，为什么？
   4. 把 `GPUS` 换成 `(("A100 40GB", 40_960 * MiB),)`：一张 A100 40GB 放得下几个 LLaMA2-13B 的 token？
+  5. 把 `COPY_OVERHEAD_US` 改成 0（--demo 4）：每次拷贝没有固定开销时，小块还是重算更快吗？
 """
 import heapq
 import os
@@ -28,9 +34,9 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # 仓库根目录：让 lab_common 包可以 import
 from lab_common.console import fmt_int, print_header, print_observations, print_table, print_text  # noqa: E402
-from lab_common.script_tools import run_demos  # noqa: E402
+from lab_common.console import ArgParser  # noqa: E402
 from lab_common.settings import check_setting, is_int, is_number  # noqa: E402
-from kv_store import LLAMA2_70B, ModelSpec  # noqa: E402
+from kv_store import EQ1_B, LLAMA2_70B, ModelSpec, Node, prefill_compute_time  # noqa: E402
 from paged_kv import n_blocks  # noqa: E402
 
 KiB, MiB, GiB = 1024, 1024 ** 2, 1024 ** 3   # 本脚本的字节数一律按 1024 进位、标成 KiB/MiB/GiB（vLLM 论文写的
@@ -54,6 +60,14 @@ MAX_SEQ = 2048           # OPT 的最大序列长度（Orca (Max) 按它预留�
 BLOCK_SIZE = 16          # 分页的块大小（vLLM 默认 16）
 KV_POOL_GIB = 12         # KV 池大小（GiB）：vLLM 论文表 1，OPT-13B 在 A100-40GB 上留给 KV 的 12 GB
 TP_GPUS = 8              # 演示 1：LLaMA2-70B 用几张卡（GPUS 的第一种）张量并行
+GQA_GROUPS = 8           # 演示 3：GQA 的 KV 组数（要整除 LLaMA2-13B 形状的 40 个查询头）
+MLA_KV_LORA_RANK = 512   # 演示 3：MLA 每层存的压缩 KV 维度 d_c（DeepSeek-V2 config.json 的 kv_lora_rank）
+MLA_ROPE_DIM = 64        # 演示 3：MLA 每层另存的带 RoPE 的 key 维度 d_h^R（DeepSeek-V2 的 qk_rope_head_dim）
+PCIE_GBPS = 16.0         # 演示 4：每张卡 host↔device 的带宽（GB/s，1 GB = 10⁹ B）：FAST'25 表 1 整机 128 GB/s ÷ 8 卡
+COPY_OVERHEAD_US = 10.0  # 演示 4：每次 cudaMemcpyAsync 的固定开销（µs）——本实验的假设，只取量级
+SWAP_LEN = 512           # 演示 4：比较块大小时，被抢占的序列已有几个 token
+SWAP_BLOCK_SIZES = (1, 4, 16, 64, 256)   # 演示 4：比较的块大小
+SWAP_LENS = (128, 512, 2048)             # 演示 4：按 BLOCK_SIZE 比较的序列长度
 LEN_SIGMA = 1.0          # 长度的对数正态分布的 σ（越大尾巴越长）
 
 # ---- 论文的数字（只用来对照，标明出处）----
@@ -62,15 +76,29 @@ VLLM_FIG2 = {"Orca (Max)": 20.4, "Orca (Pow2)": 26.8, "Orca (Oracle)": 38.2, "vL
 VLLM_TABLE1_KV_GB = 12              # vLLM 论文表 1：OPT-13B 在 A100 40GB 上留给 KV 的 12 GB
 VLLM_TABLE1_SLOTS = 15.7e3          # vLLM 论文表 1：OPT-13B、A100 40GB、KV 12 GB → 最多 15.7K 个 KV slot
 VLLM_REQ_GB = 1.6                   # vLLM 论文 §3：OPT-13B 一个 2048 token 的请求的 KV 可达 1.6 GB
+DSV2_LAYERS = 60                    # DeepSeek-V2 config.json：num_hidden_layers = 60（kv_lora_rank 512、qk_rope_head_dim 64）
+DSV2_GQA_EQUIV = 2.25               # DeepSeek-V2 论文 §2.1.4 表 1：MLA 的 KV 缓存相当于只有 2.25 组的 GQA
+DSV2_KV_REDUCTION = 93.3            # DeepSeek-V2 论文摘要：与 DeepSeek 67B 相比 KV 缓存减少 93.3%
+DSV2_KV_BITS = 6                    # DeepSeek-V2 论文 §3.2.3：部署时把 KV 缓存量化到平均每个数 6 bit
+DEEPSEEK_67B = ModelSpec("DeepSeek 67B", n_layers=95, d_model=8192, n_heads=64, n_kv_heads=8,
+                         n_params=67e9)   # deepseek-llm-67b 的 config.json：95 层、64 个查询头、8 个 KV 头（GQA）
+VLLM_73_MEDIUM = (16, 64)           # vLLM 论文 §7.3、图 19：块 16–64 时重算与换出的端到端性能相当
+VLLM_73_RECOMPUTE_MAX = 20          # vLLM 论文 §7.3：重算的开销从不超过换出延迟的 20%
+SWAP_GPU = Node("A100", n_gpus=1, tflops_per_gpu=312, hbm_gb_per_gpu=40)   # 演示 4 重算用的卡：bf16 峰值 312 TFLOPS、MFU 0.6
 
 
 # =============================================================================
-def tokens_that_fit(model, hbm_bytes, util, n_gpus=1):
-    """n_gpus 张卡（张量并行，权重和 KV 平均切开）放完 fp16 权重后还能放几个 token 的 KV；放不下权重返回 None。"""
-    free = n_gpus * hbm_bytes * util - model.n_params * model.dtype_bytes
+def tokens_that_fit(model, hbm_bytes, util, n_gpus=1, kv_bytes=None):
+    """n_gpus 张卡（张量并行，权重和 KV 平均切开）放完 fp16 权重后还能放几个 token 的 KV；放不下权重返回 None。
+
+    kv_bytes：每个 token 的 KV 字节数（默认按 model 的 MHA/GQA 形状算；演示 3 换成 MQA、MLA、FP8 的值）。
+    """
+    if kv_bytes is None:
+        kv_bytes = model.kv_bytes_per_token()
+    free = n_gpus * hbm_bytes * util - model.n_params * 2      # fp16 权重：每个参数 2 字节
     if free <= 0:
         return None
-    return int(free // model.kv_bytes_per_token())
+    return int(free // kv_bytes)
 
 
 def fit_cell(n):
@@ -241,49 +269,66 @@ def simulate_contiguous(kind, prompts, outputs, pool, max_seq=MAX_SEQ):
 
 def simulate_paged(prompts, outputs, pool, block_size=BLOCK_SIZE):
     """分页：KV 池切成 block_size 个 token 一块，写到新块时才分配。块不够时抢占最后进来的请求（vLLM 的重算策略：
-    释放它的块、放回队首，再进来时已生成的 token 当作输入重算）。返回与 simulate_contiguous 相同的 (占比, 平均并发)。"""
+    释放它的块、放回队首，再进来时已生成的 token 当作输入重算）。
+
+    返回 (占比, 平均并发, 抢占记录)：前两项与 simulate_contiguous 相同；抢占记录是 [(请求号, 被抢占时的长度)]。
+    """
     total = pool // block_size    # 池里一共几个块
     free = total
-    queue = deque((int(p), int(o)) for p, o in zip(prompts, outputs))
-    run = []                      # [当前长度, 剩余要生成的 token 数]，按进入的先后
+    queue = deque((r, int(p), int(o)) for r, (p, o) in enumerate(zip(prompts, outputs)))
+    run = []                      # [请求号, 当前长度, 剩余要生成的 token 数]，按进入的先后
+    preempted = []
     acc = np.zeros(4)
     steps, running = 0, 0
     while queue or run:
         while queue:              # 放得下输入（再加下一个 token 的一块）就进来
-            p, o = queue[0]
+            r, p, o = queue[0]
             need = n_blocks(p + 1, block_size)
             if need > free:
                 break
             queue.popleft()
             free -= n_blocks(p, block_size)
-            run.append([p, o])
+            run.append([r, p, o])
         if queue:
-            tok = sum(L for L, _ in run)
+            tok = sum(L for _, L, _ in run)
             held = total - free
             acc += (tok, 0, held * block_size - tok, free * block_size)
             running += len(run)
             steps += 1
         i = 0                     # 解码一步
         while i < len(run):
-            L, left = run[i]
+            r, L, left = run[i]
             if L % block_size == 0:    # 写满了：要一个新块
                 while free == 0:  # 没有空闲块：抢占最后进来的那个
-                    L2, left2 = run.pop()
+                    r2, L2, left2 = run.pop()
+                    preempted.append((r2, L2))
                     free += n_blocks(L2, block_size)
-                    queue.appendleft((L2, left2))
+                    queue.appendleft((r2, L2, left2))
                 if i >= len(run):
                     break
                 free -= 1
-            run[i][0] += 1
-            run[i][1] -= 1
-            if run[i][1] == 0:
-                free += n_blocks(run[i][0], block_size)
+            run[i][1] += 1
+            run[i][2] -= 1
+            if run[i][2] == 0:
+                free += n_blocks(run[i][1], block_size)
                 run.pop(i)
                 continue
             i += 1
     if steps == 0:
-        return None, None
-    return acc / (steps * pool), running / steps
+        return None, None, preempted
+    return acc / (steps * pool), running / steps, preempted
+
+
+def simulate_load():
+    """演示 2 和演示 4 共用的一次模拟：同一批请求、同一个 KV 池，三种连续预留 + 分页。"""
+    prompts, outputs = make_lengths(N_REQUESTS)
+    pool = kv_pool_tokens()
+    res = {}
+    for kind in ("Max", "Pow2", "Oracle"):
+        res[f"Orca ({kind})"] = simulate_contiguous(kind, prompts, outputs, pool)
+    share, conc, preempted = simulate_paged(prompts, outputs, pool)
+    res["vLLM"] = (share, conc)
+    return dict(prompts=prompts, outputs=outputs, pool=pool, res=res, preempted=preempted)
 
 
 def kv_pool_tokens():
@@ -298,20 +343,17 @@ def pool_source():
     return f"（vLLM 论文表 1 是 {VLLM_TABLE1_KV_GB} GB，这里改成了 {KV_POOL_GIB} GiB）"
 
 
-def demo2_fragmentation():
-    """按最大长度预留连续显存，真正存着 token 的显存占多少？分页能到多少？"""
+def demo2_fragmentation(sim=None):
+    """按最大长度预留连续显存，真正存着 token 的显存占多少？分页能到多少？（sim：simulate_load() 的结果）"""
     print_header(f"演示 2：连续预分配与分页（块 {BLOCK_SIZE}）——显存里有多少真正存着 token 的状态（vLLM 论文图 2）")
-    prompts, outputs = make_lengths(N_REQUESTS)
-    pool = kv_pool_tokens()
+    if sim is None:
+        sim = simulate_load()
+    prompts, outputs, pool, res = sim["prompts"], sim["outputs"], sim["pool"], sim["res"]
     print_text(f"设置：OPT-13B，KV 池 = {KV_POOL_GIB} GiB / {OPT_13B.kv_bytes_per_token() // KiB} KiB = "
                f"{fmt_int(pool)} 个 token{pool_source()}；{N_REQUESTS} 个请求开始时全部排队"
                f"（种子 {SEQ_SEED}），输入 / 输出长度是对数正态（σ={LEN_SIGMA}），平均 {prompts.mean():.0f} / "
                f"{outputs.mean():.0f}（论文 ShareGPT：{SHAREGPT_MEAN[0]:.0f} / {SHAREGPT_MEAN[1]:.0f}），"
                f"总长不超过 {MAX_SEQ}。每步每个请求生成一个 token；只统计队列里还有人等的那些步。")
-    res = {}
-    for kind in ("Max", "Pow2", "Oracle"):
-        res[f"Orca ({kind})"] = simulate_contiguous(kind, prompts, outputs, pool)
-    res["vLLM"] = simulate_paged(prompts, outputs, pool)
     rows = []
     for name, (share, conc) in res.items():
         if share is None:
@@ -388,6 +430,209 @@ def observations_2(d):
 
 
 # =============================================================================
+def kv_variants(base=LLAMA2_13B):
+    """同一个形状（层数、查询头数、头维度）下几种存 KV 的方式：[(名字, 每层每 token 存几个数, 每个数几字节)]。
+
+    >>> [(name, n) for name, n, _ in kv_variants()][:4]      # LLaMA2-13B 形状：40 个头 × 128 维
+    [('MHA', 10240), ('GQA-8', 2048), ('MQA', 256), ('MLA', 576)]
+    """
+    h, d = base.n_heads, base.head_dim
+    return [("MHA", 2 * h * d, 2),                                   # 每个查询头一组 K、V
+            (f"GQA-{GQA_GROUPS}", 2 * GQA_GROUPS * d, 2),             # 几个查询头共用一组 K、V（GQA_GROUPS 组）
+            ("MQA", 2 * d, 2),                                       # 所有查询头共用一组 K、V
+            ("MLA", MLA_KV_LORA_RANK + MLA_ROPE_DIM, 2),             # 只存压缩向量 c_KV 和 RoPE key（DeepSeek-V2）
+            ("MHA + FP8", 2 * h * d, 1),
+            (f"GQA-{GQA_GROUPS} + FP8", 2 * GQA_GROUPS * d, 1)]
+
+
+def demo3_smaller_kv():
+    """同样大小的模型，换一种注意力或把 KV 存成 FP8，每个 token 的 KV 能小多少？一张卡能多放多少 token？"""
+    base = LLAMA2_13B
+    print_header(f"演示 3：让 KV 本身变小——MHA、GQA、MQA、MLA 与 FP8（都按 {base.name} 的形状算）")
+    rows, table = [], {}
+    for name, n, nbytes in kv_variants(base):
+        kv = base.n_layers * n * nbytes
+        fit = {g: tokens_that_fit(base, cap, GPU_MEM_UTIL, kv_bytes=kv) for g, cap in GPUS}
+        table[name] = dict(per_layer=n, bytes=nbytes, kv=kv, fit=fit)
+        rows.append([name, fmt_int(n), nbytes, f"{kv / KiB:g}", f"{kv / table['MHA']['kv']:.1%}"]
+                    + [fit_cell(fit[g]) for g, _ in GPUS])
+    print_table(["方式", "每层的数", "字节/数", "KV KiB", "相对 MHA"] + [g for g, _ in GPUS], rows,
+                caption=f"{base.name} 的形状：{base.n_layers} 层、{base.n_heads} 个查询头 × 头维度 {base.head_dim}；"
+                        f"GQA-{GQA_GROUPS} = {GQA_GROUPS} 组 K/V。每层的数：每个 token 每层要缓存几个数；MLA = d_c + d_h^R = "
+                        f"{MLA_KV_LORA_RANK} + {MLA_ROPE_DIM}（DeepSeek-V2 的 kv_lora_rank、qk_rope_head_dim）。"
+                        f"KV KiB = 层数 × 每层的数 × 字节/数 / 1024。GPU 列：{GPU_MEM_UTIL:.0%} 显存减去 "
+                        f"{base.n_params * 2 / GiB:.1f} GiB 的 fp16 权重后能放的 token 数（各种方式的权重都按 "
+                        f"{base.n_params / 1e9:g}B 参数算，注意力投影的参数差别忽略）。")
+    ds67 = DEEPSEEK_67B.kv_bytes_per_token()
+    dsv2 = DSV2_LAYERS * (MLA_KV_LORA_RANK + MLA_ROPE_DIM) * 2
+    d = dict(table=table, mla_groups=(MLA_KV_LORA_RANK + MLA_ROPE_DIM) / (2 * base.head_dim),
+             ds67_kv=ds67, dsv2_kv=dsv2, dsv2_kv_quant=DSV2_LAYERS * (MLA_KV_LORA_RANK + MLA_ROPE_DIM) * DSV2_KV_BITS / 8,
+             base=base.name)
+    d["reduction_bf16"] = 1 - dsv2 / ds67
+    d["reduction_quant"] = 1 - d["dsv2_kv_quant"] / ds67
+    print_observations(observations_3(d))
+    return d
+
+
+def observations_3(d):
+    """演示 3 的观察：每个数都取自 d（和上表同一份数据）。"""
+    t = d["table"]
+    mha, gqa, mqa, mla = (t[k] for k in list(t)[:4])
+    gqa_name = list(t)[1]
+    obs = [f"MHA 每层每 token 存 {fmt_int(mha['per_layer'])} 个数，{mha['kv'] / KiB:g} KiB/token；{gqa_name}（{GQA_GROUPS} 组）"
+           f"{gqa['kv'] / KiB:g} KiB（{gqa['kv'] / mha['kv']:.1%}）；MQA 只存一组，{mqa['kv'] / KiB:g} KiB"
+           f"（{mqa['kv'] / mha['kv']:.1%}）。组越少越省，代价是更多查询头共用同一组 K/V：DeepSeek-V2 论文表 1 把能力"
+           "标为 MHA 强、GQA 中、MQA 弱。"]
+    if abs(d["mla_groups"] - DSV2_GQA_EQUIV) < 1e-9:
+        same = f"正是 DeepSeek-V2 论文 §2.1.4 表 1 说的\"相当于只有 {DSV2_GQA_EQUIV} 组的 GQA\""
+    else:
+        same = f"（DeepSeek-V2 用 512 + 64 时是论文 §2.1.4 表 1 说的 {DSV2_GQA_EQUIV} 组；这里改了维度）"
+    obs.append(f"MLA 不存每个头的 K/V，只存 d_c = {MLA_KV_LORA_RANK} 维的压缩向量和 d_h^R = {MLA_ROPE_DIM} 维的 RoPE "
+               f"key：{fmt_int(mla['per_layer'])} 个数 = {d['mla_groups']:g} × (2 × 头维度)，{same}；在这个形状上 "
+               f"{mla['kv'] / KiB:g} KiB/token，是 MHA 的 {mla['kv'] / mha['kv']:.1%}，论文表 1 把它的能力标为比 MHA 更强。")
+    g = GPUS[-1][0]
+    fp8 = [k for k in t if k.endswith("FP8")]
+    text = (f"FP8 KV 每个数 1 字节，任何方式都再减半：{fp8[0]} {t[fp8[0]]['kv'] / KiB:g} KiB、"
+            f"{fp8[1]} {t[fp8[1]]['kv'] / KiB:g} KiB。")
+    if mha["fit"][g] is None:
+        text += f"一张 {g} 在 GPU_MEM_UTIL = {GPU_MEM_UTIL:g} 时连 {d['base']} 的权重都放不下，哪种方式都放不了 KV。"
+    else:
+        text += (f"一张 {g} 放完权重后：MHA 放 {fmt_int(mha['fit'][g])} 个 token，MLA 放 {fmt_int(mla['fit'][g])} 个，"
+                 f"是 {mla['fit'][g] / mha['fit'][g]:.1f} 倍——同样的显存能开大得多的批。")
+    obs.append(text)
+    obs.append(f"和论文的 {DSV2_KV_REDUCTION}% 对照（DeepSeek-V2 论文摘要：比 DeepSeek 67B 的 KV 缓存少 {DSV2_KV_REDUCTION}%）："
+               f"按配置算，DeepSeek 67B（{DEEPSEEK_67B.n_layers} 层 × {DEEPSEEK_67B.n_kv_heads} 组 K/V × "
+               f"{DEEPSEEK_67B.head_dim} 维，bf16）{d['ds67_kv'] / KiB:g} KiB/token，DeepSeek-V2（{DSV2_LAYERS} 层 × "
+               f"{MLA_KV_LORA_RANK + MLA_ROPE_DIM}，bf16）{d['dsv2_kv'] / KiB:g} KiB/token，只少 {d['reduction_bf16']:.1%}；"
+               f"论文部署时还把 KV 量化到平均 {DSV2_KV_BITS} bit（§3.2.3），{d['dsv2_kv_quant'] / KiB:.2f} KiB/token，"
+               f"少 {d['reduction_quant']:.1%}。论文的 {DSV2_KV_REDUCTION}% 是 MLA 和量化合起来的效果。")
+    return obs
+
+
+# =============================================================================
+def swap_seconds(model, n_tokens, block_size):
+    """换出（或换入）一条 n_tokens 长的序列的 KV：每层、K 和 V 各对每个块调一次 cudaMemcpyAsync（vLLM 的
+    swap_blocks），每次有 COPY_OVERHEAD_US 的固定开销，字节按 PCIE_GBPS 传。返回 (拷贝次数, 秒)。
+
+    >>> n, t = swap_seconds(OPT_13B, 512, 16)             # 40 层 × K、V × 32 块；512 × 800 KiB 过 PCIe
+    >>> n, round(t * 1e3, 1)
+    (2560, 51.8)
+    """
+    nb = n_blocks(n_tokens, block_size)
+    copies = model.n_layers * 2 * nb
+    nbytes = nb * block_size * model.kv_bytes_per_token()      # 整块搬：最后一块没写满也一样大
+    return copies, copies * COPY_OVERHEAD_US * 1e-6 + nbytes / (PCIE_GBPS * 1e9)
+
+
+def attention_share(model, n):
+    """式 1 里注意力项（∝ n²）占 prefill FLOPs 的比例：a·n²·d / (a·n²·d + b·n·d²)。"""
+    return 1 - model.n_layers * EQ1_B * n * model.d_model ** 2 / model.prefill_flops(n)
+
+
+def recompute_seconds(model, n_tokens):
+    """把 n_tokens 个 token 当作输入重新 prefill 一遍（kv_store.prefill_compute_time，FAST'25 式 1）。"""
+    return prefill_compute_time(model, n_tokens, 0, node=SWAP_GPU)
+
+
+def swap_row(model, n_tokens, block_size):
+    copies, one_way = swap_seconds(model, n_tokens, block_size)
+    rec = recompute_seconds(model, n_tokens)
+    return dict(copies=copies, one_way=one_way, round_trip=2 * one_way, recompute=rec, ratio=rec / (2 * one_way))
+
+
+def demo4_preemption(sim=None):
+    """显存不够时要抢占：演示 2 的负载下抢占了多少次？被抢占的请求是重算划算，还是换到 CPU 内存划算？"""
+    print_header("演示 4：显存不够时的抢占——重算，还是换出到 CPU 内存（vLLM 论文 §4.5、§7.3）")
+    if sim is None:
+        sim = simulate_load()
+    m = OPT_13B
+    pre = sim["preempted"]
+    lens = [L for _, L in pre]
+    total_tokens = int((sim["prompts"] + sim["outputs"]).sum())
+    by_block = {b: swap_row(m, SWAP_LEN, b) for b in SWAP_BLOCK_SIZES}
+    by_len = {L: swap_row(m, L, BLOCK_SIZE) for L in SWAP_LENS}
+    load = dict(recompute=sum(recompute_seconds(m, L) for L in lens),
+                round_trip=sum(2 * swap_seconds(m, L, BLOCK_SIZE)[1] for L in lens))
+    print_text(f"模型：{m.name}（{m.kv_bytes_per_token() // KiB} KiB/token）在一张 {SWAP_GPU.name} 上。重算 = 把已有的 "
+               f"token 当输入重新 prefill（FAST'25 式 1 的 FLOPs ÷ {SWAP_GPU.tflops_per_gpu:g} TFLOPS × MFU "
+               f"{SWAP_GPU.mfu:g}）；换出 / 换入 = 每层、K 和 V 各对每个块调一次 cudaMemcpyAsync（vLLM 的 swap_blocks），"
+               f"每次固定开销 {COPY_OVERHEAD_US:g} µs（本实验的假设），字节按 PCIe {PCIE_GBPS:g} GB/s（Mooncake FAST'25 "
+               "表 1：整机 host-to-device 128 GB/s，8 卡平分）。抢占一次要换出、以后再换入：来回 = 2 × 单程。")
+    head = ["块", "拷贝次数", "单程 ms", "来回 ms", "重算 ms", "重算 / 来回"]
+    print_table(head, [[b, fmt_int(r["copies"]), f"{r['one_way'] * 1e3:.1f}", f"{r['round_trip'] * 1e3:.1f}",
+                        f"{r['recompute'] * 1e3:.1f}", f"{r['ratio']:.2f}"] for b, r in by_block.items()],
+                title=f"一条已有 {fmt_int(SWAP_LEN)} 个 token 的序列被抢占：块大小变化")
+    print_table(["长度"] + head[1:], [[fmt_int(L), fmt_int(r["copies"]), f"{r['one_way'] * 1e3:.1f}",
+                                     f"{r['round_trip'] * 1e3:.1f}", f"{r['recompute'] * 1e3:.1f}", f"{r['ratio']:.2f}"]
+                                    for L, r in by_len.items()],
+                title=f"块 {BLOCK_SIZE}：序列长度变化",
+                caption="重算 / 来回 < 1：重算更快；> 1：换出再换入更快。")
+    d = dict(n_preempt=len(pre), n_requests=len({r for r, _ in pre}), n_total=N_REQUESTS,
+             mean_len=None, recomputed_tokens=sum(lens), total_tokens=total_tokens,
+             load=load, by_block=by_block, by_len=by_len,
+             attn_share=attention_share(m, max(SWAP_LENS)))
+    if lens:
+        d["mean_len"] = float(np.mean(lens))
+    print_observations(observations_4(d))
+    return d
+
+
+def observations_4(d):
+    """演示 4 的观察：每个数都取自 d（和上面两张表同一份数据）。"""
+    obs = []
+    if d["n_preempt"] == 0:
+        obs.append(f"演示 2 的负载下（{d['n_total']} 个请求、块 {BLOCK_SIZE}）分页一次也没有抢占：KV 池一直够用。"
+                   "把 KV_POOL_GIB 调小或 N_REQUESTS 调大，才会出现抢占。")
+    else:
+        load = d["load"]
+        if load["recompute"] < load["round_trip"]:
+            cheaper = "重算更省"
+        else:
+            cheaper = "换出再换入更省"
+        obs.append(f"演示 2 的负载下（{d['n_total']} 个请求、块 {BLOCK_SIZE}），分页一共抢占了 {fmt_int(d['n_preempt'])} 次，"
+                   f"涉及 {d['n_requests']} 个请求（{d['n_requests'] / d['n_total']:.0%}），被抢占时平均已有 "
+                   f"{d['mean_len']:.0f} 个 token。这些 token 要重算的共 {fmt_int(d['recomputed_tokens'])} 个，是全部 "
+                   f"{fmt_int(d['total_tokens'])} 个 token 的 {d['recomputed_tokens'] / d['total_tokens']:.0%}；按上面的模型全部"
+                   f"重算要 {load['recompute']:.1f} s，全部换出再换入要 {load['round_trip']:.1f} s——{cheaper}。")
+    bb = d["by_block"]
+    recompute_wins = [b for b, r in bb.items() if r["ratio"] < 1]
+    swap_wins = [b for b, r in bb.items() if r["ratio"] >= 1]
+    first, last = list(bb)[0], list(bb)[-1]
+    text = (f"块越小，拷贝次数越多：块 {first} 时单程要拷 {fmt_int(bb[first]['copies'])} 次、{bb[first]['one_way'] * 1e3:.0f} ms，"
+            f"块 {last} 时 {fmt_int(bb[last]['copies'])} 次、{bb[last]['one_way'] * 1e3:.0f} ms；重算与块大小无关，都是 "
+            f"{bb[first]['recompute'] * 1e3:.0f} ms。")
+    if recompute_wins and swap_wins:
+        text += (f"所以块 {'、'.join(map(str, recompute_wins))} 时重算更快，块 {'、'.join(map(str, swap_wins))} 时换出再换入"
+                 "更快。")
+    elif recompute_wins:
+        text += "表里每个块大小下都是重算更快。"
+    else:
+        text += "表里每个块大小下都是换出再换入更快。"
+    obs.append(text)
+    ratios = [r["ratio"] for r in d["by_len"].values()]
+    text = (f"序列长度变化时（块 {BLOCK_SIZE}），重算 / 来回在 {min(ratios):.2f}–{max(ratios):.2f} 之间：换出按字节和块数、"
+            f"重算按 FLOPs，都大致与长度成正比（式 1 里 n² 的注意力项到 {fmt_int(max(SWAP_LENS))} 个 token 时也只占 "
+            f"{d['attn_share']:.1%}）。")
+    if all(r < 1 for r in ratios) or all(r >= 1 for r in ratios):
+        text += "在这些长度上谁更快不变；决定胜负的主要是块大小。"
+    else:
+        text += "在这些长度之间，谁更快变了。"
+    obs.append(text)
+    worst = max(r["ratio"] for r in bb.values())
+    medium = [b for b in bb if VLLM_73_MEDIUM[0] <= b <= VLLM_73_MEDIUM[1]]
+    text = (f"vLLM 论文 §7.3、图 19：块小时重算更高效、块大时换出更高效，重算的开销从不超过换出延迟的 "
+            f"{VLLM_73_RECOMPUTE_MAX}%；块 {VLLM_73_MEDIUM[0]}–{VLLM_73_MEDIUM[1]} 时两者端到端性能相当。这里的模型：")
+    if worst > 1:
+        text += f"重算最多比来回慢 {worst - 1:.0%}"
+    else:
+        text += "每个块大小下重算都不比来回慢"
+    if medium:
+        text += "，块 " + "、".join(f"{b} 时重算 / 来回 = {bb[b]['ratio']:.2f}" for b in medium)
+    obs.append(text + "。论文测的是真实 GPU 上的 OPT-13B；这里是按配置和假设算出来的量级，趋势可以对照。")
+    return obs
+
+
+# =============================================================================
 def check_settings():
     """设置块里每个常量：不合理的值一行拒绝（退出码 2），其余的值都能跑。"""
     check_setting("GPUS", GPUS, isinstance(GPUS, tuple) and 1 <= len(GPUS) <= 3 and all(
@@ -404,14 +649,41 @@ def check_settings():
     pool = kv_pool_tokens()
     check_setting("KV_POOL_GIB", KV_POOL_GIB, pool >= n_blocks(MAX_SEQ, BLOCK_SIZE) * BLOCK_SIZE,
                   f"至少放得下一个 MAX_SEQ = {MAX_SEQ} 个 token 的请求（现在只有 {pool} 个 token）")
+    heads = LLAMA2_13B.n_heads
+    check_setting("GQA_GROUPS", GQA_GROUPS, is_int(GQA_GROUPS, 1, heads) and heads % GQA_GROUPS == 0,
+                  f"能整除 {heads}（LLaMA2-13B 的查询头数）的正整数，例如 1、2、4、5、8、10、20、40")
+    check_setting("MLA_KV_LORA_RANK", MLA_KV_LORA_RANK, is_int(MLA_KV_LORA_RANK, 1, 65_536), " 1–65,536 的整数")
+    check_setting("MLA_ROPE_DIM", MLA_ROPE_DIM, is_int(MLA_ROPE_DIM, 0, 65_536), " 0–65,536 的整数")
+    check_setting("PCIE_GBPS", PCIE_GBPS, is_number(PCIE_GBPS) and PCIE_GBPS > 0, "正数（GB/s）")
+    check_setting("COPY_OVERHEAD_US", COPY_OVERHEAD_US, is_number(COPY_OVERHEAD_US, 0, 10_000), " 0–10,000 之间的数（µs）")
+    check_setting("SWAP_LEN", SWAP_LEN, is_int(SWAP_LEN, 1, 1 << 20), " 1–1,048,576 的整数")
+    for name, value in (("SWAP_BLOCK_SIZES", SWAP_BLOCK_SIZES), ("SWAP_LENS", SWAP_LENS)):
+        check_setting(name, value, isinstance(value, (tuple, list)) and 1 <= len(value) <= 8
+                      and all(is_int(x, 1, 1 << 20) for x in value) and list(value) == sorted(set(value)),
+                      " 1–8 个从小到大、不重复的正整数，例如 (1, 16, 256)")
 
 
-DEMOS = {1: demo1_bytes_per_token, 2: demo2_fragmentation}
+DEMOS = {1: demo1_bytes_per_token, 2: demo2_fragmentation, 3: demo3_smaller_kv, 4: demo4_preemption}
+LOAD_DEMOS = (2, 4)      # 这两个演示用同一次负载模拟：main 只模拟一遍，作为参数传给它们
 
 
 def main(argv=None):
     check_settings()
-    return run_demos(DEMOS, "第 7 讲 · KV 缓存的显存为什么是瓶颈", argv)
+    ap = ArgParser(description="第 7 讲 · KV 缓存的显存为什么是瓶颈")
+    ap.add_argument("--demo", type=int, choices=sorted(DEMOS), help="只跑某一个演示（默认全跑）")
+    args = ap.parse_args(argv)
+    todo = sorted(DEMOS)
+    if args.demo:
+        todo = [args.demo]
+    sim = None
+    for k in todo:
+        if k in LOAD_DEMOS:
+            if sim is None:
+                sim = simulate_load()
+            DEMOS[k](sim)
+        else:
+            DEMOS[k]()
+    return 0
 
 
 if __name__ == "__main__":

@@ -1,4 +1,6 @@
 """01_kv_cache_memory.py：每个 token 的 KV 字节数、一张卡能放多少 token、连续预分配与分页的显存构成。"""
+import re
+
 import numpy as np
 import pytest
 from rich.cells import cell_len
@@ -14,8 +16,23 @@ def d1():
 
 
 @pytest.fixture(scope="module")
-def d2():
-    return m.demo2_fragmentation()
+def sim():
+    return m.simulate_load()
+
+
+@pytest.fixture(scope="module")
+def d2(sim):
+    return m.demo2_fragmentation(sim)
+
+
+@pytest.fixture(scope="module")
+def d3():
+    return m.demo3_smaller_kv()
+
+
+@pytest.fixture(scope="module")
+def d4(sim):
+    return m.demo4_preemption(sim)
 
 
 def test_smoke_main(capsys):
@@ -24,6 +41,8 @@ def test_smoke_main(capsys):
     assert "演示 1" in out and "演示 2" in out
     assert "15,728 个 token" in out                                    # 演示 1：12 GiB / 800 KiB
     assert "97.3%" in out                                             # 演示 2：分页时 token 状态的占比
+    assert "2,380,193" in out                                         # 演示 3：MLA 时一张 H200 能放的 token
+    assert re.search(r"^ *256 +160 +27\.8 +55\.6 +64\.2 +1\.15$", out, flags=re.M)   # 演示 4：块 256 那一行
     assert max(cell_len(line) for line in out.splitlines()) <= 80   # 显示宽度（中文占 2 列）
 
 
@@ -90,7 +109,7 @@ def test_tiny_contiguous_hand_checked():
 
 def test_tiny_paged_hand_checked():
     # 块 2、池 6 个位置（3 块）；请求 (p=2, o=1) × 4：每个要 1 块输入 + 写第 3 个 token 时再要 1 块
-    share, conc = m.simulate_paged(np.array([1, 1, 1, 1]), np.array([1, 1, 1, 1]), pool=6, block_size=2)
+    share, conc, preempted = m.simulate_paged(np.array([1, 1, 1, 1]), np.array([1, 1, 1, 1]), pool=6, block_size=2)
     assert np.isclose(share.sum(), 1.0)
     assert share[1] == 0                                             # 分页没有"预留"
 
@@ -163,8 +182,8 @@ def test_never_full_load_is_reported_not_divided_by_zero(monkeypatch):
 
 
 def test_simulators_return_none_without_full_load():
-    share, conc = m.simulate_paged(np.array([2]), np.array([2]), pool=64, block_size=4)
-    assert share is None and conc is None
+    share, conc, preempted = m.simulate_paged(np.array([2]), np.array([2]), pool=64, block_size=4)
+    assert share is None and conc is None and preempted == []
     share, conc = m.simulate_contiguous("Oracle", np.array([2]), np.array([2]), pool=64)
     assert share is None and conc is None
 
@@ -185,3 +204,60 @@ def test_settings_are_checked():
             assert e.value.code == 2
         finally:
             setattr(m, name, old)
+
+
+# ---------------------------------------------------------------- 演示 3：让 KV 变小
+def test_kv_variants_from_the_configuration(d3):
+    t = d3["table"]
+    assert [t[k]["kv"] for k in t] == [800 * 1024, 160 * 1024, 20 * 1024, 40 * 576 * 2, 400 * 1024, 80 * 1024]
+    assert t["MLA"]["per_layer"] == 512 + 64 == 2.25 * 2 * 128               # DeepSeek-V2：相当于 2.25 组 GQA
+    assert d3["mla_groups"] == m.DSV2_GQA_EQUIV == 2.25
+    assert t["MHA"]["fit"]["H200 141GB"] == 133_885                          # 和演示 1 的 LLaMA2-13B 一格相同
+    assert t["MLA"]["fit"]["H200 141GB"] == 2_380_193
+
+
+def test_deepseek_v2_reduction_matches_the_paper(d3):
+    """DeepSeek-V2 摘要的 93.3% = MLA（60 层 × 576）加平均 6 bit 的 KV 量化，对 DeepSeek 67B（95 层 × 8 组 × 128，bf16）。"""
+    assert d3["ds67_kv"] == 95 * 8 * 128 * 2 * 2 == 389_120
+    assert d3["dsv2_kv"] == 60 * 576 * 2
+    assert round(d3["reduction_bf16"] * 100, 1) == 82.2
+    assert round(d3["reduction_quant"] * 100, 1) == m.DSV2_KV_REDUCTION == 93.3
+    text = "".join(m.observations_3(d3))
+    assert "只少 82.2%" in text and "少 93.3%" in text and "§2.1.4 表 1" in text
+
+
+# ---------------------------------------------------------------- 演示 4：抢占
+def test_preemption_count_under_demo2_load(d4, sim):
+    assert d4["n_preempt"] == len(sim["preempted"]) == 633
+    assert d4["n_requests"] == 217 and d4["recomputed_tokens"] == 106_746
+    assert round(d4["mean_len"]) == 169
+    assert "抢占了 633 次，涉及 217 个请求（54%）" in m.observations_4(d4)[0]
+
+
+def test_swap_versus_recompute(d4):
+    bb = d4["by_block"]
+    ratios = [bb[b]["ratio"] for b in m.SWAP_BLOCK_SIZES]
+    assert all(b > a for a, b in zip(ratios, ratios[1:]))                    # 块越大，换出越划算
+    assert len({round(r["recompute"], 12) for r in bb.values()}) == 1        # 重算与块大小无关
+    assert [b for b in bb if bb[b]["ratio"] < 1] == [1, 4, 16, 64]
+    assert max(ratios) < 1 + m.VLLM_73_RECOMPUTE_MAX / 100                   # 论文：重算从不超过换出的 20%
+    text = "".join(m.observations_4(d4))
+    assert "块 1、4、16、64 时重算更快，块 256 时换出再换入更快" in text and "重算最多比来回慢 15%" in text
+    assert bb[16]["copies"] == 40 * 2 * 32
+    assert m.swap_seconds(m.OPT_13B, 512, 16)[1] == pytest.approx(2560 * 10e-6 + 512 * 800 * 1024 / 16e9)
+    assert m.recompute_seconds(m.OPT_13B, 512) == pytest.approx(m.OPT_13B.prefill_flops(512) / (312e12 * 0.6))
+
+
+def test_pcie_bandwidth_has_one_source():
+    """每卡 16 GB/s = FAST'25 表 1 的整机 128 GB/s ÷ 8 卡（kv_store.TIERS 里的同一个数）。"""
+    from kv_store import A800_X8, TIERS
+    assert m.PCIE_GBPS == TIERS[1].gb_per_s / A800_X8.n_gpus
+
+
+def test_main_simulates_the_load_once(monkeypatch, capsys):
+    calls = []
+    real = m.simulate_load
+    monkeypatch.setattr(m, "simulate_load", lambda: calls.append(1) or real())
+    assert m.main([]) == 0
+    assert len(calls) == 1
+    capsys.readouterr()

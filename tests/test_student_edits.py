@@ -187,6 +187,17 @@ EDITS_01 = [
          says("40 GiB 的 KV 空间 = 52,428 个 token", "这里改成了 40 GiB", absent=("论文表 1 的 40",)),
          "KV 池改成 40 GiB：不说是论文表 1 的值"),
     Edit("01_kv_cache_memory", "KV_POOL_GIB", "0.5", 2, refused("KV_POOL_GIB"), "放不下一个 MAX_SEQ 的请求"),
+    Edit("01_kv_cache_memory", "COPY_OVERHEAD_US", "0", 4,
+         says("表里每个块大小下都是换出再换入更快", "——换出再换入更省", absent=("时重算更快，",)),
+         "试一试 5：拷贝没有固定开销时，小块也不再是重算更快"),
+    Edit("01_kv_cache_memory", "N_REQUESTS", "20", 4, says("分页一次也没有抢占"), "没有抢占：另有说法"),
+    Edit("01_kv_cache_memory", "GQA_GROUPS", "1", 3,
+         lambda rc, out, err: (runs()(rc, out, err),
+                               re.search(r"^GQA-1 +256 +2 +20 +2\.5% +2,505,342 +5,355,436$", out, flags=re.M)
+                               or pytest.fail(out)),
+         "GQA 只有 1 组就是 MQA：两行的数相同"),
+    Edit("01_kv_cache_memory", "GQA_GROUPS", "3", 3, refused("GQA_GROUPS"), "3 组不能平分 40 个查询头"),
+    Edit("01_kv_cache_memory", "SWAP_BLOCK_SIZES", "()", 4, refused("SWAP_BLOCK_SIZES")),
 ]
 
 # ---- 02_paged_attention
