@@ -1,8 +1,8 @@
 """读真实的请求 trace（Mooncake 公开的 JSONL 格式），逐行检查，错误给出"文件:行号: 哪里不对"。
 
-    from kv_trace import load_trace          # （kv_store 也导出同一个函数）
+    from kv_trace import load_trace          # 列式的 Trace（kv_store 也导出它）；建在下面的 iter_trace_records 上
     tr = load_trace("../shared/traces/mooncake_fast25_synthetic_trace.jsonl")
-    len(tr), tr[0].input_len, len(tr[0].blocks)      # (3993, 40160, 79)
+    len(tr), tr[0].input_len, len(tr[0].blocks)      # (3993, 40160, 79)；本模块的 load_trace 给 Request 列表
 
     for ts, n_in, n_out, ids in iter_trace_records(路径):   # 流式：一次只有一行在内存里
         ...                                                  # ts 毫秒（float），ids 是 list[int]
@@ -13,24 +13,31 @@
 到达时刻 arrival = timestamp / 1000（秒）。
 
 什么算错误、什么不算（错误 → 抛 TraceError，脚本打印一行 "文件:行号: 说明"，退出码 2）：
-  错误（行号 0 = 整个文件）：文件不存在（包括文件名是空字符串）/ 是目录 / 没有读权限；
-        一个请求也没有（空文件或只有空行）。
-  错误（行号 = 出问题的那一行）：
-        读文件：这一行不是 UTF-8；这一行超过 MAX_LINE_BYTES（1 MiB）还没换行；.gz 文件其实不是
-        gzip、中途被截断、数据损坏（损坏在读到哪一行时发现就报哪一行）。
-        JSON：不是合法 JSON（含 NaN、Infinity 这类 JSON 没有的写法）；嵌套超过 MAX_DEPTH（64）层；
-        整数超过 4300 位；同一个对象里同一个键出现两次（不知道该用哪一个）；不是 JSON 对象；缺字段。
-        字段：长度和 hash id 必须是整数（true/false 和 3.0 都不算）；timestamp 是整数或小数；
+  整个文件的错误（行号 0）：文件不存在（文件名是空字符串也算，显示成 ""）；是目录；没有读权限；
+        一个请求也没有（空文件、只有空白行、空的 .gz）。
+  读文件的错误（行号 = 第一条没读出来的行，它之前的行都已读出）：
+        这一行不是 UTF-8（说明第几个字节；每行单独解码，行号就是坏字节所在的行）；
+        这一行超过 MAX_LINE_BYTES（1 MiB）还没换行（1 GB 的一行、gzip 炸弹都只读 1 MiB 就停）；
+        .gz：其实不是 gzip；被截断；压缩数据损坏；校验和（CRC、长度）不对；gzip 数据后面还有别的字节。
+        不以 .gz 结尾的 gzip 文件：第 1 行"不是 UTF-8"，并提示改文件名。
+  一行的错误（行号 = 这一行）：
+        JSON：不合法（包括 NaN、Infinity：JSON 里没有）；嵌套超过 MAX_DEPTH（64）层；整数超过 4300 位；
+        同一个对象里一个键出现两次（不知道该用哪个，不悄悄取后一个）；不是 JSON 对象；缺字段。
+        字段：长度和 hash id 必须是整数（true/false 和 3.0 都不算）；timestamp 是整数或有限的小数；
         timestamp、output_length、hash id 在 [0, 2^53) 里，input_length 在 [1, 2^53) 里
-        （2^53 以上 float 就不能精确表示了；真实 trace 远到不了）；同一个请求里 hash id 重复；
+        （2^53 以上 float 表示不准；真实 trace 远到不了）；同一个请求里 hash id 重复；
         len(hash_ids) ≠ ceil(input_length / 块大小)（块大小不对时每一行都会这样，提示里会说）；
         timestamp 比上一行小（trace 必须按到达时间排好）。
-  不算错误、静默接受（不影响任何统计量）：空白行（跳过，但行号照算）；多出来的字段（忽略，里面的
-        数多大都行）；output_length = 0（只做 prefill 的请求）；相邻请求 timestamp 相同（同时到达）；
-        第一条的 timestamp 不是 0（时长按最后一条减第一条算）；Windows 换行符（\\r\\n）；
-        第 1 行开头的 UTF-8 BOM（Windows 记事本会加；别的行有 BOM 算 JSON 错误）。
-  文件名里有换行等控制字符：消息里转义成 \\n 之类，保证只有一行。
-  不处理：没有写端的 FIFO（命名管道）会一直等下去（open 本身就阻塞），和 cat 一样。
+        .gz 文件里某行不对、而 gzip 本身也坏了（往后最多再解压 256 MB 来查）：说明里加一句
+        "这一行多半是损坏的压缩数据解出来的乱码"。
+  接受（不影响任何统计量）：空白行（跳过，行号照算）；多出来的字段（内容不管，只要是合法 JSON）；
+        output_length = 0（只做 prefill 的请求）；相邻请求 timestamp 相同（同时到达）；第一条的 timestamp
+        不是 0（时长按最后一条减第一条算）；Windows 换行符 \r\n；第 1 行开头的 UTF-8 BOM（Windows 记事本
+        会加；别的行开头的 BOM 算 JSON 错误）；多段拼接的 .gz（cat a.gz b.gz）和末尾补的零字节。
+  消息永远只有一行：文件名里的换行等控制字符转义成 \n 之类；说明里引用的值超过 40 个字符就截断。
+  不处理：只用 \r 换行的文件（老式 Mac）整个算一行，报 JSON 错误；没有写端的 FIFO（命名管道）
+        一直等下去（open 本身就阻塞，和 cat 一样；有写端时照常流式读）。
+  内存：按 64 KiB 一块读，任何时候最多一块加一行；坏文件最多比导入后多几十 MB（恶意的 1 MiB 合法行）。
   没有"警告"这一级：课堂上一闪而过的警告没人看。会让数字算错的一律报错，不会的一律接受。
 参数错误（块大小 ≤ 0 或不是整数）抛普通的 ValueError。
 """
@@ -52,6 +59,7 @@ MAX_LINE_BYTES = 2 ** 20         # 一行最长 1 MiB（真实 trace 一行不�
 MAX_DEPTH = 64                  # JSON 最多嵌套几层（合法的一行是 2 层）：防 10 万个 "[" 把解析器递归爆
 MAX_EXACT = 2 ** 53             # 整数上限（不含）：再大 float 就表示不准了
 _CHUNK = 64 * 1024                # 每次从文件读 64 KiB
+GZIP_CHECK_BYTES = 256 * 2 ** 20  # .gz 里某行不对时，再往后解压这么多看 gzip 本身坏没坏（约 1 秒）
 _GZIP_MAGIC = b"\x1f\x8b"
 _STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"')     # JSON 字符串（里面的括号不算嵌套）
 _BRACKET = re.compile(r"[\[\]{}]")
@@ -276,6 +284,25 @@ class _Lines:
             yield head
 
 
+def _check_gzip_rest(f, what):
+    """.gz 文件里某一行不对：把后面（最多 GZIP_CHECK_BYTES）解压完。如果 gzip 本身也坏了（校验和不对、被截断），
+    这一行多半是损坏的压缩数据解出来的乱码——把这一点加进说明，抛 _Bad；gzip 没坏就什么也不做。"""
+    try:
+        left = GZIP_CHECK_BYTES
+        while left > 0:
+            got = len(f.read(_CHUNK))
+            if got == 0:
+                return
+            left -= got
+    except EOFError:
+        why = "后面被截断了"
+    except (OSError, zlib.error):
+        why = "压缩数据损坏或校验和对不上"
+    else:
+        return                                               # 太大，没查完：不下结论
+    raise _Bad(f"{what}；这个 .gz 文件本身也坏了（{why}），这一行多半是损坏的压缩数据解出来的乱码") from None
+
+
 def _records(path, block_size):
     prev_ts, n, lines = None, 0, None
     opener = open
@@ -285,12 +312,17 @@ def _records(path, block_size):
         with opener(path, "rb") as f:
             lines = _Lines(f)
             for raw in lines:
-                text = _decode(raw, lines.lineno)
-                if not text.strip():
-                    continue                                  # 空白行：跳过（行号照算）
-                ts, n_in, n_out, ids = _parse_line(text, block_size)
-                if prev_ts is not None and ts < prev_ts:
-                    raise _Bad(f"timestamp {_show(ts)} 比上一个请求的 {_show(prev_ts)} 小：trace 必须按到达时间排好")
+                try:
+                    text = _decode(raw, lines.lineno)
+                    if not text.strip():
+                        continue                              # 空白行：跳过（行号照算）
+                    ts, n_in, n_out, ids = _parse_line(text, block_size)
+                    if prev_ts is not None and ts < prev_ts:
+                        raise _Bad(f"timestamp {_show(ts)} 比上一个请求的 {_show(prev_ts)} 小：trace 必须按到达时间排好")
+                except _Bad as e:
+                    if opener is gzip.open:
+                        _check_gzip_rest(f, str(e))
+                    raise
                 prev_ts = ts
                 n += 1
                 yield float(ts), n_in, n_out, ids

@@ -141,6 +141,19 @@ def test_flipped_bytes_anywhere_in_gzip_body_are_one_line_errors(tmp_path):
         error_of(p)
 
 
+def test_bad_line_in_damaged_gzip_says_so(tmp_path):
+    """压缩数据坏了却解出了"像样"的乱码：报那一行的错误，再说明 gzip 本身也坏了；gzip 完好时不加这句。"""
+    lines = trace_lines(3000)
+    lines[999] = "oops"                                    # 坏行不在最后一块（CRC 在读最后一块时才查）
+    data = gz("\n".join(lines) + "\n")
+    _, e = error_of(write_bytes(tmp_path, data, "ok.jsonl.gz"))
+    assert e.line == 1000 and "不是合法的 JSON" in e.what and "乱码" not in e.what
+    bad = bytearray(data)
+    bad[-6] ^= 1                                           # CRC 不对
+    _, e = error_of(write_bytes(tmp_path, bytes(bad), "bad.jsonl.gz"))
+    assert e.line == 1000 and "不是合法的 JSON" in e.what and "这个 .gz 文件本身也坏了" in e.what
+
+
 def test_gzip_crc_and_trailing_garbage(tmp_path):
     data = bytearray(gz(TEXT))
     data[-6] ^= 1                                          # CRC32 字段
@@ -308,6 +321,13 @@ def test_bom_on_line_1_accepted_elsewhere_rejected(tmp_path):
     p = write_bytes(tmp_path, gz(bom + line(0) + "\n"), "t.jsonl.gz")
     assert len(list(iter_trace_records(p))) == 1
     assert "不是合法的 JSON" in bad_line(tmp_path, bom + line(1))
+
+
+def test_cr_only_line_ends_are_one_line(tmp_path):
+    """只用 \r 换行（老式 Mac）不支持：整个文件是一行，报 JSON 错误（不会悄悄读错）。"""
+    p = write_bytes(tmp_path, ("\r".join(trace_lines(3)) + "\r").encode())
+    n, e = error_of(p)
+    assert (n, e.line) == (0, 1) and "不是合法的 JSON" in e.what
 
 
 def test_unicode_blank_line_is_blank(tmp_path):
