@@ -49,6 +49,7 @@ import re
 import zlib
 from dataclasses import dataclass
 
+from lab_common.settings import is_int
 from paged_kv import n_blocks
 
 BLOCK_SIZE = 512            # 每块 token 数（和 Mooncake trace 一致）
@@ -111,10 +112,6 @@ class _Bad(Exception):
     """一行里的问题（还不知道文件名和行号）：what = 说明。"""
 
 
-def _is_int(x):
-    return type(x) is int        # bool 是 int 的子类，type(True) 是 bool，正好排除
-
-
 def _object(pairs):
     """json 的 object_pairs_hook：同一个键出现两次就报错（默认是后一个悄悄覆盖前一个）。"""
     d = dict(pairs)
@@ -165,10 +162,10 @@ def _parse_line(text, block_size):
     if missing:
         raise _Bad(f"缺少字段 {', '.join(missing)}（需要 {', '.join(FIELDS)}）")
     ts, n_in, n_out, ids = (d[f] for f in FIELDS)
-    if not (_is_int(ts) or (type(ts) is float and math.isfinite(ts))):    # 大整数不能传给 isfinite（溢出）
+    if not (is_int(ts) or (type(ts) is float and math.isfinite(ts))):    # 大整数不能传给 isfinite（溢出）
         raise _Bad(f"timestamp 应该是数（毫秒），读到 {_show(ts)}")
     for name, v in (("input_length", n_in), ("output_length", n_out)):
-        if not _is_int(v):
+        if not is_int(v):
             raise _Bad(f"{name} 应该是整数，读到 {_show(v)}")
     if ts < 0:
         raise _Bad(f"timestamp 不能为负，读到 {_show(ts)}")
@@ -181,9 +178,10 @@ def _parse_line(text, block_size):
             raise _Bad(f"{name} 太大：要小于 2^53 = {MAX_EXACT}，读到 {_show(v)}")
     if not isinstance(ids, list):
         raise _Bad(f"hash_ids 应该是整数列表，读到 {type(ids).__name__}")
+    # 快路径一次查完整行（type(True) 是 bool，不是 int）；有问题再逐个找出第一个坏元素
     if not (all(type(h) is int for h in ids) and (not ids or (min(ids) >= 0 and max(ids) < MAX_EXACT))):
-        for k, h in enumerate(ids):                            # 慢路径：找出第一个坏元素
-            if not _is_int(h) or not 0 <= h < MAX_EXACT:
+        for k, h in enumerate(ids):
+            if not is_int(h, 0, MAX_EXACT - 1):
                 raise _Bad(f"hash_ids 的第 {k + 1} 个元素应该是 [0, 2^53) 里的整数，读到 {_show(h)}")
     want = n_blocks(n_in, block_size)
     if len(ids) != want:
@@ -236,7 +234,7 @@ def iter_trace_records(path, block_size=BLOCK_SIZE):
     流式：不把整个文件留在内存里。每行都检查（见模块说明），出错抛 TraceError("文件:行号: …")；
     一个请求也没有也抛 TraceError（行号 0）。块大小不是正整数：调用时就抛 ValueError。
     """
-    if not _is_int(block_size) or block_size <= 0:
+    if not is_int(block_size, 1):
         raise ValueError(f"块大小必须是正整数，收到 {block_size!r}")
     path = os.fsdecode(path)
     return _records(path, block_size)
