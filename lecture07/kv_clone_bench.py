@@ -1,6 +1,6 @@
-"""06 在 GPU 上的测量：每步耗时（CUDA event）、CUDA graph 捕获、A/B/C/D 计时、tile 扫描、克隆占一步 decode 多少。
-
-只在有 CUDA 的机器上调用（06 的演示 2–4）；返回的都是普通的 dict / list，06 打印它们、存进 JSON。
+"""06 的校验与测量：一步 COW 写入的逐位校验（CPU 解释器或 GPU），以及 GPU 上的每步耗时（CUDA event）、
+CUDA graph 捕获、A/B/C/D 计时、tile 扫描、克隆占一步 decode 多少。返回的都是普通的 dict / list，
+06 打印它们、存进 JSON。
 
     A  每层新建 long 下标张量 + index_select + index_copy_（博客里的"之前"）
     B  每层新建 int32 下标张量 + 一次 Triton launch（博客里的"之后"）
@@ -8,7 +8,9 @@
     D  同样字节数的一次连续 device-to-device 拷贝（带宽上限）
     图  捕获进 CUDA graph 后 replay（H2D 拷贝也在 graph 里）；C图 每步还包括主机上检查下标、写锁页内存
 """
+import datetime
 import math
+import platform
 import statistics
 import time
 
@@ -16,11 +18,57 @@ import torch
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
 import kv_clone_triton as kvc
-from lab_common.transformer_lab import init_params
+from lab_common.transformer_lab import TINY, config_like, init_params
 from paged_decode import PagedKVCache, decode_step, torch_params
 from paged_kv import n_blocks
 
 DTYPES = {"float16": torch.float16, "bfloat16": torch.bfloat16, "float32": torch.float32}
+
+
+def check_cow_write(dtype, L, H, D, BS, n_cow, device, seed, tile=None):
+    """一步写入里混着 n_cow 个要 COW 的子序列、一个独占最后一块的、一个最后一块刚写满的序列。
+    空闲块先全写成 0xFF；写完后整个缓存与"按预期重放"逐位比较，再查块对、克隆次数和 ref_count。"""
+    g = torch.Generator().manual_seed(seed)
+    cache = PagedKVCache(L, H, D, BS, 3 * n_cow + 12, dtype, device, use_kernel=True)
+
+    def rnd(t):
+        return torch.randn((L, t, H, D), generator=g).to(device)
+    parent, own, full = cache.new_sequence(), cache.new_sequence(), cache.new_sequence()
+    for seq, t in ((parent, BS + 1 + seed % (BS - 1)), (own, BS + 1), (full, 2 * BS)):
+        cache.prefill(seq, rnd(t), rnd(t))
+    kids = [parent.fork() for _ in range(n_cow)]
+    cache.kv.view(torch.uint8)[:, :, list(cache.pool.free_blocks)] = 0xFF
+    before = cache.kv.clone()
+    seqs = kids + [own, full]
+    k, v = rnd(len(seqs)), rnd(len(seqs))
+    old, kvc.TILE = kvc.TILE, tile or kvc.TILE          # tile 调小：一块跨几个 tile、最后一个不满
+    try:
+        pairs = cache.write(seqs, k, v)
+    finally:
+        kvc.TILE = old
+    exp = before.clone()
+    for s, d in pairs:
+        exp[:, :, d] = before[:, :, s]
+    for i, seq in enumerate(seqs):
+        exp[:, 0, seq.blocks[-1], :, (seq.length - 1) % BS] = k[:, i].to(dtype)
+        exp[:, 1, seq.blocks[-1], :, (seq.length - 1) % BS] = v[:, i].to(dtype)
+    checks = [torch.equal(cache.kv.view(torch.uint8), exp.view(torch.uint8)),
+              [s for s, _ in pairs] == [parent.blocks[-1]] * n_cow, cache.clone_calls == int(n_cow > 0),
+              int(cache.pool.ref_count[parent.blocks[-1]]) == 1, len({d for _, d in pairs}) == n_cow]
+    return all(checks), len(checks)
+
+
+def validation_cases(shapes, on_gpu):
+    """CPU（解释器）：小形状、tile 调到 32，让一块跨几个 tile、最后一个 tile 不满；GPU 再加两种真实形状。"""
+    cases = []
+    for i, dt in enumerate(("float16", "bfloat16", "float32")):
+        for n in (0, 1, 5):
+            cases.append((dt, 2, 3, 7, 5, n, 32 * (1 + i % 2)))
+    if on_gpu:
+        for name, s in shapes.items():
+            for n in (1, 37, 150):
+                cases.append((s["dtype"], s["n_layers"], s["n_heads"], s["head_dim"], s["block_size"], n, None))
+    return cases
 
 
 def time_per_step(fn, reps, min_ms=5.0):
@@ -134,7 +182,7 @@ def host_breakdown(kv, src, dst, d_fn, iters=3000):
 
     def upload():
         i = buf.write(src, dst)
-        buf.upload(i, len(src))
+        buf.upload(i)
         buf.done(i)
     return {"check": clock(lambda: kvc.check_clone_indices(src, dst, kv.shape[2])),
             "upload": clock(upload),
@@ -263,3 +311,20 @@ def decode_share(cfg, batches, prefix_len, block_size, reps, rounds, seed=0):
         graphs = case = kv = clone = None
         torch.cuda.empty_cache()
     return rows
+
+
+def measure_all(shapes, ns, reps, batches, prefix_len, rounds, seed):
+    """06 的演示 2–4 要的全部数字（只在 CUDA 上）：每种形状的 A/B/C/D 计时，再是克隆占一步 decode 的多少。"""
+    results, tuning = [], {}
+    for name, shape in shapes.items():
+        rows, tuning[name] = bench_shape(name, shape, ns, reps, seed)
+        results += rows
+    kvc.TILE, kvc.NUM_WARPS = tuning["gpt2-small"]["best"]["tile"], tuning["gpt2-small"]["best"]["num_warps"]
+    s = shapes["gpt2-small"]     # 模型：transformer_lab 的结构，尺寸取 GPT-2 small（KV 形状与这一种相同）
+    cfg = config_like(TINY, vocab=50257, d_model=s["n_heads"] * s["head_dim"], n_layers=s["n_layers"],
+                      n_heads=s["n_heads"], n_kv_heads=s["n_heads"], d_ff=2048, max_seq=1024)
+    rows = decode_share(cfg, batches, prefix_len, s["block_size"], reps, rounds, seed)
+    meta = dict(gpu=torch.cuda.get_device_name(), torch=torch.__version__, triton=kvc.triton.__version__,
+                cuda=torch.version.cuda, python=platform.python_version(), date=datetime.date.today().isoformat())
+    return dict(meta=meta, shapes=shapes, Ns=list(ns), reps=reps, results=results, tuning=tuning,
+                decode=dict(model=dict(vars(cfg)), prefix_len=prefix_len, rounds=rounds, rows=rows))

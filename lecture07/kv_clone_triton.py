@@ -1,15 +1,11 @@
-"""写时复制（COW）的整块克隆：Triton kernel 和带检查的包装。
-
-问题：多个请求共享同一个没写满的最后一块时，第一次 decode 写入前要把这一块整块复制一份。
-这一步能不能只用一次 kernel launch、以接近显存带宽的速度完成？
+"""写时复制（COW）要把共享的、没写满的最后一块整块复制一份：能不能一次 launch、贴着显存带宽做完？
 
 - kv_clone_blocks_triton：每层一次 Triton launch，K/V 一起搬（博客《从零实现 LLM Inference：063.
   Triton batched KV COW clone（替换 index_select/index_copy）》里的 kernel）。
-- kv_clone_blocks_all：所有层 × K/V × N 个块对只用一次 launch；缓存是一整块 [L, 2, n_blocks, H, BS, D]。
-  CloneGraph 把它捕获进 CUDA graph。GPU KV 缓存（块表、ref_count 用 paged_kv 那一套）在 paged_decode。
-
-没有 CUDA 时，导入本模块先设 TRITON_INTERPRET=1（须在 import triton 之前）：kernel 在 Triton 解释器里
-逐个 program 在 CPU 上执行——慢，但逐位结果相同，测试就这样校验 kernel。
+- kv_clone_blocks_all：所有层 × K/V × N 个块对一次 launch，缓存是一整块 [L, 2, n_blocks, H, BS, D]；
+  CloneGraph 把它捕获进 CUDA graph。用它的 GPU KV 缓存（paged_kv 的块表与 ref_count）在 paged_decode。
+没有 CUDA 时先设 TRITON_INTERPRET=1（须在 import triton 之前）：kernel 在 Triton 解释器里逐个 program
+在 CPU 上执行——慢，但逐位结果相同，测试就这样校验 kernel。
 """
 import os
 
@@ -49,8 +45,8 @@ if HAVE_TRITON:
     def _kv_clone_layer_kernel(k_ptr, v_ptr, src_ptr, dst_ptr, H: tl.constexpr, TD: tl.constexpr,
                                BLOCK: tl.constexpr):
         """博客的 kernel：grid = (N, H, cdiv(BS*D, BLOCK))，一个 program 搬一个 (头, tile)，K/V 一起搬。"""
-        n, h, pid = tl.program_id(0), tl.program_id(1), tl.program_id(2)
-        td = pid * BLOCK + tl.arange(0, BLOCK)
+        n, h = tl.program_id(0), tl.program_id(1)
+        td = tl.program_id(2) * BLOCK + tl.arange(0, BLOCK)
         mask = td < TD
         src = (tl.load(src_ptr + n).to(tl.int64) * H + h) * TD + td
         dst = (tl.load(dst_ptr + n).to(tl.int64) * H + h) * TD + td
@@ -60,16 +56,12 @@ if HAVE_TRITON:
     @triton.jit
     def _kv_clone_all_kernel(kv_ptr, src_ptr, dst_ptr, group_stride, G: tl.constexpr, E: tl.constexpr,
                              BLOCK: tl.constexpr, TILES: tl.constexpr):
-        """一次 launch 搬完所有 (层, K/V) × N 个块：一维 grid = N × G × TILES。
-
-        kv 看成 [G, n_blocks, E]（G = 层数 × 2，E = H×BS×D，group_stride = n_blocks × E）。
-        相邻的 program 搬同一块的相邻 tile：读、写都是连续的大段。
-        """
+        """一次 launch 搬完所有 (层, K/V) × N 个块：一维 grid = N × G × TILES。kv 看成 [G, n_blocks, E]
+        （G = 层数 × 2，E = H×BS×D，group_stride = n_blocks × E）；相邻的 program 搬同一块的相邻 tile。"""
         pid = tl.program_id(0)
-        tile = pid % TILES
         g = ((pid // TILES) % G).to(tl.int64)
         n = pid // (TILES * G)
-        e = tile * BLOCK + tl.arange(0, BLOCK)
+        e = (pid % TILES) * BLOCK + tl.arange(0, BLOCK)
         mask = e < E
         base = kv_ptr + g * group_stride
         x = tl.load(base + tl.load(src_ptr + n).to(tl.int64) * E + e, mask=mask)
@@ -78,10 +70,9 @@ if HAVE_TRITON:
 
 def check_cache(name, t, dim):
     """KV 缓存张量：torch、支持的 dtype、contiguous（kernel 按连续内存算偏移）、dim 维。"""
-    if not isinstance(t, torch.Tensor):
-        raise ValueError(f"{name} 必须是 torch.Tensor，收到 {type(t).__name__}")
-    if t.dtype not in SUPPORTED_DTYPES:
-        raise ValueError(f"{name} 的 dtype 是 {t.dtype}，只支持 float16 / bfloat16 / float32 / float64")
+    if not isinstance(t, torch.Tensor) or t.dtype not in SUPPORTED_DTYPES:
+        raise ValueError(f"{name} 必须是 float16 / bfloat16 / float32 / float64 的 torch.Tensor，收到 "
+                         f"{getattr(t, 'dtype', type(t).__name__)}")
     if not t.is_contiguous():
         raise ValueError(f"{name} 必须是 contiguous 的（kernel 按连续内存计算偏移）")
     if t.dim() != dim:
@@ -137,7 +128,7 @@ def check_clone_indices(src, dst, n_blocks):
 
 def _need_kernel(device):
     if not kernel_available(device):
-        raise ValueError(f"张量在 {device} 上：Triton kernel 需要 CUDA + triton，CPU 上要先设 TRITON_INTERPRET=1")
+        raise ValueError(f"张量在 {device} 上：Triton kernel 要 CUDA + triton，CPU 上要先设 TRITON_INTERPRET=1")
 
 
 def kv_clone_blocks_triton(k_cache_layer, v_cache_layer, src_block_idx, dst_block_idx):
@@ -149,7 +140,7 @@ def kv_clone_blocks_triton(k_cache_layer, v_cache_layer, src_block_idx, dst_bloc
         raise ValueError("K 和 V 的形状、dtype、设备必须相同")
     _need_kernel(k_cache_layer.device)
     src, dst = check_clone_indices(src_block_idx, dst_block_idx, k_cache_layer.shape[0])
-    if src:
+    if len(src):
         launch_layer_kernel(k_cache_layer, v_cache_layer,
                             torch.tensor(src, dtype=torch.int32, device=k_cache_layer.device),
                             torch.tensor(dst, dtype=torch.int32, device=k_cache_layer.device))
@@ -163,23 +154,21 @@ def launch_layer_kernel(k_layer, v_layer, src_dev, dst_dev, tile=None):
                                                          H=H, TD=BS * D, BLOCK=block, num_warps=4)
 
 
-def launch_all_kernel(kv, src_dev, dst_dev, tile=None, num_warps=None):
-    """不做检查的一次 launch：kv 是 [L, 2, n_blocks, H, BS, D]，N = len(src_dev) 个下标已在设备上。"""
+def launch_all_kernel(kv, src_dev, dst_dev, tile=None, num_warps=None, n=None):
+    """不做检查的一次 launch：kv 是 [L, 2, n_blocks, H, BS, D]，前 n（默认 len(src_dev)）个下标已在设备上。"""
     L, _, nb, H, BS, D = kv.shape
     e = H * BS * D
     block, tiles = tile_for(e, tile)
-    _kv_clone_all_kernel[(src_dev.shape[0] * 2 * L * tiles,)](
+    _kv_clone_all_kernel[((n or src_dev.shape[0]) * 2 * L * tiles,)](
         kv, src_dev, dst_dev, nb * e, G=2 * L, E=e, BLOCK=block, TILES=tiles,
         num_warps=num_warps or NUM_WARPS)
 
 
 class CpuGpuBuffer:
     """每步的 (src, dst) 下标：两份锁页内存轮流用 + 一块显存，一次 H2D 拷贝带上两段（名字取自 vLLM）。
-
-    布局 [src(cap) | dst(cap)]。H2D 拷贝读完之前那份锁页内存不能改写：每份上传后记一个 event，
-    下次改写这一份前等它——两份轮流，主机最多领先 GPU 一步，几乎不用真的等。显存只要一块：
-    拷贝和 kernel 排在同一个流上，下一步的拷贝一定在这一步的 kernel 之后。CPU 上不用锁页、不用 event。
-    """
+    布局 [src(cap) | dst(cap)]。H2D 读完之前那份锁页内存不能改写：每份上传后记一个 event，下次改写前
+    等它——两份轮流，主机最多领先 GPU 一步，几乎不用真的等。显存一块就够：拷贝和 kernel 排在同一个流上，
+    下一步的拷贝一定在这一步的 kernel 之后。CPU 上不用锁页、不用 event。"""
 
     def __init__(self, device, capacity=64, copies=2):
         self.device, self.cuda, self.count = torch.device(device), torch.device(device).type == "cuda", 0
@@ -188,6 +177,7 @@ class CpuGpuBuffer:
         self.host_np = [h.numpy() for h in self.host]
         self.events = [torch.cuda.Event() for _ in range(copies * self.cuda)]
         self.dev = torch.empty(2 * self.cap, dtype=torch.int32, device=self.device)
+        self.dev_src, self.dev_dst = self.dev[:self.cap], self.dev[self.cap:]   # 视图事先建好：每步不切片
 
     def write(self, src, dst):
         """把检查过的下标写进下一份锁页内存（先等它上一次的上传读完），返回这一份的编号。"""
@@ -199,10 +189,10 @@ class CpuGpuBuffer:
         self.host_np[i][self.cap:self.cap + len(dst)] = dst
         return i
 
-    def upload(self, i, n):
-        """第 i 份的前 n 对一次 H2D（可以捕获进 CUDA graph），返回显存里的 (src, dst) 视图。"""
-        self.dev[:self.cap + n].copy_(self.host[i][:self.cap + n], non_blocking=True)
-        return self.dev[:n], self.dev[self.cap:self.cap + n]
+    def upload(self, i):
+        """第 i 份整块一次 H2D（可以捕获进 CUDA graph），返回显存里的 (src, dst)：只有前 n 个有意义。"""
+        self.dev.copy_(self.host[i], non_blocking=True)
+        return self.dev_src, self.dev_dst
 
     def done(self, i):
         if self.cuda:
@@ -229,31 +219,27 @@ def kv_clone_blocks_all(kv, src_block_idx, dst_block_idx, use_kernel=None):
         kv.index_copy_(2, torch.as_tensor(dst, device=kv.device), kv.index_select(2, s))
         return
     buf = _buffers.get(kv.device)
-    if buf is None or buf.cap < len(src):
-        if buf is not None and buf.cuda:
-            torch.cuda.synchronize(kv.device)          # 旧缓冲区可能还在被读
+    if buf is None or buf.cap < len(src):      # 换大的：旧的锁页内存由 torch 等拷贝读完再回收，显存按流的顺序回收
         buf = _buffers[kv.device] = CpuGpuBuffer(kv.device, max(64, len(src)))
     i = buf.write(src, dst)
-    launch_all_kernel(kv, *buf.upload(i, len(src)))
+    launch_all_kernel(kv, *buf.upload(i), n=len(src))
     buf.done(i)
 
 
 class CloneGraph:
     """把"上传下标 + 一次 launch"捕获进 CUDA graph（N 固定）：每步只剩检查下标、写锁页内存、一次 replay。
-
-    真实引擎把整步 decode 捕获成 graph（vLLM 按批大小分档，每档一个）。graph 里的 H2D 拷贝在 replay
-    时才去读锁页内存，所以 CpuGpuBuffer 的每一份锁页内存各捕获一个 graph，轮流 replay。
-    """
+    真实引擎把整步 decode 捕获成 graph（vLLM 按批大小分档）。graph 里的 H2D 在 replay 时才读锁页内存，
+    所以 CpuGpuBuffer 的每一份锁页内存各捕获一个 graph，轮流 replay。"""
 
     def __init__(self, kv, n):
         self.kv, self.n, self.buf, self.graphs = kv, n, CpuGpuBuffer(kv.device, n), []
         for i in range(len(self.buf.host)):
             self.buf.write(list(range(n)), list(range(n)))  # 预热、捕获时：每块拷到自己身上，不改数据
-            launch_all_kernel(kv, *self.buf.upload(i, n))    # 先编译好：捕获时不能编译
+            launch_all_kernel(kv, *self.buf.upload(i), n=n)  # 先编译好：捕获时不能编译
             torch.cuda.synchronize()
             self.graphs.append(torch.cuda.CUDAGraph())
             with torch.cuda.graph(self.graphs[i]):
-                launch_all_kernel(kv, *self.buf.upload(i, n))
+                launch_all_kernel(kv, *self.buf.upload(i), n=n)
 
     def __call__(self, src_block_idx, dst_block_idx):
         src, dst = check_clone_indices(src_block_idx, dst_block_idx, self.kv.shape[2])
