@@ -1,8 +1,9 @@
 """03_sharing_and_cow 的图：并行采样与束搜索时，每个解码步占用的 KV 块数（共享 vs 不共享），标出写时复制。
 
 运行：python figures/plot_03.py [--out DIR]     （约 3 秒；make all 会调用它）
-数据全部来自 lecture07/03_sharing_and_cow.py 的 demo1_savings() 返回的 dict：它在 TINY 模型上真的解码时，
-每一步记下 (块池占用的块, 不共享时要的块, 累计 COW 次数)（"steps"，最大的 n / 宽度）。这里只挑请求、画图，不重算。
+数据全部来自 lecture07/03_sharing_and_cow.py 的 demo1_savings() 返回的 dict：每一步的 (块池占用的块, 不共享时
+要的块, 累计 COW 次数)（"steps"，最大的 n / 宽度；束搜索在 TINY 模型上真的解码，并行采样是块池重放，演示 1
+在真模型上核对过它逐步相同）。这里只挑请求、画图，不重算。
 """
 import os
 import sys

@@ -5,8 +5,9 @@
 谁就先复制一份（写时复制，copy-on-write）。那么：在真模型上这样能省多少 KV 显存？
 复制发生的那一刻，块池里到底发生了什么？
 
-  演示 1：并行采样 n = 2、4、6 与束搜索宽度 2、4、6，在第 2 讲的小模型上真的解码，
-          数共享时与不共享时占用的块（对照 vLLM 论文 §6.3）；再按 ShareGPT 的长度只在块池里重放并行采样。
+  演示 1：并行采样 n = 2、4、6 与束搜索宽度 2、4、6，数共享时与不共享时占用的块（对照 vLLM 论文 §6.3）。
+          束搜索在第 2 讲的小模型上真的解码；并行采样的块数只取决于长度，在块池里重放（前几个请求在真模型上
+          核对逐步相同）；再按 ShareGPT 的长度重放一遍并行采样。
   演示 2：一次写时复制，逐步看块表、引用计数和块里的数据（06_triton_cow_clone.py 的 numpy 版）。
 
 【运行】python lecture07/03_sharing_and_cow.py          （约 3 秒，2 核笔记本，不需要 GPU）
@@ -36,6 +37,7 @@ MODEL_SEED = 0                 # 小模型权重的随机种子
 LEN_SEED = 0                   # 请求长度的随机种子
 SAMPLE_SEED = 7                # 采样的随机种子（第 j 个样本用 SAMPLE_SEED + j：n=4 的前两个样本就是 n=2 的两个）
 N_REQUESTS = 12                # 演示 1：并行采样用几个请求（提示）
+N_CHECK = 3                    # 演示 1：并行采样在真模型上核对前几个请求（其余只在块池里重放，块数完全相同）
 N_BEAM = 12                    # 演示 1：束搜索用其中前几个请求（比 N_REQUESTS 大时全用；束搜索要在模型上真跑，最慢）
 WIDTHS = (2, 4, 6)             # 演示 1：并行采样的 n、束搜索的宽度
 BLOCK_SIZE = 16                # 块大小（vLLM 默认 16）
@@ -133,6 +135,7 @@ def replay_sampling(cfg, prompt_len, out_lens, n):
 
     第 j 个样本的随机数只由 SAMPLE_SEED + j 决定，KV 又与放在哪个块无关（02 脚本：逐位相同），
     所以 n=2、4 的样本就是 n=6 的前 2、4 个；它们的块数只取决于长度，重放一遍分配即可。
+    返回 (共享时块数之和, 不共享时块数之和, 写时复制次数, 逐步的 [(块池占用, 不共享时要的块, 累计 COW)])。
     """
     pool = BlockPool(cfg, n_blocks=n * n_blocks(prompt_len + int(out_lens.max()), BLOCK_SIZE), block_size=BLOCK_SIZE)
     parent = PagedSequence(pool)
@@ -141,19 +144,18 @@ def replay_sampling(cfg, prompt_len, out_lens, n):
     samples = [parent.fork() for _ in range(n)]
     parent.free()
     left = [int(x) for x in out_lens[:n]]
-    shared = private = 0
+    steps = []
     live = list(range(n))
     while live:
         for j in live:                               # paged_step 里对内存做的就是这两步
             samples[j].reserve(1)
             samples[j].length += 1
             left[j] -= 1
-        shared += pool.num_used
-        private += sum(n_blocks(samples[j].length, BLOCK_SIZE) for j in live)
+        steps.append((pool.num_used, sum(n_blocks(samples[j].length, BLOCK_SIZE) for j in live), pool.n_cow))
         for j in [j for j in live if left[j] == 0]:
             samples[j].free()
         live = [j for j in live if left[j] > 0]
-    return shared, private, pool.n_cow
+    return sum(x[0] for x in steps), sum(x[1] for x in steps), pool.n_cow, steps
 
 
 def common_prefix_len(toks):
@@ -198,6 +200,14 @@ def beam_search(params, cfg, prompt, steps, width):
     return sum(s[0] for s in per_step), sum(s[1] for s in per_step), pool.n_cow, common, per_step
 
 
+def check_text():
+    """并行采样在真模型上核对了几个请求。"""
+    if min(N_CHECK, N_REQUESTS) == 0:
+        return "这次没有在真模型上核对（N_CHECK = 0）。"
+    return (f"前 {min(N_CHECK, N_REQUESTS)} 个请求另在真模型上以 n={max(WIDTHS)} 采样（第 j 个样本的随机种子 "
+            f"{SAMPLE_SEED}+j），核对每一步的块数与重放完全相同。")
+
+
 def demo1_savings():
     """并行采样和束搜索时，共享 KV 能省多少显存？"""
     print_header(f"演示 1：并行采样与束搜索——共享的块只存一份（块大小 {BLOCK_SIZE}，vLLM 论文 §6.3）")
@@ -210,18 +220,18 @@ def demo1_savings():
                f"{np.mean([o for _, o in reqs]):.0f}；束搜索用前 {len(beam_reqs)} 个请求，每个解码 = 它第一个样本的"
                f"输出长度（{'、'.join(str(o[0]) for _, o in beam_reqs)}）步。长度按 Alpaca 的均值抽（vLLM 论文图 11："
                f"{ALPACA_MEAN[0]} / {ALPACA_MEAN[1]}）。模型：第 2 讲的 TINY，权重种子 {MODEL_SEED}。"
-               f"并行采样在真模型上跑 n={max(WIDTHS)}（第 j 个样本的随机种子 {SAMPLE_SEED}+j）；n 更小时样本就是它的"
-               "前几个，token 完全相同，只在块池里重放 fork / 写入 / 释放来数块。")
+               "并行采样的块数只取决于长度：在块池里重放 fork / 写入 / 释放来数；" + check_text())
     nmax = max(WIDTHS)
     res, steps, checked = {}, {}, True
     for w in WIDTHS:                               # 并行采样
         sh = pr = cow = 0
         for k, (prompt, outs) in enumerate(reqs):
-            s, p, c = replay_sampling(cfg, len(prompt), outs, w)
-            if w == nmax:                          # 最大的 n 在真模型上跑一遍，核对重放的块数
-                real = parallel_sampling(params, cfg, prompt, outs, w)
-                checked = checked and real[:3] == (s, p, c)
-                steps[("并行采样", k)] = real[4]
+            s, p, c, per_step = replay_sampling(cfg, len(prompt), outs, w)
+            if w == nmax:
+                steps[("并行采样", k)] = per_step
+                if k < N_CHECK:                    # 前 N_CHECK 个请求在真模型上跑一遍，核对重放的逐步块数
+                    real = parallel_sampling(params, cfg, prompt, outs, w)
+                    checked = checked and real[:3] == (s, p, c) and real[4] == per_step
             sh, pr, cow = sh + s, pr + p, cow + c
         res[("并行采样", w)] = dict(shared=sh, private=pr, cow=cow, saved=1 - sh / pr, common=0.0)
     for w in WIDTHS:                               # 束搜索
@@ -248,7 +258,7 @@ def demo1_savings():
     for w in WIDTHS:                               # 同样的并行采样，换成 ShareGPT 的长度：只在块池里重放
         sh = pr = 0
         for plen, outs in long:
-            s, p, _ = replay_sampling(cfg, plen, outs, w)
+            s, p, _, _ = replay_sampling(cfg, plen, outs, w)
             sh, pr = sh + s, pr + p
         share_long[w] = dict(shared=sh, private=pr, saved=1 - sh / pr)
     lo, hi = VLLM_63_SHAREGPT_PARALLEL
@@ -263,7 +273,7 @@ def demo1_savings():
     ps = [res[("并行采样", w)]["saved"] for w in WIDTHS]
     beam = [res[("束搜索", w)]["saved"] for w in WIDTHS]
     d = dict(share_long=share_long, long_mean_in=float(np.mean([p for p, _ in long])),res=res, parallel=ps, beam=beam, parallel_rising=rising(ps), beam_rising=rising(beam),
-             replay_matches_model=checked, mean_in=float(np.mean([len(p) for p, _ in reqs])),
+             replay_matches_model=checked, n_checked=min(N_CHECK, N_REQUESTS), mean_in=float(np.mean([len(p) for p, _ in reqs])),
              mean_out=float(np.mean([o for _, o in reqs])),
              short_prompts=sum(len(p) < BLOCK_SIZE for p, _ in reqs), reqs=reqs, steps=steps, widths=WIDTHS,
              n_beam=len(beam_reqs), block_size=BLOCK_SIZE, model_seed=MODEL_SEED, paper=dict(VLLM_63))
@@ -499,6 +509,7 @@ def check_settings():
     for name, value in (("MODEL_SEED", MODEL_SEED), ("LEN_SEED", LEN_SEED), ("SAMPLE_SEED", SAMPLE_SEED)):
         check_setting(name, value, is_int(value, 0), "非负整数")
     check_setting("N_REQUESTS", N_REQUESTS, is_int(N_REQUESTS, 1, 200), " 1–200 的整数")
+    check_setting("N_CHECK", N_CHECK, is_int(N_CHECK, 0, 200), " 0–200 的整数（0 = 不在真模型上核对）")
     check_setting("N_BEAM", N_BEAM, is_int(N_BEAM, 1, 200), " 1–200 的整数（比 N_REQUESTS 大时用全部请求）")
     check_setting("WIDTHS", WIDTHS, isinstance(WIDTHS, (tuple, list)) and len(WIDTHS) > 0
                   and all(is_int(w, 1, 8) for w in WIDTHS) and list(WIDTHS) == sorted(set(WIDTHS)),

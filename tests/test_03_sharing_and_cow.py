@@ -60,14 +60,26 @@ def test_savings_accounting(d1):
 
 
 def test_replay_matches_real_model(d1):
-    assert d1["replay_matches_model"]
+    """前 N_CHECK 个请求在真模型上采样：总数和逐步的块数都与块池重放相同。"""
+    assert d1["replay_matches_model"] and d1["n_checked"] == m.N_CHECK == 3
+
+
+def test_replay_equals_model_for_a_partial_prompt_block():
+    """提示 8 个 token（块 16 的一半）：真模型采样与重放逐步相同（含写时复制次数）。"""
+    cfg = config_like(TINY, max_seq=40)
+    params = init_params(cfg, seed=0)
+    outs = np.array([5, 3, 7])
+    real = m.parallel_sampling(params, cfg, np.arange(8), outs, 3)
+    assert real[:3] + (real[4],) == m.replay_sampling(cfg, 8, outs, 3)
+    assert real[2] == 2                                  # 3 个样本写进共享的半块：前两个复制，最后一个原地写
 
 
 def test_replay_hand_checked():
     cfg = config_like(TINY, max_seq=16)
     # 提示 20 个 token（1 个满块 + 4 个），2 个样本各写 1 个 token：
     # 写之前共享 2 块；写时第一个样本复制最后一块 → 3 块；不共享时 2 × 2 = 4 块
-    s, p, c = m.replay_sampling(cfg, 20, np.array([1, 1]), 2)
+    s, p, c, steps = m.replay_sampling(cfg, 20, np.array([1, 1]), 2)
+    assert steps == [(3, 4, 1)]
     assert (s, p, c) == (3, 4, 1)
 
 

@@ -251,6 +251,7 @@ EDITS_03 = [
     Edit("03_sharing_and_cow", "WIDTHS", "()", 1, refused("WIDTHS")),
     Edit("03_sharing_and_cow", "N_BEAM", "0", 1, refused("N_BEAM")),
     Edit("03_sharing_and_cow", "TEMPERATURE", "0", 1, refused("TEMPERATURE")),
+    Edit("03_sharing_and_cow", "N_CHECK", "-1", 1, refused("N_CHECK")),
     Edit("03_sharing_and_cow", "N_REQUESTS", "3", 1,
          says("束搜索用前 3 个请求", "3 个合成长度的请求（并行采样和束搜索用同一批）"),
          "N_BEAM（12）比 N_REQUESTS 大时用全部请求"),
