@@ -62,8 +62,8 @@ MAX_EXACT = 2 ** 53             # 整数上限（不含）：再大 float 就表
 _CHUNK = 64 * 1024                # 每次从文件读 64 KiB
 GZIP_CHECK_BYTES = 256 * 2 ** 20  # .gz 里某行不对时，再往后解压这么多看 gzip 本身坏没坏（约 1 秒）
 _GZIP_MAGIC = b"\x1f\x8b"
-_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"')     # JSON 字符串（里面的括号不算嵌套）
-_BRACKET = re.compile(r"[\[\]{}]")
+# 一个完整的 JSON 字符串（占有量词 *+：不回溯，避免在一长串 \" 上变成平方时间），或一个括号，或落单的引号
+_TOKEN = re.compile(r'"[^"\\]*+(?:\\.[^"\\]*+)*+"|[\[\]{}"]', re.DOTALL)
 
 
 @dataclass
@@ -129,20 +129,28 @@ def _constant(name):
 
 
 def _check_depth(text):
-    """嵌套超过 MAX_DEPTH 层就报错。先数括号（合法的一行只有 2 个），多了才去掉字符串后逐个数。"""
+    """嵌套超过 MAX_DEPTH 层就报错。先数括号（合法的一行只有 2 个），多了才逐个数（字符串里的括号不算）。
+
+    >>> _check_depth('[' * 64 + ']' * 64)
+    >>> _check_depth('["' + '[' * 100 + '"]')          # 字符串里的括号
+    >>> _check_depth('[' * 65)
+    Traceback (most recent call last):
+    ...
+    kv_trace_io._Bad: JSON 嵌套超过 64 层（合法的一行只有 2 层）
+    """
     if text.count("[") + text.count("{") <= MAX_DEPTH:
         return
     depth = 0
-    for m in _BRACKET.finditer(_STRING.sub('""', text)):
-        if m.group() in "[{":
+    for m in _TOKEN.finditer(text):              # 每个括号、每个字符串只看一次：线性时间
+        c = m.group()
+        if c in "[{":
             depth += 1
             if depth > MAX_DEPTH:
                 raise _Bad(f"JSON 嵌套超过 {MAX_DEPTH} 层（合法的一行只有 2 层）")
-        else:
+        elif c in "]}":
             depth -= 1
-            if depth < 0:
-                return                      # 括号不配对：交给 json 报"不是合法的 JSON"
-    return
+        if depth < 0 or c == '"':                # 括号不配对、字符串没有结尾：交给 json 报"不是合法的 JSON"
+            return
 
 
 def _parse_line(text, block_size):

@@ -194,6 +194,9 @@ def test_deep_nesting(tmp_path):
     ok = line(1, x=json.loads("[" * (MAX_DEPTH - 1) + "]" * (MAX_DEPTH - 1)), note="[[[[{{{{" * 40)
     assert len(list(iter_trace_records(write_bytes(tmp_path, (ok + "\n").encode())))) == 1
     assert "不是合法的 JSON" in bad_line(tmp_path, "[]" * 100 + "]" * 1000)       # 括号不配对：交给 json
+    # 一长串 \" 的字符串没有结尾：数括号时是线性的（回溯的正则要几小时），交给 json 报错
+    assert "不是合法的 JSON" in bad_line(tmp_path, '["' + '\\"' * 300_000 + "[" * 70)
+    assert f"嵌套超过 {MAX_DEPTH} 层" in bad_line(tmp_path, '["' + '\\"' * 300_000 + '", ' + "[" * 70)
 
 
 BIG = "9" * 401                                           # issue 里 401 位的整数
