@@ -191,18 +191,18 @@ def test_plot_05_functions(tmp_path, strict):
     assert len(strict) == 2
 
 
-def test_plot_06_uses_the_scripts_own_plot_function(tmp_path, strict):
-    """06 的图由 06 脚本的 plot_from_json 从保存的 JSON 画；这里喂一份很小的 JSON。"""
+def test_plot_06_plots_the_saved_json(tmp_path, strict):
+    """06 的图只从保存的 JSON 画（plot_06.plot_results）；读 JSON 用 06 脚本的 load_results。这里喂一份很小的数据。"""
     m = load_plot("plot_06")
     s06 = m.figlib.load_script("06_triton_cow_clone")
-    assert m.FIGURES == (s06.FIGURE_NAME,)
     assert os.path.abspath(os.path.join(FIGDIR, m.DATA_FILES[0])) == os.path.abspath(s06.DEFAULT_JSON)
     shape = next(iter(s06.SHAPES))
     res = [dict(shape=shape, method=meth, N=n, us=us * n ** 0.5, GBps=gb * n ** 0.5)
-           for meth, us, gb in (("A", 1000.0, 1.0), ("C", 20.0, 50.0), ("D", 15.0, 60.0)) for n in (1, 8, 64)]
+           for meth, us, gb in (("A", 1000.0, 1.0), ("C", 20.0, 50.0), ("C图", 10.0, 55.0), ("D", 15.0, 60.0))
+           for n in (1, 8, 64)]
     data = dict(results=res, shapes={shape: s06.SHAPES[shape]},
                 meta=dict(gpu="小数据", torch="0", triton="0", date="2026-01-01"))
-    check_png(s06.plot_from_json(data, str(tmp_path / "a.png")))
+    check_png(m.plot_results(data, str(tmp_path / "a.png")))
     assert len(strict) == 1
 
 
