@@ -1,8 +1,10 @@
-"""05_kv_store 的图：从各存储层级读 KV 与重算的时间（保本长度）；四种调度的平均 TTFT（对照 FAST'25 图 5）。
+"""05_kv_store 的图：从各存储层级读 KV 与重算的时间（保本长度）；四种调度的平均 TTFT（对照 FAST'25 图 5）；
+prefill/decode 分离时发 KV 和 prefill 的时间（什么时候藏得住）。
 
 运行：python figures/plot_05.py [--out DIR]     （约 4 秒；make all 会调用它）
-数字全部来自 lecture07/05_kv_store.py 的 run([1, 3]) 返回的 dict：演示 1 的曲线（重算 / 各层级读的时间、
-保本长度）和配置；演示 3 的模拟结果、调度器名字、论文的图 5 数字。这里只画图，不重算。
+数字全部来自 lecture07/05_kv_store.py 的 run([1, 3, 4]) 返回的 dict：演示 1 的曲线（重算 / 各层级读的时间、
+保本长度）和配置；演示 3 的模拟结果、调度器名字、论文的图 5 数字；演示 4 的 prefill / 发 KV 曲线。
+这里只画图，不重算。
 """
 import os
 import sys
@@ -12,22 +14,25 @@ import numpy as np
 import figlib
 from figlib import caption, plt, save_png
 
-FIGURES = ("05_load_vs_recompute.png", "05_ttft_by_scheduler.png")
+FIGURES = ("05_load_vs_recompute.png", "05_ttft_by_scheduler.png", "05_pd_transfer.png")
 TIER_COLORS = ("tab:purple", "tab:blue", "tab:green", "tab:orange")
 
 
 def compute():
     s05 = figlib.load_script("05_kv_store")
-    r = figlib.quiet(s05.run, [1, 3])
-    d1, d3 = r[1], r[3]
+    r = figlib.quiet(s05.run, [1, 3, 4])
+    d1, d3, d4 = r[1], r[3], r[4]
     tiers_cfg = (f"{d1['model']}（每 token 的 KV {d1['kv_kib_per_token']:g} KiB），"
                  f"{d1['mfu']:.0%} 峰值算力，重算按 FAST'25 式 1")
     sched_cfg = (f"{d3['source']}、{d3['nodes']} 台 {d3['node']} prefill 节点、"
                  f"各 {d3['capacity']:,} 块本地 LRU、负载 = 不缓存所需算力的 {d3['load']:.0%}")
     ps = d3["paper_setup"]
     paper_cfg = f"{ps['source']}：{ps['nodes']} 台 {ps['node']} 回放 {ps['trace']}"
+    pd_cfg = (f"{d4['model']}、{d4['node']}、{d1['mfu']:.0%} 峰值算力；一层算完发一层（按层流水），"
+              f"前缀命中的 KV 从本机 DRAM 读")
     return dict(n=d1["curves"]["n"], curves=d1["curves"]["by_node"], tiers_cfg=tiers_cfg, results=d3["results"],
-                names=d3["names"], paper=d3["paper"], sched_cfg=sched_cfg, paper_cfg=paper_cfg)
+                names=d3["names"], paper=d3["paper"], sched_cfg=sched_cfg, paper_cfg=paper_cfg,
+                pd=d4["curves"], pd_hit=d4["hit"], pd_cfg=pd_cfg)
 
 
 def plot_load_vs_recompute(n, curves, out, config):
@@ -101,11 +106,35 @@ def plot_ttft(results, names, paper, out, config, paper_cfg="Mooncake FAST'25 �
     return save_png(fig, out)
 
 
+def plot_pd_transfer(curves, hit, out, config):
+    """prefill 时间（黑：不命中；灰虚线：命中 hit）和几种网卡上发整个请求 KV 的时间（彩色）：发的线在 prefill
+    的线下面，发送就藏在 prefill 后面；交点左边（prompt 短）藏不住。"""
+    fig, ax = plt.subplots(figsize=(16, 8))
+    n = np.asarray(curves["n"], dtype=float)
+    ax.loglog(n, np.asarray(curves["prefill"]) * 1e3, color="black", lw=3, label="prefill（不命中）")
+    ax.loglog(n, np.asarray(curves["prefill_hit"]) * 1e3, color="0.45", lw=3, ls="--",
+              label=f"prefill（前缀命中 {hit:.0%}：只算剩下的 token）")
+    colors = ("tab:green", "tab:blue", "tab:red", "tab:purple")
+    for k, (gbps, ys) in enumerate(sorted(curves["send"].items(), key=lambda kv: -float(kv[0]))):
+        ax.loglog(n, np.asarray(ys) * 1e3, color=colors[k % len(colors)], lw=2,
+                  label=f"发整个请求的 KV：网卡合计 {float(gbps):g} Gbps")
+    ax.set_xlabel("prompt 长度（token）")
+    ax.set_ylabel("时间（ms）")
+    ax.grid(True, which="major", alpha=0.3)
+    ax.legend(loc="upper left", fontsize=12)
+    ax.set_title(f"prefill/decode 分离：把 KV 送到 decode 节点 —— {config}")
+    caption(fig, "彩色线在 prefill 线下面：发 KV 藏在 prefill 后面（只露出最后一层）；在上面：藏不住，TTFT 多出差值。"
+                 "前缀命中时要算的少了（灰线），要发的 KV 不变，网络更容易露出来。")
+    fig.tight_layout(rect=(0, 0.05, 1, 1))
+    return save_png(fig, out)
+
+
 def build(out_dir):
     d = compute()
     o = [os.path.join(out_dir, f) for f in FIGURES]
     return [plot_load_vs_recompute(d["n"], d["curves"], o[0], d["tiers_cfg"]),
-            plot_ttft(d["results"], d["names"], d["paper"], o[1], d["sched_cfg"], d["paper_cfg"])]
+            plot_ttft(d["results"], d["names"], d["paper"], o[1], d["sched_cfg"], d["paper_cfg"]),
+            plot_pd_transfer(d["pd"], d["pd_hit"], o[2], d["pd_cfg"])]
 
 
 def main(argv=None):

@@ -2,7 +2,7 @@
 
 【问题】前缀缓存大到 HBM 放不下，就要放到 CPU 内存、SSD、别的机器上。那么：从哪一层读 KV
 比重算划算？热门的前缀只存在一台机器上，会不会把它的网卡挤爆？请求该发给哪台机器——
-排队最短的，还是缓存命中最多的？
+排队最短的，还是缓存命中最多的？prefill 和 decode 分开放时，把 KV 送过去的时间藏得住吗？
 
   演示 1：读还是重算——每个存储层级读一段前缀的 KV 要多久、重算要多久；保本的前缀长度和带宽
           （FAST'25：8×A800 至少 6 GB/s、8×H800 至少 19 GB/s）；读和算按层流水重叠。
@@ -10,6 +10,8 @@
           把热点块复制到 k 台机器以后，排队时间怎么变（Mooncake arXiv v3 §6.2）。
   演示 3：以 KV 为中心的调度——8 台 prefill 节点各有本地前缀缓存，比较随机、负载均衡、
           只看本地缓存、看全局缓存（Mooncake 的 Conductor）四种调度的平均 TTFT（FAST'25 §4.2 图 5）。
+  演示 4：prefill/decode 分离——整个请求的 KV 要从 prefill 节点送到 decode 节点：一层算完发一层，
+          什么时候藏得住（长 prompt、快网卡），什么时候藏不住（慢网卡、短 prompt、前缀命中、小模型）。
 
 【运行】python lecture07/05_kv_store.py              （约 3 秒，2 核笔记本，不需要 GPU）
         python lecture07/05_kv_store.py --demo 3     （只跑演示 3）
@@ -24,6 +26,7 @@
   2. 把 NET_NODES 改成 (16, 32, 64, 128, 256)：集群再大一倍，热点块要复制几份才不超载？（--demo 2）
   3. 把 SCHED_CAPACITY 改成 600（每台只留约 0.1 TB DRAM）：本地缓存小了，看缓存的调度还赢多少？（--demo 3）
   4. 把 SCHED_LOAD 改成 0.7：不用缓存也做得完时，随机调度还比负载均衡慢几倍？（--demo 3）
+  5. 把 PD_NIC_GBPS 改成 100：网卡只有八分之一时，前缀命中 95% 的请求还藏得住 KV 的发送吗？（--demo 4）
 """
 import os
 import sys
@@ -37,8 +40,8 @@ from lab_common.console import ArgParser, fmt_int, print_header, print_observati
 from lab_common.settings import check_setting, is_int, is_number  # noqa: E402
 from kv_cluster import (BLOCK_BYTES, BLOCK_SIZE, LOCAL_DRAM, NIC_GB_PER_S, SCHEDULERS, fetch_plan,  # noqa: E402
                         hit_tokens, nic_fetch, run_prefill, trace_columns)
-from kv_store import (A800_X8, EQ1_A, EQ1_B, LLAMA3_70B, TIERS, Node, load_time, load_trace,  # noqa: E402
-                      make_trace, prefill_compute_time, prefill_time, simulate)
+from kv_store import (A800_X8, EQ1_A, EQ1_B, LLAMA2_7B, LLAMA3_8B, LLAMA3_70B, TIERS, Node,  # noqa: E402
+                      layer_overlap, load_time, load_trace, make_trace, prefill_compute_time, prefill_time, simulate)
 
 # ---- 学生可以改的设置 ----
 TRACE_SEED = 0                  # 合成 trace 的随机种子（--trace 给了文件就不用）
@@ -53,6 +56,10 @@ REPLICAS = (1, 2, 4, 8, 16)     # 演示 2：热点块的副本数 k（1 = 不�
 SCHED_NODES = 8                 # 演示 3：prefill 节点数（每台 8×A800）
 SCHED_CAPACITY = 6_000          # 演示 3：每台节点本地缓存的块数（6,000 × 160 MiB ≈ 1.0 TB DRAM ≈ 300 万 token）
 SCHED_LOAD = 1.08               # 演示 3：请求率调到"不用前缀缓存时要 108% 的算力"——没有缓存就跟不上
+PD_LENS = (1024, 8192, 32768, 131072)   # 演示 4：prompt 长度（token）
+PD_NIC_GBPS = 800               # 演示 4：prefill 节点发 KV 的网卡合计（Gbps；FAST'25 表 1 的一台 8×A800）
+PD_SLOW_GBPS = 24               # 演示 4：对照的慢网卡（Gbps；FAST'25 §5.4.2 模拟的最低带宽）
+PD_HIT = 0.95                   # 演示 4：前缀命中的比例（FAST'25 §5.4.3 图 14 用 0% 和 95%）
 
 # ---- 论文和数据手册的数字（只用来对照，标明出处）----
 H800_X8 = Node("8×H800", n_gpus=8, tflops_per_gpu=989, hbm_gb_per_gpu=80)
@@ -65,6 +72,11 @@ PAPER_FIG5 = {"global_cache": 3.07, "local_cache": 3.58, "load_balancing": 5.27,
 PAPER_FIG5_SETUP = dict(nodes=16, node="8×A800", trace="Conversation trace",   # FAST'25 §4.2：图 5 的实验设置
                         source="Mooncake FAST'25 §4.2 图 5")
 PAPER_LOCAL_DRAM = dict(tb=1, tokens=3e6, source="Mooncake FAST'25 §5.3.1")   # 本机留约 1 TB DRAM ≈ 300 万 token
+A800_X1 = Node("1×A800", n_gpus=1, tflops_per_gpu=312, hbm_gb_per_gpu=80)    # 一张卡跑小模型
+PAPER_PD = dict(n=131_072, kv_gb=40, engine_gbs={"4×200 Gbps": 87, "8×400 Gbps": 190}, min_gbps=100, sweep=(24, 400),
+                hit=0.95, prefill_cut=0.92, ttft_cut=0.86, a800_nic_gbps=100,
+                source="Mooncake FAST'25 §5.4.1（128K token 的 KV 40 GB；传输引擎实测 87、190 GB/s）、"
+                       "§5.4.2（24–400 Gbps，建议至少 100 Gbps）、§5.4.3 图 14（命中 95%：prefill −92%、TTFT −86%）")
 MODEL_NOTE = ("FAST'25 表 1 的模型是 LLaMA3-70B；arXiv v3 用的 dummy LLaMA2-70B 形状相同"
               "（80 层、d = 8192、8 个 KV 头），每 token 的 KV 和式 1 的 FLOPs 都一样")
 SCHED_NAMES = {"random": "随机", "load_balancing": "负载均衡", "local_cache": "本地缓存感知",
@@ -642,7 +654,176 @@ def global_pull_sentence(glo, loc, paper):
 
 
 # =============================================================================
-DEMOS = {1: demo1_load_or_recompute, 2: demo2_hot_blocks, 3: demo3_scheduling}
+def pd_case(model, node, n, hit, gbps):
+    """P/D 分离里的一个请求：prefill 节点算（命中的前缀从本机 DRAM 读），算完一层就把这一层的 KV 发给
+    decode 节点。decode 节点要整个请求的 KV（命中的前缀也要）。返回秒、字节和藏得住所需的带宽（Gbps）。"""
+    h = min(int(round(hit * n)), n - 1)                      # 最后一个 token 总要算
+    prefill = prefill_time(model, n, h, LOCAL_DRAM, node)
+    kv = n * model.kv_bytes_per_token()
+    send = kv * 8 / (gbps * 1e9)
+    total = layer_overlap(prefill, send, model.n_layers)      # 算一层、发一层，流水
+    return dict(n=n, hit=h, kv=kv, prefill=prefill, send=send, total=total, exposed=total - prefill,
+                sim=layer_pipeline(prefill, send, model.n_layers), need_gbps=kv * 8 / prefill / 1e9,
+                hidden=send <= prefill)
+
+
+def demo4_pd_transfer():
+    """prefill 和 decode 分在两台机器上：整个请求的 KV 要经网卡送到 decode 节点，要多久？藏得住吗？"""
+    model, node, lens = LLAMA3_70B, A800_X8, sorted(set(PD_LENS))
+    print_header(f"演示 4：prefill/decode 分离——把 KV 送到 decode 节点（{model.name}、{node.name}、"
+                 f"网卡合计 {PD_NIC_GBPS:g} Gbps）")
+    print_text("Mooncake、DistServe、Splitwise 都把 prefill 和 decode 放在不同的机器上：prefill 节点算出整个请求的 "
+               "KV，再经网卡送到 decode 节点。Mooncake 一层算完就发这一层（FAST'25 §3 第 3 步、arXiv v3 §5.2），"
+               f"发送和后面各层的计算重叠。每 token 的 KV {model.kv_bytes_per_token() / 1024:g} KiB；"
+               f"{node.name} 按 {node.mfu:.0%} 峰值算力；网卡合计 {PD_NIC_GBPS:g} Gbps = {PD_NIC_GBPS / 8:g} GB/s。")
+    base = [pd_case(model, node, n, 0.0, PD_NIC_GBPS) for n in lens]
+    print_table(["prompt", "KV（GiB）", "prefill", "发 KV", "发/prefill", "按层流水", "露出", "算完再发"],
+                [[fmt_int(c["n"]), f"{c['kv'] / 2**30:.2f}", fmt_ms(c["prefill"]), fmt_ms(c["send"]),
+                  f"{c['send'] / c['prefill']:.1%}", fmt_ms(c["total"]), fmt_ms(c["exposed"]), fmt_ms(c["send"])]
+                 for c in base],
+                caption=f"单位 ms（KV 除外）。不命中前缀。按层流水 = max(prefill, 发) + min(prefill, 发) / "
+                        f"{model.n_layers}（kv_store.layer_overlap，和演示 1 读 KV 的流水同一个公式）；露出 = 按层流水 − "
+                        "prefill：TTFT 因为发 KV 多出来的时间；算完再发：不流水时多出来的时间（= 发 KV）。")
+    configs = [(f"{model.name}（{node.name}）", model, node, 0.0),
+               (f"同上，前缀命中 {PD_HIT:.0%}", model, node, PD_HIT),
+               (f"{LLAMA3_8B.name}（{A800_X1.name}）", LLAMA3_8B, A800_X1, 0.0),
+               (f"{LLAMA2_7B.name}（MHA，{A800_X1.name}）", LLAMA2_7B, A800_X1, 0.0)]
+    need = {label: [pd_case(m, nd, n, hit, PD_NIC_GBPS)["need_gbps"] for n in lens] for label, m, nd, hit in configs}
+    print_table(["配置", "KV/token", *(fmt_tokens(n) for n in lens)],
+                [[label, f"{m.kv_bytes_per_token() / 1024:g} KiB"] + [f"{x:,.1f}" for x in need[label]]
+                 for label, m, nd, hit in configs],
+                caption="藏得住所需的最低网卡带宽（Gbps）= 整个请求的 KV / prefill 时间：网卡比它快，发 KV 就藏在 prefill "
+                        f"后面（只露出最后一层）。可用的带宽：一台 8×A800 的网卡合计 800 Gbps（FAST'25 表 1）；每张 A800 配"
+                        f"一块 100/200 Gbps 的网卡（§3.2.3）；FAST'25 §5.4.2 建议总带宽至少 {PAPER_PD['min_gbps']} Gbps，"
+                        f"模拟的最低是 {PAPER_PD['sweep'][0]} Gbps。")
+    slow = [pd_case(model, node, n, 0.0, PD_SLOW_GBPS) for n in lens]
+    ref = pd_case(model, node, PAPER_PD["n"], 0.0, PD_NIC_GBPS)
+    ref_hit = pd_case(model, node, PAPER_PD["n"], PAPER_PD["hit"], PD_NIC_GBPS)
+    engine = {k: ref["kv"] / (v * 1e9) for k, v in PAPER_PD["engine_gbs"].items()}
+    print_table([f"量（{fmt_tokens(PAPER_PD['n'])} = {PAPER_PD['n']:,} token）", "论文", "本实验"],
+                [["KV 大小", f"{PAPER_PD['kv_gb']} GB", f"{ref['kv'] / 2**30:.1f} GiB（{ref['kv'] / 1e9:.1f} GB）"],
+                 *[[f"发完的时间（{k}）", f"实测 {PAPER_PD['engine_gbs'][k]} GB/s", f"按实测 {t:.2f} s，线速 "
+                    f"{ref['kv'] / (gbps_of(k) / 8 * 1e9):.2f} s"] for k, t in engine.items()],
+                 [f"前缀命中 {PAPER_PD['hit']:.0%}：prefill 少了", f"{PAPER_PD['prefill_cut']:.0%}",
+                  f"{1 - ref_hit['prefill'] / ref['prefill']:.1%}"]],
+                caption=f"论文：{PAPER_PD['source']}。发完的时间 = KV 字节 / 带宽；本实验的 prefill 按 FAST'25 式 1、"
+                        f"{node.mfu:.0%} 峰值算力，命中的 KV 从本机 DRAM 读。")
+    d = dict(model=model.name, node=node.name, nic_gbps=PD_NIC_GBPS, slow_gbps=PD_SLOW_GBPS, hit=PD_HIT, lens=lens,
+             base=base, slow=slow, need=need, configs=[c[0] for c in configs], ref=ref, ref_hit=ref_hit, engine=engine,
+             kv_per_token={c[0]: c[1].kv_bytes_per_token() for c in configs},
+             flops_per_token={c[0]: c[1].prefill_flops(1) for c in configs},
+             names={c[0]: c[1].name for c in configs},
+             worst_diff=max(abs(c["sim"] - c["total"]) for c in base + slow),
+             curves=pd_curves(model, node), paper=dict(PAPER_PD))
+    print_observations(observations4(d))
+    return d
+
+
+def gbps_of(label):
+    """"4×200 Gbps" → 800（一台节点的网卡合计）。"""
+    count, each = label.split()[0].split("×")
+    return int(count) * int(each)
+
+
+def pd_curves(model, node):
+    """给 figures/plot_05.py：prompt 长度（几何等距）→ prefill 时间（不命中、命中 PD_HIT）和几种网卡上发 KV 的时间（秒）。"""
+    n = np.unique(np.geomspace(512, 131_072, 48).astype(int)).tolist()
+    nics = sorted({PD_NIC_GBPS, PAPER_PD["min_gbps"], PD_SLOW_GBPS}, reverse=True)
+    return dict(n=n, prefill=[pd_case(model, node, x, 0.0, PD_NIC_GBPS)["prefill"] for x in n],
+                prefill_hit=[pd_case(model, node, x, PD_HIT, PD_NIC_GBPS)["prefill"] for x in n],
+                send={g: [pd_case(model, node, x, 0.0, g)["send"] for x in n] for g in nics})
+
+
+def observations4(d):
+    """演示 4 的观察：每一句都从 d 里的数字拼出来。"""
+    base, slow, need, lens = d["base"], d["slow"], d["need"], d["lens"]
+    short, long_ = base[0], base[-1]
+    obs = []
+    text = (f"{fmt_int(long_['n'])} token 的 KV 有 {long_['kv'] / 2**30:.1f} GiB，经 {d['nic_gbps']:g} Gbps 发完要 "
+            f"{fmt_s(long_['send'])}，prefill 要 {fmt_s(long_['prefill'])}。")
+    if all(c["hidden"] for c in base):
+        every = "每个长度的"
+        if len(base) == 1:
+            every = ""
+        text += (f"按层流水，{every}发送都藏在 prefill 后面，只露出最后一层：{fmt_int(long_['n'])} token 露出 "
+                 f"{fmt_s(long_['exposed'])}（算完再发要多等 {fmt_s(long_['send'])}）。")
+    else:
+        bad = [fmt_int(c["n"]) for c in base if not c["hidden"]]
+        text += f"{'、'.join(bad)} token 的发送比 prefill 还长，藏不住：TTFT 多出 {fmt_s(base[0]['exposed'])} 起。"
+    obs.append(text + f"逐层模拟和公式的最大差 {d['worst_diff']:.1e} s。")
+    if len(base) > 1 and short["send"] / short["prefill"] > long_["send"] / long_["prefill"]:
+        obs.append(f"prompt 越短，发 KV 相对越贵：发/prefill 从 {fmt_int(long_['n'])} token 的 "
+                   f"{long_['send'] / long_['prefill']:.1%} 升到 {fmt_int(short['n'])} token 的 "
+                   f"{short['send'] / short['prefill']:.1%}——prefill 的注意力随长度平方增长，KV 只随长度线性增长。")
+    exposed = [c for c in slow if not c["hidden"]]
+    text = f"网卡只有 {d['slow_gbps']:g} Gbps 时"
+    if d["slow_gbps"] == d["paper"]["sweep"][0]:
+        text += "（FAST'25 §5.4.2 模拟的最低带宽）"
+    if exposed:
+        text += (f"，{'、'.join(fmt_int(c['n']) for c in exposed)} token 藏不住：最短的露出 "
+                 f"{fmt_s(exposed[0]['exposed'])}，是它 prefill 的 {exposed[0]['exposed'] / exposed[0]['prefill']:.0%}")
+        if len(exposed) < len(slow):
+            text += f"；更长的 prompt 算得久，{'、'.join(fmt_int(c['n']) for c in slow if c['hidden'])} token 仍藏得住"
+        obs.append(text + "。")
+    else:
+        obs.append(text + "，每个长度仍藏得住：这个模型算得够久。")
+    obs.append(hit_sentence(d))
+    obs.append(small_model_sentence(d))
+    p, ref, ref_hit = d["paper"], d["ref"], d["ref_hit"]
+    first = next(iter(d["engine"]))
+    obs.append(f"和论文对照：{fmt_tokens(p['n'])} token 的 KV 本实验 {ref['kv'] / 2**30:.1f} GiB，论文说 {p['kv_gb']} GB；按论文实测的 "
+               f"{p['engine_gbs'][first]} GB/s（{first}）发完要 {d['engine'][first]:.2f} s；命中 {p['hit']:.0%} 时 prefill "
+               f"少了 {1 - ref_hit['prefill'] / ref['prefill']:.1%}，论文 {p['prefill_cut']:.0%}（论文的 TTFT 少了 "
+               f"{p['ttft_cut']:.0%}，含调度、传输和 decode 端加载，我们没有模拟）。")
+    obs.append("简化：一次只有一个请求用网卡（不排队），网卡跑满线速（论文实测 4×200 Gbps 只跑到 87 GB/s）；"
+               "decode 节点怎样收、何时开始解码不在模型里。DistServe、Splitwise 也把 prefill 和 decode 分开、在两者之间搬 KV。")
+    return obs
+
+
+def hit_sentence(d):
+    """前缀命中时：计算少了，要发的 KV 没少，网络就露了出来。"""
+    label = d["configs"][1]
+    hit_need, base_need = d["need"][label], d["need"][d["configs"][0]]
+    if not d["hit"]:
+        return "PD_HIT = 0：不考虑前缀命中，第二行和第一行相同。"
+    text = (f"前缀命中 {d['hit']:.0%} 时，prefill 只算没命中的 token，可 decode 节点要整个请求的 KV：藏得住要 "
+            f"{fmt_range(hit_need)} Gbps，不命中时只要 {fmt_range(base_need)} Gbps。")
+    over = [fmt_int(n) for n, x in zip(d["lens"], hit_need) if x > d["nic_gbps"]]
+    if over:
+        return text + f"{d['nic_gbps']:g} Gbps 的网卡在 {'、'.join(over)} token 时藏不住：缓存省下了计算，网络就露了出来。"
+    margin, base_margin = d["nic_gbps"] / max(hit_need), d["nic_gbps"] / max(base_need)
+    text += f"{d['nic_gbps']:g} Gbps 的网卡都还藏得住，余量从 {base_margin:.1f} 倍降到 {margin:.1f} 倍"
+    if margin < base_margin:
+        return text + "：缓存省下了计算，网络更容易露出来。"
+    return text + "。"
+
+
+def fmt_range(xs):
+    """fmt_range([99.5, 634.4]) == '100–634'；只有一个值（或取整后相同）时只写一个。"""
+    lo, hi = f"{min(xs):,.0f}", f"{max(xs):,.0f}"
+    if lo == hi:
+        return lo
+    return f"{lo}–{hi}"
+
+
+def small_model_sentence(d):
+    """小模型每个 token 的计算少得多、KV 却没少那么多：摊到每张卡，要的带宽反而更高。"""
+    big, gqa, mha = d["configs"][0], d["configs"][2], d["configs"][3]
+    f, kv, names = d["flops_per_token"], d["kv_per_token"], d["names"]
+    per_gpu = max(d["need"][big]) / A800_X8.n_gpus
+    nic = d["paper"]["a800_nic_gbps"]
+    text = (f"小模型：{names[gqa]} 每个 token 的计算只有 {names[big]} 的 1/{f[big] / f[gqa]:.0f}，KV 却是它的 "
+            f"1/{kv[big] / kv[gqa]:g}；一张 A800 上藏得住要 {max(d['need'][gqa]):,.1f} Gbps，{names[mha]} 是 MHA"
+            f"（每 token 的 KV 是 GQA 的 {kv[mha] // kv[gqa]} 倍）要 {max(d['need'][mha]):,.1f} Gbps，"
+            f"而 {names[big]} 摊到每张卡只要 {per_gpu:,.1f} Gbps。")
+    if max(d["need"][mha]) > nic:
+        return text + f"一张 A800 配的 {nic} Gbps 网卡（FAST'25 §3.2.3 的下限）藏不住 MHA 的 {names[mha]}。"
+    return text + (f"一张 A800 配的 {nic} Gbps 网卡（FAST'25 §3.2.3 的下限）还藏得住它，余量 "
+                   f"{nic / max(d['need'][mha]):.1f} 倍（{names[big]} 是 {nic / per_gpu:.0f} 倍）。")
+
+
+# =============================================================================
+DEMOS = {1: demo1_load_or_recompute, 2: demo2_hot_blocks, 3: demo3_scheduling, 4: demo4_pd_transfer}
 TRACE_DEMOS = (2, 3)            # 这几个演示要请求 trace（合成的只生成一次，作为参数传给它们）
 
 
@@ -676,6 +857,11 @@ def check_settings():
     check_setting("SCHED_CAPACITY", SCHED_CAPACITY, is_int(SCHED_CAPACITY, 1), "正整数（块）")
     check_setting("SCHED_LOAD", SCHED_LOAD, is_number(SCHED_LOAD, 0, 100) and SCHED_LOAD > 0,
                   "大于 0、不超过 100 的数（不用缓存时的算力需求 / 集群算力）")
+    check_setting("PD_LENS", PD_LENS, all_ints(PD_LENS, 1, MAX_TOKENS),
+                  f"非空的元组，元素是 1 到 {MAX_TOKENS:,} 的整数（token）")
+    for name, gbps in (("PD_NIC_GBPS", PD_NIC_GBPS), ("PD_SLOW_GBPS", PD_SLOW_GBPS)):
+        check_setting(name, gbps, is_number(gbps, 0, 1e6) and gbps > 0, "大于 0、不超过 1,000,000 的数（Gbps）")
+    check_setting("PD_HIT", PD_HIT, is_number(PD_HIT, 0) and PD_HIT < 1, "0 到 1 之间（不含 1）的数（命中的比例）")
 
 
 def run(demos=None, trace=None, source=None):

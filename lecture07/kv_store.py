@@ -59,6 +59,9 @@ LLAMA2_70B = ModelSpec("LLaMA2-70B", n_layers=80, d_model=8192, n_heads=64, n_kv
 # FAST'25（表 1、§2.2、§5.3.1）的模型是 LLaMA3-70B；arXiv v3 用的是同形状的 dummy LLaMA2-70B。
 # 形状（80 层、d = 8192、64 个查询头、8 个 KV 头）相同，所以每 token 的 KV（320 KiB）和式 (1) 的 FLOPs 都相同。
 LLAMA3_70B = ModelSpec("LLaMA3-70B", n_layers=80, d_model=8192, n_heads=64, n_kv_heads=8, n_params=70.6e9)
+# 小模型（公开的 config.json）：LLaMA3-8B 用 GQA（8 个 KV 头），LLaMA2-7B 是 MHA（32 个 KV 头，每 token 的 KV 是 4 倍）
+LLAMA3_8B = ModelSpec("LLaMA3-8B", n_layers=32, d_model=4096, n_heads=32, n_kv_heads=8, n_params=8.03e9)
+LLAMA2_7B = ModelSpec("LLaMA2-7B", n_layers=32, d_model=4096, n_heads=32, n_kv_heads=32, n_params=6.74e9)
 
 
 @dataclass(frozen=True)
@@ -119,7 +122,17 @@ def prefill_time(model, n_input, n_hit, tier, node=A800_X8):
     """
     compute = prefill_compute_time(model, n_input, n_hit, node)
     load = load_time(model, n_hit, tier)
-    return max(compute, load) + min(compute, load) / model.n_layers
+    return layer_overlap(compute, load, model.n_layers)
+
+
+def layer_overlap(a, b, n_layers):
+    """两件事按层流水（读 KV 和算、或者算和发 KV）：总时间 = max(a, b) + min(a, b) / n_layers。
+
+    慢的那件决定总时间；快的那件只露出一层的份（流水线的头或尾）。
+    >>> layer_overlap(1.0, 0.5, 2)        # 快的 0.5 秒只露出一层 = 0.25 秒
+    1.25
+    """
+    return max(a, b) + min(a, b) / n_layers
 
 
 def load_time(model, n_tokens, tier):

@@ -470,3 +470,84 @@ def test_empty_trace_name_is_an_error_not_the_synthetic_trace(arg, capsys):
     assert m.main(arg) == 2
     cap = capsys.readouterr()
     assert cap.out == "" and len(cap.err.strip().splitlines()) == 1 and ":0:" in cap.err
+
+
+# ---------------------------------------------------------------- 演示 4：prefill/decode 分离时发 KV
+@pytest.fixture(scope="module")
+def d4(full_run):
+    return full_run[0][4]
+
+
+def test_demo4_kv_bytes_and_send_time(d4):
+    """KV 字节 = n × 320 KiB；发送时间 = 字节 × 8 / Gbps；按层流水 = max + min / 80，逐层模拟与之相同。"""
+    for c in d4["base"]:
+        assert c["kv"] == c["n"] * 320 * 1024
+        assert c["send"] == pytest.approx(c["kv"] * 8 / (m.PD_NIC_GBPS * 1e9))
+        assert c["total"] == pytest.approx(max(c["prefill"], c["send"]) + min(c["prefill"], c["send"]) / 80)
+    assert d4["worst_diff"] < 1e-9
+
+
+def test_demo4_baseline_hides_the_send_behind_prefill(d4, out):
+    """800 Gbps：每个长度都藏得住，只露出最后一层（发送的 1/80）。"""
+    for c in d4["base"]:
+        assert c["hidden"] and c["exposed"] == pytest.approx(c["send"] / 80)
+    long_ = d4["base"][-1]
+    assert long_["n"] == 131072 and long_["send"] == pytest.approx(0.4295, abs=1e-4)
+    assert flat("按层流水，每个长度的发送都藏在 prefill 后面，只露出最后一层：131,072 token 露出 5.4 ms") in flat(out)
+
+
+def test_demo4_needed_bandwidth_is_demo1_min_bandwidth(d1, d4):
+    """不命中时"藏得住所需的带宽"和演示 1 的"读比重算快所需的带宽"是同一个量：KV 字节 / prefill 时间。"""
+    base = d4["need"][d4["configs"][0]]
+    for n, gbps in zip(d4["lens"], base):
+        assert gbps == pytest.approx(m.min_bandwidth(n, A800_X8) * 8)
+
+
+def test_demo4_shorter_prompt_sends_relatively_more(d4, out):
+    ratios = [c["send"] / c["prefill"] for c in d4["base"]]
+    assert all(a > b for a, b in zip(ratios, ratios[1:]))
+    assert flat("发/prefill 从 131,072 token 的 1.1% 升到 1,024 token 的 4.1%") in flat(out)
+
+
+def test_demo4_slow_nic_exposes_short_prompts_only(d4, out):
+    """24 Gbps（FAST'25 §5.4.2 模拟的最低带宽）：1K、8K 藏不住（需要 32.5、28.1 Gbps），32K、128K 藏得住。"""
+    assert [c["hidden"] for c in d4["slow"]] == [False, False, True, True]
+    assert flat("1,024、8,192 token 藏不住：最短的露出 30.3 ms") in flat(out)
+
+
+def test_demo4_prefix_hits_make_the_network_show(d4, out):
+    """命中 95%：计算少了，要发的 KV 没少——需要的带宽是不命中时的 20 倍上下，800 Gbps 仍藏得住。"""
+    hit, base = d4["need"][d4["configs"][1]], d4["need"][d4["configs"][0]]
+    assert all(h > 10 * b for h, b in zip(hit, base))
+    assert max(hit) < 800 and min(hit) == pytest.approx(99.5, abs=0.1)
+    assert flat("藏得住要 100–634 Gbps，不命中时只要 9–32 Gbps") in flat(out)
+
+
+def test_demo4_small_models(d4, out):
+    """LLaMA3-8B（GQA）一张 A800 要 15.9 Gbps，LLaMA2-7B（MHA，KV 4 倍）要 63.6 Gbps；70B 每张卡只要 4.1 Gbps。"""
+    need = d4["need"]
+    gqa, mha = max(need[d4["configs"][2]]), max(need[d4["configs"][3]])
+    assert gqa == pytest.approx(15.9, abs=0.05) and mha == pytest.approx(63.6, abs=0.05)
+    assert mha < d4["paper"]["a800_nic_gbps"] and max(need[d4["configs"][0]]) / 8 == pytest.approx(4.06, abs=0.01)
+    assert flat("LLaMA2-7B 是 MHA（每 token 的 KV 是 GQA 的 4 倍）要 63.6 Gbps") in flat(out)
+
+
+def test_demo4_paper_values_checked_in_fast25(d4):
+    """FAST'25 §5.4.1：128K token 的 KV 40 GB、87 / 190 GB/s；§5.4.2：24–400 Gbps、至少 100 Gbps；
+    §5.4.3：命中 95% 时 prefill −92%、TTFT −86%。本实验：40.0 GiB、prefill −91.5%。"""
+    p = d4["paper"]
+    assert (p["kv_gb"], p["engine_gbs"], p["min_gbps"], p["sweep"]) == (40, {"4×200 Gbps": 87, "8×400 Gbps": 190},
+                                                                       100, (24, 400))
+    assert (p["hit"], p["prefill_cut"], p["ttft_cut"], p["a800_nic_gbps"]) == (0.95, 0.92, 0.86, 100)
+    assert d4["ref"]["kv"] == 40 * 2**30
+    assert d4["engine"]["4×200 Gbps"] == pytest.approx(0.494, abs=0.001)
+    cut = 1 - d4["ref_hit"]["prefill"] / d4["ref"]["prefill"]
+    assert abs(cut - p["prefill_cut"]) < 0.01
+
+
+def test_plot_pd_transfer_draws_from_the_dict(d4, tmp_path):
+    import plot_05
+    from figlib import setup_matplotlib
+    setup_matplotlib()
+    path = plot_05.plot_pd_transfer(d4["curves"], d4["hit"], str(tmp_path / "pd.png"), "测试")
+    assert os.path.getsize(path) > 10_000

@@ -258,7 +258,84 @@ EDITS_03 = [
 ]
 
 # ---- 04_prefix_caching
-EDITS_04 = []
+S04 = "04_prefix_caching"
+
+
+def _row_04(out, label):
+    """表里以 label 开头的那一行，按空白切开后去掉 label 的各列。"""
+    line = next((x for x in out.splitlines() if x.startswith(label)), None)
+    assert line is not None, (label, out[-1500:])
+    return line[len(label):].split()
+
+
+def _04_demo2_saving_matches_table(rc, out, err):
+    """观察 2 里每个前缀的"省下 X%" = 表里那一行的"省下"列；零头的说法和块大小一致。"""
+    runs()(rc, out, err)
+    flat = _nows(out)
+    for name, plen in (("1-shot", 80), ("5-shot", 341)):
+        saved = _row_04(out, name)[3]                       # 长度 总输入 实际算 省下 …
+        assert _nows(f"{name} {saved}") in flat.split("；省下：")[1], saved
+        full, tail = divmod(plen, 64)
+        assert _nows(f"{name} 的 {plen} 个 token = {full} 个满块 + {tail} 个零头") in flat
+
+
+def _04_smallest_capacity_matches_table(rc, out, err):
+    """CAPACITIES = (10_000, 1)：观察 2 的"降到 1 块…降到 X"里的 X 就是表里 LRU 在 1 块那一格。"""
+    runs()(rc, out, err)
+    cells = _row_04(out, "LRU ")
+    assert len(cells) == 2, cells                           # 只有 10,000 和 1 两列，没有"无限"
+    assert _nows(f"容量从无限降到 1 块，LRU 的命中率从 0.61 降到 {cells[1]}") in _nows(out)
+    assert _nows("CAPACITIES 里没有无限容量") in _nows(out)
+
+
+def _04_s3fifo_counts_match_table(rc, out, err):
+    """S3-FIFO 那一句的"高于 / 持平 / 低于 LRU"个数，按表里两行逐格数出来一样。"""
+    runs()(rc, out, err)
+    lru, s3 = _row_04(out, "LRU "), _row_04(out, "S3-FIFO ")
+    pairs = [(float(a), float(b)) for a, b in zip(lru[1:], s3[1:])]     # 去掉"无限"那一列：不淘汰
+    words = [("高于", sum(b > a for a, b in pairs)), ("持平", sum(b == a for a, b in pairs)),
+             ("低于", sum(b < a for a, b in pairs))]
+    text = "、".join(f"{n} 个{w} LRU" for w, n in words if n)
+    assert _nows(f"S3-FIFO（SOSP'23）：在 {len(pairs)} 个要淘汰的容量里，{text}") in _nows(out), text
+
+
+def _04_demo4_caps_match_table(rc, out, err):
+    """DEMO4_CAPS = (5_000, 500)：观察里的命中比例和 GPU 时间就是表里"5,000 块"那一行。"""
+    runs()(rc, out, err)
+    frac, hours = _row_04(out, "LRU，容量 5,000 块")[:2]
+    assert _nows(f"容量 5,000 块的缓存命中了 {frac} 的输入 token") in _nows(out)
+    assert _nows(f"降到 {hours} 小时") in _nows(out)
+    frac_s = _row_04(out, "LRU，容量 500 块")[0]
+    assert _nows(f"只有 500 块（78 GiB）时命中 {frac_s} 的 token") in _nows(out)
+    assert "无限" not in _nows(out).split("观察")[-1]
+
+
+EDITS_04 = [
+    Edit(S04, "N_SHARING", "1", 2,
+         says("只有 1 个请求：它从头算", "每个前缀都省下 0%", "显存没有省",
+              absent=("同样的显存能放下更多请求", "省下的比例 ≈")),
+         "试一试 1：没有别的请求来共享，什么也没省（以前说'批可以开得更大'）"),
+    Edit(S04, "BLOCK_SIZE", "64", 2, _04_demo2_saving_matches_table,
+         "试一试 2：块大了零头变多；句子里的'省下'= 表里的'省下'"),
+    Edit(S04, "FEW_SHOT", '(("长文档", 500),)', 2,
+         says("长文档 的 500 个 token = 31 个满块 + 4 个零头", "逐位相同（最大差 0.0）",
+              "1-shot 前缀 80 token、5-shot 341 token"),
+         "改名的前缀、比原来模型上下文（384）还长的 500 token：模型按最长的请求定上下文；论文的对照仍按论文的名字"),
+    Edit(S04, "CAPACITIES", "(10_000, 1)", 3, _04_smallest_capacity_matches_table,
+         "试一试 3：没有 None、有 1 块：标签和数来自同一列（以前标签 1、数却是 1,000 那一列）"),
+    Edit(S04, "POLICIES", '("lru",)', 3,
+         says("MIN 在每个容量都不低于 LRU", absent=("LFU", "3 种")),
+         "只比 LRU：不提 LFU，不说'三种策略'（以前 KeyError）"),
+    Edit(S04, "POLICIES", '("lru", "s3fifo")', 3, _04_s3fifo_counts_match_table,
+         "试一试 4：注册表里的 S3-FIFO 多出一行和一句话；个数是逐格数出来的"),
+    Edit(S04, "DEMO4_CAPS", "(5_000, 500)", 4, _04_demo4_caps_match_table,
+         "试一试 5：不同的容量（不在 CAPACITIES 里、也没有无限）：观察读的就是表里那两行"),
+    Edit(S04, "BLOCK_SIZE", "0", 2, refused("BLOCK_SIZE")),
+    Edit(S04, "CAPACITIES", "()", 3, refused("CAPACITIES")),
+    Edit(S04, "FEW_SHOT", '(("长", 2000),)', 2, refused("FEW_SHOT"), "前缀太长：小模型几秒内算不完"),
+    Edit(S04, "POLICIES", '("lru", "fifo")', 3, refused("POLICIES"), "不认识的策略名"),
+    Edit(S04, "DEMO4_POLICY", '"s3fifo"', 4, refused("DEMO4_POLICY"), "演示 4 的策略要在 POLICIES 里"),
+]
 
 # ---- 05_kv_store
 S05 = "05_kv_store"
@@ -295,6 +372,16 @@ EDITS_05 = [
          "一台节点：调度无从选择，不和论文比顺序"),
     Edit(S05, "SCHED_LOAD", "0", 3, refused("SCHED_LOAD")),
     Edit(S05, "PREFIX", "4096.0", 1, refused("PREFIX"), "token 数要是整数"),
+    Edit(S05, "PD_NIC_GBPS", "100", 4,
+         says("100 Gbps 的网卡在 1,024、8,192、32,768 token 时藏不住", "经 100 Gbps 发完要 3.4 s"),
+         "试一试 5：网卡 100 Gbps 时命中 95% 的短请求藏不住发送；句子里的带宽 = 设置"),
+    Edit(S05, "PD_LENS", "(512,)", 4,
+         says("藏得住要 636 Gbps，不命中时只要 33 Gbps", "按层流水，发送都藏在 prefill 后面",
+              absent=("prompt 越短", "636–636")),
+         "一个长度：不比较长短，范围只写一个数"),
+    Edit(S05, "PD_HIT", "0", 4, says("PD_HIT = 0：不考虑前缀命中", absent=("余量从",)), "不命中：另有说法"),
+    Edit(S05, "PD_HIT", "1.0", 4, refused("PD_HIT"), "全部命中就没有 token 可算"),
+    Edit(S05, "PD_SLOW_GBPS", "-24", 4, refused("PD_SLOW_GBPS")),
 ]
 
 EDITS = EDITS_01 + EDITS_02 + EDITS_03 + EDITS_04 + EDITS_05
