@@ -17,7 +17,18 @@
         python lecture07/04_prefix_caching.py --trace ../shared/traces/mooncake_fast25_synthetic_trace.jsonl
               （约 1.5 秒；演示 3、4 改用你给的 trace 文件，这里是 Mooncake 公开的 FAST'25 Synthetic trace：
                JSONL 或 .gz，格式和报错规则见 kv_trace_io.py）
-【依赖】numpy、rich；本目录的 paged_kv、kv_store；lab_common 的 transformer_lab、console。
+【依赖】numpy、rich；本目录的 paged_kv、kv_store、kv_cache_policies；lab_common 的 transformer_lab、console、settings。
+【改代码】设置都在下面"学生可以改的设置"里；不合理的值（负数、空元组、不认识的策略名……）在开始时一行拒绝，
+          退出码 2。改完用 --demo N 只跑相关的演示，几秒就能看到结果。
+
+【试一试】
+  1. 把 N_SHARING 改成 1（--demo 2）：只有一个请求时，前缀缓存还省得下计算和显存吗？
+  2. 把 BLOCK_SIZE 改成 64（--demo 2）：块变大以后，前缀的零头变成多少，省下的比例怎样变？
+  3. 把 CAPACITIES 改成 (10_000, 1)（--demo 3）：缓存只能放 1 块时，LRU 还剩多少命中？
+  4. 把 POLICIES 改成 ("lru", "s3fifo")（--demo 3）：S3-FIFO（Yang 等，SOSP'23）离离线最优的 MIN 还差多少？
+     想试自己的淘汰策略：照 kv_cache_policies.py 开头的说明写一个类，在 CACHE_POLICIES 里注册，
+     再把它的名字加进 POLICIES——命中率表和"MIN 减去"表里就多出它的一行。
+  5. 把 DEMO4_CAPS 改成 (5_000, 500)（--demo 4）：缓存只有几百块时，prefill 的 GPU 时间还能省多少？
 """
 import os
 import sys
@@ -26,6 +37,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # 仓库根目录：让 lab_common 包可以 import
 from lab_common.console import ArgParser, fail, fmt_int, print_header, print_observations, print_table, print_text  # noqa: E402
+from lab_common.settings import check_setting, is_int  # noqa: E402
 from kv_store import BLOCK as TRACE_BLOCK_SIZE  # noqa: E402  Mooncake trace 的块大小：512 token
 from kv_store import (A800_X8, LLAMA2_70B, LLAMA3_70B, POLICY_NAMES, TIERS, TraceError, block_hashes,  # noqa: E402
                       load_trace, make_trace, prefill_compute_time, prefill_time, sweep)
@@ -179,6 +191,8 @@ def _saving_sentence(results):
     s = ("前缀里只有满块能复用：" + "；".join(_prefix_parts(k, results[k]) for k in order)
          + f"。零头每个请求都要和自己的后缀（{SUFFIX_LEN[0]}–{SUFFIX_LEN[1] - 1} 个 token）一起重算。")
     s += "前缀占全部输入的比例：" + "、".join(f"{k} {results[k]['prefix_share']:.0%}" for k in order)
+    if N_SHARING == 1:
+        return s + "。只有一个请求：这些满块登记进了缓存，却没有后来的请求复用，每个前缀都省下 0%。"
     s += "；省下：" + "、".join(f"{k} {results[k]['saved']:.0%}" for k in order) + "。"
     if N_SHARING > 1:
         s += (f"省下的比例 ≈ {N_SHARING - 1}/{N_SHARING} × 前缀占比（第一个请求要从头算），"
@@ -266,17 +280,27 @@ def read_trace(trace_path=None, block_size=TRACE_BLOCK_SIZE):
     return load_trace(trace_path, block_size)
 
 
-def trace_sweep(trace, trace_path=None, block_size=TRACE_BLOCK_SIZE, capacities=CAPACITIES):
+def trace_sweep(trace, trace_path=None, block_size=TRACE_BLOCK_SIZE, capacities=CAPACITIES, demo3=True):
     """演示 3、4 共用的一份数据：trace 和整张命中表 {(策略, 容量): 每个请求的命中块数}（含 MIN），只算一遍。
 
     main() 算一次，再当参数传给演示 3 和演示 4；单独调用某个演示时，它自己算一份。
+    demo3=False（只跑演示 4）：只算演示 4 要的那一种策略、那几个容量。
     """
-    swept = tuple(capacities) + tuple(c for c in (None,) + DEMO4_CAPS if c not in capacities)   # 无限、演示 4 的也算上
+    if not demo3:
+        hits = sweep(trace, DEMO4_CAPS, (DEMO4_POLICY,))
+        return dict(trace=trace, hits=hits, path=trace_path, block_size=block_size, capacities=(), contrast_caps=())
+    swept = tuple(capacities)
+    if None not in swept:
+        swept += (None,)                                                  # 无限容量总要算（很便宜）
     hits = sweep(trace, swept, POLICIES + (BOUND,))
-    contrast = ()
-    if CONTRAST_CAPS and CONTRAST not in POLICIES:      # 对照行只算 CONTRAST_CAPS 这几格
-        hits.update(sweep(trace, CONTRAST_CAPS, (CONTRAST,)))
-        contrast = tuple(c for c in capacities if c in CONTRAST_CAPS)
+    extra = tuple(c for c in DEMO4_CAPS if c not in swept)                # 演示 4 另外要的容量：只算它那一种策略
+    if extra:
+        hits.update(sweep(trace, extra, (DEMO4_POLICY,)))
+    contrast = tuple(c for c in capacities if c in CONTRAST_CAPS)        # 对照行只算表里有的这几格
+    if CONTRAST in POLICIES:
+        contrast = ()                                                     # 它已经是表里的一行了
+    if contrast:
+        hits.update(sweep(trace, contrast, (CONTRAST,)))
     return dict(trace=trace, hits=hits, path=trace_path, block_size=block_size, capacities=tuple(capacities),
                 contrast_caps=contrast)
 
@@ -393,8 +417,12 @@ def _lru_vs_lfu_sentence(ratio, mid):
         return f"在 {caps} 块时 LRU 和 LFU 的命中率（两位小数）相同：这个 trace 上看不出两者的差别。"
     if not lfu_better:
         best = max(lru_better, key=lambda c: lru(c) - lfu(c))
-        return (f"在 {caps} 块时 LRU 都不低于 LFU，差得最多的是 {best:,} 块"
-                f"（{lru(best):.2f} 对 {lfu(best):.2f}），和论文结论（LRUCache performs best）"
+        if len(mid) == 1:
+            s = f"在 {caps} 块时 LRU 比 LFU 高（{lru(best):.2f} 对 {lfu(best):.2f}）"
+        else:
+            s = (f"在 {caps} 块时 LRU 都不低于 LFU，差得最多的是 {best:,} 块"
+                 f"（{lru(best):.2f} 对 {lfu(best):.2f}）")
+        return (s + "，和论文结论（LRUCache performs best）"
                 "一致：复用多半发生在时间上相近的请求之间（同一个会话的下一轮），而 LFU 让以前很热、现在没人用的块"
                 "赖着不走。")
     s = (f"在 {'、'.join(f'{c:,}' for c in lfu_better)} 块时 LFU 比 LRU 高（"
@@ -440,6 +468,17 @@ def _ranking(order, ratio, cap):
     return s
 
 
+def _other_policy_sentence(p, ratio, gap, evicting, lead):
+    """论文表 1 以外的策略（S3-FIFO、你自己注册的）：在会淘汰的容量上和 lead 比，离 MIN 最远多少。"""
+    r = lambda q, c: round(ratio[(q, c)], 2)          # noqa: E731  按表里的两位小数比
+    counts = [("高于", sum(r(p, c) > r(lead, c) for c in evicting)), ("持平", sum(r(p, c) == r(lead, c) for c in evicting)),
+              ("低于", sum(r(p, c) < r(lead, c) for c in evicting))]
+    far = max(evicting, key=lambda c: gap[(p, c)])
+    return (f"{CACHE_POLICIES[p].NAME}：在 {len(evicting)} 个要淘汰的容量里，"
+            + "、".join(f"{n} 个{w} {_short(lead)}" for w, n in counts if n)
+            + f"；离 MIN 最远是 {far:,} 块时的 {gap[(p, far)]:.2f}。")
+
+
 def _policies_word():
     """"三种在线策略" 的说法随 POLICIES 变：一种时直接说名字。"""
     if len(POLICIES) == 1:
@@ -454,9 +493,13 @@ def _min_sentence(ratio, gap, finite, lead):
         s = f"MIN 在每个容量都不低于 {_policies_word()}"
     else:
         s = "MIN 竟然在某个容量低于在线策略（上界被违反，程序有错）"
-    worst_p, worst_c = max(((p, c) for p in POLICIES for c in finite), key=lambda k: gap[k])
-    s += (f"；差距最大的是 {_short(worst_p)} 在 {worst_c:,} 块（{ratio[(worst_p, worst_c)]:.2f} 对 MIN 的 "
-          f"{ratio[(BOUND, worst_c)]:.2f}）。")
+    top = max(round(gap[(p, c)], 2) for p in POLICIES for c in finite)
+    cells = [(p, c) for c in finite for p in POLICIES if round(gap[(p, c)], 2) == top]   # 两位小数上打平的都算
+    s += "；差距最大（" + f"{top:.2f}）的是 " + "、".join(
+        f"{_short(p)} 在 {c:,} 块（{ratio[(p, c)]:.2f} 对 MIN 的 {ratio[(BOUND, c)]:.2f}）" for p, c in cells[:3])
+    if len(cells) > 3:
+        s += f" 等 {len(cells)} 格"
+    s += "。"
     g = [round(gap[(lead, c)], 2) for c in finite]          # 按表里的两位小数看形状
     if len(g) == 1:
         return s
@@ -516,9 +559,9 @@ def _capacity_sentence(ratio, small, lead, inf):
     keep = ratio[(lead, small)] / inf
     s = (f"容量从无限降到 {small:,} 块，{_short(lead)} 的命中率从 {inf:.2f} 降到 {ratio[(lead, small)]:.2f}，"
          f"还保留了 {keep:.0%}")
-    if lead in PAPER_TABLE1:
+    if lead in PAPER_TABLE1 and small in PAPER_TABLE1[lead]:
         t = PAPER_TABLE1[lead]
-        s += f"（论文 1,000 块时 {t[1_000]:.2f} / {t[None]:.2f} = {t[1_000] / t[None]:.0%}）"
+        s += f"（论文 {small:,} 块时 {t[small]:.2f} / {t[None]:.2f} = {t[small] / t[None]:.0%}）"
     if keep >= 0.5:
         return s + "：热门的系统提示很少几块就占了大量命中。"
     return s + "：小缓存留不住大部分复用。"
@@ -573,6 +616,9 @@ def demo3_observations(st, syn, ratio, gap, capacities, contrast_caps, real):
             obs.append(_lru_vs_lfu_sentence(ratio, mid))
         if "lengthaware" in POLICIES and "lfu" in POLICIES:
             obs.append(_lengthaware_sentence(ratio, mid[-1], contrast_caps))
+        for p in POLICIES:
+            if p not in PAPER_TABLE1 and p != lead:
+                obs.append(_other_policy_sentence(p, ratio, gap, evicting, lead))
         obs.append(_min_sentence(ratio, gap, finite, lead))
     obs.append(_hot_sentence(st))
     obs.append(_source_sentence(st, syn, real))
@@ -748,16 +794,57 @@ def demo4_compute_saved(data=None, caps=DEMO4_CAPS, policies=(DEMO4_POLICY,)):
 # =============================================================================
 DEMOS = {1: demo1_hashing, 2: demo2_shared_prefix, 3: demo3_trace, 4: demo4_compute_saved}
 TRACE_DEMOS = (3, 4)                # 用 trace 的演示：main 只读一次 trace、只算一遍命中表，传给它们
+MAX_DEMO2_TOKENS = 1_024            # 演示 2 的一个请求（前缀 + 后缀）最多这么长：小模型在几秒内算完
+
+
+def _is_capacity(c):
+    return c is None or is_int(c, 1)
+
+
+def check_settings():
+    """顶部"学生可以改的设置"：不合理的值在开始时一行拒绝（常量名、收到的值、允许的范围），退出码 2。"""
+    for name in ("TRACE_SEED", "MODEL_SEED", "PROMPT_SEED"):
+        check_setting(name, globals()[name], is_int(globals()[name], 0), "非负整数")
+    check_setting("N_SHARING", N_SHARING, is_int(N_SHARING, 1, 64), " 1 到 64 的整数（请求数）")
+    check_setting("BLOCK_SIZE", BLOCK_SIZE, is_int(BLOCK_SIZE, 1, 1024), " 1 到 1,024 的整数（token）")
+    ok = (isinstance(SUFFIX_LEN, tuple) and len(SUFFIX_LEN) == 2 and is_int(SUFFIX_LEN[0], 1)
+          and is_int(SUFFIX_LEN[1], SUFFIX_LEN[0] + 1))
+    check_setting("SUFFIX_LEN", SUFFIX_LEN, ok, " (最短, 最长 + 1) 两个整数，1 ≤ 最短 < 最长 + 1")
+    ok = (isinstance(FEW_SHOT, tuple) and len(FEW_SHOT) > 0
+          and all(isinstance(e, tuple) and len(e) == 2 and isinstance(e[0], str) and is_int(e[1], 1) for e in FEW_SHOT)
+          and len({e[0] for e in FEW_SHOT}) == len(FEW_SHOT))
+    check_setting("FEW_SHOT", FEW_SHOT, ok, "非空的 ((名字, 前缀 token 数), ...)，名字不重复，长度是正整数")
+    longest = max(p for _, p in FEW_SHOT) + SUFFIX_LEN[1] - 1
+    check_setting("FEW_SHOT", FEW_SHOT, longest <= MAX_DEMO2_TOKENS,
+                  f"前缀 + 最长的后缀不超过 {MAX_DEMO2_TOKENS:,} 个 token（现在是 {longest:,}；小模型要在几秒内算完）")
+    ok = isinstance(CAPACITIES, tuple) and len(CAPACITIES) > 0 and all(map(_is_capacity, CAPACITIES))
+    check_setting("CAPACITIES", CAPACITIES, ok and len(set(CAPACITIES)) == len(CAPACITIES),
+                  "非空、不重复的容量（块，正整数；None = 无限）")
+    ok = isinstance(POLICIES, tuple) and len(POLICIES) > 0 and all(p in CACHE_POLICIES for p in POLICIES)
+    check_setting("POLICIES", POLICIES, ok and len(set(POLICIES)) == len(POLICIES),
+                  f"非空、不重复，每个都在 {', '.join(CACHE_POLICIES)} 里（kv_cache_policies.CACHE_POLICIES）")
+    check_setting("BOUND", BOUND, BOUND == "min", " \"min\"（Belady 的 MIN，唯一的离线上界）")
+    check_setting("CONTRAST", CONTRAST, CONTRAST in CACHE_POLICIES, f"{', '.join(CACHE_POLICIES)} 之一")
+    ok = isinstance(CONTRAST_CAPS, tuple) and all(is_int(c, 1) for c in CONTRAST_CAPS)
+    check_setting("CONTRAST_CAPS", CONTRAST_CAPS, ok, "正整数容量组成的元组（不在 CAPACITIES 里的不显示；() = 不要对照行）")
+    check_setting("HOT_ACCESSES", HOT_ACCESSES, is_int(HOT_ACCESSES, 2), "至少 2 的整数（访问次数）")
+    ok = isinstance(DEMO4_CAPS, tuple) and len(DEMO4_CAPS) > 0 and all(map(_is_capacity, DEMO4_CAPS))
+    check_setting("DEMO4_CAPS", DEMO4_CAPS, ok and len(set(DEMO4_CAPS)) == len(DEMO4_CAPS),
+                  "非空、不重复的容量（块，正整数；None = 无限）")
+    check_setting("DEMO4_POLICY", DEMO4_POLICY, DEMO4_POLICY in POLICIES, f" POLICIES 里的一个：{', '.join(POLICIES)}")
+    check_setting("TIER_FOR_HITS", TIER_FOR_HITS, is_int(TIER_FOR_HITS, 0, len(TIERS) - 1),
+                  f" 0 到 {len(TIERS) - 1}（" + "、".join(f"{i} = {t.name}" for i, t in enumerate(TIERS)) + "）")
 
 
 def main(argv=None):
     ap = ArgParser(description="第 7 讲 · 前缀缓存的四个演示")
     ap.add_argument("--demo", type=int, choices=sorted(DEMOS), help="只跑某一个演示（默认全跑）")
     ap.add_argument("--trace", metavar="PATH",
-                    help="演示 3、4 改用这个真实 trace（Mooncake JSONL，可以是 .gz），默认用合成 trace")
+                    help="演示 3、4 改用你给的 trace 文件（Mooncake 的 JSONL 格式，可以是 .gz），默认用合成 trace")
     ap.add_argument("--block", type=int, default=TRACE_BLOCK_SIZE,
                     help=f"--trace 文件的块大小（token，默认 {TRACE_BLOCK_SIZE}）")
     args = ap.parse_args(argv)
+    check_settings()
     if args.block <= 0:
         ap.error(f"--block 必须是正整数（收到 {args.block}）")
     if args.block != TRACE_BLOCK_SIZE and args.trace is None:
@@ -780,7 +867,7 @@ def main(argv=None):
         if data is None:
             if trace is None:
                 trace = read_trace()
-            data = trace_sweep(trace, args.trace, args.block)
+            data = trace_sweep(trace, args.trace, args.block, demo3=3 in todo)
         DEMOS[k](data)
     return 0
 
