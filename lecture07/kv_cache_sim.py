@@ -19,7 +19,6 @@ trace 可以是 Trace（kv_trace 的列式存储），也可以是块序列的�
 import heapq
 import itertools
 import os
-from collections import OrderedDict
 
 import numpy as np
 
@@ -153,50 +152,45 @@ def lfu_family_hits(trace, capacity, cls=LFUCache):
 
     关键性质：被淘汰的总是"次数 = 1"的块。一个请求放进来以后超出容量的块数 ≤ 它带来的新块数，
     而新块的次数都是 1、比任何次数 ≥ 2 的块都小（要求同一请求里没有重复的块）。所以一块只要在缓存里
-    被命中过一次（次数变成 2），就永远留在缓存里（hot）；其余"次数 = 1"的块按 (rank, 时刻) 排队，
-    同一个 rank 内先进先出（一个 OrderedDict），淘汰时从最小的非空 rank 取最早进来的。
-    hot 里的块再被访问什么都不用做——大缓存里大部分命中都是这种。
+    被命中过一次（次数变成 2），就永远留在缓存里（hot），再被访问什么都不用做——大缓存里大部分命中
+    都是这种；其余"次数 = 1"的块（fresh）的键在放进来时就定了，放进一个最小堆，淘汰时弹出最小的
+    （被命中升进 hot 的块在堆里的旧记录弹出时跳过）。
     """
     ids, offsets = columns(trace)
-    rank = [cls.rank(None, p) for p in range(MAX_RANK + 1)]
+    dense, n_ids = dense_ids(ids)
+    block_bits, tick_bits = max(1, n_ids.bit_length()), max(1, len(ids).bit_length())
+    longest = int(np.diff(offsets).max(initial=0))
+    rank = [cls.rank(None, min(p, MAX_RANK)) << (tick_bits + block_bits) for p in range(longest)]
+    mask = (1 << block_bits) - 1
     hot = set()                 # 次数 ≥ 2：永远不走
-    where = {}                  # 次数 = 1 的块 → 它排在哪个 rank 的队里
-    queues = {}                 # rank → OrderedDict（按进来的先后）
-    ranks = []                  # 可能非空的 rank（最小堆，惰性删除）
+    fresh = {}                  # 次数 = 1 的块 → 它的键（rank、时刻、块，编成一个整数）
+    heap = []
     push, pop = heapq.heappush, heapq.heappop
     hits = np.zeros(len(offsets) - 1, dtype=np.int32)
-    for i, blocks in enumerate(iter_block_lists(ids, offsets, CHUNK)):
-        h = 0
-        for b in blocks:
-            if b not in hot and b not in where:
-                break
-            h += 1
-        hits[i] = h
-        for pos in range(len(blocks) - 1, -1, -1):       # 从尾到头，和 LFUCache.insert 一样
+    tick = 0                    # 已经碰过的块数：这个请求的第 pos 块在时刻 tick + (L - 1 - pos) 被碰
+    for i, blocks in enumerate(iter_block_lists(dense, offsets, CHUNK)):
+        n = len(blocks)
+        first_miss = n
+        for pos in range(n - 1, -1, -1):                 # 从尾到头，和 LFUCache.insert 一样
             b = blocks[pos]
             if b in hot:
                 continue
-            r = where.pop(b, None)
-            if r is not None:                            # 次数 1 → 2：进 hot
-                del queues[r][b]
+            if fresh.pop(b, None) is not None:          # 次数 1 → 2：进 hot
                 hot.add(b)
                 continue
-            r = rank[min(pos, MAX_RANK)]
-            q = queues.get(r)
-            if q is None:
-                q = queues[r] = OrderedDict()
-            if not q:
-                push(ranks, r)
-            q[b] = None
-            where[b] = r
-        excess = len(hot) + len(where) - capacity
+            first_miss = pos                             # 放进来之前不在缓存里
+            k = rank[pos] | ((tick + n - 1 - pos) << block_bits) | b
+            fresh[b] = k
+            push(heap, k)
+        hits[i] = first_miss                             # 前缀命中 = 第一个不在缓存里的块之前的块数
+        tick += n
+        excess = len(hot) + len(fresh) - capacity
         while excess > 0:
-            q = queues[ranks[0]]
-            if not q:
-                pop(ranks)
-                continue
-            del where[q.popitem(last=False)[0]]
-            excess -= 1
+            k = pop(heap)
+            b = k & mask
+            if fresh.get(b) == k:                        # 不是旧记录（升进 hot 的块留下的）
+                del fresh[b]
+                excess -= 1
     return hits
 
 

@@ -1,15 +1,27 @@
-"""make bench：每个脚本的墙钟时间（中位数），和它的预算对照；另有几项模块级的基准。
+"""make bench：每个脚本的墙钟时间（中位数）和峰值内存，和它的预算对照；另有几项模块级的基准。
 
-    .venv/bin/python tests/bench_speed.py            # 全部，各跑 5 次
+    .venv/bin/python tests/bench_speed.py            # 全部，各跑 5 次（12 万请求的两项各跑 1 次）
     .venv/bin/python tests/bench_speed.py --runs 3 04_prefix_caching "sweep 7×3"
+    .venv/bin/python tests/bench_speed.py --baseline 721b4fd "04 vs baseline"   # 和旧版本的 04 交替计时
 
+三类项目：
+- 每个脚本默认运行（合成 trace）：墙钟时间对照预算；
+- 大 trace：把课程的公开 trace（FAST'25 Synthetic，3,993 个请求）首尾相接重复 30 遍（时间戳往后平移、
+  hash id 加偏移，互不重叠），约 12 万个请求，写到临时文件；04、05 用 --trace 读它：墙钟 ≤ 12 s、
+  峰值内存 ≤ 200 MB，并报告每 1 万个请求占多少 MB；
+- 和旧版本比：--baseline REV 把 git 里 REV 的 lecture07/ 和 lab_common/ 导出到临时目录，
+  用同一个 Python 交替运行新旧 04（默认设置），新的要 ≤ 旧的 60%。
+峰值内存 = os.wait4 给出的 ru_maxrss：进程树里最大的那个进程（sweep 的工作进程各算各的），和 /usr/bin/time 的 %M 相同。
 不在单元测试里计时（机器忙的时候会误报）；有一项超出预算时退出码为 1。
 """
 import argparse
+import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -27,55 +39,136 @@ SCRIPT_BUDGET_S = {              # 每个脚本的墙钟预算（秒，中位数
 SWEEP_CAPACITIES = (None, 100_000, 50_000, 30_000, 10_000, 3_000, 1_000)   # 和 04 演示 3 一样
 ONLINE = ("lru", "lfu", "lengthaware")
 
+SHARED_TRACE = os.path.join(ROOT, "..", "shared", "traces", "mooncake_fast25_synthetic_trace.jsonl")
+BIG_COPIES = 30                  # 重复几遍：3,993 × 30 = 119,790 个请求
+BIG_BUDGET_S, BIG_BUDGET_MB = 12.0, 200.0
+BASELINE_RATIO = 0.60            # 新的默认 04 ≤ 旧的 60%
 
-def time_script(name):
-    """跑一次脚本（子进程，NO_COLOR），返回墙钟秒数。"""
-    env = dict(os.environ, NO_COLOR="1")
-    t = time.perf_counter()
-    subprocess.run([sys.executable, os.path.join(ROOT, "lecture07", name + ".py")], check=True,
-                   stdout=subprocess.DEVNULL, env=env, cwd=ROOT)
-    return time.perf_counter() - t
+
+def run_script(name, args=(), cwd=ROOT, python=sys.executable):
+    """跑一次脚本（子进程，NO_COLOR，输出丢掉），返回 (墙钟秒数, 峰值 RSS MB)。失败就抛 RuntimeError。"""
+    env = dict(os.environ, NO_COLOR="1", LAB_NO_TIMING="1")
+    with tempfile.TemporaryFile() as err:
+        t = time.perf_counter()
+        p = subprocess.Popen([python, os.path.join(cwd, "lecture07", name + ".py"), *args],
+                             stdout=subprocess.DEVNULL, stderr=err, env=env, cwd=cwd)
+        _, status, usage = os.wait4(p.pid, 0)          # 自己收尸：顺便拿到这个子进程的 rusage
+        wall = time.perf_counter() - t
+        p.returncode = os.waitstatus_to_exitcode(status)
+        if p.returncode != 0:
+            err.seek(0)
+            raise RuntimeError(f"{name} {' '.join(args)} 退出码 {p.returncode}："
+                               f"{err.read().decode(errors='replace').strip()[-300:]}")
+    rss_mb = usage.ru_maxrss / 1024           # Linux：KB
+    if sys.platform == "darwin":
+        rss_mb = usage.ru_maxrss / 2 ** 20    # macOS：字节
+    return wall, rss_mb
+
+
+def write_big_trace(path, src=SHARED_TRACE, copies=BIG_COPIES):
+    """把 src 重复 copies 遍写到 path：第 k 遍的时间戳加 k × (时长 + 1 秒)，hash id 加 k × (最大 id + 1)。返回请求数。"""
+    with open(src, encoding="utf-8") as f:
+        rows = [json.loads(line) for line in f if line.strip()]
+    span = rows[-1]["timestamp"] - rows[0]["timestamp"] + 1000
+    shift = max(max(r["hash_ids"]) for r in rows) + 1
+    with open(path, "w", encoding="utf-8") as f:
+        for k in range(copies):
+            for r in rows:
+                f.write(json.dumps({"timestamp": r["timestamp"] + k * span, "input_length": r["input_length"],
+                                    "output_length": r["output_length"],
+                                    "hash_ids": [h + k * shift for h in r["hash_ids"]]}) + "\n")
+    return len(rows) * copies
 
 
 def time_sweep(policies):
     """04 演示 3 的整张命中率表（合成 trace 种子 0）的扫描时间；生成 trace 不计时。"""
     from kv_cache_sim import sweep
     from kv_trace import make_trace
-    blocks = [r.blocks for r in make_trace(0)]
+    tr = make_trace(0)
     t = time.perf_counter()
-    sweep(blocks, SWEEP_CAPACITIES, policies)
-    return time.perf_counter() - t
+    sweep(tr, SWEEP_CAPACITIES, policies)
+    return time.perf_counter() - t, None
 
 
-# 模块级基准：名字 → (无参函数，返回秒数；预算秒)
-EXTRA = {
-    "sweep 7×3": (lambda: time_sweep(ONLINE), 3.0),
-    "sweep 7×4 with MIN": (lambda: time_sweep(ONLINE + ("min",)), 6.0),
-}
+def export_baseline(rev, dest):
+    """把 git 里 rev 版本的 lecture07/ 和 lab_common/ 导出到 dest（不碰工作区）。"""
+    arch = subprocess.run(["git", "-C", ROOT, "archive", rev, "lecture07", "lab_common"], check=True,
+                          capture_output=True).stdout
+    subprocess.run(["tar", "-x", "-C", dest], input=arch, check=True)
 
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--runs", type=int, default=5, help="每项跑几次（取中位数）")
+    ap.add_argument("--runs", type=int, default=5, help="每项跑几次（取中位数；大 trace 的两项最多 --big-runs 次）")
+    ap.add_argument("--big-runs", type=int, default=1, help="大 trace 的两项跑几次")
+    ap.add_argument("--baseline", metavar="REV", help="和 git 里这个版本的 04 交替计时（例如 721b4fd）")
     ap.add_argument("only", nargs="*", help="只测这些（脚本名或基准名）")
     args = ap.parse_args(argv)
-    if args.runs <= 0:
-        print(f"bench_speed: --runs 必须是正数（收到 {args.runs}）", file=sys.stderr)
+    if args.runs <= 0 or args.big_runs <= 0:
+        print(f"bench_speed: --runs 和 --big-runs 必须是正数（收到 {args.runs}、{args.big_runs}）", file=sys.stderr)
         return 2
-    items = {name: ((lambda n=name: time_script(n)), budget) for name, budget in SCRIPT_BUDGET_S.items()}
-    items.update(EXTRA)
-    rows, over = [], 0
-    for name, (fn, budget) in items.items():
-        if args.only and name not in args.only:
-            continue
-        times = [fn() for _ in range(args.runs)]
+
+    def wanted(name):
+        return not args.only or name in args.only
+
+    rows, notes, over = [], [], 0
+
+    def record(name, samples, budget_s, budget_mb=None, extra=""):
+        nonlocal over
+        times = [s for s, _ in samples]
         med = statistics.median(times)
-        ok = med <= budget
+        rss = [m for _, m in samples if m is not None]
+        ok = (budget_s is None or med <= budget_s) and (budget_mb is None or max(rss) <= budget_mb)
         over += not ok
-        rows.append([name, f"{med:.2f}", f"{min(times):.2f}", f"{max(times):.2f}", f"{budget:.1f}",
-                     "✓" if ok else "✗ 超出"])
-    print_header(f"make bench：墙钟时间（秒），每项 {args.runs} 次，{os.cpu_count()} 个核")
-    print_table(["项目", "中位数", "最快", "最慢", "预算", ""], rows)
+        mark = "✓"
+        if not ok:
+            mark = "✗ 超出"
+        rows.append([name, f"{med:.2f}", f"{min(times):.2f}", f"{max(times):.2f}", "-" if budget_s is None else f"{budget_s:.1f}",
+                     f"{max(rss):.0f}" if rss else "-", "-" if budget_mb is None else f"{budget_mb:.0f}", extra, mark])
+
+    for name, budget in SCRIPT_BUDGET_S.items():
+        if wanted(name):
+            record(name, [run_script(name) for _ in range(args.runs)], budget)
+    for name, policies, budget in (("sweep 7×3", ONLINE, 3.0), ("sweep 7×4 with MIN", ONLINE + ("min",), 6.0)):
+        if wanted(name):
+            record(name, [time_sweep(policies) for _ in range(args.runs)], budget)
+
+    big = [n for n in ("04 大 trace", "05 大 trace") if wanted(n)]
+    if big and not os.path.exists(SHARED_TRACE):
+        notes.append(f"跳过大 trace 的两项：没有 {SHARED_TRACE}")
+        big = []
+    if big:
+        tmp = tempfile.mkdtemp(prefix="bench_trace_")
+        try:
+            path = os.path.join(tmp, "big.jsonl")
+            n = write_big_trace(path)
+            for label in big:
+                script = {"04": "04_prefix_caching", "05": "05_kv_store"}[label[:2]]
+                samples = [run_script(script, ("--trace", path)) for _ in range(args.big_runs)]
+                per10k = max(m for _, m in samples) / (n / 10_000)
+                record(label, samples, BIG_BUDGET_S, BIG_BUDGET_MB, f"{per10k:.1f} MB/万")
+            notes.append(f"大 trace：{n:,} 个请求（{os.path.basename(SHARED_TRACE)} × {BIG_COPIES}）。")
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+    if args.baseline and wanted("04 vs baseline"):
+        tmp = tempfile.mkdtemp(prefix="bench_baseline_")
+        try:
+            export_baseline(args.baseline, tmp)
+            old, new = [], []
+            for _ in range(args.runs):                    # 交替跑：机器忙闲对两边一样
+                old.append(run_script("04_prefix_caching", cwd=tmp))
+                new.append(run_script("04_prefix_caching"))
+            ratio = statistics.median(t for t, _ in new) / statistics.median(t for t, _ in old)
+            record(f"04（{args.baseline}）", old, None)
+            record("04 vs baseline", new, BASELINE_RATIO * statistics.median(t for t, _ in old),
+                   extra=f"新/旧 = {ratio:.0%}")
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+    print_header(f"make bench：墙钟时间（秒），每项 {args.runs} 次（大 trace {args.big_runs} 次），{os.cpu_count()} 个核")
+    print_table(["项目", "中位数", "最快", "最慢", "预算", "峰值 MB", "内存预算", "备注", ""], rows,
+                caption=" ".join(notes + ["峰值 MB：进程树里最大的那个进程的 ru_maxrss（脚本项）；sweep 项不测内存。"]))
     return 1 if over else 0
 
 

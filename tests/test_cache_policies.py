@@ -274,3 +274,17 @@ def test_sweep_accepts_trace_and_lists_alike():
     a = sweep(Trace.from_requests(reqs), caps, pols, workers=1)
     b = sweep([r.blocks for r in reqs], caps, pols, workers=1)
     assert a.keys() == b.keys() and all(a[k].tolist() == b[k].tolist() for k in a)
+
+
+@pytest.mark.parametrize("policy", ["lfu", "lengthaware", "lengthaware_early"])
+def test_lfu_shortcut_equals_class_on_synthetic_trace(policy):
+    """合成 trace 的前 1,500 个请求：lfu_family_hits 和逐请求跑策略类（match 再 insert）完全相同。"""
+    from kv_trace import make_trace
+    blocks = [r.blocks for r in make_trace(0)[:1500]]
+    for cap in (300, 2_000):
+        c = make_cache(cap, policy)
+        ref = []
+        for b in blocks:
+            ref.append(c.match(b))
+            c.insert(b)
+        assert simulate(blocks, cap, policy).tolist() == ref
