@@ -11,18 +11,34 @@ m = load_script("03_sharing_and_cow")
 
 
 @pytest.fixture(scope="module")
-def d1():
-    return m.demo1_savings()
+def main_run():
+    """跑一次 main()（演示 1 是最慢的一步，只跑这一次）：返回 (打印的文字, {演示号: 返回的 dict})。"""
+    import contextlib
+    import io
+    got, real = {}, dict(m.DEMOS)
+    for k, fn in real.items():
+        m.DEMOS[k] = lambda fn=fn, k=k: got.setdefault(k, fn())
+    buf = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(buf):
+            assert m.main([]) == 0
+    finally:
+        m.DEMOS.update(real)
+    return buf.getvalue(), got
 
 
 @pytest.fixture(scope="module")
-def d2():
-    return m.demo2_cow_step_by_step()
+def d1(main_run):
+    return main_run[1][1]
 
 
-def test_smoke_main(capsys):
-    assert m.main([]) == 0
-    out = capsys.readouterr().out
+@pytest.fixture(scope="module")
+def d2(main_run):
+    return main_run[1][2]
+
+
+def test_smoke_main(main_run):
+    out = main_run[0]
     assert "演示 1" in out and "演示 2" in out and "失败" not in out
     assert "5,637" in out                                             # 演示 1：宽度 6 的束搜索共享时的块·步
     assert "[2 1 1 0]" in out                                         # 演示 2：COW 之后的 ref_count
