@@ -174,7 +174,7 @@ def one_gpu_sentence(d):
     usable = "、".join(f"{g} {d['usable_gib'][g]:.1f} GiB" for g, _ in GPUS)
     head = (f"LLaMA2-70B 的 fp16 权重 {w:.1f} GiB；GPU_MEM_UTIL = {d['util']:g} 时一张卡能用的显存：{usable}。")
     if not fits:
-        return head + "所以一张卡都放不下；"
+        return head + "所以单独一张卡都放不下；"
     if not too_small:
         return head + "所以一张卡就放得下权重；"
     return head + f"所以一张 {'、'.join(fits)} 放得下，一张 {'、'.join(too_small)} 放不下；"
