@@ -120,9 +120,18 @@ class Trace:
             for t, n_in, n_out, blocks in cols:
                 yield Request(t, n_in, n_out, tuple(blocks))
 
+    def block_lists(self):
+        """每个请求的块 id 列表组成的"序列"（BlockLists）：可以反复 for、len、下标，但不把几百万个 id
+        一次变成 Python 对象（每次遍历按段转换）。kv_cache_sim 的函数直接认得它（用它的两列）。"""
+        return BlockLists(self.hash_ids, self.offsets)
+
+    def popularity(self):
+        """(ids, counts)：每个不同的块 id（从小到大）和它被访问的次数（全是 int64 数组；代替 Counter）。"""
+        return np.unique(self.hash_ids, return_counts=True)
+
     def block_counts(self):
         """每个不同的块被访问了几次（int64，按块 id 从小到大排列）。"""
-        return np.unique(self.hash_ids, return_counts=True)[1]
+        return self.popularity()[1]
 
     def __eq__(self, other):
         """和另一个 Trace 比每一列；和 Request 的列表比每个请求（兼容旧代码）。"""
@@ -137,6 +146,33 @@ class Trace:
 
     def __repr__(self):
         return f"Trace({len(self)} 个请求, {len(self.hash_ids)} 次块访问, {self.nbytes / 2 ** 20:.1f} MiB)"
+
+
+class BlockLists:
+    """Trace.block_lists() 的结果：像 list[list[int]] 一样用，数据仍在两列数组里。
+
+    >>> bl = Trace.from_requests([Request(0.0, 1000, 5, (7, 8)), Request(1.5, 600, 9, (7, 9))]).block_lists()
+    >>> len(bl), bl[1], [len(b) for b in bl], [b for b in bl]
+    (2, [7, 9], [2, 2], [[7, 8], [7, 9]])
+    """
+
+    __slots__ = ("hash_ids", "offsets")
+
+    def __init__(self, hash_ids, offsets):
+        self.hash_ids, self.offsets = hash_ids, offsets
+
+    def __len__(self):
+        return len(self.offsets) - 1
+
+    def __getitem__(self, i):
+        n = len(self)
+        if not -n <= i < n:
+            raise IndexError(f"请求号 {i} 超出范围（共 {n} 个请求）")
+        i %= n
+        return self.hash_ids[self.offsets[i]:self.offsets[i + 1]].tolist()
+
+    def __iter__(self):
+        return iter_block_lists(self.hash_ids, self.offsets)
 
 
 def iter_block_lists(hash_ids, offsets, chunk=CHUNK):
