@@ -30,7 +30,6 @@
 """
 import os
 import sys
-from collections import Counter
 from dataclasses import replace
 
 import numpy as np
@@ -40,6 +39,7 @@ from lab_common.console import ArgParser, fmt_int, print_header, print_observati
 from lab_common.settings import check_setting, is_int, is_number  # noqa: E402
 from kv_cluster import (BLOCK_BYTES, BLOCK_SIZE, LOCAL_DRAM, NIC_GB_PER_S, SCHEDULERS, fetch_plan,  # noqa: E402
                         hit_tokens, nic_fetch, run_prefill, trace_columns)
+from kv_cache_sim import columns  # noqa: E402  trace → (全部块 id, 每个请求的起点)：两列 numpy 数组
 from kv_store import (A800_X8, EQ1_A, EQ1_B, LLAMA2_7B, LLAMA3_8B, LLAMA3_70B, TIERS, Node,  # noqa: E402
                       layer_overlap, load_time, load_trace, make_trace, prefill_compute_time, prefill_time, simulate)
 
@@ -340,10 +340,10 @@ def demo2_hot_blocks(cols, source):
     span, burst = trace_timing(arrival)
     work = sum(prefill_time(LLAMA3_70B, n, hit_tokens(h, n), LOCAL_DRAM, A800_X8)
                for n, h in zip(input_len, hits))                  # 秒：全部 prefill 在一台节点上的时间
-    cnt = Counter(b for bl in blocks for b in bl)
-    hot = {b for b, c in cnt.items() if c >= max(2, HOT_SHARE * len(arrival))}   # 只用过一次的块谈不上热
-    total_acc = sum(cnt.values())
-    hot_acc = sum(cnt[b] for b in hot)
+    ids, counts = np.unique(columns(blocks)[0], return_counts=True)   # 每个块被访问几次（几百万次访问也只是数组）
+    is_hot = counts >= max(2, HOT_SHARE * len(arrival))                # 只用过一次的块谈不上热
+    hot = set(ids[is_hot].tolist())
+    total_acc, hot_acc = int(counts.sum()), int(counts[is_hot].sum())
     node_h = None
     if burst:
         rate = (f"全部请求在 {BURST_S * 1e3:g} ms 之内到达，当成同一时刻的突发：算不出请求率，也就不能按 GPU 负载"
