@@ -1,11 +1,14 @@
-"""06_triton_cow_clone.py 演示 4：克隆在一次 decode step 里的占比。
+"""06 的演示 2–4 与演示 4 用的 torch decode。
 
-CPU 上用很小的模型检查分页 decode 的数值（对照 float64 的稠密注意力）、三种克隆做法结果一致、
-占比的算术与观察的措辞；演示 4 在 CPU 上只打印已保存的 GPU 结果；保存的 JSON 里占比能从 µs 重算出来。
+- paged_decode 的一步 decode 就是 transformer_lab 的模型：float64 下与 paged_kv.paged_step 的 logits 相差 ≤ 1e-12；
+- 演示 4 的算术（占比、估算、波动）和观察的措辞随数字变；
+- CPU 上 main()：演示 1 在解释器里通过，演示 2–4 打印保存的表，标明 GPU、版本、日期；
+- 80 列和 100 列下，表格都不会在数字中间折行；学生读到的文字里没有构建过程的词。
 """
-import json
+import copy
 import os
 
+import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch", reason="没有安装 torch：pip install -r requirements-triton.txt")
@@ -13,157 +16,128 @@ if not torch.cuda.is_available():
     os.environ.setdefault("TRITON_INTERPRET", "1")      # 必须在导入 triton 之前
 pytest.importorskip("triton", reason="没有安装 triton：pip install -r requirements-triton.txt")
 
-from conftest import ROOT, load_script  # noqa: E402
+from conftest import LECTURE, ROOT, load_script  # noqa: E402
 
-script = load_script("06_triton_cow_clone")
-script._import_torch()
-SAVED = os.path.join(ROOT, "figures", "data", "triton_cow_clone_h200.json")
-TINY = dict(n_layers=2, d_model=12, n_heads=3, d_ff=20, vocab=11, n_pos=32, block_size=4, dtype="float32")
+from lab_common import console  # noqa: E402
+from lab_common.transformer_lab import TINY, config_like, init_params  # noqa: E402
+from paged_decode import PagedKVCache, decode_step, torch_params  # noqa: E402
+from paged_kv import BlockPool, PagedSequence, gather_kv, paged_step  # noqa: E402
 
-
-def _dense_reference(params, cfg, case):
-    """float64、逐条序列、连续 K/V 的 decode：prefix 的 K/V 从 prefix 条目（父序列）读，新 token 的 K/V 现算。"""
-    import torch.nn.functional as F
-    P = {k: v for k, v in params.items()}
-    d, H = cfg["d_model"], cfg["n_heads"]
-    D = d // H
-    pref = case["mgr"].gather_sequence("prefix").double()           # [L, 2, T, H, D]
-    f64 = lambda t: t.double()                                       # noqa: E731
-    x = f64(P["wte"][case["tokens"]] + P["wpe"][case["pos"]])
-    B = x.shape[0]
-    for l, p in enumerate(P["layers"]):
-        h = F.layer_norm(x, (d,), f64(p["ln1"][0]), f64(p["ln1"][1]))
-        q, k, v = (h @ f64(p["qkv_w"]).T + f64(p["qkv_b"])).view(B, 3, H, D).unbind(1)
-        outs = []
-        for b in range(B):
-            K = torch.cat([pref[l, 0], k[b:b + 1]])                  # [T+1, H, D]
-            V = torch.cat([pref[l, 1], v[b:b + 1]])
-            att = torch.softmax(torch.einsum("hd,thd->ht", q[b], K) / D ** 0.5, dim=-1)
-            outs.append(torch.einsum("ht,thd->hd", att, V).reshape(d))
-        x = x + torch.stack(outs) @ f64(p["o_w"]).T + f64(p["o_b"])
-        h = F.layer_norm(x, (d,), f64(p["ln2"][0]), f64(p["ln2"][1]))
-        x = x + F.gelu(h @ f64(p["fc_w"]).T + f64(p["fc_b"]), approximate="tanh") @ f64(p["pr_w"]).T + f64(p["pr_b"])
-    x = F.layer_norm(x, (d,), f64(P["lnf"][0]), f64(P["lnf"][1]))
-    return x @ f64(P["wte"]).T
+s06 = load_script("06_triton_cow_clone")
+SAVED = s06.load_results(s06.DEFAULT_JSON)
+ON_GPU = torch.cuda.is_available()
 
 
-def test_decode_case_does_one_cow_per_sequence():
-    case = script.make_decode_case(TINY, 3, 7, "cpu", seed=1)
-    mgr = case["mgr"]
-    parent_last = mgr.block_tables["prefix"][-1]
-    assert case["src"] == [parent_last] * 3                          # 都从 prefix 条目的半满块克隆
-    assert len(set(case["dst"])) == 3 and parent_last not in case["dst"]
-    assert case["table"][:, -1].tolist() == case["dst"]
-    assert case["slot"] == 7 % 4 and case["seq_len"] == 8
-    assert mgr.ref_counts[parent_last] == 1                          # 只剩 prefix 条目持有
-    with pytest.raises(ValueError, match="整数倍"):
-        script.make_decode_case(TINY, 2, 8, "cpu")
+def test_torch_decode_is_the_transformer_lab_model():
+    """同一份权重、同一段 prefix、同样的 fork + 写时复制：torch 分页 decode 与 numpy 的 paged_step 一致。"""
+    cfg = config_like(TINY, max_seq=32)
+    params = init_params(cfg, seed=0)
+    pool = BlockPool(cfg, 16, 4)
+    a = PagedSequence(pool)
+    paged_step(params, cfg, [a], [np.arange(1, 8)])                 # 7 个 token：最后一块写了 3 个
+    toks = [5, 9, 11]
+    ref = np.stack([x[0] for x in paged_step(params, cfg, [a.fork() for _ in toks], [[t] for t in toks])])
+    cache = PagedKVCache(cfg.n_layers, cfg.n_kv_heads, cfg.head_dim, 4, 16, dtype=torch.float64)
+    p = cache.new_sequence()
+    kv = [np.stack([gather_kv(pool, li, a.blocks, a.length)[j].transpose(1, 0, 2) for li in range(cfg.n_layers)])
+          for j in (0, 1)]                                          # [L, T, H_kv, hd]
+    cache.prefill(p, torch.as_tensor(kv[0]), torch.as_tensor(kv[1]))
+    kids = [p.fork() for _ in toks]
+    pairs, _, _ = cache.reserve(kids, 1)                            # 3 个块对，一次克隆（解释器里的 kernel）
+    for k in kids:
+        k.length += 1
+    out = decode_step(torch_params(params, "cpu", torch.float64), cfg, cache.kv, torch.tensor(toks),
+                      torch.tensor([k.blocks for k in kids]), kids[0].length)
+    assert len(pairs) == 3 and cache.clone_calls == 1
+    assert np.abs(out.numpy() - ref).max() <= 1e-12
 
 
-def test_paged_decode_matches_dense_reference_and_methods_agree():
-    params = script.init_decoder(TINY, "cpu", seed=0)
-    case = script.make_decode_case(TINY, 3, 7, "cpu", seed=1)
-    parent = case["mgr"].gather_sequence("prefix").clone()
-    logits = {}
-    for m in ("C", "A", "none"):
-        fn = script.decode_step_fn(params, TINY, case, m)
-        fn()
-        logits[m] = fn.logits
-    ref = _dense_reference(params, TINY, case)
-    assert torch.allclose(logits["C"].double(), ref, atol=1e-5, rtol=1e-4)
-    assert torch.equal(logits["A"], logits["C"]) and torch.equal(logits["none"], logits["C"])
-    assert torch.equal(case["mgr"].gather_sequence("prefix"), parent)      # prefix 条目没被写
+def _data(none=(1000.0, 1200.0), a=(1150.0, 1230.0), c=(1004.0, 1203.0), a_alone=120.0, c_alone=5.0,
+          identical=True, attention="默认", cudnn=False):
+    d = copy.deepcopy(SAVED)
+    d["Ns"] = [1, 8]
+    d["results"] = [dict(shape="gpt2-small", N=n, method=m, us=v) for n in (1, 8)
+                    for m, v in (("A", 1000.0), ("A图", a_alone), ("C图", c_alone))]
+    rows = []
+    for i, b in enumerate((1, 8)):
+        rounds = {"none": [none[i]] * 3, "A": [a[i], a[i] * 1.01, a[i]], "C": [c[i]] * 3}
+        rows.append(dict(B=b, N_pairs=b, rounds_us=rounds, us={m: float(np.median(v)) for m, v in rounds.items()},
+                         attention=attention, repeatable={"默认": attention == "默认", "只用 cuDNN": cudnn,
+                                                          "不用 cuDNN": True},
+                         logits_identical=identical, logits_max_abs_diff=0.0 + 0.5 * (not identical),
+                         kv_identical=True))
+    d["decode"]["rows"] = rows
+    return d
 
 
-def test_decode_share_rows_arithmetic():
-    r = script.decode_share_rows([{"B": 1, "N_pairs": 1, "us_none": 100.0, "us_A": 150.0, "us_C": 101.0}])[0]
-    assert r["clone_us_A"] == 50.0 and r["clone_us_C"] == 1.0
-    assert r["share_A"] == pytest.approx(1 / 3) and r["share_C"] == pytest.approx(1 / 101)
-    assert r["A_to_C_reduction"] == pytest.approx(49 / 150)
+def test_decode_rows_arithmetic():
+    r = s06.decode_rows(_data())[0]
+    assert r["share_A"] == pytest.approx(150 / 1150) and r["share_C"] == pytest.approx(4 / 1004)
+    assert r["est_A"] == pytest.approx(120 / 1120) and r["est_C"] == pytest.approx(5 / 1005)
+    assert r["spread"] == pytest.approx(0.01 * 1150 / 1150)          # A 的三轮：1150、1161.5、1150
 
 
-def _fake_ds(us_a, none=(1000.0, 1008.0, 1064.0)):
-    t = [{"B": b, "N_pairs": b, "us_none": n, "us_A": us_a + b, "us_C": n + 10.0}
-         for b, n in zip((1, 8, 64), none)]
-    return {"config": dict(script.DECODE_MODEL, prefix_len=200, batches=[1, 8, 64], rounds=3),
-            "rows": script.decode_share_rows(t), "max_abs_logit_diff": 0.0}
+def test_decode_observations_follow_numbers():
+    text = "\n".join(s06.decode_observations(d := _data(), s06.decode_rows(d)))
+    assert "A 的克隆占一步的 13.0%（大头）" in text and "相差 0.1 个百分点（在 2 个百分点以内）" in text
+    assert "最多相差 1.0%（不超过 5%）" in text and "逐位相同" in text and "cuDNN" not in text
+    small = _data(a=(1050.0, 1230.0), c=(1040.0, 1203.0))             # A 4.8%：小头；C 的差分 3.8% vs 估算 0.5%
+    text = "\n".join(s06.decode_observations(small, s06.decode_rows(small)))
+    assert "4.8%（小头）" in text and "超过 2 个百分点" in text
+    swapped = _data(attention="不用 cuDNN", identical=False)
+    text = "\n".join(s06.decode_observations(swapped, s06.decode_rows(swapped)))
+    assert "只用 cuDNN 的注意力后端时同样不可复现" in text and "选了不同的 kernel" in text and "最多差 0.5" in text
 
 
-def _fake_results(a_us, c_us):
-    return [{"shape": "gpt2-small", "N": n, "method": m, "us": v}
-            for n in (1, 8, 64) for m, v in (("A", a_us), ("C", c_us))]
+def test_saved_results_meet_the_decode_targets():
+    """保存的 H200 结果：每种做法 3 轮的波动 ≤ 5%，C 的差分与估算相差 ≤ 2 个百分点，三种做法 logits 逐位相同。"""
+    rows = s06.decode_rows(SAVED)
+    assert [r["B"] for r in rows] == list(s06.DECODE_BATCHES)
+    assert all(r["spread"] <= 0.05 for r in rows)
+    assert all(abs(r["share_C"] - r["est_C"]) <= 0.02 for r in rows)
+    assert all(r["logits_identical"] and r["kv_identical"] for r in SAVED["decode"]["rows"])
 
 
-def test_estimates_arithmetic():
-    ds = _fake_ds(2000.0)
-    e = script.decode_estimates(ds, _fake_results(1000.0, 10.0))[0]
-    assert e["est_share_A"] == pytest.approx(1000 / 2000) and e["est_share_C"] == pytest.approx(10 / 1010)
-    assert e["est_reduction"] == pytest.approx(990 / 2000)
-    assert script.decode_estimates(ds, None) == [None, None, None]
-
-
-def test_observations_follow_numbers():
-    big = script.decode_observations(_fake_ds(2000.0), _fake_results(1000.0, 10.0))   # A 约 50%、C 约 1%
-    assert any("差分法（有克隆 − 无克隆）：A +1,001 µs（50.0%）" in x for x in big)
-    assert any("→ 50.0%（大头）" in x and "→ 1.0%（小头）" in x for x in big)
-    assert any("C 把克隆从一步的大头变成了小头" in x for x in big)
-    assert any("看不出明显的计时抖动" in x for x in big)                      # 无克隆的一步随 B 单调变长
-    assert any("逐位相同" in x for x in big)
-    small = script.decode_observations(_fake_ds(1050.0), _fake_results(50.0, 10.0))    # A 约 4.8%：小头
-    assert not any("（大头）" in x for x in small) and not any("变成了小头" in x for x in small)
-    # 无克隆的一步随 B 变快了 500 µs：报告抖动，C 的 10 µs 远小于它 → 差分占比只是噪声
-    noisy = script.decode_observations(_fake_ds(2000.0, none=(1500.0, 1200.0, 1000.0)),
-                                       _fake_results(1000.0, 10.0))
-    assert script.decode_noise(_fake_ds(2000.0, none=(1500.0, 1200.0, 1000.0)))[0] == 500.0
-    assert any("至少有约 500 µs 的抖动" in x and "只是噪声" in x and "大于这个抖动" in x for x in noisy)
-
-
-def _saved_like(tmp_path, with_share=True):
-    data = {"meta": {"gpu": "FAKE GPU", "date": "2000-01-02", "torch": "x"}}
-    if with_share:
-        data["decode_share"] = _fake_ds(2000.0)
-    p = tmp_path / "r.json"
-    p.write_text(json.dumps(data))
-    return str(p)
-
-
-def test_demo_4_on_cpu_prints_saved_results(tmp_path, capsys):
-    r = script.demo_4(False, saved_json=_saved_like(tmp_path))
+@pytest.mark.skipif(ON_GPU, reason="GPU 上 main() 会重新测量")
+def test_main_on_cpu_validates_then_prints_every_saved_table(capsys):
+    assert s06.main([]) == 0
     out = capsys.readouterr().out
-    assert not r["ran"] and r["saved"] and r["date"] == "2000-01-02" and r["gpu"] == "FAKE GPU"
-    assert "要在 NVIDIA GPU 上计时" in out
-    flat = "".join(out.split())                                     # 表格/换行的位置随终端宽度变化
-    assert "已保存的FAKEGPU结果（2000-01-02" in flat and "不是本机测的" in flat
-    assert "50.0%" in out and "估算" in out
+    flat = "".join(out.split())
+    assert "Triton解释器" in flat and "9个用例、45项检查，通过9个用例" in flat
+    m = SAVED["meta"]
+    assert "".join(f"{m['gpu']}，torch{m['torch']}，triton{m['triton']}，{m['date']}".split()) in flat
+    assert "不是本机测的" in flat
+    for head in ("演示 2", "演示 3", "演示 4"):
+        assert head in out
+    a1 = s06.get(SAVED, "gpt2-small", 1, "A")
+    assert s06.fmt_us(a1) in out                                          # 演示 2 的一个数
+    r = s06.ratios(SAVED, "llama3-8b")
+    assert f"C 的带宽是 D 的 {100 * r['c_over_d_bw']:.1f}%" in "".join(out.split("\n"))   # 演示 3
+    row = s06.decode_rows(SAVED)[0]
+    assert s06.fmt_us(row["us"]["none"]) in out and s06.pct(row["share_C"]) in out   # 演示 4
 
 
-def test_demo_4_on_cpu_without_saved_results(tmp_path, capsys):
-    assert script.demo_4(False, saved_json=_saved_like(tmp_path, with_share=False)) == {"ran": False, "saved": False}
-    assert script.demo_4(False, saved_json=str(tmp_path / "missing.json")) == {"ran": False, "saved": False}
-    bad = tmp_path / "bad.json"
-    bad.write_text("{not json")
-    assert script.demo_4(False, saved_json=str(bad)) == {"ran": False, "saved": False}
-    assert "还没有保存的 GPU 结果" in capsys.readouterr().out
+@pytest.mark.parametrize("width", [80, 100])
+def test_tables_never_break_inside_a_number(width, monkeypatch, capsys):
+    monkeypatch.setattr(console, "DEFAULT_WIDTH", width)
+    s06.demo_2(SAVED)
+    s06.demo_3(SAVED)
+    s06.demo_4(SAVED)
+    out = capsys.readouterr().out
+    assert max(console.cell_len(x) for x in out.splitlines()) <= width
+    cells = [s06.fmt_us(r["us"]) for r in SAVED["results"]] + [f"{r['GBps']:,.0f}" for r in SAVED["results"]
+                                                                if r["method"] in ("C", "D", "C图")]
+    for r in s06.decode_rows(SAVED):
+        cells += [s06.fmt_us(v) for v in r["us"].values()] + [s06.pct(r[k]) for k in ("share_A", "est_A", "spread")]
+    missing = [c for c in cells if c not in out]
+    assert not missing, missing[:5]
 
 
-@pytest.mark.skipif(not os.path.exists(SAVED), reason="还没有保存的 H200 结果")
-def test_saved_decode_share_is_consistent():
-    """保存的 decode_share：占比、克隆耗时、降幅都能从保存的 µs 重新算出；B 与配置一致。"""
-    d = script.load_json(SAVED)
-    ds = d["decode_share"]
-    assert [r["B"] for r in ds["rows"]] == ds["config"]["batches"]
-    assert all(r["N_pairs"] == r["B"] for r in ds["rows"])
-    again = script.decode_share_rows([{k: r[k] for k in ("B", "N_pairs", "us_none", "us_A", "us_C")}
-                                      for r in ds["rows"]])
-    for saved, re in zip(ds["rows"], again):
-        for k, v in re.items():
-            assert saved[k] == pytest.approx(v), k
-    for k in ("n_layers", "d_model", "n_heads", "block_size", "dtype"):
-        assert ds["config"][k] == script.DECODE_MODEL[k]
-    assert ds["config"]["prefix_len"] % ds["config"]["block_size"] != 0     # 最后一块没写满：真的要 COW
-    # 演示 4 在 CPU 上打印的就是这些数字
-    est = script.decode_estimates(ds, d["results"])                 # 演示 2 里有 N = 1/8/64 的单独克隆耗时
-    assert all(e is not None for e in est)
-    lines = script.decode_observations(ds, d["results"])
-    r0 = ds["rows"][0]
-    assert any(f"A +{r0['clone_us_A']:,.0f} µs（{100 * r0['share_A']:.1f}%）" in x for x in lines)
+def test_what_students_read_has_no_build_process_words():
+    files = [os.path.join(LECTURE, f) for f in ("06_triton_cow_clone.py", "kv_clone_triton.py", "kv_clone_bench.py",
+                                                "paged_decode.py")] + [os.path.join(ROOT, "figures", "plot_06.py")]
+    for f in files:
+        with open(f, encoding="utf-8") as fh:
+            text = fh.read()
+        for word in ("issue", "种子文章", "种子原样", "锚点", "没有查明"):
+            assert word not in text, (f, word)
