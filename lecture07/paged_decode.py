@@ -31,7 +31,9 @@ class PagedKVCache:
         self.kv = torch.zeros((n_layers, 2, n_blocks, n_kv_heads, block_size, head_dim), dtype=dtype,
                               device=device)
         check_cache("kv", self.kv, 6)
-        self.use_kernel = kernel_available(device) if use_kernel is None else use_kernel
+        self.use_kernel = use_kernel
+        if use_kernel is None:
+            self.use_kernel = kernel_available(device)
         self.clone_calls = 0
 
     def new_sequence(self):
