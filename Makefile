@@ -37,8 +37,9 @@ bench: $(STAMP)
 # 每个 figures/plot_XX.py 一次生成几张 PNG（&: 是 make ≥ 4.3 的"一条命令出几个文件"）。依赖写全：
 # 画图脚本、它加载的 lecture07 脚本和共用模块；改了哪个，只重画用到它的图，什么都没改时不做任何事。
 LAB := lab_common/console.py lab_common/plotting.py lab_common/script_tools.py figures/figlib.py $(STAMP)
-TRACE := lecture07/kv_store.py lecture07/kv_trace.py lecture07/kv_trace_io.py lecture07/kv_cache_policies.py lecture07/kv_cache_sim.py
-PAGED := lecture07/paged_kv.py lab_common/transformer_lab.py
+PAGED := lecture07/paged_kv.py lab_common/transformer_lab.py lab_common/settings.py
+# kv_store 把 trace、缓存策略和模拟器一起导出，所以 import 它就依赖这一串
+STORE := lecture07/kv_store.py lecture07/kv_trace.py lecture07/kv_trace_io.py lecture07/kv_cache_policies.py lecture07/kv_cache_sim.py $(PAGED)
 
 F01 := figures/01_kv_memory_breakdown.png
 F02 := figures/02_block_table.png
@@ -48,15 +49,15 @@ F05 := figures/05_load_vs_recompute.png figures/05_ttft_by_scheduler.png
 F06 := figures/06_triton_cow_clone.png
 FIGS := $(F01) $(F02) $(F03) $(F04) $(F05) $(F06)
 
-$(F01) &: figures/plot_01.py lecture07/01_kv_cache_memory.py $(TRACE) $(LAB)
+$(F01) &: figures/plot_01.py lecture07/01_kv_cache_memory.py $(STORE) $(LAB)
 	$(VPY) figures/plot_01.py
-$(F02) &: figures/plot_02.py lecture07/02_paged_attention.py $(PAGED) $(LAB)
+$(F02) &: figures/plot_02.py lecture07/02_paged_attention.py $(STORE) $(LAB)
 	$(VPY) figures/plot_02.py
 $(F03) &: figures/plot_03.py lecture07/03_sharing_and_cow.py $(PAGED) $(LAB)
 	$(VPY) figures/plot_03.py
-$(F04) &: figures/plot_04.py lecture07/04_prefix_caching.py $(TRACE) $(PAGED) $(LAB)
+$(F04) &: figures/plot_04.py lecture07/04_prefix_caching.py $(STORE) $(LAB)
 	$(VPY) figures/plot_04.py
-$(F05) &: figures/plot_05.py lecture07/05_kv_store.py lecture07/kv_cluster.py $(TRACE) $(LAB)
+$(F05) &: figures/plot_05.py lecture07/05_kv_store.py lecture07/kv_cluster.py $(STORE) $(LAB)
 	$(VPY) figures/plot_05.py
 # 06 的图只从 H200 上实测的 JSON 画（CPU 上不能重新测）
 $(F06) &: figures/plot_06.py lecture07/06_triton_cow_clone.py lecture07/kv_clone_triton.py figures/data/triton_cow_clone_h200.json $(LAB)
