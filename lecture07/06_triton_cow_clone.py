@@ -2,8 +2,8 @@
 Triton kernel 能否既省掉逐层 launch 的开销、又跑到显存带宽的上限？放回一整步 decode 里它占多少？
 
 运行：
-    python lecture07/06_triton_cow_clone.py               # NVIDIA GPU：校验 + 计时，写 JSON（H200 上约 2 分钟）
-    python lecture07/06_triton_cow_clone.py               # 没有 GPU：Triton 解释器里校验，再打印保存的结果（约 10 秒）
+    python lecture07/06_triton_cow_clone.py               # NVIDIA GPU：校验 + 计时，写 JSON（H200 上约 30 秒）
+    python lecture07/06_triton_cow_clone.py               # 没有 GPU：Triton 解释器里校验，再打印保存的结果（约 3 秒）
     python lecture07/06_triton_cow_clone.py --plot-only   # 用保存的 JSON 重画图（= python figures/plot_06.py）
     选项：--json PATH 结果文件，--figures DIR 图的目录，--demo N 只跑一个演示
 
