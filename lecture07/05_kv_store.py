@@ -38,8 +38,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__)))) 
 from lab_common.console import ArgParser, fmt_int, print_header, print_observations, print_table, print_text  # noqa: E402
 from lab_common.settings import check_setting, is_int, is_number  # noqa: E402
 from kv_cluster import (BLOCK_BYTES, BLOCK_SIZE, LOCAL_DRAM, NIC_GB_PER_S, SCHEDULERS, fetch_plan,  # noqa: E402
-                        hit_tokens, nic_fetch, run_prefill, trace_columns)
-from kv_cache_sim import columns  # noqa: E402  trace → (全部块 id, 每个请求的起点)：两列 numpy 数组
+                        block_homes, hit_accesses, hit_tokens, nic_fetch, run_prefill, trace_columns)
 from kv_store import (A800_X8, EQ1_A, EQ1_B, LLAMA2_7B, LLAMA3_8B, LLAMA3_70B, TIERS, Node,  # noqa: E402
                       layer_overlap, load_time, load_trace, make_trace, prefill_compute_time, prefill_time, simulate)
 
@@ -340,9 +339,9 @@ def demo2_hot_blocks(cols, source):
     span, burst = trace_timing(arrival)
     work = sum(prefill_time(LLAMA3_70B, n, hit_tokens(h, n), LOCAL_DRAM, A800_X8)
                for n, h in zip(input_len, hits))                  # 秒：全部 prefill 在一台节点上的时间
-    ids, counts = np.unique(columns(blocks)[0], return_counts=True)   # 每个块被访问几次（几百万次访问也只是数组）
+    homes = block_homes(blocks)                                        # 每块的"家"和被访问的次数（数组）
+    counts = homes[2]
     is_hot = counts >= max(2, HOT_SHARE * len(arrival))                # 只用过一次的块谈不上热
-    hot = set(ids[is_hot].tolist())
     total_acc, hot_acc = int(counts.sum()), int(counts[is_hot].sum())
     node_h = None
     if burst:
@@ -354,7 +353,7 @@ def demo2_hot_blocks(cols, source):
                 f"节点数为 N 时把请求率乘以 S = N × {NET_GPU_UTIL:.0%} / {node_h:,.2f}，让 GPU 忙到 {NET_GPU_UTIL:.0%}。")
     print_text(f"{source}：{fmt_int(len(arrival))} 个请求、{fmt_duration(span)}。{rate}"
                f"请求轮流分给各节点；块存在第一次算出它的节点上。热点块 = 被至少 {HOT_SHARE:.0%}（且至少 2 个）的请求"
-               f"用到的块：{len(hot)} 个，占全部块访问的 {hot_acc / total_acc:.0%}。网卡：FAST'25 表 1 的 "
+               f"用到的块：{int(is_hot.sum())} 个，占全部块访问的 {hot_acc / total_acc:.0%}。网卡：FAST'25 表 1 的 "
                f"B_nic = {NIC_GB_PER_S * 8:g} Gbps = {NIC_GB_PER_S:g} GB/s 是一台节点全部网卡的合计（§3.2.3：每张 A800 "
                f"配一块 100/200 Gbps 的网卡）；这里把一台节点的全部网卡当成一个 FIFO 队列。")
 
@@ -368,12 +367,13 @@ def demo2_hot_blocks(cols, source):
         return out
 
     by_n, plans = {}, {}
+    accesses = hit_accesses(blocks, hits, homes, is_hot)      # 命中的块要从它的"家"拉：和节点数无关的部分只算一次
     nodes, replicas = sorted(set(NET_NODES)), sorted(set(REPLICAS))
     for n in nodes:
         scale = 1.0
         if not burst:
             scale = n * NET_GPU_UTIL / node_h
-        plans[n] = fetch_plan(blocks, hits, n, hot)
+        plans[n] = fetch_plan(accesses, len(arrival), n)
         by_n[n] = dict(scale=scale, k1=stats(nic_fetch(arrival, plans[n], n, 1, scale), scale),
                        k4=stats(nic_fetch(arrival, plans[n], n, 4, scale), scale))
     print_table(["节点数", "请求率×", "最忙网卡负载", "平均网卡负载", "平均排队", "P99 排队", "4 副本"],
@@ -395,7 +395,7 @@ def demo2_hot_blocks(cols, source):
                  for k, s in by_k.items()],
                 caption=f"{n_big} 个节点、请求率 × {fmt_scale(big['scale'])}。热点块复制到 k 台节点，请求从网卡最早"
                         "空下来的副本拉（本机有副本就不走网络）；副本假设事先放好（Conductor 按热度复制）。")
-    d = dict(node_hours=node_h, burst=burst, n_hot=len(hot), hot_share=hot_acc / total_acc, by_n=by_n, by_k=by_k,
+    d = dict(node_hours=node_h, burst=burst, n_hot=int(is_hot.sum()), hot_share=hot_acc / total_acc, by_n=by_n, by_k=by_k,
              nodes=nodes, replicas=replicas, hit_blocks=int(sum(int(h) for h in hits)),
              saturated=[n for n, r in by_n.items() if (r["k1"]["hot_load"] or 0) > 1],
              ok_replicas=[k for k, s in by_k.items() if s["hot_load"] is not None and s["hot_load"] <= 1])

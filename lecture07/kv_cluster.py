@@ -20,6 +20,8 @@ blocks（每个请求的块 id 序列）。trace_columns() 从列式的 Trace（
 import numpy as np
 
 from kv_cache_policies import LRUCache
+from kv_cache_sim import columns, first_request
+from kv_trace import CHUNK
 from kv_store import BLOCK as BLOCK_SIZE  # Mooncake trace 的块大小：512 token
 from kv_store import A800_X8, LLAMA3_70B, TIERS, prefill_time
 
@@ -53,23 +55,57 @@ def hit_tokens(hit_blocks, n_input):
 
 
 # =============================================================================
-def fetch_plan(blocks, hit_blocks, n_nodes, hot):
-    """请求按轮询分给 n_nodes 台 prefill 节点；没命中的块在执行的节点上算出来，就存在那台的 DRAM
-    里（它的"家"，Mooncake 的 KVCache 池）。命中的块要从家里拉。
+def block_homes(blocks):
+    """(dense, first, counts)：每次访问的块（编号 0..D-1）、每块第一次出现的请求号、每块被访问的次数。
 
-    返回每个请求的 (执行节点, ((家, 块数, 是否热点块), ...))：同一个家、同样冷热的块合成一次传输。
+    块第一次出现时一定没命中，就在那个请求执行的节点上算出来、存在那里：它的"家"只取决于 first。
+    blocks：Trace.block_lists()（或块 id 列表的列表）。
     """
-    owner, plan = {}, []
-    for i, (bl, h) in enumerate(zip(blocks, hit_blocks)):
-        dst = i % n_nodes
-        groups = {}
-        for b in bl[:h]:
-            key = (owner[b], b in hot)
-            groups[key] = groups.get(key, 0) + 1
-        for b in bl[h:]:
-            owner.setdefault(b, dst)
-        plan.append((dst, tuple((home, nb, is_hot) for (home, is_hot), nb in groups.items())))
-    return plan
+    dense, first = first_request(*columns(blocks))
+    return dense, first, np.bincount(dense, minlength=len(first))
+
+
+def hit_accesses(blocks, hit_blocks, homes, hot):
+    """命中的那些块访问（按 trace 里的顺序）：(请求号, 这一块第一次出现的请求号, 是不是热点块)，三个数组。
+
+    homes：block_homes() 的结果；hot：每块（dense 编号）是不是热点块的 bool 数组。
+    """
+    offsets = columns(blocks)[1]
+    dense, first, _ = homes
+    hits = np.asarray(hit_blocks, dtype=np.int64)
+    parts = []
+    for a in range(0, len(hits), CHUNK):                       # 分段：几百万次访问，临时数组也只有几 MB
+        b = min(len(hits), a + CHUNK)
+        req = np.repeat(np.arange(a, b), np.diff(offsets[a:b + 1]))
+        at = np.flatnonzero(np.arange(offsets[a], offsets[b]) - offsets[req] < hits[req])
+        d = dense[at + offsets[a]]
+        parts.append((req[at].astype(np.int32), first[d].astype(np.int32), hot[d]))
+    parts.append((np.zeros(0, np.int32), np.zeros(0, np.int32), np.zeros(0, bool)))
+    return tuple(np.concatenate(col) for col in zip(*parts))
+
+
+def fetch_plan(accesses, n_requests, n_nodes):
+    """请求按轮询分给 n_nodes 台 prefill 节点（请求 i 去 i mod n_nodes）；块存在第一次算出它的节点上
+    （它的"家"，Mooncake 的 KVCache 池），命中的块要从家里拉。
+
+    accesses：hit_accesses() 的结果。同一个请求里同一个家、同样冷热的块合成一次传输（一组），
+    组按它在请求里第一次出现的顺序排。返回 dict：home、nb（块数）、hot 是每组的列表，
+    请求 i 的组是 start[i]:start[i + 1]。
+    """
+    req, first, hot = accesses
+    home, nb, is_hot, g_req = [], [], [], []
+    cuts = np.searchsorted(req, np.arange(0, n_requests + CHUNK, CHUNK))
+    for lo, hi in zip(cuts[:-1], cuts[1:]):                   # 分段分组：每段只排几万个键
+        key = (req[lo:hi].astype(np.int64) * n_nodes + first[lo:hi] % n_nodes) * 2 + hot[lo:hi]
+        keys, first_at, count = np.unique(key, return_index=True, return_counts=True)
+        order = np.argsort(first_at, kind="stable")             # 按第一次出现的顺序（请求号也就从小到大）
+        keys = keys[order]
+        home += ((keys // 2) % n_nodes).tolist()
+        nb += count[order].tolist()
+        is_hot += (keys % 2 == 1).tolist()
+        g_req.append(keys // (2 * n_nodes))
+    start = np.searchsorted(np.concatenate(g_req + [np.zeros(0, np.int64)]), np.arange(n_requests + 1))
+    return dict(home=home, nb=nb, hot=is_hot, start=start.tolist())
 
 
 def nic_fetch(arrival, plan, n_nodes, k, rate_scale, nic_gb_per_s=NIC_GB_PER_S):
@@ -87,10 +123,13 @@ def nic_fetch(arrival, plan, n_nodes, k, rate_scale, nic_gb_per_s=NIC_GB_PER_S):
     busy = [0.0] * n_nodes
     wait = np.zeros(len(arrival))
     sent = 0
-    for i, (t0, (dst, groups)) in enumerate(zip(arrival, plan)):
+    homes, nbs, hots, groups = plan["home"], plan["nb"], plan["hot"], plan["start"]
+    for i, t0 in enumerate(arrival):
         t = t0 / rate_scale
+        dst = i % n_nodes
         w = 0.0
-        for home, nb, is_hot in groups:
+        for g in range(groups[i], groups[i + 1]):
+            home, nb, is_hot = homes[g], nbs[g], hots[g]
             src = home
             if is_hot and k > 1:
                 reps = [(home + j * step) % n_nodes for j in range(k)]
@@ -132,12 +171,10 @@ def run_prefill(arrival, input_len, blocks, scheduler, n_nodes, capacity, rate_s
     caches = [LRUCache(capacity) for _ in range(n_nodes)]
     free_at = [0.0] * n_nodes
     rng = np.random.default_rng(seed)
-    n = len(arrival)
-    picks = rng.integers(0, n_nodes, n).tolist()
+    picks = rng.integers(0, n_nodes, len(arrival)).tolist()
     per_block = BLOCK_BYTES / (rdma_gb_per_s * 1e9)
-    ttft, service = np.zeros(n), np.zeros(n)
-    hits, pulled, where = np.zeros(n, np.int64), np.zeros(n, np.int64), np.zeros(n, np.int64)
-    nodes = range(n_nodes)
+    pull = scheduler == "global_cache"
+    ttft, service, hits, pulled, where = [], [], [], [], []     # 逐个追加，最后再变成数组（快）
     for i, (t0, n_in, bl) in enumerate(zip(arrival, input_len, blocks)):
         t = t0 / rate_scale
         xfer = 0
@@ -146,7 +183,7 @@ def run_prefill(arrival, input_len, blocks, scheduler, n_nodes, capacity, rate_s
             h = caches[j].match(bl)
             pf_h = prefill_time(MODEL, n_in, hit_tokens(h, n_in), LOCAL_DRAM, NODE)
         elif scheduler == "load_balancing":
-            j = min(nodes, key=free_at.__getitem__)
+            j = free_at.index(min(free_at))                       # 最早空下来的（并列取编号小的）
             h = caches[j].match(bl)
             pf_h = prefill_time(MODEL, n_in, hit_tokens(h, n_in), LOCAL_DRAM, NODE)
         else:
@@ -155,20 +192,24 @@ def run_prefill(arrival, input_len, blocks, scheduler, n_nodes, capacity, rate_s
             pf = {hh: prefill_time(MODEL, n_in, hit_tokens(hh, n_in), LOCAL_DRAM, NODE)
                   for hh in set(local)}                                             # 不同的命中数只算一次
             best = None
-            for jj in nodes:
+            for jj, hj in enumerate(local):                       # 每台两个方案：用本机的命中；拉更长的前缀
                 q = max(0.0, free_at[jj] - t)
-                cand = [(q + pf[local[jj]], local[jj], 0)]
-                if scheduler == "global_cache" and best_h > local[jj]:
-                    x = best_h - local[jj]
-                    cand.append((q + x * per_block + pf[best_h], best_h, x))
-                for est, hh, xx in cand:
-                    if best is None or est < best[0]:
-                        best = (est, hh, xx, jj)
-            _, h, xfer, j = best
+                est = q + pf[hj]
+                if best is None or est < best:
+                    best, h, xfer, j = est, hj, 0, jj
+                if pull and best_h > hj:
+                    est = q + (best_h - hj) * per_block + pf[best_h]
+                    if est < best:
+                        best, h, xfer, j = est, best_h, best_h - hj, jj
             pf_h = pf[h]
         start = max(t, free_at[j])
         free_at[j] = start + xfer * per_block + pf_h
-        service[i] = xfer * per_block + pf_h
         caches[j].insert(bl)
-        ttft[i], hits[i], pulled[i], where[i] = free_at[j] - t, h, xfer, j
+        ttft.append(free_at[j] - t)
+        service.append(xfer * per_block + pf_h)
+        hits.append(h)
+        pulled.append(xfer)
+        where.append(j)
+    ttft, service = np.array(ttft, dtype=float), np.array(service, dtype=float)
+    hits, pulled, where = (np.array(x, dtype=np.int64) for x in (hits, pulled, where))
     return dict(ttft=ttft, hits=hits, pulled=pulled, where=where, service=service)

@@ -15,7 +15,8 @@ from conftest import LECTURE, ROOT, load_script
 from rich.cells import cell_len
 
 import kv_cluster
-from kv_cluster import BLOCK_BYTES, LOCAL_DRAM, fetch_plan, hit_tokens, nic_fetch, run_prefill, trace_columns
+from kv_cluster import (BLOCK_BYTES, LOCAL_DRAM, block_homes, fetch_plan, hit_accesses, hit_tokens, nic_fetch,
+                        run_prefill, trace_columns)
 from kv_store import A800_X8, LLAMA2_70B, TIERS, Request, load_time, prefill_compute_time, prefill_time
 from kv_trace import Trace
 
@@ -229,19 +230,38 @@ def _tiny_trace():
     return [Request(0.0, 512 * len(b), 1, b) for b in blocks], [0, 2, 2, 1]
 
 
-def test_nic_fetch_fifo_by_hand():
+def _plan(hot_ids, n_nodes=2):
+    """_tiny_trace 的到达时刻和 fetch_plan；hot_ids：哪些块算热点块。"""
     tr, hits = _tiny_trace()
     arrival, _, blocks = trace_columns(Trace.from_requests(tr))
-    res = nic_fetch(arrival, fetch_plan(blocks, hits, 2, hot=set()), 2, 1, rate_scale=1.0)
+    homes = block_homes(blocks)
+    hot = np.isin(np.arange(len(homes[1])), list(hot_ids))     # 小 id 不重新编号：dense 编号 = 块 id
+    return arrival, fetch_plan(hit_accesses(blocks, hits, homes, hot), len(tr), n_nodes)
+
+
+def test_fetch_plan_groups_by_home_and_heat_in_first_seen_order():
+    _, plan = _plan(set())
+    # r1 命中块 1、2（家都是节点 0）→ 一组 2 块；r2 同样；r3 命中块 1 → 一组 1 块；r0 没有命中
+    assert plan == dict(home=[0, 0, 0], nb=[2, 2, 1], hot=[False, False, False], start=[0, 0, 1, 2, 3])
+    _, plan = _plan({1})
+    # 块 1 是热点块：r1、r2 各分成"热的块 1"和"冷的块 2"两组，按在请求里出现的顺序
+    assert plan == dict(home=[0, 0, 0, 0, 0], nb=[1, 1, 1, 1, 1], hot=[True, False, True, False, True],
+                        start=[0, 0, 2, 4, 5])
+    _, plan = _plan(set(), n_nodes=1)
+    assert plan["home"] == [0, 0, 0] and plan["start"] == [0, 0, 1, 2, 3]
+
+
+def test_nic_fetch_fifo_by_hand():
+    arrival, plan = _plan(set())
+    res = nic_fetch(arrival, plan, 2, 1, rate_scale=1.0)
     # r1 从节点 0 拉 2 块（不等）；r2 在节点 0，本机有；r3 从节点 0 拉 1 块，要等 r1 的 2 块传完
     assert res["wait"] == pytest.approx([0, 0, 0, 2 * P])
     assert res["blocks_sent"] == 3 and res["busy"] == pytest.approx([3 * P, 0])
 
 
 def test_nic_fetch_replica_on_destination_skips_network():
-    tr, hits = _tiny_trace()
-    arrival, _, blocks = trace_columns(Trace.from_requests(tr))
-    res = nic_fetch(arrival, fetch_plan(blocks, hits, 2, hot={1}), 2, 2, rate_scale=1.0)
+    arrival, plan = _plan({1})
+    res = nic_fetch(arrival, plan, 2, 2, rate_scale=1.0)
     # 块 1 在两台都有副本：r1 只拉块 2（1 块），r3 什么也不拉
     assert res["wait"] == pytest.approx([0, 0, 0, 0])
     assert res["blocks_sent"] == 1
