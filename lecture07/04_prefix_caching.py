@@ -245,21 +245,30 @@ def demo2_observations(results):
     return obs
 
 
+def shared_prefix_requests(vocab):
+    """演示 2 的请求（随机 token，种子 PROMPT_SEED）：{前缀名: (前缀, [N_SHARING 个后缀])}，按 FEW_SHOT 的顺序。
+
+    04b_radix_cache.py 用同一批请求建基数树，所以生成它们的代码只有这一份。
+    """
+    rng = np.random.default_rng(PROMPT_SEED)
+    out = {}
+    for name, plen in FEW_SHOT:
+        prefix = rng.integers(0, vocab, plen)
+        out[name] = (prefix, [rng.integers(0, vocab, int(rng.integers(*SUFFIX_LEN))) for _ in range(N_SHARING)])
+    return out
+
+
 def demo2_shared_prefix():
     """在真模型上复用前缀：能省多少计算？结果和从头算一样吗？"""
     print_header(f"演示 2：{N_SHARING} 个请求共享 few-shot 前缀（前缀长度同 vLLM 论文 §6.4），块大小 {BLOCK_SIZE}")
     longest = max(plen for _, plen in FEW_SHOT) + SUFFIX_LEN[1] - 1
     cfg = config_like(TINY, max_seq=n_blocks(longest, BLOCK_SIZE) * BLOCK_SIZE)   # 模型的上下文按最长的请求定
     params = init_params(cfg, seed=MODEL_SEED)
-    rng = np.random.default_rng(PROMPT_SEED)
     print_text(f"模型：第 2 讲的 TINY（{cfg.n_layers} 层、d_model={cfg.d_model}、GQA {cfg.n_heads}/{cfg.n_kv_heads}，"
                f"float64，权重种子 {MODEL_SEED}）；前缀和后缀是随机 token（种子 {PROMPT_SEED}），"
                f"后缀 {SUFFIX_LEN[0]}–{SUFFIX_LEN[1] - 1} 个。")
-    results = {}
-    for name, plen in FEW_SHOT:
-        prefix = rng.integers(0, cfg.vocab, plen)
-        suffixes = [rng.integers(0, cfg.vocab, int(rng.integers(*SUFFIX_LEN))) for _ in range(N_SHARING)]
-        results[name] = run_shared_prefix(params, cfg, prefix, suffixes)
+    results = {name: run_shared_prefix(params, cfg, prefix, suffixes)
+               for name, (prefix, suffixes) in shared_prefix_requests(cfg.vocab).items()}
     rows = []
     for name, plen in FEW_SHOT:
         r = results[name]

@@ -43,9 +43,10 @@ def d4(data):
 
 
 # ---------------------------------------------------------------- 代码本身
-def test_no_conditional_expressions():
-    """观察用普通的 if/else 拼句子：04 里一个条件表达式（a if c else b）都没有。"""
-    tree = ast.parse(pathlib.Path(LECTURE, "04_prefix_caching.py").read_text(encoding="utf-8"))
+@pytest.mark.parametrize("name", ["04_prefix_caching.py", "04b_radix_cache.py", "radix_cache.py"])
+def test_no_conditional_expressions(name):
+    """观察用普通的 if/else 拼句子：一个条件表达式（a if c else b）都没有。"""
+    tree = ast.parse(pathlib.Path(LECTURE, name).read_text(encoding="utf-8"))
     assert [n.lineno for n in ast.walk(tree) if isinstance(n, ast.IfExp)] == []
 
 

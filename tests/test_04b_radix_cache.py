@@ -1,0 +1,116 @@
+"""04b_radix_cache.py 和 radix_cache.py：基数树的结构、按 token 匹配的得失、叶子 LRU = 块哈希 LRU。"""
+import contextlib
+import doctest
+import io
+
+import numpy as np
+import pytest
+from conftest import load_script
+from helpers_04 import m as m04, synthetic_data
+
+import radix_cache
+from kv_cache_sim import simulate
+from radix_cache import RadixCache, radix_lru_hits
+
+r = load_script("04b_radix_cache")
+
+
+@pytest.fixture(scope="module")
+def run():
+    """main() 跑一遍全部演示：记下每个演示返回的字典和打印的全部输出。"""
+    results = {}
+    with pytest.MonkeyPatch.context() as mp:
+        for k, fn in list(r.DEMOS.items()):
+            mp.setitem(r.DEMOS, k, lambda fn=fn, k=k: results.__setitem__(k, fn()))
+        buf = io.StringIO()
+        with contextlib.redirect_stdout(buf):
+            assert r.main([]) == 0
+    return results, buf.getvalue()
+
+
+def flat(s):
+    return "".join(s.split())
+
+
+# ---------------------------------------------------------------- radix_cache.py：手算得出的小例子
+def test_radix_cache_doctests():
+    assert doctest.testmod(radix_cache).failed == 0
+
+
+def test_split_and_match_are_token_granular():
+    t = RadixCache()
+    assert t.insert([5, 6, 7, 8, 9]) == (0, 0)
+    assert t.insert([5, 6, 7, 1]) == (3, 1)           # 在第 3 个 token 后分叉：拆 1 次
+    assert t.match([5, 6, 7, 8, 2]) == 4 and t.match([5, 6]) == 2 and t.match([4]) == 0
+    assert t.size == 6 and [len(n.key) for _, _, n in t.nodes()] == [3, 2, 1]
+
+
+def test_eviction_trims_the_oldest_leaf_from_its_tail():
+    t = RadixCache(capacity=5)
+    t.insert([1, 2, 3])          # 时刻 0
+    t.insert([1, 2, 4, 5])       # 时刻 1：共 2 + 1 + 2 = 5
+    t.insert([9])                # 超 1 个：最旧的叶子是 [3]（时刻 0），删掉它
+    assert t.size == 5 and t.match([1, 2, 3]) == 2 and t.match([1, 2, 4, 5]) == 4
+    t.insert([8, 7])             # 再超 2 个：最旧的叶子是 [4 5]（时刻 1），从尾巴删 2 个
+    assert t.match([1, 2, 4, 5]) == 2 and t.match([8, 7]) == 2 and t.size == 5
+
+
+def test_locked_nodes_are_not_evicted():
+    t = RadixCache(capacity=3)
+    t.insert([1, 2, 3], lock=True)
+    t.insert([4, 5])             # 只能删没锁的：[1 2 3] 的 ref = 1，留着；新叶子自己也只能留到容量以内
+    assert t.match([1, 2, 3]) == 3 and t.root.children[1].ref == 1
+
+
+@pytest.mark.parametrize("capacity", [1, 2, 3, 5, 8, 20, None])
+def test_leaf_lru_equals_block_lru_on_random_chain_traces(capacity):
+    """随机的链式 trace（每个请求 = 以前某个请求的前缀 + 新块）：逐个请求的命中数和块哈希 LRU 相同。"""
+    rng = np.random.default_rng(capacity or 0)
+    reqs, nxt = [], 0
+    for _ in range(300):
+        base = list(reqs[int(rng.integers(len(reqs)))]) if reqs and rng.random() < 0.8 else []
+        base = base[:int(rng.integers(len(base) + 1))]
+        new = int(rng.integers(1, 4))
+        reqs.append(tuple(base + list(range(nxt, nxt + new))))
+        nxt += new
+    assert radix_lru_hits(reqs, capacity) == simulate(reqs, capacity, "lru").tolist()
+
+
+# ---------------------------------------------------------------- 演示 1：树的样子
+def test_demo1_prefix_nodes_carry_all_requests(run):
+    d1 = run[0][1]
+    n = m04.N_SHARING
+    assert d1["n_requests"] == n * len(m04.FEW_SHOT) and d1["n_leaves"] == d1["n_requests"]
+    assert (80, n) in d1["top"] and (341, n) in d1["top"] and d1["ref_sum_leaves"] == d1["n_requests"]
+    assert d1["tree_tokens"] < d1["total_tokens"] and d1["n_splits"] >= len(m04.FEW_SHOT)
+
+
+# ---------------------------------------------------------------- 演示 2：按 token 和按块
+def test_demo2_by_block_equals_04_demo2_and_gain_is_the_tail(run):
+    d2 = run[0][2]
+    r5 = d2["5-shot"]
+    assert r5["by_block"] == 523 and r5["by_block"] - r5["by_token"] == 7 * (341 % 16) == 35
+    for name, res in m04.demo2_shared_prefix().items():          # 和 04 演示 2 的"实际算"是同一个数
+        assert d2[name]["by_block"] == res["computed"]
+    assert r5["token_entries"] == 2875 and r5["block_entries"] == 183
+    out = flat(run[1])
+    assert "正好是后面7个请求各自的5个零头（341=21×16+5）" in out and "2,875项，按块只要183项（15.7倍）" in out
+
+
+# ---------------------------------------------------------------- 演示 3：trace 上的叶子 LRU
+def test_demo3_leaf_lru_equals_block_lru_at_every_capacity(run):
+    d3 = run[0][3]
+    assert set(d3["same"]) == set(m04.CAPACITIES) and all(d3["same"].values()) and d3["breaks"] == 0
+    total = len(synthetic_data()["trace"].hash_ids)
+    for c in m04.CAPACITIES:                                     # 块哈希那一列 = 04 演示 3 的 LRU 行
+        assert d3["lru"][c] == pytest.approx(synthetic_data()["hits"][("lru", c)].sum() / total, abs=1e-15)
+        assert d3["radix"][c] == d3["lru"][c]
+    out = flat(run[1])
+    assert "逐个相同" in out and "LRU碰父块不会晚于碰子块" in out and "0个例外" in out
+
+
+def test_main_prints_a_number_from_each_demo(run):
+    results, out = run
+    assert f"{results[1]['tree_tokens']:,}" in out                          # 演示 1：树里的 token
+    assert f"{results[2]['5-shot']['by_token']}" in out                       # 演示 2：按 token 算
+    assert f"{results[3]['lru'][10_000]:.4f}" in out                           # 演示 3：命中率
