@@ -260,3 +260,12 @@ def test_saved_json_is_what_the_script_writes():
     for r in d["decode"]["rows"]:
         assert all(r["us"][m] == pytest.approx(float(np.median(v))) for m, v in r["rounds_us"].items())
     assert json.loads(json.dumps(d)) == d
+
+
+@pytest.mark.parametrize("name,value", [("REPS", 1), ("NS", (8, 1)), ("DECODE_PREFIX_LEN", 208)])
+def test_impossible_setting_is_refused_in_one_line(name, value, monkeypatch, capsys):
+    monkeypatch.setattr(s06, name, value)
+    with pytest.raises(SystemExit) as e:
+        s06.main(["--demo", "1"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert e.value.code == 2 and len(err) == 1 and f"设置 {name} = " in err[0]
