@@ -840,9 +840,9 @@ def check_settings():
     """上面"学生可以改的设置"：不合理的值在开始时一行拒绝（说清常量、值、允许的范围），退出码 2。"""
     check_setting("TRACE_SEED", TRACE_SEED, is_int(TRACE_SEED, 0), "非负整数")
     check_setting("SCHED_SEED", SCHED_SEED, is_int(SCHED_SEED, 0), "非负整数")
-    check_setting("PREFIX", PREFIX, is_int(PREFIX, 1, MAX_TOKENS), f"1 到 {MAX_TOKENS:,} 的整数（token）")
+    check_setting("PREFIX", PREFIX, is_int(PREFIX, 1, MAX_TOKENS), f"从 1 到 {MAX_TOKENS:,} 的整数（token）")
     check_setting("SUFFIX", SUFFIX, is_int(SUFFIX, 1, MAX_TOKENS),
-                  f"1 到 {MAX_TOKENS:,} 的整数（token；最后一个 token 总要算，所以至少 1）")
+                  f"从 1 到 {MAX_TOKENS:,} 的整数（token；最后一个 token 总要算，所以至少 1）")
     check_setting("PREFIX_LENS", PREFIX_LENS, all_ints(PREFIX_LENS, 1, MAX_TOKENS),
                   f"非空的元组，元素是 1 到 {MAX_TOKENS:,} 的整数（token）")
     check_setting("NET_NODES", NET_NODES, all_ints(NET_NODES, 1, MAX_NODES),
@@ -853,7 +853,7 @@ def check_settings():
                   "大于 0、不超过 1 的数（请求的比例）")
     check_setting("REPLICAS", REPLICAS, all_ints(REPLICAS, 1, max(NET_NODES)),
                   f"非空的元组，元素是 1 到 {max(NET_NODES)}（NET_NODES 里最大的节点数）的整数")
-    check_setting("SCHED_NODES", SCHED_NODES, is_int(SCHED_NODES, 1, MAX_NODES), f"1 到 {MAX_NODES:,} 的整数")
+    check_setting("SCHED_NODES", SCHED_NODES, is_int(SCHED_NODES, 1, MAX_NODES), f"从 1 到 {MAX_NODES:,} 的整数")
     check_setting("SCHED_CAPACITY", SCHED_CAPACITY, is_int(SCHED_CAPACITY, 1), "正整数（块）")
     check_setting("SCHED_LOAD", SCHED_LOAD, is_number(SCHED_LOAD, 0, 100) and SCHED_LOAD > 0,
                   "大于 0、不超过 100 的数（不用缓存时的算力需求 / 集群算力）")
@@ -861,7 +861,7 @@ def check_settings():
                   f"非空的元组，元素是 1 到 {MAX_TOKENS:,} 的整数（token）")
     for name, gbps in (("PD_NIC_GBPS", PD_NIC_GBPS), ("PD_SLOW_GBPS", PD_SLOW_GBPS)):
         check_setting(name, gbps, is_number(gbps, 0, 1e6) and gbps > 0, "大于 0、不超过 1,000,000 的数（Gbps）")
-    check_setting("PD_HIT", PD_HIT, is_number(PD_HIT, 0) and PD_HIT < 1, "0 到 1 之间（不含 1）的数（命中的比例）")
+    check_setting("PD_HIT", PD_HIT, is_number(PD_HIT, 0) and PD_HIT < 1, "从 0 到 1（不含 1）的数（命中的比例）")
 
 
 def run(demos=None, trace=None, source=None):

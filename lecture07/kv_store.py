@@ -15,7 +15,6 @@
     ['73e200e2b048']
 """
 import hashlib
-import math
 from dataclasses import dataclass
 
 import numpy as np
