@@ -19,6 +19,7 @@ trace 可以是 Trace（kv_trace 的列式存储），也可以是块序列的�
 import heapq
 import itertools
 import os
+from array import array
 
 import numpy as np
 
@@ -117,7 +118,9 @@ def simulate(trace, capacity, policy, per_block=False, prep=None):
     ids, offsets = columns(trace)
     cls = CACHE_POLICIES[policy]
     if not per_block and _is_plain_lfu(cls) and not has_repeats(ids, offsets):
-        return lfu_family_hits(trace, capacity, cls)
+        hits = lfu_family_hits(trace, capacity, cls)
+        if hits is not None:
+            return hits
     cache = make_cache(capacity, policy)
     match, insert = cache.match, cache.insert
     if per_block:
@@ -147,50 +150,60 @@ def has_repeats(ids, offsets):
     return False
 
 
+_FRESH = 1 << 62             # lfu_family_hits：fresh 块的键都带这一位，和"不在缓存里"（0）区分开
+
+
 def lfu_family_hits(trace, capacity, cls=LFUCache):
     """LFU 类策略（键 = (次数, rank(位置), 时刻)，最小的先走）的前缀命中，和逐块模拟 cls 完全相同，但快。
 
     关键性质：被淘汰的总是"次数 = 1"的块。一个请求放进来以后超出容量的块数 ≤ 它带来的新块数，
     而新块的次数都是 1、比任何次数 ≥ 2 的块都小（要求同一请求里没有重复的块）。所以一块只要在缓存里
     被命中过一次（次数变成 2），就永远留在缓存里（hot），再被访问什么都不用做——大缓存里大部分命中
-    都是这种；其余"次数 = 1"的块（fresh）的键在放进来时就定了，放进一个最小堆，淘汰时弹出最小的
-    （被命中升进 hot 的块在堆里的旧记录弹出时跳过）。
+    都是这种；其余"次数 = 1"的块（fresh）的键 (rank, 时刻, 块) 在放进来时就定了（每段用 numpy 一次算好），
+    放进一个最小堆，淘汰时弹出最小的（升进 hot 的块在堆里的旧记录弹出时跳过）。
+    每个块的状态记在一个数组里（按 dense_ids 的编号）：0 不在缓存，-1 hot，> 0 是它 fresh 时的键
+    （键的第 62 位总是 1，所以 > 0）。键放不进 62 位（上亿次访问）时返回 None，由调用者改用逐块模拟。
     """
     ids, offsets = columns(trace)
     dense, n_ids = dense_ids(ids)
     block_bits, tick_bits = max(1, n_ids.bit_length()), max(1, len(ids).bit_length())
-    longest = int(np.diff(offsets).max(initial=0))
-    rank = [cls.rank(None, min(p, MAX_RANK)) << (tick_bits + block_bits) for p in range(longest)]
+    if block_bits + tick_bits + MAX_RANK.bit_length() > 62:
+        return None
+    longest = max(1, int(np.diff(offsets).max(initial=0)))
+    rank = np.array([cls.rank(None, min(p, MAX_RANK)) for p in range(longest)], dtype=np.int64)
     mask = (1 << block_bits) - 1
-    hot = set()                 # 次数 ≥ 2：永远不走
-    fresh = {}                  # 次数 = 1 的块 → 它的键（rank、时刻、块，编成一个整数）
-    heap = []
+    state = array("q", bytes(8 * n_ids))
+    heap, n_cached = [], 0
     push, pop = heapq.heappush, heapq.heappop
     hits = np.zeros(len(offsets) - 1, dtype=np.int32)
-    tick = 0                    # 已经碰过的块数：这个请求的第 pos 块在时刻 tick + (L - 1 - pos) 被碰
-    for i, blocks in enumerate(iter_block_lists(dense, offsets, CHUNK)):
-        n = len(blocks)
-        first_miss = n
-        for pos in range(n - 1, -1, -1):                 # 从尾到头，和 LFUCache.insert 一样
-            b = blocks[pos]
-            if b in hot:
-                continue
-            if fresh.pop(b, None) is not None:          # 次数 1 → 2：进 hot
-                hot.add(b)
-                continue
-            first_miss = pos                             # 放进来之前不在缓存里
-            k = rank[pos] | ((tick + n - 1 - pos) << block_bits) | b
-            fresh[b] = k
-            push(heap, k)
-        hits[i] = first_miss                             # 前缀命中 = 第一个不在缓存里的块之前的块数
-        tick += n
-        excess = len(hot) + len(fresh) - capacity
-        while excess > 0:
-            k = pop(heap)
-            b = k & mask
-            if fresh.get(b) == k:                        # 不是旧记录（升进 hot 的块留下的）
-                del fresh[b]
-                excess -= 1
+    for a, b, lo, hi, seg in _chunks(offsets):
+        lens = np.diff(offsets[a:b + 1])
+        pos = np.arange(lo, hi) - np.repeat(offsets[a:b], lens)          # 块在请求里的位置
+        tick = np.repeat(offsets[a + 1:b + 1], lens) - 1 - pos           # 从尾到头碰：尾巴先碰
+        keys = ((rank[pos] << (tick_bits + block_bits)) | (tick << block_bits) | dense[lo:hi] | _FRESH).tolist()
+        blk = dense[lo:hi].tolist()
+        cuts = (offsets[a:b + 1] - lo).tolist()
+        for i in range(b - a):
+            start, stop = cuts[i], cuts[i + 1]
+            first_miss = stop
+            for p in range(stop - 1, start - 1, -1):     # 从尾到头，和 LFUCache.insert 一样
+                x = blk[p]
+                st = state[x]
+                if st < 0:                               # hot：什么都不用做
+                    continue
+                if st:                                   # 次数 1 → 2：进 hot
+                    state[x] = -1
+                    continue
+                first_miss = p                           # 放进来之前不在缓存里
+                state[x] = keys[p]
+                push(heap, keys[p])
+                n_cached += 1
+            hits[a + i] = first_miss - start             # 前缀命中 = 第一个不在缓存里的块之前的块数
+            while n_cached > capacity:
+                k = pop(heap)
+                if state[k & mask] == k:                 # 不是旧记录（升进 hot 的块留下的）
+                    state[k & mask] = 0
+                    n_cached -= 1
     return hits
 
 
@@ -244,23 +257,26 @@ def min_hits(trace, capacity, prep=None):
     """Belady 的 MIN：每个请求数逐块命中，再把这个请求的块放进缓存；超出容量时淘汰"下一次用到最晚"的块
     （再也不用的块直接不留）。这是逐块命中的最优解，所以也是任何策略前缀命中的上界。
 
-    实现：缓存 = {块: 下一次用到它的请求号}，外加一个最大堆（惰性删除：堆里的旧记录和字典对不上就跳过）。
-    请求 i 到来时，缓存里的块 b 一定有 cache[b] == i（它的"下一次"就是现在），据此判断命中。
-    下一次相同的几块谁先走都一样（它们会在同一个请求里一起被用到），堆里按块 id 排。
+    实现：cache[块] = 下一次用到它的请求号（一个数组），外加一个最大堆（惰性删除：堆里的旧记录和数组
+    对不上就跳过）。请求 i 到来时，缓存里的块 b 一定有 cache[b] == i（它的"下一次"就是现在），据此判断命中。
+    下一次相同的几块谁先走都一样（它们会在同一个请求里一起被用到），堆里按块编号排。
     """
     if capacity is None:                      # 不淘汰：以前见过的块都命中
         return infinite_hits(trace, per_block=True)
     ids, offsets = columns(trace)
     n = len(offsets) - 1
-    dense, _ = dense_ids(ids)
+    dense, n_ids = dense_ids(ids)
     nxt = prep
     if nxt is None:
         nxt = next_use(trace)
     cap = int(capacity)
     if cap >= max_live(nxt, offsets):       # 有后续访问的块从来没有超过 cap 个：什么都不用淘汰
         return infinite_hits(trace, per_block=True)
-    cache, heap = {}, []
-    get, push, pop = cache.get, heapq.heappush, heapq.heappop
+    block_bits = max(1, n_ids.bit_length())
+    mask = (1 << block_bits) - 1
+    cache = array("q", [-1]) * n_ids      # 块 → 下一次用到它的请求号（-1 = 不在缓存里）
+    heap, n_cached = [], 0                 # 键 = -(下一次 · 2^block_bits + 块)：最大堆
+    push, pop = heapq.heappush, heapq.heappop
     hits = np.zeros(n, dtype=np.int32)
     for a, b, lo, hi, _seg in _chunks(offsets):
         blk, nx = dense[lo:hi].tolist(), nxt[lo:hi].tolist()
@@ -269,22 +285,29 @@ def min_hits(trace, capacity, prep=None):
             h = 0
             for p in range(cuts[i - a], cuts[i - a + 1]):
                 x = blk[p]
-                if get(x) == i:
+                if cache[x] == i:
                     h += 1
                 nu = nx[p]
                 if nu == i:                   # 同一个请求里重复出现：由最后一次出现来更新
                     continue
-                if nu == n:
-                    cache.pop(x, None)        # 再也不用：不留
-                else:
-                    cache[x] = nu
-                    push(heap, -((nu << 53) | x))   # 键 = (下一次, 块)，取负变成最大堆
+                if nu == n:                   # 再也不用：不留
+                    if cache[x] >= 0:
+                        cache[x] = -1
+                        n_cached -= 1
+                    continue
+                if cache[x] < 0:
+                    n_cached += 1
+                cache[x] = nu
+                push(heap, -((nu << block_bits) | x))
             hits[i] = h
-            while len(cache) > cap:
+            while n_cached > cap:
                 k = -pop(heap)
-                nu, x = k >> 53, k & ((1 << 53) - 1)
-                if get(x) == nu:              # 不是旧记录：它就是下一次用到最晚的块
-                    del cache[x]
+                if cache[k & mask] == k >> block_bits:   # 不是旧记录：它就是下一次用到最晚的块
+                    cache[k & mask] = -1
+                    n_cached -= 1
+            if len(heap) > 4 * cap + 4096:    # 旧记录太多：只留有效的，重新建堆（摊还 O(1)）
+                heap = [k for k in heap if cache[-k & mask] == -k >> block_bits]
+                heapq.heapify(heap)
     return hits
 
 
