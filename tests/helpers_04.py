@@ -15,3 +15,10 @@ def trace_data(path=None, block_size=512):
 
 def synthetic_data():
     return trace_data(None, 512)
+
+
+def demo2_results():
+    """m.demo2_shared_prefix() 的结果（跑一次小模型约 0.5 s），测试 04 和 04b 共用。它会打印；调用方只读。"""
+    if "demo2" not in _cache:
+        _cache["demo2"] = m.demo2_shared_prefix()
+    return _cache["demo2"]

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 from conftest import LECTURE
-from helpers_04 import m, synthetic_data
+from helpers_04 import demo2_results, m, synthetic_data
 
 
 def flat(s):
@@ -24,7 +24,7 @@ def d1():
 
 @pytest.fixture(scope="module")
 def d2():
-    return m.demo2_shared_prefix()
+    return demo2_results()
 
 
 @pytest.fixture(scope="module")
