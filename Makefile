@@ -36,7 +36,7 @@ bench: $(STAMP)
 # ---- 图：make all / make clean ----
 # 每个 figures/plot_XX.py 一次生成几张 PNG（&: 是 make ≥ 4.3 的"一条命令出几个文件"）。依赖写全：
 # 画图脚本、它加载的 lecture07 脚本和共用模块；改了哪个，只重画用到它的图，什么都没改时不做任何事。
-LAB := lab_common/console.py lab_common/plotting.py lab_common/script_tools.py figures/figlib.py $(STAMP)
+LAB := lab_common/console.py lab_common/settings.py lab_common/plotting.py lab_common/script_tools.py figures/figlib.py $(STAMP)
 PAGED := lecture07/paged_kv.py lab_common/transformer_lab.py lab_common/settings.py
 # kv_store 把 trace、缓存策略和模拟器一起导出，所以 import 它就依赖这一串
 STORE := lecture07/kv_store.py lecture07/kv_trace.py lecture07/kv_trace_io.py lecture07/kv_cache_policies.py lecture07/kv_cache_sim.py $(PAGED)
