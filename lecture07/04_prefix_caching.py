@@ -13,7 +13,7 @@
   演示 4：命中率换算成 LLaMA3-70B 在 8×A800 上的 prefill GPU 时间（Mooncake FAST'25 表 1、式 1）。
   另一种认前缀的办法——SGLang 的基数树（按 token 匹配、按叶子 LRU 淘汰）——在 04b_radix_cache.py。
 
-【运行】python lecture07/04_prefix_caching.py          （约 3.5 秒，2 核笔记本，不需要 GPU）
+【运行】python lecture07/04_prefix_caching.py          （约 3.2 秒，2 核笔记本，不需要 GPU）
         python lecture07/04_prefix_caching.py --demo 3 （只跑演示 3）
         python lecture07/04_prefix_caching.py --trace ../shared/traces/mooncake_fast25_synthetic_trace.jsonl
               （约 1.5 秒；演示 3、4 改用你给的 trace 文件，这里是 Mooncake 公开的 FAST'25 Synthetic trace：
