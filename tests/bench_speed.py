@@ -46,7 +46,9 @@ BASELINE_RATIO = 0.60            # 新的默认 04 ≤ 旧的 60%
 
 
 def run_script(name, args=(), cwd=ROOT, python=sys.executable):
-    """跑一次脚本（子进程，NO_COLOR，输出丢掉），返回 (墙钟秒数, 峰值 RSS MB)。失败就抛 RuntimeError。"""
+    """跑一次脚本（子进程，NO_COLOR，输出丢掉），返回 (墙钟秒数, 峰值 RSS MB, CPU 秒数)。失败就抛 RuntimeError。
+
+    CPU 秒数 = 用户态 + 内核态，含 sweep 的工作进程：机器忙的时候墙钟不准，它比较稳。"""
     env = dict(os.environ, NO_COLOR="1", LAB_NO_TIMING="1")
     with tempfile.TemporaryFile() as err:
         t = time.perf_counter()
@@ -62,7 +64,7 @@ def run_script(name, args=(), cwd=ROOT, python=sys.executable):
     rss_mb = usage.ru_maxrss / 1024           # Linux：KB
     if sys.platform == "darwin":
         rss_mb = usage.ru_maxrss / 2 ** 20    # macOS：字节
-    return wall, rss_mb
+    return wall, rss_mb, usage.ru_utime + usage.ru_stime
 
 
 def write_big_trace(path, src=SHARED_TRACE, copies=BIG_COPIES):
@@ -87,7 +89,7 @@ def time_sweep(policies):
     tr = make_trace(0)
     t = time.perf_counter()
     sweep(tr, SWEEP_CAPACITIES, policies)
-    return time.perf_counter() - t, None
+    return time.perf_counter() - t, None, None
 
 
 def export_baseline(rev, dest):
@@ -115,15 +117,17 @@ def main(argv=None):
 
     def record(name, samples, budget_s, budget_mb=None, extra=""):
         nonlocal over
-        times = [s for s, _ in samples]
+        times = [s for s, _, _ in samples]
         med = statistics.median(times)
-        rss = [m for _, m in samples if m is not None]
+        rss = [m for _, m, _ in samples if m is not None]
+        cpu = [c for _, _, c in samples if c is not None]
         ok = (budget_s is None or med <= budget_s) and (budget_mb is None or max(rss) <= budget_mb)
         over += not ok
         mark = "✓"
         if not ok:
             mark = "✗ 超出"
-        rows.append([name, f"{med:.2f}", f"{min(times):.2f}", f"{max(times):.2f}", "-" if budget_s is None else f"{budget_s:.1f}",
+        rows.append([name, f"{med:.2f}（{min(times):.2f}–{max(times):.2f}）",
+                     f"{statistics.median(cpu):.1f}" if cpu else "-", "-" if budget_s is None else f"{budget_s:.1f}",
                      f"{max(rss):.0f}" if rss else "-", "-" if budget_mb is None else f"{budget_mb:.0f}", extra, mark])
 
     for name, budget in SCRIPT_BUDGET_S.items():
@@ -145,7 +149,7 @@ def main(argv=None):
             for label in big:
                 script = {"04": "04_prefix_caching", "05": "05_kv_store"}[label[:2]]
                 samples = [run_script(script, ("--trace", path)) for _ in range(args.big_runs)]
-                per10k = max(m for _, m in samples) / (n / 10_000)
+                per10k = max(m for _, m, _ in samples) / (n / 10_000)
                 record(label, samples, BIG_BUDGET_S, BIG_BUDGET_MB, f"{per10k:.1f} MB/万")
             notes.append(f"大 trace：{n:,} 个请求（{os.path.basename(SHARED_TRACE)} × {BIG_COPIES}）。")
         finally:
@@ -159,16 +163,18 @@ def main(argv=None):
             for _ in range(args.runs):                    # 交替跑：机器忙闲对两边一样
                 old.append(run_script("04_prefix_caching", cwd=tmp))
                 new.append(run_script("04_prefix_caching"))
-            ratio = statistics.median(t for t, _ in new) / statistics.median(t for t, _ in old)
-            record(f"04（{args.baseline}）", old, None)
-            record("04 vs baseline", new, BASELINE_RATIO * statistics.median(t for t, _ in old),
-                   extra=f"新/旧 = {ratio:.0%}")
+            ratio = statistics.median(t for t, _, _ in new) / statistics.median(t for t, _, _ in old)
+            cpu_ratio = statistics.median(c for _, _, c in new) / statistics.median(c for _, _, c in old)
+            record(f"04 {args.baseline}", old, None)
+            record("04 vs baseline", new, BASELINE_RATIO * statistics.median(t for t, _, _ in old),
+                   extra=f"新/旧 {ratio:.0%}（CPU {cpu_ratio:.0%}）")
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
 
     print_header(f"make bench：墙钟时间（秒），每项 {args.runs} 次（大 trace {args.big_runs} 次），{os.cpu_count()} 个核")
-    print_table(["项目", "中位数", "最快", "最慢", "预算", "峰值 MB", "内存预算", "备注", ""], rows,
-                caption=" ".join(notes + ["峰值 MB：进程树里最大的那个进程的 ru_maxrss（脚本项）；sweep 项不测内存。"]))
+    print_table(["项目", "墙钟（最快–最慢）", "CPU", "预算", "MB", "上限", "备注", ""], rows,
+                caption=" ".join(notes + ["墙钟、CPU（用户 + 内核，含工作进程）单位秒；MB：峰值内存，进程树里最大的那个进程的"
+                                          " ru_maxrss（脚本项；sweep 项不测）；MB/万：每 1 万个请求的峰值内存。"]))
     return 1 if over else 0
 
 
