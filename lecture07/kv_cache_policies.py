@@ -24,9 +24,10 @@ self.entries 是"在缓存里的块"的字典（块 → 这个策略自己记的
   1. 在本文件里写一个类：class MyCache(BlockCache)，NAME = "显示的名字"，SHORT = "表格里的短名字"；
      __init__(self, capacity) 里调用 super().__init__(capacity, {})；实现 touch(self, block, pos)
      （记下这次访问；块不在缓存里就加进 self.entries）和 evict(self)（删掉一块并返回它）；
-  2. 在 CACHE_POLICIES 里加一行 "mine": MyCache；
-  3. 运行 python 04_prefix_caching.py --demo 3：命中率表里多出一行 MyCache，
-     "MIN 减去"表里是它离离线最优还差多少。S3FIFOCache 就是照这个接口写的完整例子。
+  2. 在本文件末尾的 CACHE_POLICIES 里加一行 "mine": MyCache；
+  3. 在 04_prefix_caching.py 的 POLICIES 里加上 "mine"，运行 python 04_prefix_caching.py --demo 3：
+     命中率表里多出一行，"MIN 减去"表里是它离离线最优还差多少。
+  S3FIFOCache 就是照这个接口写的完整例子；tests/test_cache_policies.py 里有一个 10 行的 FIFOCache。
 按 trace 跑这些缓存（以及离线最优的 Belady MIN）的代码在 kv_cache_sim.py。
 """
 import heapq
