@@ -333,27 +333,27 @@ def _cost(task):
     return 2.5
 
 
-def sweep(trace, capacities, policies, workers=None):
-    """{(policy, capacity): 每个请求的命中块数}。各格互相独立，分给多个进程并行算。
+def sweep(trace, capacities, policies, workers=None, extra=()):
+    """{(policy, capacity): 每个请求的命中块数}：policies × capacities 的每一格，再加上 extra 里单独列出的
+    (policy, capacity) 格（比如只在一个容量上算的对照行）。各格互相独立，分给多个进程并行算。
 
     无限容量用闭式解（在线策略都相同；"min" 的是逐块命中）。
     workers=None：用本机可用的核数（最多 4 个）。
     """
     global _SHARED
-    for p in policies:
-        for c in capacities:
-            check_policy_args(c, p, (*CACHE_POLICIES, "min"))
-    finite = tuple(sorted({c for c in capacities if c is not None}))
+    cells = list(dict.fromkeys([(p, c) for p in policies for c in capacities] + [tuple(e) for e in extra]))
+    for p, c in cells:
+        check_policy_args(c, p, (*CACHE_POLICIES, "min"))
     cols = columns(trace)
     out = {}
-    if None in capacities:
+    if any(c is None for _, c in cells):
         inf = infinite_hits(_Columns(cols))
-        out.update({(p, None): inf for p in policies if p != "min"})
-        if "min" in policies:
+        out.update({(p, None): inf for p, c in cells if c is None and p != "min"})
+        if ("min", None) in cells:
             out[("min", None)] = infinite_hits(_Columns(cols), per_block=True)
-    tasks = [(p, c) for p in policies for c in finite]
+    tasks = [(p, c) for p, c in cells if c is not None]
     prep = None
-    if "min" in policies and finite:
+    if any(p == "min" for p, _ in tasks):
         prep = next_use(_Columns(cols))
     if workers is None:
         workers = min(4, _n_cores())

@@ -288,3 +288,12 @@ def test_lfu_shortcut_equals_class_on_synthetic_trace(policy):
             ref.append(c.match(b))
             c.insert(b)
         assert simulate(blocks, cap, policy).tolist() == ref
+
+
+def test_sweep_extra_cells():
+    """extra：在表之外单独算几格（例如只在一个容量上的对照行），和单独 simulate 一样。"""
+    blocks = [[1, 2], [1, 2, 3], [4], [1, 2], [3, 1]]
+    out = sweep(blocks, (None, 2), ("lru",), workers=2, extra=[("lengthaware_early", 2), ("min", None), ("lru", 2)])
+    assert set(out) == {("lru", None), ("lru", 2), ("lengthaware_early", 2), ("min", None)}
+    assert out[("lengthaware_early", 2)].tolist() == simulate(blocks, 2, "lengthaware_early").tolist()
+    assert out[("min", None)].tolist() == simulate(blocks, None, "min").tolist()
