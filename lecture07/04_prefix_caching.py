@@ -302,15 +302,12 @@ def trace_sweep(trace, trace_path=None, block_size=TRACE_BLOCK_SIZE, capacities=
     swept = tuple(capacities)
     if None not in swept:
         swept += (None,)                                                  # 无限容量总要算（很便宜）
-    hits = sweep(trace, swept, POLICIES + (BOUND,))
-    extra = tuple(c for c in DEMO4_CAPS if c not in swept)                # 演示 4 另外要的容量：只算它那一种策略
-    if extra:
-        hits.update(sweep(trace, extra, (DEMO4_POLICY,)))
+    extra = [(DEMO4_POLICY, c) for c in DEMO4_CAPS if c not in swept]     # 演示 4 另外要的容量：只算它那一种策略
     contrast = tuple(c for c in capacities if c in CONTRAST_CAPS)        # 对照行只算表里有的这几格
     if CONTRAST in POLICIES:
         contrast = ()                                                     # 它已经是表里的一行了
-    if contrast:
-        hits.update(sweep(trace, contrast, (CONTRAST,)))
+    extra += [(CONTRAST, c) for c in contrast]
+    hits = sweep(trace, swept, POLICIES + (BOUND,), extra=extra)          # 一次算完：所有格子一起分给各个核
     return dict(trace=trace, hits=hits, path=trace_path, block_size=block_size, capacities=tuple(capacities),
                 contrast_caps=contrast)
 
