@@ -2,14 +2,14 @@
 
     .venv/bin/python tests/bench_speed.py            # 全部，各跑 5 次（12 万请求的两项各跑 1 次）
     .venv/bin/python tests/bench_speed.py --runs 3 04_prefix_caching "sweep 7×3"
-    .venv/bin/python tests/bench_speed.py --baseline 721b4fd "04 vs baseline"   # 和旧版本的 04 交替计时
+    .venv/bin/python tests/bench_speed.py "04 vs baseline"       # 只做和旧版本（721b4fd）的 04 交替计时
 
 三类项目：
 - 每个脚本默认运行（合成 trace）：墙钟时间对照预算；
 - 大 trace：把课程的公开 trace（FAST'25 Synthetic，3,993 个请求）首尾相接重复 30 遍（时间戳往后平移、
   hash id 加偏移，互不重叠），约 12 万个请求，写到临时文件；04、05 用 --trace 读它：墙钟 ≤ 12 s、
   峰值内存 ≤ 200 MB，并报告每 1 万个请求占多少 MB；
-- 和旧版本比：--baseline REV 把 git 里 REV 的 lecture07/ 和 lab_common/ 导出到临时目录，
+- 和旧版本比（默认 721b4fd，--baseline none 不比）：把 git 里那个版本的 lecture07/ 和 lab_common/ 导出到临时目录，
   用同一个 Python 交替运行新旧 04（默认设置），新的要 ≤ 旧的 60%。
 峰值内存 = os.wait4 给出的 ru_maxrss：进程树里最大的那个进程（sweep 的工作进程各算各的），和 /usr/bin/time 的 %M 相同。
 不在单元测试里计时（机器忙的时候会误报）；有一项超出预算时退出码为 1。
@@ -43,6 +43,7 @@ SHARED_TRACE = os.path.join(ROOT, "..", "shared", "traces", "mooncake_fast25_syn
 BIG_COPIES = 30                  # 重复几遍：3,993 × 30 = 119,790 个请求
 BIG_BUDGET_S, BIG_BUDGET_MB = 12.0, 200.0
 BASELINE_RATIO = 0.60            # 新的默认 04 ≤ 旧的 60%
+BASELINE_REV = "721b4fd"         # 旧版本：trace 还是 Request 对象的列表、逐个容量模拟的时候
 
 
 def run_script(name, args=(), cwd=ROOT, python=sys.executable):
@@ -103,7 +104,8 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=5, help="每项跑几次（取中位数；大 trace 的两项最多 --big-runs 次）")
     ap.add_argument("--big-runs", type=int, default=1, help="大 trace 的两项跑几次")
-    ap.add_argument("--baseline", metavar="REV", help="和 git 里这个版本的 04 交替计时（例如 721b4fd）")
+    ap.add_argument("--baseline", metavar="REV", default=BASELINE_REV,
+                    help=f"和 git 里这个版本的 04 交替计时（默认 {BASELINE_REV}：改成列式 trace 之前的版本；none = 不比）")
     ap.add_argument("only", nargs="*", help="只测这些（脚本名或基准名）")
     args = ap.parse_args(argv)
     if args.runs <= 0 or args.big_runs <= 0:
@@ -155,7 +157,11 @@ def main(argv=None):
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
 
-    if args.baseline and wanted("04 vs baseline"):
+    have_rev = subprocess.run(["git", "-C", ROOT, "cat-file", "-e", f"{args.baseline}^{{commit}}"],
+                              capture_output=True).returncode == 0
+    if args.baseline != "none" and not have_rev and wanted("04 vs baseline"):
+        notes.append(f"跳过和旧版本的比较：git 里没有 {args.baseline}。")
+    if args.baseline != "none" and have_rev and wanted("04 vs baseline"):
         tmp = tempfile.mkdtemp(prefix="bench_baseline_")
         try:
             export_baseline(args.baseline, tmp)
