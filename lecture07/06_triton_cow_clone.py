@@ -119,11 +119,11 @@ def load_results(path):
     try:
         with open(path, encoding="utf-8") as f:
             data = json.load(f)
-        for k in ("gpu", "torch", "triton", "date"):
-            assert isinstance(data["meta"][k], str)
+        assert all(isinstance(data["meta"][k], str) for k in ("gpu", "torch", "triton", "date"))
         assert all({"shape", "N", "method", "us"} <= set(r) for r in data["results"])
         assert all({"B", "us", "rounds_us", "attention", "repeatable"} <= set(r) for r in data["decode"]["rows"])
-        assert all("host_us_N1" in data["tuning"][s] for s in data["shapes"])
+        assert all({"check", "upload", "launch", "launch_jit", "C", "D"} <= set(data["tuning"][s]["host_us_N1"])
+                   for s in data["shapes"])
     except (ValueError, KeyError, TypeError, AssertionError, UnicodeDecodeError) as exc:
         fail(SCRIPT, f"--json {path}：不是本脚本保存的结果（{type(exc).__name__}：{str(exc)[:60]}）")
     return data
@@ -182,11 +182,12 @@ def reached(x, target, at_most):
 
 def bottleneck_observations(data, name, r):
     h = data["tuning"][name]["host_us_N1"]
+    rest = h["C"] - h["check"] - h["upload"] - h["launch"]
     lines = [f"{name}，N={r['n_lo']}：C/A = {r['c_over_a']:.4f}（目标 ≤ {TARGETS['C/A (N 最小)']:.2f}："
              f"{reached(r['c_over_a'], TARGETS['C/A (N 最小)'], True)}）。这里受主机开销限制：C 每步主机上检查下标 "
-             f"{h['check']:.1f} µs、上传下标 {h['upload']:.1f} µs、Triton launch {h['launch']:.1f} µs，整个调用 "
-             f"{h['C']:.1f} µs，比三项分开量的和多 {h['C'] - h['check'] - h['upload'] - h['launch']:.1f} µs；"
-             f"D 只是一次 torch 拷贝，主机上 {h['D']:.1f} µs。",
+             f"{h['check']:.1f} µs、上传下标 {h['upload']:.1f} µs、launch 编译好的 kernel {h['launch']:.1f} µs"
+             f"（走 kernel[grid](...) 的通用路径要 {h['launch_jit']:.1f} µs），整个调用 {h['C']:.1f} µs，比三项"
+             f"分开量的和{('多', '少')[rest < 0]} {abs(rest):.1f} µs；D 只是一次 torch 拷贝，主机上 {h['D']:.1f} µs。",
              f"{name}，N={r['n_lo']}：C/D 耗时 = {r['c_over_d_lo']:.2f}（目标 ≤ {TARGETS['C/D 耗时 (N 最小)']}："
              f"{reached(r['c_over_d_lo'], TARGETS['C/D 耗时 (N 最小)'], True)}），光 Triton 的 launch 就是 D 一整步"
              f"（{r['d_lo']:.1f} µs）的 {h['launch'] / r['d_lo']:.2f} 倍；C 捕获进 CUDA graph 后 C图/D = {r['cg_over_d_lo']:.2f}"
@@ -288,9 +289,8 @@ def demo_4(data):
     """命中 prefix 后的第一次 decode 要 COW：克隆占一整步 decode（GPT-2 small 的尺寸）的多少？"""
     m = data["decode"]["model"]
     print_header(f"演示 4：克隆占一步 decode 的多少（{m['n_layers']} 层、d={m['d_model']}、词表 {m['vocab']}，随机权重）")
-    print_text(f"模型是 transformer_lab 的结构（RMSNorm、RoPE、SwiGLU），尺寸取 GPT-2 small；prefix "
-               f"{data['decode']['prefix_len']} 个 token（最后一块没写满），B 条序列各 COW 一块。"
-               f"一步 = 克隆 + {m['n_layers']} 层前向 + LM head，整步捕获进 CUDA graph 后 replay。")
+    print_text(f"模型是 transformer_lab 的结构（RMSNorm、RoPE、SwiGLU），尺寸取 GPT-2 small；prefix {data['decode']['prefix_len']}"
+               f" 个 token（最后一块没写满），B 条序列各 COW 一块。一步 = 克隆 + {m['n_layers']} 层前向 + LM head，整步捕获进 CUDA graph 后 replay。")
     rows = decode_rows(data)
     print_table(["B", "无克隆", "+A", "+C", "波动"], [[r["B"]] + [fmt_us(r["us"][k]) for k in ("none", "A", "C")]
                                                  + [pct(r["spread"])] for r in rows],

@@ -147,6 +147,26 @@ def graphable_c(kv, src, dst):
     return step
 
 
+class CloneGraph:
+    """把"上传下标 + 一次 launch"捕获进 CUDA graph（N 固定），每步只剩检查、写锁页内存、一次 replay（真实引擎
+    捕获整步 decode）。graph 里的 H2D 在 replay 时才读锁页内存：每一份锁页内存各捕获一个 graph，轮流 replay。"""
+
+    def __init__(self, kv, n):
+        self.kv, self.n, self.clone, self.graphs = kv, n, kvc.AllLayersClone(kv, n), []
+        for i in range(len(self.clone.host)):
+            self.graphs.append(torch.cuda.CUDAGraph())
+            with torch.cuda.graph(self.graphs[i]):          # 只记录、不执行；kernel 已由 warmup 编译好
+                self.clone.launch(kv, i, n)
+
+    def __call__(self, src_block_idx, dst_block_idx):
+        src, dst = kvc.check_clone_indices(src_block_idx, dst_block_idx, self.kv.shape[2])
+        if len(src) != self.n:
+            raise ValueError(f"这个 graph 是按 N={self.n} 捕获的，收到 {len(src)} 个块对")
+        i = self.clone.write(src, dst)
+        self.graphs[i].replay()
+        self.clone.done(i)
+
+
 def bytes_per_step(shape, n):
     """一步克隆读 + 写的字节数：2 × N × 层数 × 2(K,V) × H×BS×D × 元素字节。"""
     el = torch.empty(0, dtype=DTYPES[shape["dtype"]]).element_size()
@@ -163,30 +183,33 @@ def sweep_tiles(kv, src_dev, dst_dev, reps, tiles=(1024, 2048, 4096), warps=(1, 
     return sorted(rows, key=lambda r: r["us"])
 
 
-def host_breakdown(kv, src, dst, d_fn, iters=3000):
-    """C 与 D 在 N 很小时每步的主机时间（µs，perf_counter；GPU 跟得上，所以就是主机的时间）。"""
+def host_breakdown(kv, src, dst, d_fn, iters=400, chunks=9):
+    """C 与 D 在 N 很小时每步的主机时间（µs，perf_counter；GPU 跟得上，所以就是主机的时间）：C 拆成检查下标、
+    上传下标（写锁页内存、H2D、每 8 步一次 event）、launch 编译好的 kernel；对照走 kernel[grid](...) 通用路径的 launch。
+    每项 chunks 段、每段 iters 次调用，取各段平均的中位数：主机偶尔整段变慢，一个总平均会被它带偏。"""
     def clock(fn):
         for _ in range(100):
             fn()
+        out = []
+        for _ in range(chunks):
+            torch.cuda.synchronize()
+            t = time.perf_counter()
+            for _ in range(iters):
+                fn()
+            out.append((time.perf_counter() - t) / iters * 1e6)
         torch.cuda.synchronize()
-        t = time.perf_counter()
-        for _ in range(iters):
-            fn()
-        dt = (time.perf_counter() - t) / iters * 1e6
-        torch.cuda.synchronize()
-        return dt
-    s_dev, d_dev = torch.tensor(src, dtype=torch.int32, device=kv.device), torch.tensor(dst, dtype=torch.int32,
-                                                                                          device=kv.device)
-
-    buf = kvc.CpuGpuBuffer(kv.device, len(src))
+        return statistics.median(out)
+    clone = kvc.AllLayersClone(kv, len(src))
+    grid = (len(src) * clone.per_pair, 1, 1)
 
     def upload():
-        i = buf.write(src, dst)
-        buf.upload(i)
-        buf.done(i)
+        i = clone.write(src, dst)
+        clone.dev.copy_(clone.host[i], non_blocking=True)
+        clone.done(i)
     return {"check": clock(lambda: kvc.check_clone_indices(src, dst, kv.shape[2])),
             "upload": clock(upload),
-            "launch": clock(lambda: kvc.launch_all_kernel(kv, s_dev, d_dev)),
+            "launch": clock(lambda: clone.kernel[grid](*clone.args)),      # 下标就是 upload 刚写进显存的那一对
+            "launch_jit": clock(lambda: kvc.launch_all_kernel(kv, clone.dev_src, clone.dev_dst, n=len(src))),
             "D": clock(d_fn),
             "C": clock(lambda: kvc.kv_clone_blocks_all(kv, src, dst, True))}
 
@@ -215,7 +238,7 @@ def bench_shape(name, shape, ns, reps, seed=0):
                "D": lambda: flat[half:2 * half].copy_(flat[:half])}
         graphs = {"A图": capture(graphable_a(kv, src, dst))[0], "D图": capture(fns["D"])[0]}
         fns.update({m: g.replay for m, g in graphs.items()})
-        cg = kvc.CloneGraph(kv, n)
+        cg = CloneGraph(kv, n)
         fns["C图"] = lambda: cg(src, dst)
         for m, fn in fns.items():
             us = statistics.median(time_per_step(fn, reps))

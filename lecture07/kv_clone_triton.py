@@ -1,11 +1,11 @@
 """写时复制（COW）要把共享的、没写满的最后一块整块复制一份：能不能一次 launch、贴着显存带宽做完？
 
-- kv_clone_blocks_triton：每层一次 Triton launch，K/V 一起搬（博客《从零实现 LLM Inference：063.
-  Triton batched KV COW clone（替换 index_select/index_copy）》里的 kernel）。
-- kv_clone_blocks_all：所有层 × K/V × N 个块对一次 launch，缓存是一整块 [L, 2, n_blocks, H, BS, D]；
-  CloneGraph 把它捕获进 CUDA graph。用它的 GPU KV 缓存（paged_kv 的块表与 ref_count）在 paged_decode。
-没有 CUDA 时先设 TRITON_INTERPRET=1（须在 import triton 之前）：kernel 在 Triton 解释器里逐个 program
-在 CPU 上执行——慢，但逐位结果相同，测试就这样校验 kernel。
+- kv_clone_blocks_triton：每层一次 launch，K/V 一起搬（博客《从零实现 LLM Inference：063. Triton batched KV
+  COW clone（替换 index_select/index_copy）》的 kernel）。
+- kv_clone_blocks_all：所有层 × K/V × N 个块对一次 launch，缓存是一整块 [L, 2, n_blocks, H, BS, D]（GPU KV 缓存
+  在 paged_decode；捕获进 CUDA graph 的版本 CloneGraph 在 kv_clone_bench）。
+没有 CUDA 时先设 TRITON_INTERPRET=1（须在 import triton 之前）：kernel 在 Triton 解释器里逐个 program 在 CPU
+上执行——慢，但逐位结果相同，测试就这样校验 kernel。
 """
 import os
 
@@ -29,9 +29,10 @@ NUM_WARPS = 4
 
 
 def kernel_available(device):
-    """这个设备上能不能跑 Triton kernel：CUDA + triton，或者 CPU + triton 解释器。"""
-    interp = os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
-    return HAVE_TRITON and (torch.device(device).type == "cuda" or interp)
+    """这个设备上能不能跑 Triton kernel：CUDA + triton，或者 CPU + triton 解释器（CUDA 上不查环境变量：每步都调）。"""
+    if torch.device(device).type == "cuda":
+        return HAVE_TRITON
+    return HAVE_TRITON and os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
 
 
 def tile_for(n_elems, tile=None):
@@ -133,17 +134,15 @@ def _need_kernel(device):
 
 def kv_clone_blocks_triton(k_cache_layer, v_cache_layer, src_block_idx, dst_block_idx):
     """博客里的"之后"：一层、一次 launch，把 N 个 [H, BS, D] 块从 src 拷到 dst（K/V 一起）。"""
-    check_cache("k_cache_layer", k_cache_layer, 4)
-    check_cache("v_cache_layer", v_cache_layer, 4)
-    if (k_cache_layer.shape, k_cache_layer.dtype, k_cache_layer.device) != \
-            (v_cache_layer.shape, v_cache_layer.dtype, v_cache_layer.device):
+    k, v = k_cache_layer, v_cache_layer
+    check_cache("k_cache_layer", k, 4)
+    check_cache("v_cache_layer", v, 4)
+    if (k.shape, k.dtype, k.device) != (v.shape, v.dtype, v.device):
         raise ValueError("K 和 V 的形状、dtype、设备必须相同")
-    _need_kernel(k_cache_layer.device)
-    src, dst = check_clone_indices(src_block_idx, dst_block_idx, k_cache_layer.shape[0])
-    if len(src):
-        launch_layer_kernel(k_cache_layer, v_cache_layer,
-                            torch.tensor(src, dtype=torch.int32, device=k_cache_layer.device),
-                            torch.tensor(dst, dtype=torch.int32, device=k_cache_layer.device))
+    _need_kernel(k.device)
+    src, dst = check_clone_indices(src_block_idx, dst_block_idx, k.shape[0])
+    if len(src):        # 和博客一样：每次从列表新建设备上的下标张量
+        launch_layer_kernel(k, v, *(torch.tensor(x, dtype=torch.int32, device=k.device) for x in (src, dst)))
 
 
 def launch_layer_kernel(k_layer, v_layer, src_dev, dst_dev, tile=None):
@@ -157,49 +156,67 @@ def launch_layer_kernel(k_layer, v_layer, src_dev, dst_dev, tile=None):
 def launch_all_kernel(kv, src_dev, dst_dev, tile=None, num_warps=None, n=None):
     """不做检查的一次 launch：kv 是 [L, 2, n_blocks, H, BS, D]，前 n（默认 len(src_dev)）个下标已在设备上。"""
     L, _, nb, H, BS, D = kv.shape
-    e = H * BS * D
-    block, tiles = tile_for(e, tile)
+    block, tiles = tile_for(H * BS * D, tile)
     _kv_clone_all_kernel[((n or src_dev.shape[0]) * 2 * L * tiles,)](
-        kv, src_dev, dst_dev, nb * e, G=2 * L, E=e, BLOCK=block, TILES=tiles,
+        kv, src_dev, dst_dev, nb * H * BS * D, G=2 * L, E=H * BS * D, BLOCK=block, TILES=tiles,
         num_warps=num_warps or NUM_WARPS)
 
 
-class CpuGpuBuffer:
-    """每步的 (src, dst) 下标：两份锁页内存轮流用 + 一块显存，一次 H2D 拷贝带上两段（名字取自 vLLM）。
-    布局 [src(cap) | dst(cap)]。H2D 读完之前那份锁页内存不能改写：每份上传后记一个 event，下次改写前
-    等它——两份轮流，主机最多领先 GPU 一步，几乎不用真的等。显存一块就够：拷贝和 kernel 排在同一个流上，
-    下一步的拷贝一定在这一步的 kernel 之后。CPU 上不用锁页、不用 event。"""
+class AllLayersClone:
+    """一块 KV 缓存的克隆（下标已检查）：下标一次 H2D 上传，一次 launch 搬完所有层、K 和 V。
+    下标：2×GROUP 份锁页内存轮流用 + 一块显存，布局 [src(cap) | dst(cap)]（同 vLLM 的 CpuGpuBuffer）。H2D 读完之前
+    那份锁页内存不能改写：每用完一组记一个 event，下一轮改写这一组前等它（那时早读完了，立即返回）；只每 GROUP 步记
+    一次，因为 torch.cuda.Event.record() 先在 Python 里取当前流，H200 那台主机上约 9 µs。显存一块就够：拷贝和 kernel
+    排在同一个流上。launch：编译结果只取决于 kv 的地址、形状、dtype 和 TILE / NUM_WARPS（即 _clones 的键），所以每块
+    缓存用公开的 JITFunction.warmup 编译一次，之后直接调这个 CompiledKernel、传裸地址（int），省掉 kernel[grid](...)
+    每次的参数绑定、特化查表和逐个张量问驱动。"""
+    GROUP = 8
 
-    def __init__(self, device, capacity=64, copies=2):
-        self.device, self.cuda, self.count = torch.device(device), torch.device(device).type == "cuda", 0
+    def __init__(self, kv, capacity):
+        L, _, nb, H, BS, D = kv.shape
+        e, (block, tiles) = H * BS * D, tile_for(H * BS * D)
+        self.cuda, self.count, self.per_pair, self.kernel = kv.is_cuda, 0, 2 * L * tiles, None
         self.cap = 16 * n_blocks(max(1, capacity), 16)      # 16 的倍数：dst 段起点也按 64 字节对齐
-        self.host = [torch.empty(2 * self.cap, dtype=torch.int32, pin_memory=self.cuda) for _ in range(copies)]
+        self.host = [torch.empty(2 * self.cap, dtype=torch.int32, pin_memory=self.cuda) for _ in range(2 * self.GROUP)]
         self.host_np = [h.numpy() for h in self.host]
-        self.events = [torch.cuda.Event() for _ in range(copies * self.cuda)]
-        self.dev = torch.empty(2 * self.cap, dtype=torch.int32, device=self.device)
+        self.events = [torch.cuda.Event() for _ in range(2 * self.cuda)]
+        self.dev = torch.empty(2 * self.cap, dtype=torch.int32, device=kv.device)
         self.dev_src, self.dev_dst = self.dev[:self.cap], self.dev[self.cap:]   # 视图事先建好：每步不切片
+        if self.cuda:
+            self.args = (kv.data_ptr(), self.dev_src.data_ptr(), self.dev_dst.data_ptr(), nb * e, 2 * L, e, block,
+                         tiles)
+            self.kernel = _kv_clone_all_kernel.warmup(kv, self.dev_src, self.dev_dst, *self.args[3:], grid=(1,),
+                                                      num_warps=NUM_WARPS)
 
     def write(self, src, dst):
-        """把检查过的下标写进下一份锁页内存（先等它上一次的上传读完），返回这一份的编号。"""
+        """把下标写进下一份锁页内存（新一组的第一份：先等这一组上一轮的上传读完），返回它的编号。"""
         i = self.count % len(self.host)
         self.count += 1
-        if self.cuda:
-            self.events[i].synchronize()        # 从没 record 过的 event 立即返回
+        if self.cuda and i % self.GROUP == 0:
+            self.events[i // self.GROUP].synchronize()        # 从没 record 过的 event 立即返回
         self.host_np[i][:len(src)] = src
         self.host_np[i][self.cap:self.cap + len(dst)] = dst
         return i
 
-    def upload(self, i):
-        """第 i 份整块一次 H2D（可以捕获进 CUDA graph），返回显存里的 (src, dst)：只有前 n 个有意义。"""
+    def launch(self, kv, i, n):
+        """第 i 份锁页内存整块一次 H2D，再 launch 一次（前 n 个块对）；两步都可以捕获进 CUDA graph。"""
         self.dev.copy_(self.host[i], non_blocking=True)
-        return self.dev_src, self.dev_dst
+        if self.kernel is None:
+            launch_all_kernel(kv, self.dev_src, self.dev_dst, n=n)
+        else:
+            self.kernel[(n * self.per_pair, 1, 1)](*self.args)
 
     def done(self, i):
-        if self.cuda:
-            self.events[i].record()
+        if self.cuda and i % self.GROUP == self.GROUP - 1:
+            self.events[i // self.GROUP].record()
+
+    def __call__(self, kv, src, dst):
+        i = self.write(src, dst)
+        self.launch(kv, i, len(src))
+        self.done(i)
 
 
-_buffers = {}
+_clones = {}
 
 
 def kv_clone_blocks_all(kv, src_block_idx, dst_block_idx, use_kernel=None):
@@ -210,7 +227,7 @@ def kv_clone_blocks_all(kv, src_block_idx, dst_block_idx, use_kernel=None):
     src, dst = check_clone_indices(src_block_idx, dst_block_idx, kv.shape[2])
     if use_kernel is None:
         use_kernel = kernel_available(kv.device)
-    if use_kernel:
+    elif use_kernel:
         _need_kernel(kv.device)
     if len(src) == 0:
         return
@@ -218,33 +235,11 @@ def kv_clone_blocks_all(kv, src_block_idx, dst_block_idx, use_kernel=None):
         s = torch.as_tensor(src, device=kv.device)
         kv.index_copy_(2, torch.as_tensor(dst, device=kv.device), kv.index_select(2, s))
         return
-    buf = _buffers.get(kv.device)
-    if buf is None or buf.cap < len(src):      # 换大的：旧的锁页内存由 torch 等拷贝读完再回收，显存按流的顺序回收
-        buf = _buffers[kv.device] = CpuGpuBuffer(kv.device, max(64, len(src)))
-    i = buf.write(src, dst)
-    launch_all_kernel(kv, *buf.upload(i), n=len(src))
-    buf.done(i)
+    key = (kv.data_ptr(), kv.shape, kv.dtype, kv.device, TILE, NUM_WARPS)
+    clone = _clones.get(key)
+    if clone is None or clone.cap < len(src):   # 换掉的锁页内存由 torch 等拷贝读完再回收，显存按流的顺序回收
+        if len(_clones) >= 16:
+            _clones.pop(next(iter(_clones)))
+        clone = _clones[key] = AllLayersClone(kv, max(64, len(src)))
+    clone(kv, src, dst)
 
-
-class CloneGraph:
-    """把"上传下标 + 一次 launch"捕获进 CUDA graph（N 固定）：每步只剩检查下标、写锁页内存、一次 replay。
-    真实引擎把整步 decode 捕获成 graph（vLLM 按批大小分档）。graph 里的 H2D 在 replay 时才读锁页内存，
-    所以 CpuGpuBuffer 的每一份锁页内存各捕获一个 graph，轮流 replay。"""
-
-    def __init__(self, kv, n):
-        self.kv, self.n, self.buf, self.graphs = kv, n, CpuGpuBuffer(kv.device, n), []
-        for i in range(len(self.buf.host)):
-            self.buf.write(list(range(n)), list(range(n)))  # 预热、捕获时：每块拷到自己身上，不改数据
-            launch_all_kernel(kv, *self.buf.upload(i), n=n)  # 先编译好：捕获时不能编译
-            torch.cuda.synchronize()
-            self.graphs.append(torch.cuda.CUDAGraph())
-            with torch.cuda.graph(self.graphs[i]):
-                launch_all_kernel(kv, *self.buf.upload(i), n=n)
-
-    def __call__(self, src_block_idx, dst_block_idx):
-        src, dst = check_clone_indices(src_block_idx, dst_block_idx, self.kv.shape[2])
-        if len(src) != self.n:
-            raise ValueError(f"这个 graph 是按 N={self.n} 捕获的，收到 {len(src)} 个块对")
-        i = self.buf.write(src, dst)
-        self.graphs[i].replay()
-        self.buf.done(i)

@@ -103,7 +103,7 @@ def test_gpu_cache_uses_paged_kv_bookkeeping():
 
 def test_cpu_gpu_buffer_many_steps_without_sync():
     """连续很多步、每步一组不同的块对（N 跨过缓冲区容量 64），中间不同步：和逐步重放的结果逐位相同。
-    GPU 上 200 步（两份锁页内存轮换 100 圈）；解释器很慢，CPU 上走 7 步。"""
+    GPU 上 200 步（16 份锁页内存轮换 12 圈多）；解释器很慢，CPU 上走 7 步。"""
     g = torch.Generator().manual_seed(0)
     kv = torch.randn((1, 2, 300, 1, 2, 3), generator=g).to(DEVICE)
     ref = kv.cpu().clone()
@@ -120,10 +120,10 @@ def test_cpu_gpu_buffer_many_steps_without_sync():
 @pytest.mark.skipif(DEVICE != "cuda", reason="CUDA graph 只在 CUDA 上")
 def test_clone_graph_matches_reference():
     kv = torch.randn((2, 2, 64, 2, 4, 8), device="cuda")
-    cg = kvc.CloneGraph(kv, 3)
+    cg = bench.CloneGraph(kv, 3)
     ref = kv.clone()
-    for s in range(5):                      # 两份锁页内存轮流用：每步的下标都要生效
-        src, dst = [s, s + 10, s + 20], [40 + s, 50 + s, 30 + s]
+    for s in range(40):                     # 16 份锁页内存轮流用、绕两圈多：每步的下标都要生效
+        src, dst = [s % 10, s % 10 + 10, s % 10 + 20], [40 + s % 10, 50 + s % 10, 30 + s % 10]
         cg(src, dst)
         ref[:, :, dst] = ref[:, :, src]
     torch.cuda.synchronize()
