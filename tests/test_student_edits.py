@@ -11,6 +11,7 @@ import pathlib
 import re
 import signal
 import sys
+import time
 import traceback
 from dataclasses import dataclass
 
@@ -106,10 +107,14 @@ def results(tmp_path_factory):
                 finally:
                     os._exit(99)
             running[pid] = (edit, files)
-        pid, status = os.wait()
-        edit, (out, err) = running.pop(pid)
-        done[edit] = (os.waitstatus_to_exitcode(status), pathlib.Path(out).read_text(encoding="utf-8"),
-                         pathlib.Path(err).read_text(encoding="utf-8"))
+        for pid in list(running):                          # 只等自己 fork 的子进程（别的子进程不归这里收）
+            got, status = os.waitpid(pid, os.WNOHANG)
+            if got == 0:
+                continue
+            edit, (out, err) = running.pop(pid)
+            done[edit] = (os.waitstatus_to_exitcode(status), pathlib.Path(out).read_text(encoding="utf-8"),
+                          pathlib.Path(err).read_text(encoding="utf-8"))
+        time.sleep(0.01)
     return done
 
 
