@@ -6,6 +6,7 @@
 每条 Edit：脚本、常量、新值（源码文本）、要跑的演示（None = 全部）、检查函数 check(rc, out, err)。
 各脚本的改动表在下面分节列出；docstring 里的"试一试"每一条都在表里。
 """
+import ast
 import os
 import pathlib
 import re
@@ -437,3 +438,24 @@ EDITS = EDITS_01 + EDITS_02 + EDITS_03 + EDITS_04 + EDITS_05
 def test_student_edit(results, edit):
     rc, out, err = results[edit]
     edit.check(rc, out, err)
+
+
+def test_the_matrix_is_big_enough():
+    """≥ 40 条改动，01–05 每个脚本 ≥ 6 条。"""
+    per = {s: sum(e.script.startswith(s) for e in EDITS) for s in ("01", "02", "03", "04_", "05")}
+    assert len(EDITS) >= 40 and min(per.values()) >= 6, per
+
+
+@pytest.mark.parametrize("script", ["01_kv_cache_memory", "02_paged_attention", "03_sharing_and_cow",
+                                    "04_prefix_caching", "04b_radix_cache", "05_kv_store"])
+def test_every_try_this_suggestion_is_in_the_matrix(script):
+    """docstring 末尾【试一试】里点名的每个设置，在改动表里至少有一条。"""
+    doc = ast.get_docstring(ast.parse(pathlib.Path(ROOT, "lecture07", script + ".py").read_text(encoding="utf-8")))
+    tail = doc.split("【试一试】", 1)[1]
+    named = set(re.findall(r"\b([A-Z][A-Z0-9_]{2,})\b", tail)) - {"MIN", "LRU", "LFU", "KV", "GPU", "CPU", "SSD",
+                                                                  "HBM", "NIC", "MLA", "GQA", "MQA", "FP8", "COW"}
+    consts = set(re.findall(r"^([A-Z][A-Z0-9_]+) = ", pathlib.Path(ROOT, "lecture07", script + ".py")
+                            .read_text(encoding="utf-8"), flags=re.M))
+    named &= consts
+    edited = {e.const for e in EDITS if e.script == script}
+    assert 3 <= tail.count("\n  ") + 1 and named and named <= edited, (named - edited)
