@@ -31,6 +31,9 @@
      再把它的名字加进 POLICIES——命中率表和"MIN 减去"表里就多出它的一行。
   5. 把 DEMO4_CAPS 改成 (5_000, 500)（--demo 4）：缓存只有几百块时，prefill 的 GPU 时间还能省多少？
 """
+import functools
+import itertools
+import operator
 import os
 import sys
 
@@ -41,8 +44,9 @@ from lab_common.console import ArgParser, fail, fmt_int, print_header, print_obs
 from lab_common.settings import check_setting, is_int  # noqa: E402
 from kv_store import BLOCK as TRACE_BLOCK_SIZE  # noqa: E402  Mooncake trace 的块大小：512 token
 from kv_store import (A800_X8, LLAMA2_70B, LLAMA3_70B, POLICY_NAMES, TIERS, TraceError, block_hashes,  # noqa: E402
-                      load_trace, make_trace, prefill_compute_time, prefill_time, sweep)
+                      layer_overlap, load_time, load_trace, make_trace, prefill_compute_time, prefill_time, sweep)
 from kv_cache_policies import CACHE_POLICIES, LENGTHAWARE_DEFINITION, LENGTHAWARE_SOURCE  # noqa: E402
+from kv_cache_sim import dense_ids  # noqa: E402
 from paged_kv import BlockPool, PagedSequence, n_blocks, paged_step  # noqa: E402
 from lab_common.transformer_lab import TINY, KVCache, config_like, forward, init_params  # noqa: E402
 
@@ -290,14 +294,16 @@ def read_trace(trace_path=None, block_size=TRACE_BLOCK_SIZE):
     return load_trace(trace_path, block_size)
 
 
-def trace_sweep(trace, trace_path=None, block_size=TRACE_BLOCK_SIZE, capacities=CAPACITIES, demo3=True):
+def trace_sweep(trace, trace_path=None, block_size=TRACE_BLOCK_SIZE, capacities=CAPACITIES, demo3=True,
+                background=False):
     """演示 3、4 共用的一份数据：trace 和整张命中表 {(策略, 容量): 每个请求的命中块数}（含 MIN），只算一遍。
 
     main() 算一次，再当参数传给演示 3 和演示 4；单独调用某个演示时，它自己算一份。
     demo3=False（只跑演示 4）：只算演示 4 要的那一种策略、那几个容量。
+    background=True：命中表在后台的工作进程里算，data["hits"] 第一次被读时才等它（main 趁这段时间跑演示 1、2）。
     """
     if not demo3:
-        hits = sweep(trace, DEMO4_CAPS, (DEMO4_POLICY,))
+        hits = sweep(trace, DEMO4_CAPS, (DEMO4_POLICY,), background=background)
         return dict(trace=trace, hits=hits, path=trace_path, block_size=block_size, capacities=(), contrast_caps=())
     swept = tuple(capacities)
     if None not in swept:
@@ -307,7 +313,7 @@ def trace_sweep(trace, trace_path=None, block_size=TRACE_BLOCK_SIZE, capacities=
     if CONTRAST in POLICIES:
         contrast = ()                                                     # 它已经是表里的一行了
     extra += [(CONTRAST, c) for c in contrast]
-    hits = sweep(trace, swept, POLICIES + (BOUND,), extra=extra)          # 一次算完：所有格子一起分给各个核
+    hits = sweep(trace, swept, POLICIES + (BOUND,), extra=extra, background=background)   # 所有格子一起分给各个核
     return dict(trace=trace, hits=hits, path=trace_path, block_size=block_size, capacities=tuple(capacities),
                 contrast_caps=contrast)
 
@@ -317,7 +323,8 @@ def trace_stats(tr):
 
     tr 是列式的 Trace（kv_trace.py）：直接对整列算，不逐个请求循环。
     """
-    v = np.sort(tr.block_counts())[::-1]
+    v = np.bincount(dense_ids(tr.hash_ids)[0])          # 每个块的访问次数（和 tr.block_counts() 是同一组数，
+    v = np.sort(v[v > 0])[::-1]                           # 只是不用排序去重：编号不大时快得多），从多到少
     total = int(v.sum())
     return dict(n=len(tr), minutes=float(tr.arrival[-1] - tr.arrival[0]) / 60,
                 mean_in=float(np.mean(tr.input_len)), mean_out=float(np.mean(tr.output_len)),
@@ -670,13 +677,41 @@ MODEL = LLAMA3_70B        # 演示 4 的模型：式 (1)、128 GB/s 都出自 FA
 
 
 def gpu_hours(tr, hits_blocks, tier=TIERS[TIER_FOR_HITS], block_size=TRACE_BLOCK_SIZE):
-    """按 FAST'25 式 (1) 和本机 DRAM 的带宽，算全部请求的 prefill GPU 时间（小时）和命中的 token 比例。"""
-    total_s, hit_tok = 0.0, 0
-    for n_in, hb in zip(tr.input_len.tolist(), hits_blocks.tolist()):
-        n_hit = min(hb * block_size, n_in - 1)     # 至少要算最后一个 token，才能得到第一个输出
-        total_s += prefill_time(MODEL, n_in, n_hit, tier)
-        hit_tok += n_hit
-    return total_s / 3600, hit_tok / int(tr.input_len.sum())
+    """按 FAST'25 式 (1) 和本机 DRAM 的带宽，算全部请求的 prefill GPU 时间（小时）和命中的 token 比例。
+
+    每个请求的时间 = kv_store.prefill_time(MODEL, 输入, 命中, tier)：算和读 KV 两列用 numpy 整列算
+    （整数 FLOPs 在 int64 里是精确的，见 _exact_in_int64），逐个请求按层重叠（layer_overlap），再从前往后
+    一个一个加起来——和逐个请求调用 prefill_time、累加的结果一模一样（测试逐位比过）。
+    """
+    n_in = tr.input_len
+    n_hit = np.minimum(np.asarray(hits_blocks, dtype=np.int64) * block_size, n_in - 1)   # 至少要算最后一个 token
+    if _exact_in_int64(n_in):
+        compute = prefill_compute_time(MODEL, n_in, n_hit).tolist()
+        load = load_time(MODEL, n_hit, tier).tolist()
+        total_s = _sum_in_order(map(layer_overlap, compute, load, itertools.repeat(MODEL.n_layers)))
+    else:                                          # 输入长到 FLOPs 超出 int64：逐个请求用 Python 整数算
+        total_s = _sum_in_order(map(prefill_time, itertools.repeat(MODEL), n_in.tolist(), n_hit.tolist(),
+                                    itertools.repeat(tier)))
+    return total_s / 3600, int(n_hit.sum()) / int(n_in.sum())
+
+
+def prefill_hours_no_cache(tr):
+    """不缓存时全部请求的 prefill GPU 时间（小时）：每个请求从头算，逐个加起来。"""
+    if _exact_in_int64(tr.input_len):
+        times = prefill_compute_time(MODEL, tr.input_len, 0).tolist()
+    else:
+        times = map(prefill_compute_time, itertools.repeat(MODEL), tr.input_len.tolist(), itertools.repeat(0))
+    return _sum_in_order(times) / 3600
+
+
+def _exact_in_int64(n_in):
+    """最长的输入的 FLOPs（式 1，整数）放得进 int64：numpy 整列算和 Python 整数逐个算一模一样。"""
+    return len(n_in) == 0 or MODEL.prefill_flops(int(n_in.max())) < 2 ** 63
+
+
+def _sum_in_order(xs):
+    """从前往后一个一个加（和 `total += x` 的循环相同；不用 numpy 的两两求和，末位才不会变）。"""
+    return functools.reduce(operator.add, xs, 0.0)
 
 
 def cache_label(policy, cap):
@@ -763,7 +798,7 @@ def demo4_compute_saved(data=None, caps=DEMO4_CAPS, policies=(DEMO4_POLICY,)):
     tr, block_size = data["trace"], data["block_size"]
     print_header(f"演示 4：命中率换算成 prefill 的 GPU 时间（{MODEL.name}、{node.name} 张量并行、"
                  f"{node.mfu:.0%} 峰值算力，Mooncake FAST'25 表 1、式 1）")
-    base = sum(prefill_compute_time(MODEL, n_in, 0) for n_in in tr.input_len.tolist()) / 3600
+    base = prefill_hours_no_cache(tr)
     unit = time_unit(base)
     rows = [["不缓存", "0%", f"{base * unit[1]:.2f}", "1.00×"]]
     hours, frac = {}, {}
@@ -867,15 +902,15 @@ def main(argv=None):
     if args.demo:
         todo = [args.demo]
     data = None
+    if any(k in TRACE_DEMOS for k in todo):       # 命中表最慢：先在后台开算，同时跑演示 1、2
+        if trace is None:
+            trace = read_trace()
+        data = trace_sweep(trace, args.trace, args.block, demo3=3 in todo, background=True)
     for k in todo:
-        if k not in TRACE_DEMOS:
+        if k in TRACE_DEMOS:
+            DEMOS[k](data)
+        else:
             DEMOS[k]()
-            continue
-        if data is None:
-            if trace is None:
-                trace = read_trace()
-            data = trace_sweep(trace, args.trace, args.block, demo3=3 in todo)
-        DEMOS[k](data)
     return 0
 
 

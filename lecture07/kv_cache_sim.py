@@ -18,12 +18,15 @@ trace 可以是 Trace（kv_trace 的列式存储），也可以是块序列的�
 """
 import heapq
 import itertools
+import operator
 import os
 from array import array
+from collections import OrderedDict, deque
+from collections.abc import Mapping
 
 import numpy as np
 
-from kv_cache_policies import CACHE_POLICIES, MAX_RANK, LFUCache, check_policy_args, make_cache  # noqa: F401
+from kv_cache_policies import CACHE_POLICIES, MAX_RANK, LFUCache, LRUCache, check_policy_args, make_cache  # noqa: F401
 from kv_trace import CHUNK, iter_block_lists
 
 
@@ -104,11 +107,11 @@ def infinite_hits(trace, per_block=False):
 
 
 # ---------------------------------------------------------------- 通用：一个容量、一个策略
-def simulate(trace, capacity, policy, per_block=False, prep=None):
+def simulate(trace, capacity, policy, per_block=False, prep=None, order=None):
     """按到达顺序跑一遍：每个请求先 match 再 insert。返回每个请求的前缀命中块数 (n_requests,)。
 
     per_block=True：改数逐块命中（count）。policy="min"：Belady 的 MIN，总是逐块命中；
-    prep 是 next_use(trace) 的结果（sweep 预先算好一次，省得每个容量重算）。
+    prep 是 next_use(trace) 的结果，order 是 TickOrder(trace)（sweep 预先算好一次，各个格子共用）。
     """
     check_policy_args(capacity, policy, (*CACHE_POLICIES, "min"))
     if policy == "min":
@@ -117,10 +120,15 @@ def simulate(trace, capacity, policy, per_block=False, prep=None):
         return infinite_hits(trace, per_block)
     ids, offsets = columns(trace)
     cls = CACHE_POLICIES[policy]
-    if not per_block and _is_plain_lfu(cls) and not has_repeats(ids, offsets):
-        hits = lfu_family_hits(trace, capacity, cls)
-        if hits is not None:
-            return hits
+    if _is_plain_lfu(cls) or cls is LRUCache:
+        if order is None:
+            order = TickOrder(trace)
+        if capacity >= order.n_ids:
+            # 容量 ≥ trace 里不同的块数：缓存里的块都是见过的块，永远不超容量，insert 从不调用 evict——
+            # 和无限容量一模一样（LRU、LFU 类的 touch 都会把块放进缓存）。
+            return infinite_hits(trace, per_block)
+        if not per_block and cls is not LRUCache and not order.repeats:
+            return lfu_family_hits(trace, capacity, cls, order)
     cache = make_cache(capacity, policy)
     match, insert = cache.match, cache.insert
     if per_block:
@@ -150,61 +158,142 @@ def has_repeats(ids, offsets):
     return False
 
 
-_FRESH = 1 << 62             # lfu_family_hits：fresh 块的键都带这一位，和"不在缓存里"（0）区分开
+def _tick_order(offsets, a, b, lo, hi):
+    """段内的访问按缓存"碰"它们的顺序排（每个请求从最后一块到第一块）：返回 (src, pos)，
+    第 t 次碰的是段内原来的第 src[t] 次访问，它是请求里的第 pos[t] 块。
+
+    >>> [x.tolist() for x in _tick_order(np.array([0, 2, 5]), 0, 2, 0, 5)]
+    [[1, 0, 4, 3, 2], [1, 0, 2, 1, 0]]
+    """
+    lens = np.diff(offsets[a:b + 1])
+    pos = np.repeat(offsets[a + 1:b + 1] - 1, lens) - np.arange(lo, hi)
+    src = np.repeat(offsets[a:b] - lo, lens) + pos
+    return src, pos
 
 
-def lfu_family_hits(trace, capacity, cls=LFUCache):
+class TickOrder:
+    """LFU 类的几个格子共用的准备工作（sweep 在 fork 之前算一次）：
+
+    blocks  (total,)  按"碰"的顺序排好的块（dense_ids 的编号）：每个请求从最后一块到第一块
+    runs    (n,)      每个请求从最后一块往前、连续几块是整个 trace 里第一次出现（它们一定不在缓存里）
+    n_ids, longest    不同的块数、最长的请求有几块
+    repeats           有没有哪个请求里同一块出现了不止一次（那样 lfu_family_hits 的前提不成立）
+    """
+
+    __slots__ = ("offsets", "blocks", "runs", "n_ids", "longest", "repeats")
+
+    def __init__(self, trace):
+        ids, offsets = columns(trace)
+        dense, first = first_request(ids, offsets)
+        self.offsets, self.n_ids = offsets, len(first)
+        self.repeats = has_repeats(ids, offsets)
+        self.longest = max(1, int(np.diff(offsets).max(initial=0)))
+        dtype = np.int32
+        if self.n_ids >= 2 ** 31:
+            dtype = np.int64
+        self.blocks = np.empty(len(ids), dtype=dtype)
+        self.runs = np.diff(offsets)
+        for a, b, lo, hi, seg in _chunks(offsets):
+            src, pos = _tick_order(offsets, a, b, lo, hi)
+            d = dense[lo:hi][src]
+            self.blocks[lo:hi] = d
+            seen = first[d] < seg + a                    # 这个块在更早的请求里出现过
+            run = self.runs[a:b]
+            np.minimum.at(run, seg[seen], (run[seg] - 1 - pos)[seen])   # 第一个出现过的块是第几个被碰的
+
+
+def lfu_family_hits(trace, capacity, cls=LFUCache, order=None):
     """LFU 类策略（键 = (次数, rank(位置), 时刻)，最小的先走）的前缀命中，和逐块模拟 cls 完全相同，但快。
 
     关键性质：被淘汰的总是"次数 = 1"的块。一个请求放进来以后超出容量的块数 ≤ 它带来的新块数，
     而新块的次数都是 1、比任何次数 ≥ 2 的块都小（要求同一请求里没有重复的块）。所以一块只要在缓存里
-    被命中过一次（次数变成 2），就永远留在缓存里（hot），再被访问什么都不用做——大缓存里大部分命中
-    都是这种；其余"次数 = 1"的块（fresh）的键 (rank, 时刻, 块) 在放进来时就定了（每段用 numpy 一次算好），
-    放进一个最小堆，淘汰时弹出最小的（升进 hot 的块在堆里的旧记录弹出时跳过）。
-    每个块的状态记在一个数组里（按 dense_ids 的编号）：0 不在缓存，-1 hot，> 0 是它 fresh 时的键
-    （键的第 62 位总是 1，所以 > 0）。键放不进 62 位（上亿次访问）时返回 None，由调用者改用逐块模拟。
+    被命中过一次（次数变成 2），就永远留在缓存里（hot），再被访问什么都不用做。其余"次数 = 1"的块（fresh）
+    之间按 (rank, 时刻) 淘汰：rank 相同的按放进来的先后排队，所以每个 rank 一条先进先出的队列
+    （OrderedDict），淘汰时从 rank 最小的非空队列的队头取。每块的状态：0 不在缓存，-1 hot，q + 1 在第 q 条队列。
+    两个捷径（证明见各自的注释）：
+    - 请求末尾连续几块第一次出现（链式哈希下就是它新带来的那一段）：一定不在缓存里，成批放进队列；
+    - hot 的块数一旦等于容量，缓存就再也不变：剩下的请求用 numpy 一次算完。
+    order：TickOrder(trace)（sweep 预先算好，几个格子共用）。
     """
-    ids, offsets = columns(trace)
-    dense, n_ids = dense_ids(ids)
-    block_bits, tick_bits = max(1, n_ids.bit_length()), max(1, len(ids).bit_length())
-    if block_bits + tick_bits + MAX_RANK.bit_length() > 62:
-        return None
-    longest = max(1, int(np.diff(offsets).max(initial=0)))
-    rank = np.array([cls.rank(None, min(p, MAX_RANK)) for p in range(longest)], dtype=np.int64)
-    mask = (1 << block_bits) - 1
-    state = array("q", bytes(8 * n_ids))
-    heap, n_cached = [], 0
-    push, pop = heapq.heappush, heapq.heappop
-    hits = np.zeros(len(offsets) - 1, dtype=np.int32)
-    for a, b, lo, hi, seg in _chunks(offsets):
-        lens = np.diff(offsets[a:b + 1])
-        pos = np.arange(lo, hi) - np.repeat(offsets[a:b], lens)          # 块在请求里的位置
-        tick = np.repeat(offsets[a + 1:b + 1], lens) - 1 - pos           # 从尾到头碰：尾巴先碰
-        keys = ((rank[pos] << (tick_bits + block_bits)) | (tick << block_bits) | dense[lo:hi] | _FRESH).tolist()
-        blk = dense[lo:hi].tolist()
-        cuts = (offsets[a:b + 1] - lo).tolist()
+    if order is None:
+        order = TickOrder(trace)
+    offsets = order.offsets
+    rank = np.array([cls.rank(None, min(p, MAX_RANK)) for p in range(order.longest)], dtype=np.int64)
+    levels, queue_of_pos = np.unique(rank, return_inverse=True)      # rank 从小到大：第几条队列
+    queues = [OrderedDict() for _ in levels]      # 每条队列：fresh 的块，先放进来的在前
+    state = [0] * order.n_ids
+    n_cached = n_hot = 0
+    low = len(queues)                             # 编号比 low 小的队列都是空的
+    hits = []
+    setitem, none, put_state = operator.setitem, itertools.repeat(None), state.__setitem__
+    queue_at = queues.__getitem__
+    for a, b, lo, hi, _seg in _chunks(offsets):
+        pos = np.repeat(offsets[a + 1:b + 1] - 1, np.diff(offsets[a:b + 1])) - np.arange(lo, hi)
+        blk, que = order.blocks[lo:hi].tolist(), queue_of_pos[pos]
+        que, que1 = que.tolist(), (que + 1).tolist()
+        cuts, runs = (offsets[a:b + 1] - lo).tolist(), order.runs[a:b].tolist()
         for i in range(b - a):
             start, stop = cuts[i], cuts[i + 1]
-            first_miss = stop
-            for p in range(stop - 1, start - 1, -1):     # 从尾到头，和 LFUCache.insert 一样
+            last_miss = start - 1                 # 按碰的顺序最后一个不在缓存里的块（= 请求里最靠前的那个）
+            k = runs[i]
+            if k:                                 # 第一次出现的几块：一定不在缓存里，成批放进各自的队列
+                mid = start + k
+                xs, qs = blk[start:mid], que[start:mid]
+                deque(map(setitem, map(queue_at, qs), xs, none), 0)
+                deque(map(put_state, xs, que1[start:mid]), 0)
+                n_cached += k
+                last_miss = mid - 1
+                q = min(qs)
+                if q < low:
+                    low = q
+                start = mid
+            for p in range(start, stop):
                 x = blk[p]
                 st = state[x]
-                if st < 0:                               # hot：什么都不用做
+                if st < 0:                        # hot：什么都不用做
                     continue
-                if st:                                   # 次数 1 → 2：进 hot
+                if st:                            # fresh 又被访问：次数 1 → 2，升进 hot
+                    del queues[st - 1][x]
                     state[x] = -1
+                    n_hot += 1
                     continue
-                first_miss = p                           # 放进来之前不在缓存里
-                state[x] = keys[p]
-                push(heap, keys[p])
+                q = que[p]                        # 不在缓存里：放进来
+                state[x] = q + 1
+                queues[q][x] = None
                 n_cached += 1
-            hits[a + i] = first_miss - start             # 前缀命中 = 第一个不在缓存里的块之前的块数
-            while n_cached > capacity:
-                k = pop(heap)
-                if state[k & mask] == k:                 # 不是旧记录（升进 hot 的块留下的）
-                    state[k & mask] = 0
-                    n_cached -= 1
-    return hits
+                last_miss = p
+                if q < low:
+                    low = q
+            hits.append(stop - 1 - last_miss)     # 前缀命中 = 最靠前的不在缓存里的块之前有几块
+            if n_cached > capacity:               # 从 rank 最小的非空队列的队头淘汰
+                extra = n_cached - capacity
+                n_cached = capacity
+                od = queues[low]
+                while extra:
+                    if od:
+                        state[od.popitem(False)[0]] = 0
+                        extra -= 1
+                    else:
+                        low += 1
+                        od = queues[low]
+            if n_hot >= capacity:
+                # 缓存里全是 hot 的块：以后每个请求放进来的块次数都是 1，比 hot 的小，请求结束时全被淘汰；
+                # 请求开始时缓存里没有 fresh 的块，也就没有块能再升进 hot。缓存从此不变。
+                hot = np.array(state) < 0
+                return np.concatenate([np.array(hits, dtype=np.int32), _fixed_cache_hits(order, a + i + 1, hot)])
+    return np.array(hits, dtype=np.int32)
+
+
+def _fixed_cache_hits(order, start, cached):
+    """缓存从请求 start 起不再变（cached[块] 为真：在缓存里）：之后每个请求从第一块起连续几块在缓存里。"""
+    offsets = order.offsets
+    out = np.zeros(len(offsets) - 1 - start, dtype=np.int32)
+    for a, b, lo, hi, seg in _chunks(offsets[start:]):          # lo、hi 是全局下标，a、b 从 start 数
+        miss = np.empty(hi - lo, dtype=np.int64)
+        src, _pos = _tick_order(offsets, start + a, start + b, lo, hi)
+        miss[src] = ~cached[order.blocks[lo:hi]]                # 换回请求里的顺序
+        out[a:b] = _prefix_counts(miss, seg, b - a, 2)[:, 0]
+    return out
 
 
 def hit_ratio(trace, capacity, policy):
@@ -312,13 +401,13 @@ def min_hits(trace, capacity, prep=None):
 
 
 # ---------------------------------------------------------------- 一次算完整张表（两个核一起）
-_SHARED = None   # fork 出的子进程直接继承这份数据（trace 的两列、MIN 用的 next_use），不用序列化
+_SHARED = None   # fork 出的子进程直接继承这份数据（trace 的两列、MIN 用的 next_use、LFU 类用的 TickOrder），不用序列化
 
 
 def _run(task):
     p, c = task
-    trace, prep = _SHARED
-    return simulate(trace, c, p, prep=prep)
+    trace, prep, order = _SHARED
+    return simulate(trace, c, p, prep=prep, order=order)
 
 
 def _cost(task):
@@ -333,12 +422,14 @@ def _cost(task):
     return 2.5
 
 
-def sweep(trace, capacities, policies, workers=None, extra=()):
+def sweep(trace, capacities, policies, workers=None, extra=(), background=False):
     """{(policy, capacity): 每个请求的命中块数}：policies × capacities 的每一格，再加上 extra 里单独列出的
     (policy, capacity) 格（比如只在一个容量上算的对照行）。各格互相独立，分给多个进程并行算。
 
     无限容量用闭式解（在线策略都相同；"min" 的是逐块命中）。
     workers=None：用本机可用的核数（最多 4 个）。
+    background=True：工作进程在后台算，马上返回一个 SweepResult（用法和 dict 一样，第一次读它时才等
+    算完）；调用者可以先做别的事（04 趁这段时间跑演示 1、2）。
     """
     global _SHARED
     cells = list(dict.fromkeys([(p, c) for p in policies for c in capacities] + [tuple(e) for e in extra]))
@@ -352,25 +443,59 @@ def sweep(trace, capacities, policies, workers=None, extra=()):
         if ("min", None) in cells:
             out[("min", None)] = infinite_hits(_Columns(cols), per_block=True)
     tasks = [(p, c) for p, c in cells if c is not None]
-    prep = None
+    prep = order = None
     if any(p == "min" for p, _ in tasks):
         prep = next_use(_Columns(cols))
+    if any(p != "min" and (_is_plain_lfu(CACHE_POLICIES[p]) or CACHE_POLICIES[p] is LRUCache) for p, _ in tasks):
+        order = TickOrder(_Columns(cols))
     if workers is None:
         workers = min(4, _n_cores())
     tasks.sort(key=_cost, reverse=True)
-    _SHARED = (_Columns(cols), prep)
+    _SHARED = (_Columns(cols), prep, order)
     try:
         if workers > 1 and len(tasks) > 1 and "fork" in _start_methods():
             import multiprocessing as mp
-            with mp.get_context("fork").Pool(workers) as pool:
-                results = pool.map(_run, tasks, chunksize=1)
-        else:
-            results = [_run(t) for t in tasks]
+            pool = mp.get_context("fork").Pool(workers)      # 工作进程在这里 fork，继承 _SHARED
+            result = SweepResult(out, tasks, pool.map_async(_run, tasks, chunksize=1), pool)
+            if background:
+                return result
+            return result.dict()
+        results = [_run(t) for t in tasks]
     finally:
         _SHARED = None
     for task, hits in zip(tasks, results):
         out[task] = hits
+    if background:
+        return SweepResult(out, (), None, None)
     return out
+
+
+class SweepResult(Mapping):
+    """sweep(..., background=True) 的结果：像只读的 dict 一样用；第一次读时等工作进程算完，然后关掉它们。"""
+
+    def __init__(self, done, tasks, pending, pool):
+        self._done, self._tasks, self._pending, self._pool = done, tasks, pending, pool
+
+    def dict(self):
+        """等算完，返回普通的 dict。"""
+        if self._pending is not None:
+            try:
+                results = self._pending.get()
+            finally:
+                self._pool.terminate()
+                self._pool.join()
+                self._pending = self._pool = None
+            self._done.update(zip(self._tasks, results))
+        return self._done
+
+    def __getitem__(self, key):
+        return self.dict()[key]
+
+    def __iter__(self):
+        return iter(self.dict())
+
+    def __len__(self):
+        return len(self.dict())
 
 
 class _Columns:
