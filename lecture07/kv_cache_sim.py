@@ -16,6 +16,7 @@ trace 可以是 Trace（kv_trace 的列式存储），也可以是块序列的�
 
 内存：几百万次块访问也只在 numpy 数组里；Python 列表每次只转换 CHUNK 个请求。
 """
+import functools
 import heapq
 import itertools
 import operator
@@ -127,7 +128,9 @@ def simulate(trace, capacity, policy, per_block=False, prep=None, order=None):
             # 容量 ≥ trace 里不同的块数：缓存里的块都是见过的块，永远不超容量，insert 从不调用 evict——
             # 和无限容量一模一样（LRU、LFU 类的 touch 都会把块放进缓存）。
             return infinite_hits(trace, per_block)
-        if not per_block and cls is not LRUCache and not order.repeats:
+        if not per_block and not order.repeats:
+            if cls is LRUCache:
+                return lru_hits(trace, capacity, order)
             return lfu_family_hits(trace, capacity, cls, order)
     cache = make_cache(capacity, policy)
     match, insert = cache.match, cache.insert
@@ -284,6 +287,42 @@ def lfu_family_hits(trace, capacity, cls=LFUCache, order=None):
     return np.array(hits, dtype=np.int32)
 
 
+def lru_hits(trace, capacity, order=None):
+    """LRU 的前缀命中，和逐请求 match + LRUCache.insert 完全相同（要求同一请求里没有重复的块）。
+
+    和 LRUCache 一样用 OrderedDict（从旧到新），只是按 TickOrder 的顺序碰块，省掉几步：请求末尾第一次出现的
+    那几块一定不在缓存里，成批放到最新的一端（OrderedDict.update，C 里的循环）；淘汰也成批（popitem）。
+    一个请求里没有重复的块、请求中间不淘汰：碰到 x 时它在不在缓存里，就是请求开始（match）时在不在。
+    """
+    if order is None:
+        order = TickOrder(trace)
+    offsets = order.offsets
+    od = OrderedDict()
+    move, popitem, update, none = od.move_to_end, od.popitem, od.update, itertools.repeat(None)
+    hits = []
+    for a, b, lo, hi, _seg in _chunks(offsets):
+        blk = order.blocks[lo:hi].tolist()
+        cuts, runs = (offsets[a:b + 1] - lo).tolist(), order.runs[a:b].tolist()
+        for i in range(b - a):
+            start, stop = cuts[i], cuts[i + 1]
+            mid = start + runs[i]
+            if mid > start:
+                update(zip(blk[start:mid], none))
+            last_miss = mid - 1                   # 按碰的顺序最后一个不在缓存里的块（= 请求里最靠前的那个）
+            for p in range(mid, stop):
+                x = blk[p]
+                if x in od:
+                    move(x)
+                else:
+                    od[x] = None
+                    last_miss = p
+            hits.append(stop - 1 - last_miss)
+            extra = len(od) - capacity
+            if extra > 0:
+                deque(map(popitem, itertools.repeat(False, extra)), 0)     # 淘汰最旧的 extra 块
+    return np.array(hits, dtype=np.int32)
+
+
 def _fixed_cache_hits(order, start, cached):
     """缓存从请求 start 起不再变（cached[块] 为真：在缓存里）：之后每个请求从第一块起连续几块在缓存里。"""
     offsets = order.offsets
@@ -346,21 +385,65 @@ def min_hits(trace, capacity, prep=None):
     """Belady 的 MIN：每个请求数逐块命中，再把这个请求的块放进缓存；超出容量时淘汰"下一次用到最晚"的块
     （再也不用的块直接不留）。这是逐块命中的最优解，所以也是任何策略前缀命中的上界。
 
-    实现：cache[块] = 下一次用到它的请求号（一个数组），外加一个最大堆（惰性删除：堆里的旧记录和数组
-    对不上就跳过）。请求 i 到来时，缓存里的块 b 一定有 cache[b] == i（它的"下一次"就是现在），据此判断命中。
-    下一次相同的几块谁先走都一样（它们会在同一个请求里一起被用到），堆里按块编号排。
+    看成区间：第 p 次访问（请求 i，块 x，下一次在请求 nu）如果 nu 存在，就要把 x 从请求 i 留到请求 nu
+    （"开一个区间"）；留住了，请求 nu 就命中 x。缓存 = 还没结束、也没被淘汰的区间。超出容量时淘汰 nu 最大的
+    （最大堆，键 = -(nu · 2^block_bits + x)；nu 相同的几块谁先走都一样——它们会在同一个请求里一起被用到——
+    堆里按块编号排）。于是：
+    - 请求 i 的命中 = 在请求 i 结束的区间数（= 块在更早的请求里出现过的访问数，infinite_hits 的逐块口径）
+      − 其中被淘汰了的个数（淘汰时记在 evicted[nu] 上）；
+    - 堆里 nu ≤ i 的记录是已经结束的区间（旧记录），nu > i 的都还在缓存里：要淘汰时堆顶一定是有效的。
+    每次访问只要把新区间的键（numpy 预先算好）压进堆里，不用逐块查缓存。同一请求里有重复的块时
+    （只在手写的小例子里）改用逐块的 _min_hits_by_block。
     """
     if capacity is None:                      # 不淘汰：以前见过的块都命中
         return infinite_hits(trace, per_block=True)
     ids, offsets = columns(trace)
     n = len(offsets) - 1
-    dense, n_ids = dense_ids(ids)
     nxt = prep
     if nxt is None:
         nxt = next_use(trace)
     cap = int(capacity)
+    seen = infinite_hits(trace, per_block=True)      # 每个请求里"以前出现过"的块数 = 在这个请求结束的区间数
     if cap >= max_live(nxt, offsets):       # 有后续访问的块从来没有超过 cap 个：什么都不用淘汰
-        return infinite_hits(trace, per_block=True)
+        return seen
+    if has_repeats(ids, offsets):
+        return _min_hits_by_block(trace, cap, nxt)
+    dense, n_ids = dense_ids(ids)
+    block_bits = max(1, n_ids.bit_length())
+    evicted = [0] * (n + 1)                # evicted[j]：本来要留到请求 j、却被淘汰了的区间数
+    heap, n_cached = [], 0
+    push, pop = functools.partial(heapq.heappush, heap), heapq.heappop
+    hits, seen = [], seen.tolist()
+    for a, b, lo, hi, seg in _chunks(offsets):
+        nu = nxt[lo:hi]
+        opens = nu < n                         # 这次访问开一个区间（没有重复块：nu > 请求号）
+        keys = (-((nu[opens] << block_bits) | dense[lo:hi][opens])).tolist()
+        cuts = np.zeros(b - a + 1, dtype=np.int64)
+        np.cumsum(np.bincount(seg[opens], minlength=b - a), out=cuts[1:])
+        cuts = cuts.tolist()
+        for i in range(a, b):
+            h = seen[i] - evicted[i]
+            hits.append(h)
+            k0, k1 = cuts[i - a], cuts[i - a + 1]
+            n_cached += k1 - k0 - h            # 结束 h 个留住的区间，开 k1 - k0 个新的
+            deque(map(push, keys[k0:k1]), 0)
+            if n_cached > cap:
+                for k in map(pop, itertools.repeat(heap, n_cached - cap)):    # 下一次用到最晚的几块
+                    evicted[(-k) >> block_bits] += 1
+                n_cached = cap
+            if len(heap) > 4 * cap + 4096:    # 旧记录太多：只留还没结束的区间，重新建堆（摊还 O(1)）
+                heap[:] = [k for k in heap if (-k) >> block_bits > i]
+                heapq.heapify(heap)
+    return np.array(hits, dtype=np.int32)
+
+
+def _min_hits_by_block(trace, cap, nxt):
+    """min_hits 的逐块版本（同一请求里可以有重复的块）：cache[块] = 下一次用到它的请求号（一个数组），
+    外加一个最大堆（惰性删除：堆里的旧记录和数组对不上就跳过）。请求 i 到来时，缓存里的块 b 一定有
+    cache[b] == i（它的"下一次"就是现在），据此判断命中。"""
+    ids, offsets = columns(trace)
+    n = len(offsets) - 1
+    dense, n_ids = dense_ids(ids)
     block_bits = max(1, n_ids.bit_length())
     mask = (1 << block_bits) - 1
     cache = array("q", [-1]) * n_ids      # 块 → 下一次用到它的请求号（-1 = 不在缓存里）
