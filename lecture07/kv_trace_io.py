@@ -2,7 +2,7 @@
 
     from kv_trace import load_trace          # 列式的 Trace（kv_store 也导出它）；建在下面的 iter_trace_records 上
     tr = load_trace("../shared/traces/mooncake_fast25_synthetic_trace.jsonl")
-    len(tr), tr[0].input_len, len(tr[0].blocks)      # (3993, 40160, 79)；本模块的 load_trace 给 Request 列表
+    len(tr), tr[0].input_len, len(tr[0].blocks)      # (3993, 40160, 79)
 
     for ts, n_in, n_out, ids in iter_trace_records(路径):   # 流式：一次只有一行在内存里
         ...                                                  # ts 毫秒（float），ids 是 list[int]
@@ -341,8 +341,3 @@ def _records(path, block_size):
     if n == 0:
         raise TraceError(path, 0, "文件里没有任何请求（空文件？）")
 
-
-def load_trace(path, block=BLOCK_SIZE):
-    """读 Mooncake JSONL trace（.gz 也行），返回 Request 列表（文件里的顺序）。出错抛 TraceError。"""
-    return [Request(ts / 1000, n_in, n_out, tuple(ids))
-            for ts, n_in, n_out, ids in iter_trace_records(path, block)]

@@ -57,10 +57,11 @@ def test_real_trace_gz_gives_the_same_requests(tmp_path):
 
 
 @pytest.mark.skipif(not os.path.exists(REAL), reason="../shared/traces 不在（真实 trace 只在有 shared/ 的机器上测）")
-def test_columnar_and_list_loaders_agree():
-    """kv_trace.load_trace（列式）和 kv_trace_io.load_trace（Request 列表）都建在同一个逐行检查的读取器上。"""
-    import kv_trace_io
-    assert load_trace(REAL) == kv_trace_io.load_trace(REAL)
+def test_columnar_loader_agrees_with_line_reader():
+    """kv_trace.load_trace（列式）和逐行检查的读取器 kv_trace_io.iter_trace_records 给出同样的请求。"""
+    from kv_trace_io import iter_trace_records
+    assert load_trace(REAL) == [Request(ts / 1000, n_in, n_out, tuple(ids))
+                                for ts, n_in, n_out, ids in iter_trace_records(REAL)]
 
 
 # ---------------------------------------------------------------- 合法的输入

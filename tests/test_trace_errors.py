@@ -1,7 +1,7 @@
 """坏 trace 文件的边角：损坏的 gzip、恶意 JSON、超长的行、坏 UTF-8 的行号、空文件名、文件名里的换行、BOM、FIFO。
 
 每种情况：要么一行 "文件:行号: 说明"（TraceError；脚本里退出码 2），要么按说明接受。大部分直接测
-kv_trace_io.iter_trace_records / load_trace；只有几个有代表性的情况起子进程跑 04 / 05。
+kv_trace_io.iter_trace_records / kv_trace.load_trace；只有几个有代表性的情况起子进程跑 04 / 05。
 """
 import gzip
 import json
@@ -16,7 +16,8 @@ import pytest
 from conftest import LECTURE, ROOT
 
 import kv_trace_io as tio
-from kv_trace_io import MAX_DEPTH, MAX_EXACT, MAX_LINE_BYTES, Request, TraceError, iter_trace_records, load_trace
+from kv_trace import load_trace
+from kv_trace_io import MAX_DEPTH, MAX_EXACT, MAX_LINE_BYTES, Request, TraceError, iter_trace_records
 
 
 def line(ts=0, n_in=1000, n_out=5, ids=(1, 2), raw_ts=None, **extra):
@@ -75,7 +76,7 @@ def test_iter_trace_records_types_and_order(tmp_path):
     recs = list(iter_trace_records(p))
     assert recs == [(0.0, 1024, 7, [5, 6]), (2500.5, 1025, 0, [5, 6, 9])]
     assert [tuple(type(x) for x in r) for r in recs] == [(float, int, int, list)] * 2
-    assert tio.load_trace(p) == [Request(0.0, 1024, 7, (5, 6)), Request(2.5005, 1025, 0, (5, 6, 9))]
+    assert load_trace(p) == [Request(0.0, 1024, 7, (5, 6)), Request(2.5005, 1025, 0, (5, 6, 9))]
 
 
 def test_records_before_a_bad_line_are_streamed(tmp_path):
@@ -287,7 +288,7 @@ def test_memory_stays_bounded_on_bombs(tmp_path):
     code = f"""
 import resource, sys
 sys.path[:0] = [{LECTURE!r}, {ROOT!r}]
-from kv_trace_io import load_trace, TraceError
+from kv_trace import load_trace, TraceError
 def peak():
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 base = peak()
