@@ -1,5 +1,5 @@
 """缓存策略：手算得出的小例子（同一个检查跑全部注册的策略），LengthAware 的两种读法，S3-FIFO 的例子，
-MIN 的手算例子和穷举最优，LRU 一遍算全部容量 = 逐个容量模拟。"""
+MIN 的手算例子和穷举最优，LRU 一遍算全部容量 = 逐个容量模拟，sweep（含后台算）= 逐格 simulate。"""
 import itertools
 
 import numpy as np
@@ -288,6 +288,23 @@ def test_lfu_shortcut_equals_class_on_synthetic_trace(policy):
             ref.append(c.match(b))
             c.insert(b)
         assert simulate(blocks, cap, policy).tolist() == ref
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_sweep_in_background_equals_sweep(workers):
+    """background=True：马上返回一个只读的映射，第一次读时等工作进程算完；内容和普通的 sweep 一样
+    （LRU 的几个容量合成一格一遍算完，拆回来的每格也和单独 simulate 一样）。"""
+    from collections.abc import Mapping
+    rng = np.random.default_rng(5)
+    blocks = [tuple(int(x) for x in rng.choice(50, size=int(rng.integers(1, 8)), replace=False)) for _ in range(150)]
+    caps, pols = (None, 3, 12, 40), ONLINE + ["min"]
+    pending = sweep(blocks, caps, pols, workers=workers, background=True, extra=[("lru", 7)])
+    assert isinstance(pending, Mapping)
+    done = sweep(blocks, caps, pols, workers=workers, extra=[("lru", 7)])
+    assert set(pending) == set(done) == {(p, c) for p in pols for c in caps} | {("lru", 7)}
+    assert len(pending) == len(done)
+    for k in done:
+        assert pending[k].tolist() == done[k].tolist() == simulate(blocks, k[1], k[0]).tolist()
 
 
 def test_sweep_extra_cells():

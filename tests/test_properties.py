@@ -1,10 +1,18 @@
-"""性质测试（hypothesis）：随机的操作序列下，分页 KV 块池和前缀缓存的不变量始终成立。"""
+"""性质测试（hypothesis）：随机的操作序列下，分页 KV 块池和前缀缓存的不变量始终成立；
+模拟器的每条快路径和策略类本身逐请求相同；04 演示 4 整列算和逐个请求算逐位相同。"""
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import kv_cache_sim
+from conftest import load_script
 from kv_cache_policies import CACHE_POLICIES, BlockCache, make_cache
-from kv_cache_sim import has_repeats, infinite_hits, lfu_family_hits, max_live, min_hits, next_use, simulate
+from kv_cache_sim import (_count_less, _min_hits_by_block, _popcount, _popcount_by_table, _previous_touch, _wavelet,
+                          has_repeats, infinite_hits, lfu_family_hits, lru_stack_hits, max_live, min_hits, next_use,
+                          simulate)
+from kv_store import prefill_compute_time, prefill_time
+from kv_trace import Request, Trace
 from paged_kv import BlockPool, PagedSequence, paged_step
 from lab_common.transformer_lab import TINY, config_like, forward, init_params
 
@@ -195,3 +203,135 @@ def columns_offsets(blocks):
 def test_has_repeats():
     assert not has_repeats(np.array([1, 2, 1]), np.array([0, 2, 3]))
     assert has_repeats(np.array([1, 2, 1]), np.array([0, 3]))
+
+
+# ---------------------------------------------------------------- 快路径 = 策略类本身（逐请求 match 再 insert）
+REPEATS = st.lists(st.lists(st.integers(0, 9), min_size=1, max_size=6).map(tuple), min_size=1, max_size=30)
+
+
+@FAST
+@given(blocks=st.one_of(TRACES, RANDOM), cap=st.integers(1, 40))
+def test_simulate_equals_class_for_every_policy(blocks, cap):
+    """simulate 的每条快路径（LRU 栈距离、LFU 类的队列、容量 ≥ 不同块数 = 无限）和策略类逐请求相同。"""
+    for p in ONLINE:
+        assert simulate(blocks, cap, p).tolist() == class_sim(blocks, cap, p)
+
+
+@FAST
+@given(blocks=REPEATS, cap=st.integers(1, 12))
+def test_requests_with_repeated_blocks_use_the_class(blocks, cap):
+    """同一请求里有重复的块时，快路径的前提不成立：simulate 退回策略类，MIN 退回逐块的版本。"""
+    for p in ONLINE:
+        assert simulate(blocks, cap, p).tolist() == class_sim(blocks, cap, p)
+    assert min_hits(blocks, cap).tolist() == _min_hits_by_block(blocks, cap, next_use(blocks)).tolist()
+
+
+@FAST
+@given(blocks=st.one_of(TRACES, RANDOM), caps=st.lists(st.integers(1, 40), min_size=1, max_size=5))
+def test_lru_stack_distances_equal_class(blocks, caps):
+    """lru_stack_hits 一遍算出的每个容量（含大于不同块数的）= 这个容量下逐请求跑 LRUCache。"""
+    got = lru_stack_hits(blocks, caps)
+    assert sorted(got) == sorted(set(caps))
+    for c in caps:
+        assert got[c].tolist() == class_sim(blocks, c, "lru")
+
+
+@FAST
+@given(blocks=st.one_of(TRACES, RANDOM), cap=st.integers(1, 12))
+def test_min_intervals_equal_block_by_block(blocks, cap):
+    """MIN 按区间算（命中 = 结束的区间 − 被淘汰的）和逐块查缓存的版本完全相同。"""
+    assert min_hits(blocks, cap).tolist() == _min_hits_by_block(blocks, cap, next_use(blocks)).tolist()
+
+
+@FAST
+@given(blocks=st.one_of(TRACES, RANDOM), cap=st.integers(1, 12), chunk=st.integers(1, 4))
+def test_fast_paths_do_not_depend_on_chunk_boundaries(blocks, cap, chunk):
+    """每次只把 CHUNK 个请求转成 Python 列表：段的边界（LFU 的饱和、LRU 的 prev、MIN 的区间跨段）不影响结果。"""
+    whole = {p: simulate(blocks, cap, p).tolist() for p in ONLINE + ["min"]}
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(kv_cache_sim, "CHUNK", chunk)
+        for p in ONLINE + ["min"]:
+            assert simulate(blocks, cap, p).tolist() == whole[p]
+        assert lru_stack_hits(blocks, (cap, cap + 3))[cap].tolist() == whole["lru"]
+
+
+def test_lfu_saturation_cut_off_is_taken_and_exact(monkeypatch):
+    """容量 2：块 1、2 各被命中一次以后 hot 占满缓存，之后缓存不再变（剩下的请求用 numpy 算）。
+    确认走到了这条路（_fixed_cache_hits 被调用），结果和 LFU / LengthAware 的类逐请求相同。"""
+    blocks = [(1,), (1,), (2,), (2,), (3, 4), (1, 2), (3,), (1, 5), (2, 1), (6,)]
+    calls = []
+    real = kv_cache_sim._fixed_cache_hits
+    monkeypatch.setattr(kv_cache_sim, "_fixed_cache_hits", lambda *a: calls.append(a[1]) or real(*a))
+    for p in ("lfu", "lengthaware", "lengthaware_early"):
+        assert lfu_family_hits(blocks, 2, CACHE_POLICIES[p]).tolist() == class_sim(blocks, 2, p)
+    assert calls == [4, 4, 4]                   # 第 4 个请求之后 hot = {1, 2}
+
+
+@FAST
+@given(values=st.lists(st.integers(0, 300), max_size=200), data=st.data(), piece=st.integers(1, 70))
+def test_count_less_equals_brute_force(values, data, piece):
+    """小波矩阵的 "前 e 个数里有几个 < b" = 逐个数（跨 64 位的字、分片建层、b 比所有数都大）。"""
+    ends = data.draw(st.lists(st.integers(0, len(values)), min_size=1, max_size=10))
+    bounds = data.draw(st.lists(st.integers(0, 700), min_size=len(ends), max_size=len(ends)))
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(kv_cache_sim, "_SLICE", piece)
+        levels = _wavelet(np.array(values, dtype=np.int64))
+    got = _count_less(levels, np.array(ends), np.array(bounds)).tolist()
+    assert got == [sum(v < b for v in values[:e]) for e, b in zip(ends, bounds)]
+
+
+@FAST
+@given(blocks=st.one_of(TRACES, RANDOM), chunk=st.integers(1, 4))
+def test_previous_touch_equals_brute_force(blocks, chunk):
+    """prev[t] = 同一块上一次被碰的时刻（一段一段算，跨段的查 last）。"""
+    flat = [x for b in blocks for x in b]
+    offsets = np.concatenate([[0], np.cumsum([len(b) for b in blocks])])
+    want = [max([q for q in range(t) if flat[q] == flat[t]], default=-1) for t in range(len(flat))]
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(kv_cache_sim, "CHUNK", chunk)
+        assert _previous_touch(np.array(flat), offsets).tolist() == want
+
+
+def test_popcount_table_equals_bitwise_count():
+    x = np.random.default_rng(0).integers(0, 2 ** 63, size=1000, dtype=np.uint64) * np.uint64(2) + np.uint64(1)
+    want = [bin(int(v)).count("1") for v in x]
+    assert _popcount_by_table(x).tolist() == want == _popcount(x).tolist()
+
+
+# ---------------------------------------------------------------- 04 演示 4：整列算 = 逐个请求算
+M04 = load_script("04_prefix_caching")
+
+
+@FAST
+@given(rows=st.lists(st.tuples(st.integers(1, 200_000), st.integers(0, 400)), min_size=1, max_size=40),
+       block=st.sampled_from([16, 512]))
+def test_gpu_hours_by_columns_equals_per_request_loop(rows, block):
+    """gpu_hours / prefill_hours_no_cache 用 numpy 整列算，和逐个请求调用 prefill_time、从前往后累加逐位相同。"""
+    tr = Trace.from_requests([Request(float(i), n, 1, ()) for i, (n, _) in enumerate(rows)])
+    hits = np.array([h for _, h in rows], dtype=np.int32)
+    total, hit_tok = 0.0, 0
+    for n_in, hb in zip(tr.input_len.tolist(), hits.tolist()):
+        n_hit = min(hb * block, n_in - 1)
+        total += prefill_time(M04.MODEL, n_in, n_hit, M04.TIERS[M04.TIER_FOR_HITS])
+        hit_tok += n_hit
+    assert M04.gpu_hours(tr, hits, block_size=block) == (total / 3600, hit_tok / int(tr.input_len.sum()))
+    base = 0.0
+    for n_in in tr.input_len.tolist():
+        base += prefill_compute_time(M04.MODEL, n_in, 0)
+    assert M04.prefill_hours_no_cache(tr) == base / 3600
+
+
+def test_gpu_hours_beyond_int64_uses_python_integers():
+    """输入长到式 (1) 的 FLOPs 超出 int64（这里 400 万 token）：改用 Python 整数逐个算，结果不溢出。"""
+    tr = Trace.from_requests([Request(0.0, 4_000_000, 1, ()), Request(1.0, 5_000, 1, ())])
+    assert not M04._exact_in_int64(tr.input_len)
+    hits = np.array([7, 3], dtype=np.int32)
+    tier = M04.TIERS[M04.TIER_FOR_HITS]
+    want = 0.0
+    for n, h in [(4_000_000, 7), (5_000, 3)]:
+        want += prefill_time(M04.MODEL, n, min(h * 512, n - 1), tier)
+    assert M04.gpu_hours(tr, hits)[0] == want / 3600 > 0
+    base = 0.0
+    for n in (4_000_000, 5_000):
+        base += prefill_compute_time(M04.MODEL, n, 0)
+    assert M04.prefill_hours_no_cache(tr) == base / 3600
