@@ -112,7 +112,7 @@ def simulate(trace, capacity, policy, per_block=False, prep=None, order=None):
     """按到达顺序跑一遍：每个请求先 match 再 insert。返回每个请求的前缀命中块数 (n_requests,)。
 
     per_block=True：改数逐块命中（count）。policy="min"：Belady 的 MIN，总是逐块命中；
-    prep 是 next_use(trace) 的结果，order 是 TickOrder(trace)（sweep 预先算好一次，各个格子共用）。
+    prep 是 MinPrep(trace)，order 是 TickOrder(trace)（sweep 预先算好一次，各个格子共用）。
     """
     check_policy_args(capacity, policy, (*CACHE_POLICIES, "min"))
     if policy == "min":
@@ -509,6 +509,27 @@ def max_live(nxt, offsets):
     return int(np.cumsum(diff)[:n].max(initial=0))
 
 
+class MinPrep:
+    """MIN 的几个格子共用的准备工作（sweep 在 fork 之前算一次）：
+
+    nxt      next_use(trace)
+    live     max_live(nxt, offsets)：容量 ≥ 它时 MIN 什么都不用淘汰
+    seen     每个请求里"以前出现过"的块数（infinite_hits 的逐块口径）= 在这个请求结束的区间数
+    repeats  有没有哪个请求里同一块出现了不止一次
+    """
+
+    __slots__ = ("nxt", "live", "seen", "repeats")
+
+    def __init__(self, trace, repeats=None):
+        ids, offsets = columns(trace)
+        self.nxt = next_use(trace)
+        self.live = max_live(self.nxt, offsets)
+        self.seen = infinite_hits(trace, per_block=True)
+        if repeats is None:
+            repeats = has_repeats(ids, offsets)
+        self.repeats = repeats
+
+
 def min_hits(trace, capacity, prep=None):
     """Belady 的 MIN：每个请求数逐块命中，再把这个请求的块放进缓存；超出容量时淘汰"下一次用到最晚"的块
     （再也不用的块直接不留）。这是逐块命中的最优解，所以也是任何策略前缀命中的上界。
@@ -521,27 +542,25 @@ def min_hits(trace, capacity, prep=None):
       − 其中被淘汰了的个数（淘汰时记在 evicted[nu] 上）；
     - 堆里 nu ≤ i 的记录是已经结束的区间（旧记录），nu > i 的都还在缓存里：要淘汰时堆顶一定是有效的。
     每次访问只要把新区间的键（numpy 预先算好）压进堆里，不用逐块查缓存。同一请求里有重复的块时
-    （只在手写的小例子里）改用逐块的 _min_hits_by_block。
+    （只在手写的小例子里）改用逐块的 _min_hits_by_block。prep：MinPrep(trace)（sweep 预先算好）。
     """
     if capacity is None:                      # 不淘汰：以前见过的块都命中
         return infinite_hits(trace, per_block=True)
+    if prep is None:
+        prep = MinPrep(trace)
     ids, offsets = columns(trace)
     n = len(offsets) - 1
-    nxt = prep
-    if nxt is None:
-        nxt = next_use(trace)
-    cap = int(capacity)
-    seen = infinite_hits(trace, per_block=True)      # 每个请求里"以前出现过"的块数 = 在这个请求结束的区间数
-    if cap >= max_live(nxt, offsets):       # 有后续访问的块从来没有超过 cap 个：什么都不用淘汰
-        return seen
-    if has_repeats(ids, offsets):
+    nxt, cap = prep.nxt, int(capacity)
+    if cap >= prep.live:                      # 有后续访问的块从来没有超过 cap 个：什么都不用淘汰
+        return prep.seen.copy()
+    if prep.repeats:
         return _min_hits_by_block(trace, cap, nxt)
     dense, n_ids = dense_ids(ids)
     block_bits = max(1, n_ids.bit_length())
     evicted = [0] * (n + 1)                # evicted[j]：本来要留到请求 j、却被淘汰了的区间数
     heap, n_cached = [], 0
     push, pop = functools.partial(heapq.heappush, heap), heapq.heappop
-    hits, seen = [], seen.tolist()
+    hits, seen = [], prep.seen.tolist()      # seen[i]：在请求 i 结束的区间数
     for a, b, lo, hi, seg in _chunks(offsets):
         nu = nxt[lo:hi].astype(np.int64)
         opens = nu < n                         # 这次访问开一个区间（没有重复块：nu > 请求号）
@@ -612,7 +631,7 @@ def _min_hits_by_block(trace, cap, nxt):
 
 
 # ---------------------------------------------------------------- 一次算完整张表（两个核一起）
-_SHARED = None   # fork 出的子进程直接继承这份数据（trace 的两列、MIN 用的 next_use、LFU 类用的 TickOrder），不用序列化
+_SHARED = None   # fork 出的子进程直接继承这份数据（trace 的两列、MinPrep、TickOrder），不用序列化
 
 
 def _run(task):
@@ -658,11 +677,12 @@ def sweep(trace, capacities, policies, workers=None, extra=(), background=False)
         if ("min", None) in cells:
             out[("min", None)] = infinite_hits(_Columns(cols), per_block=True)
     tasks = [(p, c) for p, c in cells if c is not None]
-    prep = order = None
-    if any(p == "min" for p, _ in tasks):
-        prep = next_use(_Columns(cols))
+    prep = order = repeats = None
     if any(p != "min" and (_is_plain_lfu(CACHE_POLICIES[p]) or CACHE_POLICIES[p] is LRUCache) for p, _ in tasks):
         order = TickOrder(_Columns(cols))
+        repeats = order.repeats
+    if any(p == "min" for p, _ in tasks):
+        prep = MinPrep(_Columns(cols), repeats)
     lru = tuple(c for p, c in tasks if p == "lru")
     if len(lru) > 1 and not order.repeats:     # LRU 是栈算法：所有容量合成一格，一遍算完
         tasks = [t for t in tasks if t[0] != "lru"] + [("lru", lru)]

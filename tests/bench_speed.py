@@ -34,6 +34,7 @@ SCRIPT_BUDGET_S = {              # 每个脚本的墙钟预算（秒，中位数
     "02_paged_attention": 5.0,
     "03_sharing_and_cow": 5.0,
     "04_prefix_caching": 4.0,
+    "04b_radix_cache": 5.0,
     "05_kv_store": 5.0,
 }
 SWEEP_CAPACITIES = (None, 100_000, 50_000, 30_000, 10_000, 3_000, 1_000)   # 和 04 演示 3 一样
