@@ -901,17 +901,65 @@ def main(argv=None):
     todo = sorted(DEMOS)
     if args.demo:
         todo = [args.demo]
+    early = [k for k in todo if k not in TRACE_DEMOS]
+    late = [k for k in todo if k in TRACE_DEMOS]
+    wait = None
+    if early and late:                             # 演示 1、2 在子进程里打印，主进程同时建 trace、算命中表
+        wait = run_in_child([DEMOS[k] for k in early])
     data = None
-    if any(k in TRACE_DEMOS for k in todo):       # 命中表最慢：先在后台开算，同时跑演示 1、2
+    if late:                                       # 命中表最慢：在后台的工作进程里算，先跑演示 1、2
         if trace is None:
             trace = read_trace()
         data = trace_sweep(trace, args.trace, args.block, demo3=3 in todo, background=True)
-    for k in todo:
-        if k in TRACE_DEMOS:
-            DEMOS[k](data)
-        else:
+    if wait is None:
+        for k in early:
             DEMOS[k]()
+    else:
+        code = wait()                              # 演示 1、2 都打印完了，才打印演示 3、4
+        if code:
+            return code
+    for k in late:
+        DEMOS[k](data)
     return 0
+
+
+def run_in_child(demos):
+    """在 fork 出来的子进程里依次跑 demos（它们只打印，返回值不用），返回"等它跑完、给出退出码"的函数。
+    这样两个核一起干活：子进程跑演示，主进程同时做别的（04 里是建 trace、开始算命中表）。
+    不能 fork（Windows），或者标准输出不是真正的文件（测试里的 capsys）时返回 None，调用者自己就地跑。
+    """
+    try:
+        sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):
+        return None
+    if not hasattr(os, "fork"):
+        return None
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid == 0:                                   # 子进程：跑完演示就退出（不回到 main）
+        code = 1
+        try:
+            for demo in demos:
+                demo()
+            code = 0
+        except SystemExit as e:                    # fail()：一行错误已经打印了
+            code = 1
+            if e.code is None:
+                code = 0
+            elif isinstance(e.code, int):
+                code = e.code
+        except BaseException:
+            import traceback
+            traceback.print_exc()
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(code)
+
+    def wait():
+        return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+    return wait
 
 
 if __name__ == "__main__":

@@ -631,29 +631,38 @@ def _min_hits_by_block(trace, cap, nxt):
 
 
 # ---------------------------------------------------------------- 一次算完整张表（两个核一起）
-_SHARED = None   # fork 出的子进程直接继承这份数据（trace 的两列、MinPrep、TickOrder），不用序列化
+_SHARED = None   # fork 出的子进程直接继承这份数据（trace 的两列、TickOrder），不用序列化
 
 
 def _run(task):
     p, c = task
-    trace, prep, order = _SHARED
-    if isinstance(c, tuple):                  # LRU 的所有容量：一遍算完
+    trace, order = _SHARED
+    if not isinstance(c, tuple):
+        return simulate(trace, c, p, order=order)
+    if p == "lru":                            # LRU 的所有容量：一遍算完
         return lru_stack_hits(trace, c, order)
-    return simulate(trace, c, p, prep=prep, order=order)
+    repeats = None                            # MIN 的所有容量：准备工作（MinPrep）在这个工作进程里只做一次
+    if order is not None:
+        repeats = order.repeats
+    prep = MinPrep(trace, repeats)
+    return {cap: min_hits(trace, cap, prep) for cap in c}
 
 
 def _cost(task):
-    """粗略的相对耗时（先派最慢的，两个核的负载更均衡；在 Mooncake 的两个 trace 上量过）。"""
+    """粗略的相对耗时：先派最慢的，两个核的负载更均衡（在合成 trace 和 12 万请求的 trace 上量过）。
+    LFU 类容量越大越慢（小容量时 hot 的块很快占满缓存，后面不用模拟）；位置决定先后的（LengthAware）更慢。"""
     p, c = task
     if isinstance(c, tuple):
         return 4.0
     if p == "lru":
         return 1.0
-    if p == "min":
-        return 2.0 - c / 10_000           # 容量越小越慢；容量大到装得下所有"活着"的块时几乎不花时间
-    if _is_plain_lfu(CACHE_POLICIES[p]):
-        return 3.0
-    return 2.5
+    cls = CACHE_POLICIES[p]
+    if not _is_plain_lfu(cls):
+        return 2.5
+    cost = 2.0 + min(c, 100_000) / 100_000
+    if cls.rank is not LFUCache.rank:
+        cost += 0.5
+    return cost
 
 
 def sweep(trace, capacities, policies, workers=None, extra=(), background=False):
@@ -677,19 +686,19 @@ def sweep(trace, capacities, policies, workers=None, extra=(), background=False)
         if ("min", None) in cells:
             out[("min", None)] = infinite_hits(_Columns(cols), per_block=True)
     tasks = [(p, c) for p, c in cells if c is not None]
-    prep = order = repeats = None
+    order = None
     if any(p != "min" and (_is_plain_lfu(CACHE_POLICIES[p]) or CACHE_POLICIES[p] is LRUCache) for p, _ in tasks):
         order = TickOrder(_Columns(cols))
-        repeats = order.repeats
-    if any(p == "min" for p, _ in tasks):
-        prep = MinPrep(_Columns(cols), repeats)
     lru = tuple(c for p, c in tasks if p == "lru")
     if len(lru) > 1 and not order.repeats:     # LRU 是栈算法：所有容量合成一格，一遍算完
         tasks = [t for t in tasks if t[0] != "lru"] + [("lru", lru)]
+    bound = tuple(c for p, c in tasks if p == "min")
+    if bound:                                  # MIN 的几个容量合成一格：共用一份 MinPrep
+        tasks = [t for t in tasks if t[0] != "min"] + [("min", bound)]
     if workers is None:
         workers = min(4, _n_cores())
     tasks.sort(key=_cost, reverse=True)
-    _SHARED = (_Columns(cols), prep, order)
+    _SHARED = (_Columns(cols), order)
     try:
         if workers > 1 and len(tasks) > 1 and "fork" in _start_methods():
             import multiprocessing as mp
@@ -708,7 +717,7 @@ def sweep(trace, capacities, policies, workers=None, extra=(), background=False)
 
 
 def _collect(out, tasks, results):
-    """把各格的结果放进 out：{(policy, capacity): hits}（LRU 合并的那一格给出 {容量: hits}）。"""
+    """把各格的结果放进 out：{(policy, capacity): hits}（LRU、MIN 合并的那一格给出 {容量: hits}）。"""
     for (p, c), hits in zip(tasks, results):
         if isinstance(c, tuple):
             out.update({(p, cap): hits[cap] for cap in c})
