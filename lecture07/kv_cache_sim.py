@@ -14,6 +14,14 @@ trace 可以是 Trace（kv_trace 的列式存储），也可以是块序列的�
 （请求的块只要在缓存里就算，不要求从开头连续），这是任何策略前缀命中的上界：
 前缀命中 ≤ 同一个缓存的逐块命中 ≤ MIN 的逐块命中。sweep(..., policies=("lru", "min")) 直接可用。
 
+怎么算得快（每条捷径都和策略类本身逐请求比对过，见 tests/test_properties.py）：
+- 无限容量：闭式解 infinite_hits；容量不少于 trace 里不同的块数时也一样（从来不用淘汰）；
+- LRU：栈算法，一遍算出所有容量（lru_stack_hits：栈距离，用 numpy 的小波矩阵数）；
+- LFU 类（LFU、LengthAware 和对照组）：次数 ≥ 2 的块永不淘汰，其余的每个 rank 一条先进先出的队列
+  （lfu_family_hits）；hot 的块占满缓存以后缓存不再变；
+- MIN：每次"留到下一次用"是一个区间，淘汰下一次最晚的（min_hits）；
+- sweep：各格分给多个进程（fork），LRU、MIN 的所有容量各合成一格；background=True 在后台算。
+
 内存：几百万次块访问也只在 numpy 数组里；Python 列表每次只转换 CHUNK 个请求。
 """
 import functools
@@ -125,7 +133,7 @@ def simulate(trace, capacity, policy, per_block=False, prep=None, order=None):
         if order is None:
             order = TickOrder(trace)
         if capacity >= order.n_ids:
-            # 容量 ≥ trace 里不同的块数：缓存里的块都是见过的块，永远不超容量，insert 从不调用 evict——
+            # order.n_ids ≥ trace 里不同的块数。缓存里的块都是见过的块，永远不超容量，insert 从不调用 evict——
             # 和无限容量一模一样（LRU、LFU 类的 touch 都会把块放进缓存）。
             return infinite_hits(trace, per_block)
         if not per_block and not order.repeats:
