@@ -41,6 +41,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # 仓库根目录：让 lab_common 包可以 import
 from lab_common.console import ArgParser, fail, fmt_int, print_header, print_observations, print_table, print_text  # noqa: E402
+from lab_common.script_tools import run_in_child  # noqa: E402
 from lab_common.settings import check_setting, is_int  # noqa: E402
 from kv_store import BLOCK as TRACE_BLOCK_SIZE  # noqa: E402  Mooncake trace 的块大小：512 token
 from kv_store import (A800_X8, LLAMA2_70B, LLAMA3_70B, POLICY_NAMES, TIERS, TraceError, block_hashes,  # noqa: E402
@@ -921,45 +922,6 @@ def main(argv=None):
     for k in late:
         DEMOS[k](data)
     return 0
-
-
-def run_in_child(demos):
-    """在 fork 出来的子进程里依次跑 demos（它们只打印，返回值不用），返回"等它跑完、给出退出码"的函数。
-    这样两个核一起干活：子进程跑演示，主进程同时做别的（04 里是建 trace、开始算命中表）。
-    不能 fork（Windows），或者标准输出不是真正的文件（测试里的 capsys）时返回 None，调用者自己就地跑。
-    """
-    try:
-        sys.stdout.fileno()
-    except (AttributeError, OSError, ValueError):
-        return None
-    if not hasattr(os, "fork"):
-        return None
-    sys.stdout.flush()
-    sys.stderr.flush()
-    pid = os.fork()
-    if pid == 0:                                   # 子进程：跑完演示就退出（不回到 main）
-        code = 1
-        try:
-            for demo in demos:
-                demo()
-            code = 0
-        except SystemExit as e:                    # fail()：一行错误已经打印了
-            code = 1
-            if e.code is None:
-                code = 0
-            elif isinstance(e.code, int):
-                code = e.code
-        except BaseException:
-            import traceback
-            traceback.print_exc()
-        finally:
-            sys.stdout.flush()
-            sys.stderr.flush()
-            os._exit(code)
-
-    def wait():
-        return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
-    return wait
 
 
 if __name__ == "__main__":
