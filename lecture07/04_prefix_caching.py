@@ -13,10 +13,10 @@
   演示 4：命中率换算成 LLaMA3-70B 在 8×A800 上的 prefill GPU 时间（Mooncake FAST'25 表 1、式 1）。
   另一种认前缀的办法——SGLang 的基数树（按 token 匹配、按叶子 LRU 淘汰）——在 04b_radix_cache.py。
 
-【运行】python lecture07/04_prefix_caching.py          （约 3.2 秒，2 核笔记本，不需要 GPU）
+【运行】python lecture07/04_prefix_caching.py          （约 2.4 秒，2 核笔记本，不需要 GPU）
         python lecture07/04_prefix_caching.py --demo 3 （只跑演示 3）
         python lecture07/04_prefix_caching.py --trace ../shared/traces/mooncake_fast25_synthetic_trace.jsonl
-              （约 1.5 秒；演示 3、4 改用你给的 trace 文件，这里是 Mooncake 公开的 FAST'25 Synthetic trace：
+              （约 1.7 秒；演示 3、4 改用你给的 trace 文件，这里是 Mooncake 公开的 FAST'25 Synthetic trace：
                JSONL 或 .gz，格式和报错规则见 kv_trace_io.py）
 【依赖】numpy、rich；本目录的 paged_kv、kv_store、kv_cache_policies；lab_common 的 transformer_lab、console、settings。
 【改代码】设置都在下面"学生可以改的设置"里；不合理的值（负数、空元组、不认识的策略名……）在开始时一行拒绝，
@@ -63,7 +63,7 @@ CAPACITIES = (None, 100_000, 50_000, 30_000, 10_000, 3_000, 1_000)   # 演示 3 
 POLICIES = ("lru", "lfu", "lengthaware")   # 演示 3 比较的策略（Mooncake arXiv v3 表 1 的三种）；可选的见
                                           # kv_cache_policies.CACHE_POLICIES（还有 "s3fifo"，以及你自己注册的）
 CONTRAST = "lengthaware_early"      # 演示 3 的对照行：LengthAware 的另一种读法（次数相同时先淘汰靠前的块）
-CONTRAST_CAPS = (10_000,)           # 对照行算哪几个容量（每格约 0.3 秒，默认只算一格）；() = 不要对照行
+CONTRAST_CAPS = (10_000,)           # 对照行算哪几个容量（每格约 0.15 秒，默认只算一格）；() = 不要对照行
 BOUND = "min"                       # 演示 3 的上界：Belady 的 MIN（离线最优，逐块命中）
 HOT_ACCESSES = 1_000                # 演示 3：最热的块至少被访问这么多次，才说"有特别热的块"
 DEMO4_CAPS = (None, 10_000, 1_000)  # 演示 4 比较的缓存容量（块）；None = 无限

@@ -10,7 +10,7 @@ of Structured Language Model Programs"，NeurIPS 2024）把所有请求的 token
           按 token 的代价：拆节点、节点长短不一（没有固定大小的页）、每个 token 一项索引。
   演示 3：04 演示 3 的 trace（块 id，所以按块匹配）和容量：基数树按叶子 LRU 淘汰，和块哈希的 LRU 逐个请求比命中。
 
-【运行】python lecture07/04b_radix_cache.py           （约 2.5 秒，2 核笔记本，不需要 GPU）
+【运行】python lecture07/04b_radix_cache.py           （约 2 秒，2 核笔记本，不需要 GPU）
         python lecture07/04b_radix_cache.py --demo 3  （只跑演示 3）
 【依赖】numpy、rich；本目录的 radix_cache、kv_store、kv_cache_sim，以及 04_prefix_caching.py 的请求、trace 和设置
         （演示 2 的请求、演示 3 的 trace 和容量都从 04 取：改 04 的设置，这里跟着变）。
