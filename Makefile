@@ -28,7 +28,7 @@ demo: $(STAMP)
 	cd lecture07 && ../$(VPY) 04_prefix_caching.py
 
 test: $(STAMP) $(TRITON_STAMP)
-	$(VPY) -m pytest -q -n 2 --dist loadfile tests
+	$(VPY) -m pytest -q -n 2 --dist loadgroup tests
 
 bench: $(STAMP)
 	$(VPY) tests/bench_speed.py

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 from rich.cells import cell_len
 
-from conftest import load_script
+from conftest import load_script, run_main
 from paged_kv import BlockPool, PagedSequence, paged_step
 from lab_common.transformer_lab import TINY, config_like, init_params
 
@@ -12,19 +12,8 @@ m = load_script("03_sharing_and_cow")
 
 @pytest.fixture(scope="module")
 def main_run():
-    """跑一次 main()（演示 1 是最慢的一步，只跑这一次）：返回 (打印的文字, {演示号: 返回的 dict})。"""
-    import contextlib
-    import io
-    got, real = {}, dict(m.DEMOS)
-    for k, fn in real.items():
-        m.DEMOS[k] = lambda fn=fn, k=k: got.setdefault(k, fn())
-    buf = io.StringIO()
-    try:
-        with contextlib.redirect_stdout(buf):
-            assert m.main([]) == 0
-    finally:
-        m.DEMOS.update(real)
-    return buf.getvalue(), got
+    """main() 只跑这一次（演示 1 最慢）：(打印的文字, {演示号: 返回的 dict})，和换进程的测试共用。"""
+    return run_main("03_sharing_and_cow")
 
 
 @pytest.fixture(scope="module")

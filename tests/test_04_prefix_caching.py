@@ -11,6 +11,8 @@ import pytest
 from conftest import LECTURE
 from helpers_04 import demo2_results, m, synthetic_data
 
+pytestmark = pytest.mark.xdist_group("s04")   # 04 的三个测试文件在同一个 pytest 进程里：命中表只算一遍
+
 
 def flat(s):
     """去掉全部空白：观察会按 80 列折行，比较时不管在哪里折的。"""

@@ -5,27 +5,23 @@ import io
 
 import numpy as np
 import pytest
-from conftest import load_script
+from conftest import load_script, run_main
 from helpers_04 import demo2_results, m as m04, synthetic_data
 
 import radix_cache
 from kv_cache_sim import simulate
 from radix_cache import RadixCache, radix_lru_hits
 
+pytestmark = pytest.mark.xdist_group("s04")   # 04 的三个测试文件在同一个 pytest 进程里：命中表只算一遍
+
 r = load_script("04b_radix_cache")
 
 
 @pytest.fixture(scope="module")
 def run():
-    """main() 跑一遍全部演示：记下每个演示返回的字典和打印的全部输出。"""
-    results = {}
-    with pytest.MonkeyPatch.context() as mp:
-        for k, fn in list(r.DEMOS.items()):
-            mp.setitem(r.DEMOS, k, lambda fn=fn, k=k: results.__setitem__(k, fn()))
-        buf = io.StringIO()
-        with contextlib.redirect_stdout(buf):
-            assert r.main([]) == 0
-    return results, buf.getvalue()
+    """main() 跑一遍全部演示：(每个演示返回的字典, 打印的全部输出)，和换进程的测试共用。"""
+    out, results = run_main("04b_radix_cache")
+    return results, out
 
 
 def flat(s):

@@ -11,7 +11,7 @@ import sys
 
 import numpy as np
 import pytest
-from conftest import LECTURE, ROOT, load_script
+from conftest import LECTURE, ROOT, load_script, run_main
 from rich.cells import cell_len
 
 import kv_cluster
@@ -32,11 +32,9 @@ def prefill_s(n_in, hit_blocks):
 
 @pytest.fixture(scope="module")
 def full_run():
-    """默认设置跑一遍全部演示（整个文件只跑这一次）：(run() 返回的 dict, 打印的文本)。"""
-    buf = io.StringIO()
-    with contextlib.redirect_stdout(buf):
-        res = m.run()
-    return res, buf.getvalue()
+    """默认设置跑一遍全部演示（整个文件只跑这一次，和换进程的测试共用）：({演示号: dict}, 打印的文本)。"""
+    out, res = run_main("05_kv_store")
+    return res, out
 
 
 @pytest.fixture(scope="module")
