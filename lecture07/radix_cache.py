@@ -22,9 +22,10 @@ Structured Language Model Programs"，NeurIPS 2024）把所有请求的 token �
        └─ [2, 3) 1 个 ref 0
 """
 import heapq
-import os
 
 import numpy as np
+
+from kv_sim_base import fork_map, n_cores
 
 
 class RadixNode:
@@ -218,15 +219,10 @@ def radix_sweep(block_lists, capacities, workers=None):
     caps = [c for c in capacities if c is None] + sorted((c for c in capacities if c is not None), reverse=True)
     # ↑ 无限和大容量的树大、慢，先派出去，两个核的负载更均衡
     if workers is None:
-        workers = min(2, len(os.sched_getaffinity(0)))
+        workers = min(2, n_cores())
     _BLOCKS = blocks
     try:
-        import multiprocessing as mp
-        if workers > 1 and len(caps) > 1 and "fork" in mp.get_all_start_methods():
-            with mp.get_context("fork").Pool(workers) as pool:
-                pairs = pool.map(_radix_task, caps, chunksize=1)
-        else:
-            pairs = [_radix_task(c) for c in caps]
+        pairs = fork_map(_radix_task, caps, workers)      # 工作进程 fork 时继承 _BLOCKS
     finally:
         _BLOCKS = None
     return {c: np.asarray(h, dtype=np.int64) for c, h in pairs}

@@ -186,16 +186,16 @@ def test_next_use():
 
 def test_next_use_across_chunks(monkeypatch):
     """一段一段往前算（段的边界上"下一次"在后面的段里）和一次算完一样。"""
-    import kv_cache_sim
+    import kv_sim_base
     rng = np.random.default_rng(1)
     blocks = [list(rng.choice(30, size=int(rng.integers(1, 5)), replace=False)) for _ in range(50)]
     whole = next_use(blocks).tolist()
-    monkeypatch.setattr(kv_cache_sim, "CHUNK", 3)
+    monkeypatch.setattr(kv_sim_base, "CHUNK", 3)
     assert next_use(blocks).tolist() == whole
     for p in ONLINE + ["min"]:                      # 分段转换成 Python 列表：段的边界不影响结果
-        monkeypatch.setattr(kv_cache_sim, "CHUNK", 3)
+        monkeypatch.setattr(kv_sim_base, "CHUNK", 3)
         small = simulate(blocks, 4, p).tolist()
-        monkeypatch.setattr(kv_cache_sim, "CHUNK", 4096)
+        monkeypatch.setattr(kv_sim_base, "CHUNK", 4096)
         assert small == simulate(blocks, 4, p).tolist()
 
 

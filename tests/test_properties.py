@@ -5,7 +5,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import kv_cache_sim
+import kv_sim_base
+import kv_sim_lfu
+import kv_sim_lru
 from conftest import load_script
 from kv_cache_policies import CACHE_POLICIES, BlockCache, make_cache
 from kv_cache_sim import (_count_less, _min_hits_by_block, _popcount, _popcount_by_table, _previous_touch, _wavelet,
@@ -249,7 +251,7 @@ def test_fast_paths_do_not_depend_on_chunk_boundaries(blocks, cap, chunk):
     """每次只把 CHUNK 个请求转成 Python 列表：段的边界（LFU 的饱和、LRU 的 prev、MIN 的区间跨段）不影响结果。"""
     whole = {p: simulate(blocks, cap, p).tolist() for p in ONLINE + ["min"]}
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(kv_cache_sim, "CHUNK", chunk)
+        mp.setattr(kv_sim_base, "CHUNK", chunk)
         for p in ONLINE + ["min"]:
             assert simulate(blocks, cap, p).tolist() == whole[p]
         assert lru_stack_hits(blocks, (cap, cap + 3))[cap].tolist() == whole["lru"]
@@ -260,8 +262,8 @@ def test_lfu_saturation_cut_off_is_taken_and_exact(monkeypatch):
     确认走到了这条路（_fixed_cache_hits 被调用），结果和 LFU / LengthAware 的类逐请求相同。"""
     blocks = [(1,), (1,), (2,), (2,), (3, 4), (1, 2), (3,), (1, 5), (2, 1), (6,)]
     calls = []
-    real = kv_cache_sim._fixed_cache_hits
-    monkeypatch.setattr(kv_cache_sim, "_fixed_cache_hits", lambda *a: calls.append(a[1]) or real(*a))
+    real = kv_sim_lfu._fixed_cache_hits
+    monkeypatch.setattr(kv_sim_lfu, "_fixed_cache_hits", lambda *a: calls.append(a[1]) or real(*a))
     for p in ("lfu", "lengthaware", "lengthaware_early"):
         assert lfu_family_hits(blocks, 2, CACHE_POLICIES[p]).tolist() == class_sim(blocks, 2, p)
     assert calls == [4, 4, 4]                   # 第 4 个请求之后 hot = {1, 2}
@@ -274,7 +276,7 @@ def test_count_less_equals_brute_force(values, data, piece):
     ends = data.draw(st.lists(st.integers(0, len(values)), min_size=1, max_size=10))
     bounds = data.draw(st.lists(st.integers(0, 700), min_size=len(ends), max_size=len(ends)))
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(kv_cache_sim, "_SLICE", piece)
+        mp.setattr(kv_sim_lru, "_SLICE", piece)
         levels = _wavelet(np.array(values, dtype=np.int64))
     got = _count_less(levels, np.array(ends), np.array(bounds)).tolist()
     assert got == [sum(v < b for v in values[:e]) for e, b in zip(ends, bounds)]
@@ -288,7 +290,7 @@ def test_previous_touch_equals_brute_force(blocks, chunk):
     offsets = np.concatenate([[0], np.cumsum([len(b) for b in blocks])])
     want = [max([q for q in range(t) if flat[q] == flat[t]], default=-1) for t in range(len(flat))]
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(kv_cache_sim, "CHUNK", chunk)
+        mp.setattr(kv_sim_base, "CHUNK", chunk)
         assert _previous_touch(np.array(flat), offsets).tolist() == want
 
 

@@ -6,7 +6,7 @@ import os
 import numpy as np
 import pytest
 
-import kv_cache_sim
+import kv_sim_base
 from kv_cache_sim import columns, simulate, sweep
 from kv_trace import BLOCK_SIZE, BlockLists, Request, Trace, iter_block_lists, load_trace, make_trace
 from kv_trace_io import iter_trace_records
@@ -109,5 +109,5 @@ def test_real_trace_is_compact():
 def test_chunk_size_does_not_change_results(monkeypatch):
     tr = make_trace(0)[:600]
     ref = {p: simulate(tr, 500, p).tolist() for p in ("lru", "lfu", "lengthaware", "s3fifo", "min")}
-    monkeypatch.setattr(kv_cache_sim, "CHUNK", 7)
+    monkeypatch.setattr(kv_sim_base, "CHUNK", 7)
     assert {p: simulate(tr, 500, p).tolist() for p in ref} == ref
