@@ -22,6 +22,7 @@ def pytest_configure(config):
 
 
 # ---------------------------------------------------------------- 两个 pytest 进程（make test 用 -n 2 --dist loadgroup）
+@pytest.hookimpl(tryfirst=True)   # 要在 xdist 读 xdist_group 之前加上
 def pytest_collection_modifyitems(config, items):
     """同一个测试文件的测试放在同一个进程里（模块级的 fixture 只算一次）；标了 xdist_group 的跟着它的组走。"""
     for item in items:
