@@ -37,3 +37,10 @@ def is_number(x, lo=None, hi=None):
     if isinstance(x, bool) or not isinstance(x, (int, float)) or x != x or x in (float("inf"), float("-inf")):
         return False
     return (lo is None or x >= lo) and (hi is None or x <= hi)
+
+
+def is_sorted_ints(seq, lo=None, hi=None):
+    """非空、从小到大、不重复的整数序列，每个在 [lo, hi] 里。is_sorted_ints((8, 16, 32), 1) → True；(32, 16) → False。"""
+    if not isinstance(seq, (tuple, list)) or len(seq) == 0 or not all(is_int(x, lo, hi) for x in seq):
+        return False
+    return list(seq) == sorted(set(seq))

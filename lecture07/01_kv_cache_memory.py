@@ -35,7 +35,7 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # 仓库根目录：让 lab_common 包可以 import
 from lab_common.console import fmt_int, print_header, print_observations, print_table, print_text  # noqa: E402
 from lab_common.console import ArgParser  # noqa: E402
-from lab_common.settings import check_setting, is_int, is_number  # noqa: E402
+from lab_common.settings import check_setting, is_int, is_number, is_sorted_ints  # noqa: E402
 from kv_store import EQ1_B, LLAMA2_70B, ModelSpec, Node, prefill_compute_time  # noqa: E402
 from paged_kv import n_blocks  # noqa: E402
 
@@ -658,8 +658,7 @@ def check_settings():
     check_setting("COPY_OVERHEAD_US", COPY_OVERHEAD_US, is_number(COPY_OVERHEAD_US, 0, 10_000), " 0–10,000 之间的数（µs）")
     check_setting("SWAP_LEN", SWAP_LEN, is_int(SWAP_LEN, 1, 1 << 20), " 1–1,048,576 的整数")
     for name, value in (("SWAP_BLOCK_SIZES", SWAP_BLOCK_SIZES), ("SWAP_LENS", SWAP_LENS)):
-        check_setting(name, value, isinstance(value, (tuple, list)) and 1 <= len(value) <= 8
-                      and all(is_int(x, 1, 1 << 20) for x in value) and list(value) == sorted(set(value)),
+        check_setting(name, value, is_sorted_ints(value, 1, 1 << 20) and len(value) <= 8,
                       " 1–8 个从小到大、不重复的正整数，例如 (1, 16, 256)")
 
 

@@ -27,7 +27,7 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # 仓库根目录：让 lab_common 包可以 import
 from lab_common.console import fmt_int, print_header, print_observations, print_table, print_text  # noqa: E402
 from lab_common.script_tools import run_demos  # noqa: E402
-from lab_common.settings import check_setting, is_int  # noqa: E402
+from lab_common.settings import check_setting, is_int, is_sorted_ints  # noqa: E402
 from kv_store import LLAMA2_70B  # noqa: E402
 from paged_kv import BlockPool, PagedSequence, n_blocks, paged_step  # noqa: E402
 from lab_common.transformer_lab import TINY, KVCache, config_like, forward, init_params  # noqa: E402
@@ -383,8 +383,7 @@ def check_settings():
                   and all(is_int(n, 1, 200) for n in EQ_PROMPTS), " 1–8 条序列的输入长度，每条 1–200，例如 (3, 7, 12)")
     check_setting("EQ_DECODE", EQ_DECODE, is_int(EQ_DECODE, 0, 50), " 0–50 的整数")
     check_setting("EQ_BLOCK_SIZE", EQ_BLOCK_SIZE, is_int(EQ_BLOCK_SIZE, 1, 256), " 1–256 的整数")
-    check_setting("BLOCK_SIZES", BLOCK_SIZES, isinstance(BLOCK_SIZES, (tuple, list)) and len(BLOCK_SIZES) > 0
-                  and all(is_int(b, 1, 4096) for b in BLOCK_SIZES) and list(BLOCK_SIZES) == sorted(set(BLOCK_SIZES)),
+    check_setting("BLOCK_SIZES", BLOCK_SIZES, is_sorted_ints(BLOCK_SIZES, 1, 4096),
                   "非空、从小到大、不重复的块大小（1–4096），例如 (8, 16, 32)")
     check_setting("N_LENGTHS", N_LENGTHS, is_int(N_LENGTHS, 1, 1_000_000), " 1–1,000,000 的整数")
     check_setting("READ_LEN", READ_LEN, is_int(READ_LEN, 1, 1 << 20), " 1–1,048,576 的整数")

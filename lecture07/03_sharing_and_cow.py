@@ -28,7 +28,7 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # 仓库根目录：让 lab_common 包可以 import
 from lab_common.console import print_header, print_observations, print_table, print_text  # noqa: E402
 from lab_common.script_tools import run_demos  # noqa: E402
-from lab_common.settings import check_setting, is_int, is_number  # noqa: E402
+from lab_common.settings import check_setting, is_int, is_number, is_sorted_ints  # noqa: E402
 from paged_kv import BlockPool, PagedSequence, n_blocks, paged_step  # noqa: E402
 from lab_common.transformer_lab import TINY, KVCache, config_like, forward, init_params  # noqa: E402
 
@@ -511,8 +511,7 @@ def check_settings():
     check_setting("N_REQUESTS", N_REQUESTS, is_int(N_REQUESTS, 1, 200), " 1–200 的整数")
     check_setting("N_CHECK", N_CHECK, is_int(N_CHECK, 0, 200), " 0–200 的整数（0 = 不在真模型上核对）")
     check_setting("N_BEAM", N_BEAM, is_int(N_BEAM, 1, 200), " 1–200 的整数（比 N_REQUESTS 大时用全部请求）")
-    check_setting("WIDTHS", WIDTHS, isinstance(WIDTHS, (tuple, list)) and len(WIDTHS) > 0
-                  and all(is_int(w, 1, 8) for w in WIDTHS) and list(WIDTHS) == sorted(set(WIDTHS)),
+    check_setting("WIDTHS", WIDTHS, is_sorted_ints(WIDTHS, 1, 8),
                   "非空、从小到大、不重复的 n / 宽度（1–8），例如 (2, 4, 6)")
     check_setting("BLOCK_SIZE", BLOCK_SIZE, is_int(BLOCK_SIZE, 1, 256), " 1–256 的整数")
     check_setting("ALPACA_MEAN", ALPACA_MEAN, isinstance(ALPACA_MEAN, (tuple, list)) and len(ALPACA_MEAN) == 2

@@ -62,3 +62,16 @@ def finish_fresh(proc):
     out, err = proc.communicate(timeout=300)
     assert proc.returncode == 0, err[-2000:]
     return out
+
+
+def assert_settings_refused(module, cases, argv):
+    """cases = ((常量名, 不合理的值), …)：逐个改掉模块里的设置，main(argv) 必须一行拒绝（SystemExit 2），再改回去。"""
+    for name, bad in cases:
+        old = getattr(module, name)
+        setattr(module, name, bad)
+        try:
+            with pytest.raises(SystemExit) as e:
+                module.main(argv)
+            assert e.value.code == 2, name
+        finally:
+            setattr(module, name, old)

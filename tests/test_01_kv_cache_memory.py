@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from rich.cells import cell_len
 
-from conftest import load_script
+from conftest import assert_settings_refused, load_script
 
 m = load_script("01_kv_cache_memory")
 
@@ -195,15 +195,7 @@ def test_pool_wording_only_claims_the_paper_for_12_gib(monkeypatch, d1):
 
 
 def test_settings_are_checked():
-    for name, bad in (("GPU_MEM_UTIL", 0), ("GPUS", ()), ("N_REQUESTS", 0), ("KV_POOL_GIB", 0.5), ("BLOCK_SIZE", -4)):
-        old = getattr(m, name)
-        setattr(m, name, bad)
-        try:
-            with pytest.raises(SystemExit) as e:
-                m.main(["--demo", "1"])
-            assert e.value.code == 2
-        finally:
-            setattr(m, name, old)
+    assert_settings_refused(m, (("GPU_MEM_UTIL", 0), ("GPUS", ()), ("N_REQUESTS", 0), ("KV_POOL_GIB", 0.5), ("BLOCK_SIZE", -4)), ["--demo", "1"])
 
 
 # ---------------------------------------------------------------- 演示 3：让 KV 变小

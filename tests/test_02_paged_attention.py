@@ -7,7 +7,7 @@ import sys
 import pytest
 from rich.cells import cell_len
 
-from conftest import LECTURE, load_script
+from conftest import LECTURE, assert_settings_refused, load_script
 
 m = load_script("02_paged_attention")
 
@@ -139,12 +139,4 @@ def test_walkthrough_pool_is_sized_from_the_settings(monkeypatch, d1):
 
 
 def test_settings_are_checked():
-    for name, bad in (("WALK_BLOCK_SIZE", 0), ("BLOCK_SIZES", (32, 16)), ("EQ_PROMPTS", ()), ("WALK_PROMPTS", {})):
-        old = getattr(m, name)
-        setattr(m, name, bad)
-        try:
-            with pytest.raises(SystemExit) as e:
-                m.main(["--demo", "1"])
-            assert e.value.code == 2
-        finally:
-            setattr(m, name, old)
+    assert_settings_refused(m, (("WALK_BLOCK_SIZE", 0), ("BLOCK_SIZES", (32, 16)), ("EQ_PROMPTS", ()), ("WALK_PROMPTS", {})), ["--demo", "1"])

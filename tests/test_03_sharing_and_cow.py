@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 from rich.cells import cell_len
 
-from conftest import load_script, run_main
+from conftest import assert_settings_refused, load_script, run_main
 from paged_kv import BlockPool, PagedSequence, paged_step
 from lab_common.transformer_lab import TINY, config_like, init_params
 
@@ -194,12 +194,4 @@ def test_width_one_is_a_tie_not_a_failure(monkeypatch):
 
 def test_settings_are_checked():
     """不合理的设置在 main() 开始时一行拒绝（退出码 2）。"""
-    for name, bad in (("WIDTHS", ()), ("N_BEAM", 0), ("COW_PROMPT", 100), ("TEMPERATURE", 0)):
-        old = getattr(m, name)
-        setattr(m, name, bad)
-        try:
-            with pytest.raises(SystemExit) as e:
-                m.main(["--demo", "2"])
-            assert e.value.code == 2
-        finally:
-            setattr(m, name, old)
+    assert_settings_refused(m, (("WIDTHS", ()), ("N_BEAM", 0), ("COW_PROMPT", 100), ("TEMPERATURE", 0)), ["--demo", "2"])
