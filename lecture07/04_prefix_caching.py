@@ -47,7 +47,7 @@ from kv_store import BLOCK as TRACE_BLOCK_SIZE  # noqa: E402  Mooncake trace 的
 from kv_store import (A800_X8, LLAMA2_70B, LLAMA3_70B, POLICY_NAMES, TIERS, TraceError, block_hashes,  # noqa: E402
                       layer_overlap, load_time, load_trace, make_trace, prefill_compute_time, prefill_time, sweep)
 from kv_cache_policies import CACHE_POLICIES, LENGTHAWARE_DEFINITION, LENGTHAWARE_SOURCE  # noqa: E402
-from kv_cache_sim import dense_ids  # noqa: E402
+from kv_sim_base import dense_ids  # noqa: E402
 from paged_kv import BlockPool, PagedSequence, n_blocks, paged_step  # noqa: E402
 from lab_common.transformer_lab import TINY, KVCache, config_like, forward, init_params  # noqa: E402
 

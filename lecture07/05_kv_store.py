@@ -736,7 +736,7 @@ def pd_curves(model, node):
 
 def observations4(d):
     """演示 4 的观察：每一句都从 d 里的数字拼出来。"""
-    base, slow, need, lens = d["base"], d["slow"], d["need"], d["lens"]
+    base, slow = d["base"], d["slow"]
     short, long_ = base[0], base[-1]
     obs = []
     text = (f"{fmt_int(long_['n'])} token 的 KV 有 {long_['kv'] / 2**30:.1f} GiB，经 {d['nic_gbps']:g} Gbps 发完要 "

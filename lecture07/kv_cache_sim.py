@@ -30,13 +30,11 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from kv_cache_policies import CACHE_POLICIES, MAX_RANK, LFUCache, LRUCache, check_policy_args, make_cache  # noqa: F401
-from kv_sim_base import (CHUNK, _chunks, _index_type, _prefix_counts, _tick_order, block_lists, columns,  # noqa: F401
-                         dense_ids, first_request, fork_map, has_repeats, infinite_hits, n_cores)
-from kv_sim_lfu import TickOrder, _fixed_cache_hits, _is_plain_lfu, lfu_family_hits  # noqa: F401
-from kv_sim_lru import (_count_less, _ones_before, _popcount, _popcount_by_table, _previous_touch,  # noqa: F401
-                        _wavelet, lru_stack_hits)
-from kv_sim_min import MinPrep, _min_hits_by_block, max_live, min_hits, next_use  # noqa: F401
+from kv_cache_policies import CACHE_POLICIES, LFUCache, LRUCache, check_policy_args, make_cache
+from kv_sim_base import block_lists, columns, fork_map, infinite_hits, n_cores
+from kv_sim_lfu import TickOrder, _is_plain_lfu, lfu_family_hits
+from kv_sim_lru import lru_stack_hits
+from kv_sim_min import MinPrep, min_hits, next_use  # noqa: F401  next_use：MIN 的公开工具，这里一并导出
 
 
 # ---------------------------------------------------------------- 通用：一个容量、一个策略

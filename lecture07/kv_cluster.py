@@ -20,7 +20,7 @@ blocks（每个请求的块 id 序列）。trace_columns() 从列式的 Trace（
 import numpy as np
 
 from kv_cache_policies import LRUCache
-from kv_cache_sim import columns, first_request
+from kv_sim_base import columns, first_request
 from kv_trace import CHUNK
 from kv_store import BLOCK as BLOCK_SIZE  # Mooncake trace 的块大小：512 token
 from kv_store import A800_X8, LLAMA3_70B, TIERS, prefill_time

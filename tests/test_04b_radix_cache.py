@@ -1,7 +1,5 @@
 """04b_radix_cache.py 和 radix_cache.py：基数树的结构、按 token 匹配的得失、叶子 LRU = 块哈希 LRU。"""
-import contextlib
 import doctest
-import io
 
 import numpy as np
 import pytest

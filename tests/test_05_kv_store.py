@@ -1,8 +1,6 @@
 """05_kv_store.py 和 kv_cluster.py：每个演示打印的每条结论都在这里检查，再加几个手算的小例子。"""
 import ast
-import contextlib
 import doctest
-import io
 import json
 import os
 import re

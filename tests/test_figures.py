@@ -5,8 +5,6 @@ import os
 import pathlib
 import re
 import struct
-import subprocess
-import sys
 import warnings
 
 import pytest

@@ -10,9 +10,11 @@ import kv_sim_lfu
 import kv_sim_lru
 from conftest import load_script
 from kv_cache_policies import CACHE_POLICIES, BlockCache, make_cache
-from kv_cache_sim import (_count_less, _min_hits_by_block, _popcount, _popcount_by_table, _previous_touch, _wavelet,
-                          has_repeats, infinite_hits, lfu_family_hits, lru_stack_hits, max_live, min_hits, next_use,
-                          simulate)
+from kv_cache_sim import infinite_hits, min_hits, next_use, simulate
+from kv_sim_base import has_repeats
+from kv_sim_lfu import lfu_family_hits
+from kv_sim_lru import _count_less, _popcount, _popcount_by_table, _previous_touch, _wavelet, lru_stack_hits
+from kv_sim_min import _min_hits_by_block, max_live
 from kv_store import prefill_compute_time, prefill_time
 from kv_trace import Request, Trace
 from paged_kv import BlockPool, PagedSequence, paged_step

@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 import kv_sim_base
-from kv_cache_sim import columns, simulate, sweep
+from kv_cache_sim import simulate, sweep
+from kv_sim_base import columns
 from kv_trace import BLOCK_SIZE, BlockLists, Request, Trace, iter_block_lists, load_trace, make_trace
 from kv_trace_io import iter_trace_records
 
