@@ -13,7 +13,7 @@ of Structured Language Model Programs"，NeurIPS 2024）把所有请求的 token
 
 【运行】python lecture07/04b_radix_cache.py           （约 2 秒，2 核笔记本，不需要 GPU）
         python lecture07/04b_radix_cache.py --demo 3  （只跑演示 3；--more 印出全部观察，--list 列出演示）
-【依赖】numpy、rich；本目录的 radix_cache、kv_store、kv_cache_sim，以及 04_prefix_caching.py 的请求、trace 和设置
+【依赖】numpy、rich；本目录的 radix_cache、kv_physics、kv_cache_sim，以及 04_prefix_caching.py 的请求、trace 和设置
         （演示 2 的请求、演示 3 的 trace 和容量都从 04 取：改 04 的设置，这里跟着变）。
 
 【试一试】
@@ -32,7 +32,8 @@ from lab_common.script_tools import load_script, run_lecture  # noqa: E402
 from lab_common.settings import check_setting, is_int  # noqa: E402
 from lab_common.transformer_lab import TINY  # noqa: E402
 from kv_cache_sim import sweep  # noqa: E402
-from kv_store import block_hashes, n_blocks  # noqa: E402
+from kv_physics import block_hashes  # noqa: E402
+from paged_kv import n_blocks  # noqa: E402
 from radix_cache import RadixCache, radix_sweep  # noqa: E402
 
 S04 = load_script("04_prefix_caching")    # 演示 2 的请求、演示 3 的 trace 和容量都用 04 的（同一份代码、同一组设置）
