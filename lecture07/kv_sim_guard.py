@@ -27,9 +27,9 @@ import types
 
 SHIPPED = {   # 类名 → (快速引擎, 发布时的指纹)：kv_cache_policies 里的这几个类一字不差时才用快速引擎
     "LRUCache": ("lru", "1018152358b75bd6"),
-    "LFUCache": ("lfu", "b2588dadd91cfe24"),
-    "LengthAwareCache": ("lfu", "8173323ec488af27"),
-    "LengthAwareEarlyCache": ("lfu", "2dac448f64fae7ac"),
+    "LFUCache": ("lfu", "4dfc24c8ec5cdf70"),
+    "LengthAwareCache": ("lfu", "66687068e288694c"),
+    "LengthAwareEarlyCache": ("lfu", "cd814a217de6a1a9"),
 }
 DISPLAY_ONLY = ("NAME", "SHORT")   # 只是显示的名字：改了不影响数字
 POLICY_MODULE = "kv_cache_policies"
