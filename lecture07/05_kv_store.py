@@ -122,9 +122,9 @@ def break_even_len(gb_per_s, node, model=LLAMA3_70B):
 
 
 def break_even_cell(n):
-    """保本长度：< 1 → "任意长度"。"""
+    """保本长度：< 1 → "任意"（任意长度的前缀都是读更快）。"""
     if n < 1:
-        return "任意长度"
+        return "任意"
     return integer(n)
 
 
@@ -152,13 +152,13 @@ def demo1_load_or_recompute():
                           pipe=pipe, sim=layer_pipeline(ld, comp, model.n_layers), exposed=pipe - comp))
     print_text(f"KV {size(kv)}；重算（FAST'25 式 1）{node.name} {ms(rec[node.name])}、{h800.name} {ms(rec[h800.name])}。"
                f"流水：命中前 {prefix:,} 个、再算 {suffix:,} 个 token（只算 {ms(comp)}，全部重算 {ms(full)}）。")
-    print_table(["层级", "GB/s", "读", "读/重算", "H800 保本", "流水", "露出"],
+    print_table(["层级", "GB/s", "读", "读/算", "保本", "流水", "露出"],
                 [[r["short"], gbs(r["gbps"]), ms_cell(r["load"]), R3(r["ratio"]), break_even_cell(r["n_star_h800"]),
                   ms_cell(r["pipe"]), ms_cell(r["exposed"])] for r in tiers],
-                caption=f"单位 ms；读/重算按 {node.name}；H800 保本：前缀超过它才值得从这层读。流水 = max(读, 算) + "
-                        f"min(读, 算) / {model.n_layers}（逐层读 KV，arXiv v3 §5.2），露出 = 流水 − 算。")
+                caption=f"单位 ms；读/算 = 读 / 重算（{node.name}）；保本：{h800.name} 上前缀超过它才该读。流水 = max(读, "
+                        f"算) + min(读, 算) / {model.n_layers}（逐层读 KV，arXiv v3 §5.2），露出 = 流水 − 算。")
     worst = max(abs(r["sim"] - r["pipe"]) for r in tiers)
-    more_table(["层级", "读/重算 H800", "A800 保本", "串行", "逐层模拟"],
+    more_table(["层级", "读/算 H800", "保本 A800", "串行", "逐层模拟"],
                [[r["short"], R3(r["load"] / rec[h800.name]), break_even_cell(r["n_star"]), ms_cell(r["load"] + comp),
                  ms_cell(r["sim"])] for r in tiers],
                caption=f"单位 ms。串行 = 读完再算；逐层模拟（一层一层走一遍）和流水公式最大差 {worst:.1e} s。带宽出处："
@@ -169,8 +169,11 @@ def demo1_load_or_recompute():
     more_table(["机器", "算力", *(f"{n:,}" for n in lens)],
                [[m.name, pct(m.mfu)] + [F1(bw[(m.name, m.mfu, n)]) for n in lens] for m in machines],
                caption=f"读比重算快的最低带宽（GB/s）= KV 字节 / 重算时间（FAST'25 §2.2 式 2），列是前缀长度：{node.name}"
-                       f"（{pct(node.mfu)}）{change(*trend, F1)}。{PAPER_SHAPE['source']}：gqa = {PAPER_SHAPE['gqa']}，"
-                       f"每 token 的 KV \"{PAPER_SHAPE['kv']}\"；换算：{model.n_heads} 个查询头 ÷ {gqa} = {model.n_kv_heads} 个"
+                       f"（{pct(node.mfu)}）{change(*trend, F1)}；GPU 越快门槛越高，{h800.name} 是 {node.name} 的 "
+                       f"{times1(bw[(h800.name, 1.0, PAPER_PREFIX)] / bw[(node.name, 1.0, PAPER_PREFIX)])}（峰值算力之比 "
+                       f"{times1(H800_X8.tflops_per_gpu / node.tflops_per_gpu)}）。{PAPER_SHAPE['source']}：gqa = "
+                       f"{PAPER_SHAPE['gqa']}，每 token 的 KV \"{PAPER_SHAPE['kv']}\"；换算：{model.n_heads} 个查询头 ÷ "
+                       f"{gqa} = {model.n_kv_heads} 个"
                        f" KV 头，2 × {model.n_layers} × {model.d_model // gqa:,} × {model.dtype_bytes} B = "
                        f"{size(model.kv_bytes_per_token())}；{prefix:,} token 共 {size(kv)}（{size(kv, binary=False)}，"
                        "1 GB/s = 10⁹ B/s）。arXiv v3 的 dummy LLaMA2-70B 形状相同。")
@@ -200,7 +203,7 @@ def observations_1(d):
     fast = [r for r in t if order(r["ratio"], 1, R3) < 0]
     worst, dram, ssd = min(t, key=lambda r: r["gbps"]), t[1], t[3]
     obs = [f"在 {node} 上读 {d['prefix']:,} token 的 KV，比重算（{ms(d['recompute'][node])}）快的层级有 {len(fast)}/"
-           f"{len(t)} 个；最慢的 {worst['short']} 读 {ms(worst['load'])}，读/重算 {R3(worst['ratio'])}。"]
+           f"{len(t)} 个；最慢的 {worst['short']} 读 {ms(worst['load'])}，读/算 {R3(worst['ratio'])}。"]
     a, h, pa, ph = d["a800_100"], d["h800_100"], d["paper_bw"][node], d["paper_bw"][h800]
     agree = "一致"
     if (integer(a), integer(h)) != (str(pa), str(ph)):
@@ -214,7 +217,7 @@ def observations_1(d):
     if order(dram["load"], comp, ms) >= 0:
         text = f"按层流水：{dram['short']} 读 {ms(dram['load'])}，不比 {ms(comp)} 的计算短，露出 {ms(dram['exposed'])}；"
     obs.append(text + vs(f"{ssd['short']} 总共", ssd["pipe"], "全部重算", d["full"], ms, more="慢", less="快") + "。")
-    return obs, [f"GPU 越快，门槛越高：{h800} 是 {node} 的 {times1(h / a)}（峰值算力之比 {times1(d['flops_ratio'])}）。"]
+    return obs, []
 
 
 # =============================================================================
@@ -271,10 +274,10 @@ def demo2_hot_blocks(cols, source):
                  for k in replicas],
                 caption="单元格：最忙那块网卡的负载 = 要发的字节 / (带宽 × 时长)，> 100% 即超载；末列：平均排队（ms）。"
                         f"请求率按 GPU 忙到 {pct(util)} 放大；热点块复制到 k 台。")
-    more_table(["节点", "k", "请求率×", "最忙", "平均", "平均排队", "P99", "最长"],
-               [[n, k, F1(r["scale"]), or_dash(pct, r["hot_load"]), or_dash(pct1, r["avg_load"]), ms_cell(r["mean"]),
-                 ms_cell(r["p99"]), ms_cell(r["max"])] for (n, k), r in by.items()],
-               caption="网卡负载（最忙的一块、全部的平均）和排队（ms；每个请求几次传输里等得最久的那次）。网卡：FAST'25 "
+    more_table(["节点", "k", "倍率", "平均负载", "平均排队", "P99", "最长"],
+               [[n, k, F1(r["scale"]), or_dash(pct1, r["avg_load"]), ms_cell(r["mean"]), ms_cell(r["p99"]),
+                 ms_cell(r["max"])] for (n, k), r in by.items()],
+               caption="倍率：请求率放大的倍数；平均负载：全部网卡的平均；排队（ms）：每个请求几次传输里等得最久的那次。网卡：FAST'25 "
                        f"表 1 的 B_nic = 800 Gbps = {gbs(NIC_GB_PER_S)} GB/s 是一台节点全部网卡的合计（§3.2.3：每张 A800 配一块"
                        " 100/200 Gbps 的网卡），这里当成一个 FIFO 队列。命中按无限容量的池算；全部 prefill 在一台 "
                        f"{A800_X8.name} 上要 {sec0(work[LOCAL_DRAM.name])}{avg_nodes}（命中从本机 DRAM 读），改从远端 DRAM"
@@ -360,16 +363,18 @@ def demo3_scheduling(cols, source):
                           hit=float(usable_hits(r["hits"], input_len).sum() / total_blocks), util=util,
                           pulled_share=float(np.mean(r["pulled"] > 0)), pulled=int(r["pulled"].sum()))
     g, pg, ps = res["global_cache"]["mean"], PAPER_FIG5["global_cache"], PAPER_FIG5_SETUP
-    print_table(["调度", "TTFT", "P90", "命中", "负载", "×全局", "论文", "论文×"],
-                [[SCHED_NAMES[s], F2(r["mean"]), F2(r["p90"]), pct(r["hit"]), or_dash(pct, r["util"]),
+    print_table(["调度", "TTFT", "命中", "负载", "×全局", "论文", "论文×"],
+                [[SCHED_NAMES[s], F2(r["mean"]), pct(r["hit"]), or_dash(pct, r["util"]),
                   times(r["mean"] / g), F2(PAPER_FIG5[s]), times(PAPER_FIG5[s] / pg)] for s, r in res.items()],
                 caption="TTFT：平均（s，含排队和拉 KV）；命中：用得上的前缀命中块 / 全部块；负载 > 100% 即超载；×全局："
                         f"相对全局缓存感知。论文：{ps['source']}，{ps['nodes']} 台 {ps['node']}（没说几台做 prefill）回放 "
                         f"{ps['trace']}；本实验 {nodes:,} 台全做 prefill。")
-    more_table(["调度", "拉了 KV 的请求", "拉的块"],
-               [[SCHED_NAMES[s], pct(r["pulled_share"]), integer(r["pulled"])] for s, r in res.items()],
-               caption=f"本地缓存 {cap:,} 块 × {BLOCK_SIZE} token = {cap * BLOCK_SIZE:,} token，在每台自己的 DRAM 里，命中从本机"
-                       f" DRAM 读；全局调度还能把别的节点上更长的前缀经网卡（{gbs(NIC_GB_PER_S)} GB/s）拉过来。{notes}"
+    more_table(["调度", "P90 TTFT", "拉了 KV 的请求", "拉的块"],
+               [[SCHED_NAMES[s], F2(r["p90"]), pct(r["pulled_share"]), integer(r["pulled"])] for s, r in res.items()],
+               caption=f"随机和负载均衡都不看缓存；随机还不看排队，平均 TTFT 是负载均衡的 "
+                       f"{times1(res['random']['mean'] / res['load_balancing']['mean'])}。本地缓存 {cap:,} 块 × {BLOCK_SIZE} "
+                       f"token = {cap * BLOCK_SIZE:,} token，在每台自己的 DRAM 里，命中从本机 DRAM 读；全局调度还能把别的节点"
+                       f"上更长的前缀经网卡（{gbs(NIC_GB_PER_S)} GB/s）拉过来。{notes}"
                        "本实验是离散事件模拟：每台一次只做一个 prefill、排队时间精确已知、RDMA 传输不排队、传输和计算不重叠；"
                        "论文是真实集群（有 batching 和排队估计误差）。所以只比顺序和相对大小。")
     d = dict(results=res, scale=scale, no_cache_nodes=no_cache, source=source, burst=burst, nodes=nodes,
@@ -383,9 +388,8 @@ def observations_3(d):
     """演示 3 的观察：一台节点、并列、没有命中、没有拉取、超载，各有自己的说法。"""
     res, names, p = d["results"], d["names"], d["paper"]
     rnd, lb, loc, glo = (res[s] for s in ("random", "load_balancing", "local_cache", "global_cache"))
-    more = [f"随机和负载均衡都不看缓存；随机还不看排队，平均 TTFT 是负载均衡的 {times1(rnd['mean'] / lb['mean'])}。"]
     if d["nodes"] == 1:
-        return [f"只有 1 台节点：四种调度都只能发给它（平均 TTFT 都是 {F2(glo['mean'])} s），要比较调度至少要 2 台。"], more
+        return [f"只有 1 台节点：四种调度都只能发给它（平均 TTFT 都是 {F2(glo['mean'])} s），要比较调度至少要 2 台。"], []
     means = sorted((r["mean"] for r in res.values()), key=lambda x: -value(F2(x)))
     ranking = rank([(names[s], r["mean"]) for s, r in res.items()], F2)
     text = f"平均 TTFT 从高到低：{ranking}（{'、'.join(F2(x) for x in means)} s），与论文图 5 的顺序"
@@ -410,7 +414,7 @@ def observations_3(d):
                "节点，又用得上别处的前缀。")
     if not glo["pulled"]:
         obs[-1] = "全局调度一次也没有从别的节点拉 KV：拉过来从不比在本地算快，它和本地缓存感知选得一样。"
-    return obs, more
+    return obs, []
 
 
 # =============================================================================
@@ -433,7 +437,7 @@ def demo4_pd_transfer():
     print_header(f"演示 4：prefill/decode 分离——把 KV 送到 decode 节点（{model.name}、{node.name}）")
     print_text("Mooncake、Splitwise 把 prefill、decode 放在不同机器上（DistServe 是不同 GPU，可同机经 NVLink，§4.2）；"
                f"一层算完就发这一层（Mooncake：FAST'25 §3.1、arXiv v3 §3 的第 3 步）。网卡合计 {nic:g} Gbps。")
-    base, hits, slow = ([pd_case(model, node, n, h, g) for n in lens] for h, g in ((0.0, nic), (hit, nic), (0.0, slow_nic)))
+    base, hits, slow = ([pd_case(model, node, n, h, g) for n in lens] for h, g in ((0, nic), (hit, nic), (0, slow_nic)))
     print_table(["prompt", "KV", "prefill", "发 KV", "露出", "需要", f"命中 {pct(hit)}"],
                 [[integer(c["n"]), F2(c["kv"] / 2**30), ms_cell(c["prefill"]), ms_cell(c["send"]),
                   ms_cell(c["exposed"]), F1(c["need_gbps"]), F1(h["need_gbps"])] for c, h in zip(base, hits)],
@@ -446,14 +450,20 @@ def demo4_pd_transfer():
     fits = f"还藏得住 {mha}（余量 {times1(nic1 / mha_need)}）"
     if order(mha_need, nic1, F1) > 0:
         fits = f"藏不住 {mha}"
-    more_table([f"小模型（{A800_X1.name}）", "KV/token", *(f"{n:,}" for n in lens)],
+    relative = ""
+    if len(base) > 1:                         # 一个长度：比不出长短
+        relative = (f"{model.name} 的发/prefill 从 {base[0]['n']:,} token 的 "
+                    f"{pct1(base[0]['send'] / base[0]['prefill'])} 到 {base[-1]['n']:,} token 的 "
+                    f"{pct1(base[-1]['send'] / base[-1]['prefill'])}：prefill 的注意力随长度平方"
+                    "增长，KV 只随长度线性增长。")
+    more_table([f"一张 {A800_X1.name[2:]}", "KV/token", *(f"{n:,}" for n in lens)],
                [[name, size(m.kv_bytes_per_token())] + [F1(x) for x in need[name]] for name, m in small.items()],
                caption=f"藏得住所需的最低网卡带宽（Gbps）。{gqa} 每 token 的计算是 {model.name} 的 "
                        f"1/{model.prefill_flops(1) / m_gqa.prefill_flops(1):.0f}，KV 却是 {model.name} 的 "
                        f"1/{model.kv_bytes_per_token() / m_gqa.kv_bytes_per_token():g}；{mha} 是 MHA（KV 是 GQA 的 "
                        f"{m_mha.kv_bytes_per_token() // m_gqa.kv_bytes_per_token()} 倍）；{model.name} 摊到每张卡只要 "
                        f"{GBPS(per_gpu)}（余量 {times1(nic1 / per_gpu)}）。每张 A800 配一块 {nic1}/200 Gbps 的网卡"
-                       f"（FAST'25 §3.2.3），{fits}。")
+                       f"（FAST'25 §3.2.3），{fits}。{relative}")
     ref, ref_hit = (pd_case(model, node, PAPER_PD["n"], h, nic) for h in (0.0, PAPER_PD["hit"]))
     engine = {k: ref["kv"] / (v * 1e9) for k, v in PAPER_PD["engine_gbs"].items()}
     line = {k: ref["kv"] * 8 / (int(k.split("×")[0]) * int(k.split("×")[1].split()[0]) * 1e9) for k in engine}
@@ -500,10 +510,8 @@ def observations_4(d):
         c = exposed[0]
         text = (f"，{listing(integer(x['n']) for x in exposed)} token 藏不住：{integer(c['n'])} token 露出 "
                 f"{ms(c['exposed'])}，是它 prefill 的 {pct(c['exposed'] / c['prefill'])}")
-    where = ""
-    if d["slow_gbps"] == d["paper"]["sweep"][0]:
-        where = "（FAST'25 §5.4.2 模拟的最低带宽）"
-    obs.append(f"网卡换成 {d['slow_gbps']:g} Gbps{where}{text}。")
+    sweep = d["paper"]["sweep"]
+    obs.append(f"网卡换成 {d['slow_gbps']:g} Gbps（FAST'25 §5.4.2 模拟了 {sweep[0]}–{sweep[1]} Gbps）{text}。")
     need_b, need_h = [c["need_gbps"] for c in base], [c["need_gbps"] for c in hits]
     over = [integer(c["n"]) for c in hits if order(c["need_gbps"], nic, F1) > 0]
     text = f"，{nic:g} Gbps 的余量{change(nic / max(need_b), nic / max(need_h), times1)}"
@@ -513,12 +521,7 @@ def observations_4(d):
                f"{text}：网络更容易露出来。")
     if not d["hit"]:
         obs[-1] = "PD_HIT = 0：不考虑前缀命中，最后一列和\"需要\"相同。"
-    more = []
-    if len(base) > 1:                         # 一个长度：比不出长短
-        more.append(f"发/prefill 从 {base[0]['n']:,} token 的 {pct1(base[0]['send'] / base[0]['prefill'])} 到 "
-                    f"{long_['n']:,} token 的 {pct1(long_['send'] / long_['prefill'])}：prefill 的注意力随长度平方增长，"
-                    "KV 只随长度线性增长。")
-    return obs, more
+    return obs, []
 
 
 # =============================================================================
