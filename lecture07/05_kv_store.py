@@ -285,7 +285,7 @@ def demo2_hot_blocks(cols, source):
                        "简化：只模拟发送方的网卡，每次传输独占网卡；热点块由整个 trace 事先选出，副本事先放好。")
     d = dict(burst=burst, nodes=nodes, replicas=replicas, by=by, node_hours=node_h, util=util, hot_share=hot_share,
              n_hot=int(is_hot.sum()), hot_access_share=float(counts[is_hot].sum() / max(1, total)),
-             raw_hits=int(raw.sum()), hit_blocks=int(hits.sum()), reuse=total - len(counts))
+             raw_hits=int(raw.sum()), hit_blocks=int(hits.sum()), reuse=total - int(np.count_nonzero(counts)))
     print_observations(*observations_2(d))
     return d
 
@@ -341,7 +341,7 @@ def demo3_scheduling(cols, source):
     if not burst:
         no_cache = sum(prefill_time(LLAMA3_70B, n, 0, LOCAL_DRAM, A800_X8) for n in input_len) / span_s
         scale = load * nodes / no_cache
-        rate = f"请求率 × {F2(scale)}（不用缓存时要 {nodes:,} 台的 {pct(load)}）；"
+        rate = f"请求率 × {F2(scale)}：不用缓存时要 {nodes:,} 台的 {pct(load)}；"
         notes = f"不用前缀缓存时平均要 {F2(no_cache)} 台一直做 prefill，请求率乘以 {F2(scale)} 使它等于 {nodes:,} 台的 {pct(load)}："
         if order(load, 1, pct) > 0:
             notes += "不用缓存就超载，调度得好不好直接决定 TTFT。"
@@ -399,8 +399,10 @@ def observations_3(d):
         text += "不矛盾，但有并列"
     else:
         text += "一致"
+    if ranking.count(" = ") == len(res) - 1:
+        text = f"四种调度的平均 TTFT 都是 {F2(glo['mean'])} s：在这个 trace 上调度方式没有带来差别"
     obs = [text + f"；全局比本地{rel_change(loc['mean'], glo['mean'], less='低', more='高')}"
-           f"（论文{rel_change(p['local_cache'], p['global_cache'], less='低', more='高')}）。"]
+           f"，论文{rel_change(p['local_cache'], p['global_cache'], less='低', more='高')}。"]
     text = (f"看缓存的调度把下一轮送回有它前缀的节点：命中率从 {pct(lb['hit'])}（负载均衡）变为 {pct(loc['hit'])}（本地）、"
             f"{pct(glo['hit'])}（全局）")
     if not d["burst"]:
