@@ -165,14 +165,16 @@ def demo1_load_or_recompute():
                        + "；".join(f"{r['short']}——{r['source']}" for r in tiers) + f"。{h800.name}：{H800_SOURCE}。")
     machines, gqa = [replace(node, mfu=1.0), node, replace(H800_X8, mfu=1.0), h800], model.n_heads // model.n_kv_heads
     bw = {(m.name, m.mfu, n): min_bandwidth(n, m) for m in machines for n in set(lens) | {PAPER_PREFIX}}
-    trend = [bw[(node.name, node.mfu, n)] for n in (lens[0], lens[-1])]    # 重算 ∝ n² + n，读只 ∝ n：越长门槛越低
+    trend = ""
+    if len(lens) > 1:       # 重算 ∝ n² + n，读只 ∝ n：前缀越长，门槛越低
+        trend = f"：{node.name}（{pct(node.mfu)}）{change(*(bw[(node.name, node.mfu, n)] for n in (lens[0], lens[-1])), F1)}"
     more_table(["机器", "算力", *(f"{n:,}" for n in lens)],
                [[m.name, pct(m.mfu)] + [F1(bw[(m.name, m.mfu, n)]) for n in lens] for m in machines],
-               caption=f"读比重算快的最低带宽（GB/s）= KV 字节 / 重算时间（FAST'25 §2.2 式 2），列是前缀长度：{node.name}"
-                       f"（{pct(node.mfu)}）{change(*trend, F1)}；GPU 越快门槛越高，{h800.name} 是 {node.name} 的 "
+               caption=f"读比重算快的最低带宽（GB/s）= KV 字节 / 重算时间（FAST'25 §2.2 式 2），列是前缀长度{trend}。"
+                       f"GPU 越快门槛越高，{h800.name} 是 {node.name} 的 "
                        f"{times1(bw[(h800.name, 1.0, PAPER_PREFIX)] / bw[(node.name, 1.0, PAPER_PREFIX)])}（峰值算力之比 "
                        f"{times1(H800_X8.tflops_per_gpu / node.tflops_per_gpu)}）。{PAPER_SHAPE['source']}：gqa = "
-                       f"{PAPER_SHAPE['gqa']}，每 token 的 KV \"{PAPER_SHAPE['kv']}\"；换算：{model.n_heads} 个查询头 ÷ "
+                       f"{PAPER_SHAPE['gqa']}，每 token 的 KV “{PAPER_SHAPE['kv']}”；换算：{model.n_heads} 个查询头 ÷ "
                        f"{gqa} = {model.n_kv_heads} 个"
                        f" KV 头，2 × {model.n_layers} × {model.d_model // gqa:,} × {model.dtype_bytes} B = "
                        f"{size(model.kv_bytes_per_token())}；{prefix:,} token 共 {size(kv)}（{size(kv, binary=False)}，"
