@@ -57,9 +57,9 @@ def _kv_case(args, kwargs, expected, hint):
 def _kv_all_models(m):
     """讲义里的模型形状 × 四种注意力 × 两种字节数，和参考实现逐个比。"""
     need(m, "kv_bytes_per_token")
-    import kv_store
+    import kv_physics
     ref = reference(1)["kv_bytes_per_token"]
-    shapes = [v for v in vars(kv_store).values() if isinstance(v, kv_store.ModelSpec)]
+    shapes = [v for v in vars(kv_physics).values() if isinstance(v, kv_physics.ModelSpec)]
     for spec in shapes:
         for att in ("MHA", "GQA", "MQA", "MLA"):
             for nbytes in (2, 1):
@@ -68,7 +68,7 @@ def _kv_all_models(m):
                 same(m["kv_bytes_per_token"](*args, **kw), ref(*args, **kw),
                      f"{spec.name} 的形状，{att}，dtype_bytes={nbytes}", "和参考实现不同：对照上面几个手算的用例")
     if not shapes:
-        raise Fail("kv_store 的模型", "至少一个", "0 个", "kv_store 里没有 ModelSpec")
+        raise Fail("kv_physics 的模型", "至少一个", "0 个", "kv_physics 里没有 ModelSpec")
 
 
 CASES_1 = [

@@ -45,10 +45,6 @@ def run_case(fn, objs, path):
         return "还没写", e
     except _Timeout:
         return "超时", None
-    except KeyError as e:
-        if e.args and e.args[0] in {n for ex in EXERCISES.values() for n, _ in ex.names} and e.args[0] not in objs:
-            return "还没写", e
-        return "出错", one_line(e, path)
     except Exception as e:
         return "出错", one_line(e, path)
     finally:
@@ -57,7 +53,7 @@ def run_case(fn, objs, path):
             signal.signal(signal.SIGALRM, old)
 
 
-def _not_written_name(err, objs, impl):
+def _not_written_name(err, impl):
     """NotImplementedError 来自哪个名字：写在提示里（'PagedSequence.free 还没写'）。"""
     tb = err.__traceback__
     last = None
@@ -78,8 +74,9 @@ def check_exercise(number, impl, out=print, fail_fast=False):
     ex = EXERCISES[number]
     path = impl.path
     label = short_path(path) if path else "参考实现"
-    if impl.error:
-        out(f"练习 {number} · {ex.title}：{impl.error}")
+    missing = [n for n, _ in ex.names if n not in impl.objs]
+    if impl.error or missing:
+        out(f"练习 {number} · {ex.title}：{impl.error or impl.status[missing[0]]}")
         return "没通过"
     results = []
     for name, fn in CASES[number]:
@@ -112,7 +109,7 @@ def _explain(first, impl, out):
         out(f"     你的：{detail.got}")
         out(f"     提示：{detail.hint}")
     elif state == "还没写":
-        out(f"     用到的 {_not_written_name(detail, impl.objs, impl)} 还没写（还在 raise NotImplementedError）")
+        out(f"     用到的 {_not_written_name(detail, impl)} 还没写（还在 raise NotImplementedError）")
     elif state == "超时":
         out(f"     {CASE_SECONDS} 秒还没跑完：多半是死循环（比如 while 循环里的下标没有前进）")
     else:

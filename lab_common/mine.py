@@ -44,7 +44,7 @@ EXERCISES = {e.number: e for e in (
     Exercise(3, "ex3_cow", "fork、写时复制、free：ref_count 的账", ("03_sharing_and_cow",),
              (("PagedSequence", "paged_kv"),)),
     Exercise(4, "ex4_block_hashes", "链式块哈希和前缀匹配", ("04_prefix_caching", "04b_radix_cache"),
-             (("block_hashes", "kv_store"), ("match_prefix", "paged_kv"))),
+             (("block_hashes", "kv_physics"), ("match_prefix", "paged_kv"))),
     Exercise(5, "ex5_lru", "LRU 淘汰策略（BlockCache 的子类）", ("04_prefix_caching",),
              (("LRUCache", "kv_cache_policies"),)),
     Exercise(6, "ex6_radix", "基数树的 match 和 insert（含拆节点）", ("04b_radix_cache",),
@@ -175,6 +175,16 @@ class Impl:
     @property
     def written(self):
         return [n for n, s in self.status.items() if s == "写好了"]
+
+    @property
+    def problem(self):
+        """文件加载不了、少了名字、或在很小的输入上就出错：第一条这样的一行说明；没有时 None。"""
+        if self.error:
+            return self.error
+        for s in self.status.values():
+            if s not in ("写好了", "还没写"):
+                return s
+        return None
 
     @property
     def untouched(self):
@@ -311,9 +321,7 @@ def mine_line(impls, script_name):
     used = [f"{name}（练习 {n}）" for n, i in impls.items() for name in i.written]
     mine_scripts = [n for n, e in EXERCISES.items() if script_name in e.scripts]
     left = [n for n in mine_scripts if not impls[n].written]
-    broken = [f"练习 {n}（{i.error or next(s for s in i.status.values() if s not in ('写好了', '还没写'))}）"
-              for n, i in impls.items()
-              if not i.written and (i.error or any(s not in ("写好了", "还没写") for s in i.status.values()))]
+    broken = [f"练习 {n}（{i.problem}）" for n, i in impls.items() if not i.written and i.problem]
     paths = [i.path for i in impls.values() if i.path]
     where_dir = exercises_dir()
     if paths:
@@ -331,6 +339,7 @@ def mine_line(impls, script_name):
 
 def run_with_mine(run, script_name, directory=None, impls=None):
     """--mine 的入口：run() 跑选中的演示并返回 0。返回退出码（学生的代码出错时为 1）。"""
+    script_name = os.path.splitext(os.path.basename(script_name))[0]      # "lecture07/04_x.py" → "04_x"
     if impls is None:
         impls = student_impls(directory)
     print(mine_line(impls, script_name), flush=True)
@@ -389,12 +398,22 @@ def _diff(a, b):
 
 
 def _context(line, k, before=18, after=10):
-    """第 k 个数在这一行里的样子（空白压成一个，数字用【】标出，两头太长时截掉）：'… 500 LRU 【0.338】 29,364'。"""
+    """第 k 个数在这一行里的样子（空白压成一个，数字用【】标出，两头太长时截掉，但留着行首的行名）：
+
+    >>> _context("LRU    0.61   0.61   0.60   0.58   0.46", 3)
+    'LRU…0.61 0.60 【0.58】 0.46'
+    """
     flat = " ".join(line.split())
     m = list(NUMBER.finditer(flat))[k]
     head, tail = flat[:m.start()], flat[m.end():]
     if len(head) > before:
-        head = "…" + head[-before + 1:]
+        label = flat.split(" ", 1)[0]            # 表格的一行：第一格（行名）总留着
+        if NUMBER.fullmatch(label) or len(label) > before // 2:
+            label = ""
+        cut = head[-(before - len(label)) + 1:]
+        if " " in cut[:-1]:
+            cut = cut[cut.index(" ") + 1:]      # 不从一个数的中间截开
+        head = label + "…" + cut
     if len(tail) > after:
         tail = tail[:after - 1] + "…"
     return f"{head}【{m.group()}】{tail}"

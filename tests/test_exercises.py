@@ -231,3 +231,8 @@ def test_compare_lists_numbers_and_text():
     assert any(line.split()[-3:] == ["0.61", "0.12", "-0.49"] for line in got), got
     assert any(line.split()[-3:] == ["12", "3", "-9"] for line in got), got
     assert "第 3 行的文字也不同" in text and "你的：结论：FIFO 最好" in text
+
+
+def test_mine_doctests():
+    import doctest
+    assert doctest.testmod(mine).failed == 0
