@@ -16,7 +16,7 @@
   演示 4：显存不够时的抢占：演示 2 的负载下抢占了多少次；重算与换出到 CPU 内存各要多久，随块大小、
           PCIe 带宽怎样变（对照 vLLM 论文 §7.3、图 19）。
 
-【依赖】numpy、rich；本目录的 kv_store（ModelSpec、LLAMA2_70B、prefill_compute_time）、paged_kv（n_blocks）；
+【依赖】numpy、rich；本目录的 kv_physics（ModelSpec、LLAMA2_70B、prefill_compute_time）、paged_kv（n_blocks）；
         lab_common 的 console、say、settings、script_tools。
 
 【试一试】改下面"学生可以改的设置"里的一个值，再运行（不合理的值会被一行拒绝，并说明允许的范围）：
@@ -39,7 +39,7 @@ from lab_common.console import print_header, print_observations, print_table, pr
 from lab_common.say import change, count, fixed, integer, listing, order, pct, pct1, rank, ratio, size, span, value, words  # noqa: E402
 from lab_common.script_tools import run_lecture  # noqa: E402
 from lab_common.settings import check_setting, is_int, is_number, is_sorted_ints  # noqa: E402
-from kv_store import EQ1_B, LLAMA2_70B, ModelSpec, Node, prefill_compute_time  # noqa: E402
+from kv_physics import EQ1_B, LLAMA2_70B, ModelSpec, Node, prefill_compute_time  # noqa: E402
 from paged_kv import n_blocks  # noqa: E402
 
 KiB, MiB, GiB = 1024, 1024 ** 2, 1024 ** 3   # 本脚本的字节数一律按 1024 进位、标成 KiB/MiB/GiB（vLLM 论文写的
@@ -564,7 +564,7 @@ def attention_share(model, n):
 
 
 def recompute_seconds(model, n_tokens):
-    """把 n_tokens 个 token 当作输入重新 prefill 一遍（kv_store.prefill_compute_time，FAST'25 式 1）。"""
+    """把 n_tokens 个 token 当作输入重新 prefill 一遍（kv_physics.prefill_compute_time，FAST'25 式 1）。"""
     return prefill_compute_time(model, n_tokens, 0, node=SWAP_GPU)
 
 
