@@ -12,7 +12,7 @@ from rich.cells import cell_len
 
 from conftest import LECTURE, assert_settings_refused, load_script
 from lab_common import console
-from lab_common.console import observation_lines
+from lab_common.console import observation_lines, wrap_cjk
 
 m = load_script("01_kv_cache_memory")
 
@@ -63,6 +63,7 @@ def check_shape(lines, more=()):
     assert 1 <= len(lines) <= 3, lines
     for line in lines:
         assert observation_lines(line) <= 3, line
+        assert max(cell_len(x) for x in wrap_cjk(f"  1. {line}", 78, indent=5)) <= 80, line
     for line in list(lines) + list(more):
         assert not re.search(r"(?<![\d.])-0(?:\.0+)?(?![\d.])", line), line
         assert not re.search(r"(?<![\d.])0 [KMGT]iB", line), line
