@@ -165,9 +165,10 @@ class LFUCache(BlockCache):
 
     def rank_bits(self, n):
         """位置 0..n-1 的 rank 已经移到键里的位置上（每个类只算一次 4096 个）。"""
-        table = _RANK_TABLES.get(type(self))
+        rank = type(self).rank                   # 按 rank 函数本身记：换了 rank（哪怕是同一个类）就重算
+        table = _RANK_TABLES.get((rank, MAX_RANK))
         if table is None:
-            table = _RANK_TABLES[type(self)] = [self.rank(p) << _RANK_SHIFT for p in range(MAX_RANK + 1)]
+            table = _RANK_TABLES[(rank, MAX_RANK)] = [self.rank(p) << _RANK_SHIFT for p in range(MAX_RANK + 1)]
         if n <= MAX_RANK + 1:
             return table
         return table + [table[MAX_RANK]] * (n - MAX_RANK - 1)
@@ -187,7 +188,7 @@ _BLOCK_BITS = 53                          # 块 id < 2^53（kv_trace_io 检查�
 _TICK_SHIFT, _RANK_SHIFT, _COUNT_SHIFT = _BLOCK_BITS, _BLOCK_BITS + 40, _BLOCK_BITS + 52
 _BLOCK_MASK = (1 << _BLOCK_BITS) - 1
 _COUNT_ONE = 1 << _COUNT_SHIFT
-_RANK_TABLES = {}                         # 类 → 4096 个位置的 rank（已移位）
+_RANK_TABLES = {}                         # (rank 函数, MAX_RANK) → 每个位置的 rank（已移位）
 MAX_RANK = 4095                           # 位置超过 4095 块（200 万 token）按 4095 算
 
 
