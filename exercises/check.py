@@ -151,11 +151,16 @@ def main(argv=None):
         number, impl = variant_impl(args.variant)
         impls = {number: impl}
     else:
-        numbers = args.numbers or sorted(EXERCISES)
+        numbers = sorted(set(args.numbers)) or sorted(EXERCISES)
         impls = {n: reference_impl(n) if args.reference else student_impl(n, directory) for n in numbers}
     result = {}
     for number, impl in impls.items():
-        result[number] = check_exercise(number, impl)
+        lines = []
+        result[number] = check_exercise(number, impl, out=lines.append)
+        print("\n".join(lines))
+        if len(lines) > 1:
+            print()                                  # 多行的练习之后空一行
+    if len(lines) == 1:
         print()
     print(summary(result))
     return 0 if all(r == "通过" for r in result.values()) else 1
