@@ -384,20 +384,21 @@ def _case_requests(m):
 
 
 def _case_trace(m):
-    """合成 trace（make_trace，种子 0）的前 3,000 个请求，缓存是容量 1,500 块的 LFU：
-    LFU 会淘汰父块、留下子块，于是会出现"后面的块在、前面的不在"的请求。"""
+    """合成 trace（make_trace，种子 0）的前 3,000 个请求，缓存是容量 1,500 块的"先淘汰靠前的块"（04 的对照策略）：
+    它先拆掉前缀的父块，于是有 45 个请求"后面的块还在、前面的不在"——正好考 match_prefix 会不会停。"""
     need(m, "match_prefix")
-    from kv_cache_policies import LFUCache
+    from kv_cache_policies import LengthAwareEarlyCache
     ref = reference(4)["match_prefix"]
     tr = _trace()
-    cache = LFUCache(1500)
+    cache = LengthAwareEarlyCache(1500)
     for i in range(3000):
         blocks = tr.blocks(i)
         want = ref(blocks, cache.entries)
         got = m["match_prefix"](blocks, cache.entries)
         if got != want:
-            raise Fail(f"合成 trace（make_trace 种子 0）第 {i} 个请求的 {len(blocks)} 块；缓存 = LFU，容量 1,500 块",
-                       show(want), show(got), "从第一块起连续命中几块：第一次没命中就停，后面的块在不在都不算")
+            raise Fail(f"合成 trace（make_trace 种子 0）第 {i} 个请求的 {len(blocks)} 块；缓存里有其中 "
+                       f"{cache.count(blocks)} 块（先淘汰靠前的块，容量 1,500）", show(want), show(got),
+                       "从第一块起连续命中几块：第一次没命中就停，后面的块在不在都不算")
         cache.insert(blocks)
 
 
@@ -423,7 +424,7 @@ CASES_4 = [
     ("match_prefix：中间断了", _match_case(["a", "b", "c", "d"], {"a", "b", "d"}, 2, "第一次没命中就停")),
     ("match_prefix：空请求、空缓存", _match_case([], {}, 0, "没有块：命中 0 块")),
     ("共享前缀的 24 个请求：每个请求命中的块数和参考实现相同", _case_requests),
-    ("合成 trace 的 3,000 个请求（LFU 缓存会留下缺了父块的子块）：命中块数和参考实现相同", _case_trace),
+    ("合成 trace 的 3,000 个请求（缓存先淘汰父块，留下缺了父块的子块）：命中块数和参考实现相同", _case_trace),
 ]
 
 

@@ -274,24 +274,35 @@ def bind_impls(impls):
 
 # ---------------------------------------------------------------- --mine
 class _Tee(io.TextIOBase):
-    """一边照常写到终端，一边留一份给比较。不是终端（isatty False、没有 fileno）：
-    表格按固定的 80 列排，和参考那一遍完全同样排版；演示也不会 fork 出子进程绕过它直接写文件。"""
+    """一边照常写到 out（None：不显示，参考那一遍），一边留一份给比较。不是终端（isatty False、没有 fileno）：
+    表格按固定的 80 列排，两遍完全同样排版；演示也不会 fork 出子进程绕过它直接写文件。"""
 
-    def __init__(self, out):
+    def __init__(self, out=None):
         self.out, self.buf = out, io.StringIO()
+
+    @property
+    def encoding(self):
+        return getattr(self.out, "encoding", None) or "utf-8"
 
     def writable(self):
         return True
 
     def write(self, s):
-        self.out.write(s)
+        if self.out is not None:
+            self.out.write(s)
         return self.buf.write(s)
 
     def flush(self):
-        self.out.flush()
+        if self.out is not None:
+            self.out.flush()
 
     def isatty(self):
         return False
+
+    def reconfigure(self, **kwargs):
+        """脚本为 GBK 之类的终端调 sys.stdout.reconfigure(errors=...) 时，转给真正的输出。"""
+        if self.out is not None and hasattr(self.out, "reconfigure"):
+            self.out.reconfigure(**kwargs)
 
 
 def _clear_caches():
@@ -306,10 +317,15 @@ def _clear_caches():
 
 
 def _run_captured(run, out):
-    """run() 的标准输出写到 out；返回 run 的返回值。"""
+    """run() 的标准输出写到 out；返回 run 的返回值。标准输入换成空的：--step 不会在看不见的参考那一遍里等回车。"""
     _clear_caches()
-    with contextlib.redirect_stdout(out):
-        return run()
+    stdin = sys.stdin
+    sys.stdin = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(out):
+            return run()
+    finally:
+        sys.stdin = stdin
 
 
 def student_impls(directory=None):
@@ -346,7 +362,7 @@ def run_with_mine(run, script_name, directory=None, impls=None):
     pairs = bind_impls(impls)
     if not pairs:
         return run()
-    ref_out = io.StringIO()
+    ref_out = _Tee()
     code = _run_captured(run, ref_out)
     if code:
         return code
@@ -364,7 +380,7 @@ def run_with_mine(run, script_name, directory=None, impls=None):
         print(f"--mine：你的代码在跑演示时出错：{one_line(e, where_path)}。先跑 {check} 看看是哪一个用例没过。",
               file=sys.stderr)
         return 1
-    for line in compare(ref_out.getvalue(), tee.buf.getvalue()):
+    for line in compare(ref_out.buf.getvalue(), tee.buf.getvalue()):
         print(line)
     return code
 
