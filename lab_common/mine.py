@@ -333,7 +333,7 @@ def student_impls(directory=None):
 
 
 def mine_line(impls, script_name):
-    """一行："--mine：用了你写的 练习 5 LRUCache、……；这个脚本用到的练习 4 还没写（用参考实现）"。"""
+    """一行："--mine：用了你在 exercises/ 里写的 LRUCache（练习 5）；这个脚本的练习 4 还没写，用参考实现。"。"""
     used = [f"{name}（练习 {n}）" for n, i in impls.items() for name in i.written]
     mine_scripts = [n for n, e in EXERCISES.items() if script_name in e.scripts]
     left = [n for n in mine_scripts if not impls[n].written]
@@ -343,7 +343,7 @@ def mine_line(impls, script_name):
     if paths:
         where_dir = os.path.dirname(paths[0])
     if used:
-        text = f"--mine：用了你写的 {'、'.join(used)}（{short_path(where_dir)}/）"
+        text = f"--mine：用了你在 {short_path(where_dir)}/ 里写的 {'、'.join(used)}"
     else:
         text = f"--mine：{short_path(where_dir)}/ 里还没有写好的练习，下面全部是参考实现"
     if left and used:

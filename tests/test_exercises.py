@@ -173,7 +173,7 @@ def test_mine_identical_for_correct_lru(tmp_path, capsys):
     impls = _impl_from_source(tmp_path, LRU_OK)
     assert run_with_mine(_hit_table, "04_prefix_caching", impls=impls) == 0
     out = capsys.readouterr().out
-    assert out.splitlines()[0].startswith("--mine：用了你写的 LRUCache（练习 5）")
+    assert out.splitlines()[0].startswith("--mine：用了你在 ") and "里写的 LRUCache（练习 5）" in out
     assert "和参考实现完全一致（3 行输出逐字相同）。" in out
 
 
@@ -236,3 +236,38 @@ def test_compare_lists_numbers_and_text():
 def test_mine_doctests():
     import doctest
     assert doctest.testmod(mine).failed == 0
+
+
+GATHER_OK = '''
+import numpy as np
+
+
+def gather_kv(pool, layer, blocks, length):
+    out = []
+    for x in (pool.k, pool.v):
+        parts = [x[layer, b] for b in blocks]                 # 每块 (KV 头, 块内位置, 头维度)
+        out.append(np.concatenate(parts, axis=1)[:, :length])
+    return out[0], out[1]
+'''
+GATHER_NO_TRANSPOSE = '''
+def gather_kv(pool, layer, blocks, length):
+    k, v = pool.k[layer, blocks], pool.v[layer, blocks]
+    H, hd = k.shape[1], k.shape[3]
+    return k.reshape(H, -1, hd)[:, :length], v.reshape(H, -1, hd)[:, :length]
+'''
+
+
+@pytest.mark.parametrize("text, same", [(GATHER_OK, True), (GATHER_NO_TRANSPOSE, False)], ids=["ok", "no_transpose"])
+def test_mine_through_the_script_runner(tmp_path, monkeypatch, capsys, text, same):
+    """02 --mine --demo 2（run_lecture 的 --mine）：写对的 gather_kv 和参考完全一致；写错的列出 logits 的差。"""
+    from conftest import load_script
+    monkeypatch.setenv(mine.EXERCISES_ENV, _student_dir(tmp_path, {"ex2_gather_kv.py": text}))
+    s02 = load_script("02_paged_attention")
+    assert s02.main(["--mine", "--demo", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "里写的 gather_kv（练习 2）。" in out.splitlines()[0]
+    if same:
+        assert "和参考实现完全一致" in out
+    else:
+        assert "行和参考实现不同" in out and "+3.0e+00" in out
+    assert paged_kv.gather_kv is mine.reference(2)["gather_kv"]
