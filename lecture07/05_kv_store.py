@@ -29,11 +29,12 @@ from lab_common.say import (change, count, fixed, integer, listing, order, pct, 
 from lab_common.script_tools import run_lecture  # noqa: E402
 from lab_common.settings import check_setting, is_int, is_number  # noqa: E402
 from kv_cache_sim import simulate  # noqa: E402
-from kv_cluster import (BLOCK_BYTES, BLOCK_SIZE, LOCAL_DRAM, NIC_GB_PER_S, RDMA, SCHEDULERS, block_homes,  # noqa: E402
-                        fetch_plan, hit_accesses, hit_tokens, nic_fetch, run_prefill, trace_columns)
-from kv_store import (A800_X8, EQ1_A, EQ1_B, LLAMA2_7B, LLAMA3_8B, LLAMA3_70B, TIERS, Node,  # noqa: E402
-                      layer_overlap, load_time, prefill_compute_time, prefill_time)
+from kv_cluster import (BLOCK_BYTES, LOCAL_DRAM, NIC_GB_PER_S, RDMA, SCHEDULERS, block_homes, fetch_plan,  # noqa: E402
+                        hit_accesses, hit_tokens, nic_fetch, run_prefill, trace_columns)
+from kv_physics import (A800_X8, EQ1_A, EQ1_B, LLAMA2_7B, LLAMA3_8B, LLAMA3_70B, TIERS, Node,  # noqa: E402
+                        layer_overlap, load_time, prefill_compute_time, prefill_time)
 from kv_trace import load_trace, make_trace  # noqa: E402
+from kv_trace_io import BLOCK_SIZE  # noqa: E402  Mooncake trace 的块大小：512 token
 
 # ---- 学生可以改的设置 ----
 TRACE_SEED = 0                  # 合成 trace 的随机种子（--trace 给了文件就不用）
@@ -71,7 +72,7 @@ PAPER_PD = dict(n=131_072, kv_gb=40, engine_gbs={"4×200 Gbps": 87, "8×400 Gbps
                        "§5.4.2（24–400 Gbps，建议至少 100 Gbps）、§5.4.3 图 14（命中 95%：prefill −92%、TTFT −86%）")
 SCHED_NAMES = {"random": "随机", "load_balancing": "负载均衡", "local_cache": "本地缓存感知",
                "global_cache": "全局缓存感知"}
-SHORT_TIER = ["HBM", "本机 DRAM", "远端 DRAM", "SSD"]   # 表格里的短名字，顺序同 kv_store.TIERS
+SHORT_TIER = ["HBM", "本机 DRAM", "远端 DRAM", "SSD"]   # 表格里的短名字，顺序同 kv_physics.TIERS
 FIG_PREFIX_RANGE = (256, 131_072)   # 演示 1 返回给 figures/plot_05.py 的曲线：前缀长度范围（token）
 BURST_S = 1e-3      # 全部请求在 1 ms（trace 时间戳的单位）之内到达：当成同一时刻的突发，算不出请求率
 F1, F2, R3, GBPS = fixed(1), fixed(2), fixed(3), fixed(1, "Gbps")   # 表格和句子共用的格式（lab_common.say）
