@@ -67,8 +67,8 @@ GQA_GROUPS = 8           # 演示 3：GQA 的 KV 组数（要整除 LLaMA2-13B �
 MLA_KV_LORA_RANK = 512   # 演示 3：MLA 每层存的压缩 KV 维度 d_c（DeepSeek-V2 config.json 的 kv_lora_rank）
 MLA_ROPE_DIM = 64        # 演示 3：MLA 每层另存的带 RoPE 的 key 维度 d_h^R（DeepSeek-V2 的 qk_rope_head_dim）
 PCIE_GBPS = 16.0         # 演示 4：每张卡 host↔device 的带宽（GB/s，1 GB = 10⁹ B）。本实验的假设：FAST'25 表 1
-#                          整机 128 GB/s ÷ 8 卡；vLLM 的实验是一张 A100 独占 PCIe 4.0 ×16，约 25–32 GB/s
-PCIE_GBPS_ALT = (25.0, 32.0)       # 演示 4：再按这几个带宽各算一列"重算 / 来回"（看结论对带宽有多敏感）
+#                          整机 128 GB/s ÷ 8 卡；vLLM 论文没给，一张卡独占 PCIe 4.0 ×16 时约 25–32 GB/s
+PCIE_GBPS_ALT = (25.0, 32.0)       # 演示 4：再按这几个带宽各算一列"重算 / 来回"（单卡独占 PCIe 4.0 ×16 的量级，假设）
 COPY_OVERHEAD_US = 10.0  # 演示 4：每次 cudaMemcpyAsync 的固定开销（µs）——本实验的假设，只取量级
 COPY_OVERHEAD_ALT_US = (0.0, 20.0)  # 演示 4：固定开销换成这几个值再算一遍（--more 里的敏感性）
 SWAP_LEN = 512           # 演示 4：比较块大小时，被抢占的序列已有几个 token
@@ -79,6 +79,7 @@ LEN_SIGMA = 1.0          # 长度的对数正态分布的 σ（越大尾巴越�
 # ---- 论文的数字（只用来对照，标明出处）----
 SHAREGPT_MEAN = (161.31, 337.99)    # vLLM 论文（SOSP'23）图 11(a)：ShareGPT 平均输入 / 输出长度
 VLLM_FIG2 = {"Orca (Max)": 20.4, "Orca (Pow2)": 26.8, "Orca (Oracle)": 38.2, "vLLM": 96.3}   # 图 2：token 状态占比 %
+#             （§6.2 实验的平均；三种 Orca 是作者自己重写的实现，图注没说数据集；正文 §1 给出 20.4–38.2%）
 VLLM_TABLE1_KV_GB = 12              # vLLM 论文表 1：OPT-13B 在 A100 40GB 上留给 KV 的 12 GB
 VLLM_TABLE1_SLOTS = 15.7e3          # vLLM 论文表 1：OPT-13B、A100 40GB、KV 12 GB → 最多 15.7K 个 KV slot
 VLLM_REQ_GB = 1.6                   # vLLM 论文 §3：OPT-13B 一个 2048 token 的请求的 KV 可达 1.6 GB
@@ -91,7 +92,7 @@ DSV2_KV_BITS = 6                    # DeepSeek-V2 论文 §3.2.3：部署时把 
 DEEPSEEK_67B = ModelSpec("DeepSeek 67B", n_layers=95, d_model=8192, n_heads=64, n_kv_heads=8,
                          n_params=67e9)   # deepseek-llm-67b 的 config.json：95 层、64 个查询头、8 个 KV 头（GQA）
 VLLM_73_MEDIUM = (16, 64)           # vLLM 论文 §7.3、图 19：块 16–64 时重算与换出的端到端性能相当
-VLLM_73_RECOMPUTE_MAX = 20          # vLLM 论文 §7.3：重算的开销"从不超过换出延迟的 20%"，即重算最多比换出慢 20%
+VLLM_73_RECOMPUTE_MAX = 20          # vLLM 论文 §7.3：块大时换出更快，但重算最多比换出慢 20%（重算 ≤ 1.2 × 换出）
 SWAP_GPU = Node("A100", n_gpus=1, tflops_per_gpu=312, hbm_gb_per_gpu=40)   # 演示 4 重算用的卡：bf16 峰值 312 TFLOPS、MFU 0.6
 PAPER = dict(fig2=VLLM_FIG2, sharegpt=SHAREGPT_MEAN, gqa_equiv=DSV2_GQA_EQUIV, dsv2_reduction=DSV2_KV_REDUCTION,
              dsv2_bits=DSV2_KV_BITS, medium=VLLM_73_MEDIUM, recompute_max=VLLM_73_RECOMPUTE_MAX)
@@ -162,9 +163,9 @@ def observations_1(d):
     more = [pool_sentence(d),
             f"vLLM 论文 §3 把 OPT-13B 的 {size(opt_b)} 写作 800 KB，2048 token 的请求写作"
             f"\"可达 {VLLM_REQ_GB} GB\"（我们算 {size(2048 * opt_b)}）。",
-            f"Mooncake FAST'25 表 1 的 gqa = {FAST25_GQA} 是查询头数与 KV 头数之比（LLaMA3-70B：64 ÷ 8）；§5.3.1 写每个 "
-            f"token 的 KV 是 \"{FAST25_KV_KB} KB\"，我们换算为 80 层 × 8 头 × 128 × 2 × 2 B = {integer(l70_b)} B = "
-            f"{size(l70_b)}。",
+            f"Mooncake FAST'25 表 1：l = 80、d = 8192、gqa = {FAST25_GQA}（查询头数 / KV 头数）；§5.3.1：LLaMA3-70B 每个 "
+            f"token 的 KV \"{FAST25_KV_KB} KB\"。我们的换算：64 个查询头 ÷ {FAST25_GQA} = 8 个 KV 头，2 × 80 × 1,024 × 2 B = "
+            f"{integer(l70_b)} B = {size(l70_b)}（论文的 KB 是 1024 B）。",
             f"每头一组时 LLaMA2-70B 要 {size(d['mha_70'])}/token。同样，LLaMA3-8B（{LLAMA3_8B.n_kv_heads} 组 K/V）{size(kv[LLAMA3_8B.name])}/token，"
             f"LLaMA2-7B（每头一组）{size(kv[LLAMA2_7B.name])}，{ratio(kv[LLAMA2_7B.name], kv[LLAMA3_8B.name], 0)}。"
             "批能开多大、吞吐有多高，取决于 KV 用得多省：这就是后面分页、共享、前缀缓存要解决的事。",
@@ -425,11 +426,12 @@ def observations_2(d):
         ours = rank([(k, s[k][0]) for k in measured], pct1)
         theirs = rank([(k, paper[k]) for k in measured], fixed(1))
         if ours == theirs:
-            obs.append(f"{count(len(measured), '个系统')}从高到低的顺序与论文图 2 相同（论文的 Orca 是作者自己的重新实现）。")
+            obs.append(f"{count(len(measured), '个系统')}从高到低的顺序与论文图 2 相同（论文的 Orca 是作者自己重写的实现）。")
         else:
-            obs.append(f"从高到低：这里 {ours}，论文图 2 是 {theirs}。论文的 Orca 是作者自己的重新实现，"
+            obs.append(f"从高到低：这里 {ours}，论文图 2 是 {theirs}。论文的 Orca 是作者自己重写的实现，"
                        "这里是离散模拟，只比量级和顺序。")
-        more.append(f"从高到低：{ours}。这里是离散模拟（没有模型计算），只比量级和顺序。")
+        more.append(f"从高到低：{ours}。论文图 2 是 §6.2 实验的平均（图注没说数据集）；这里是合成长度、一开始全部排队"
+                    "的离散模拟（没有模型计算），只比量级和顺序。")
     if {"Orca (Max)", "Orca (Pow2)", "Orca (Oracle)"} <= set(measured):
         lo, hi = sorted([s["Orca (Max)"][0], s["Orca (Oracle)"][0]])
         where = "不在"
@@ -441,7 +443,7 @@ def observations_2(d):
                 "请求那一整段预留的零碎空隙）；- = 从来没有满载。模拟：全部请求一开始就排队、first-fit 连续分配、"
                 "严格先来先服务，每步每个请求生成一个 token，没有模型计算。")
     more.append(f"长度：输入、输出各自对数正态（种子 {d['seed']}，σ = {d['sigma']:g}），平均 {integer(d['mean_prompt'])} / "
-                f"{integer(d['mean_output'])}（vLLM 论文图 11 的 ShareGPT：{integer(d['sharegpt'][0])} / "
+                f"{integer(d['mean_output'])}（vLLM 论文图 11(a) 的 ShareGPT 均值：{integer(d['sharegpt'][0])} / "
                 f"{integer(d['sharegpt'][1])}），总长不超过 {integer(d['max_seq'])}。")
     return obs[:3], obs[3:] + more
 
@@ -630,6 +632,16 @@ def slowest(worst):
     return "重算最多慢 " + " / ".join(pct(max(x - 1, 0)) for x in v)
 
 
+def within(gb, worst, limit):
+    """每个带宽下最慢的重算 / 来回，按印出来的值和论文的"最多慢 limit%"比。"""
+    ok = [g for g in gb if value(R2(worst[g])) - 1 <= limit / 100 + 1e-9]
+    if len(ok) == len(gb):
+        return f"：都在论文的 {limit}% 以内"
+    if not ok:
+        return f"：都超出论文的 {limit}%"
+    return f"：只有 {listing([f'{g:g}' for g in ok])} GB/s 在 {limit}% 以内"
+
+
 def winners(rows):
     """rows = {块: 比值}：按印出来的值分成重算更快 / 一样 / 换出更快的三组块大小。"""
     groups = ([], [], [])
@@ -674,11 +686,12 @@ def observations_4(d):
     worst = {d["gbps"]: max(r["ratio"] for r in bb.values())}
     worst.update({g: max(r["ratio_gbps"][g] for r in bb.values()) for g in d["alt_gbps"]})
     gb = [d["gbps"]] + d["alt_gbps"]
-    obs.append(f"vLLM 论文 §7.3：重算最多比换出再换入慢 {paper['recompute_max']}%。这里 "
-               + " / ".join(f"{g:g}" for g in gb) + " GB/s 时" + slowest([worst[g] for g in gb]) + "：对不对得上论文，"
-               "取决于带宽这个假设。")
-    more.append(f"{d['gbps']:g} GB/s 是本实验的假设：FAST'25 表 1 整机 host-to-device 128 GB/s ÷ 8 卡；vLLM 的实验是"
-                "一张 A100 独占 PCIe 4.0 ×16，约 25–32 GB/s。")
+    obs.append(f"vLLM 论文 §7.3：块大时换出更快，但重算最多慢 {paper['recompute_max']}%。这里按来回算，"
+               + " / ".join(f"{g:g}" for g in gb) + " GB/s 时" + slowest([worst[g] for g in gb])
+               + within(gb, worst, paper["recompute_max"]) + "。")
+    more.append(f"{d['gbps']:g} GB/s 是本实验的假设：FAST'25 表 1 整机 host-to-device 128 GB/s ÷ 8 卡。vLLM 论文没给带宽；"
+                "一张 A100 独占 PCIe 4.0 ×16 时约 25–32 GB/s（也是假设）。论文的\"换出延迟\"是换出、换入还是两者之和，"
+                "正文没说；这里取来回（换出 + 换入）。和论文对不对得上，取决于带宽这个假设。")
     medium = [b for b in bb if paper["medium"][0] <= b <= paper["medium"][1]]
     if medium:
         more.append(f"vLLM 论文 §7.3、图 19：块 {paper['medium'][0]}–{paper['medium'][1]} 时两者的端到端性能相当；这里"

@@ -159,7 +159,7 @@ def test_demo1_claims(d1):
     assert "62,633 个 token（30 个这样的请求）" in lines[0] and "1.56 GiB" in lines[0]
     assert "一张卡都放不下" in lines[2] and "1,460,190" in lines[2]
     assert "与 vLLM 论文表 1 的 12 GB → 15.7K 一致" in flat(more) and "14,648" in flat(more)
-    assert "gqa = 8 是查询头数与 KV 头数之比" in flat(more) and "\"320 KB\"" in flat(more)
+    assert "gqa = 8（查询头数 / KV 头数）" in flat(more) and "\"320 KB\"" in flat(more)
 
 
 def test_tokens_that_fit_hand_checked():
@@ -209,7 +209,7 @@ def test_units_are_binary_and_labelled(d1):
     lines, more = m.observations_1(d1)
     text = flat(lines) + flat(more)
     assert "800 KiB" in text and "320 KiB/token" in text
-    assert re.sub(r"\"[^\"]*\"|写作 800 KB|12 GB|1\.6 GB|的 KB、GB", "", text).count(" KB") == 0   # 只有引用论文原文时才写 KB、GB
+    assert re.sub(r"\"[^\"]*\"|写作 800 KB|12 GB|1\.6 GB|的 KB、GB|的 KB 是", "", text).count(" KB") == 0   # 只有引用论文原文时才写 KB、GB
 
 
 def test_one_gpu_sentence_follows_the_utilization():
@@ -269,7 +269,7 @@ def test_demo2_claims(d2):
     assert "97.3% 的 KV 池存着 token，零头 1.6% 和空闲 1.0%" in lines[0] and "是 4.9 倍" in lines[0]
     assert "4 个系统从高到低的顺序与论文图 2 相同" in lines[2]
     assert "真实系统" not in flat(lines + more) and "ShareGPT 请求流" not in flat(lines + more)
-    assert "图 11 的 ShareGPT：161 / 338" in flat(more) and "介于 Max 和 Oracle 之间" in flat(more)
+    assert "图 11(a) 的 ShareGPT 均值：161 / 338" in flat(more) and "介于 Max 和 Oracle 之间" in flat(more)
 
 
 def fake_d2(shares, conc, **kw):
@@ -369,8 +369,9 @@ def test_bandwidth_sensitivity_and_the_papers_20_percent(d4):
     assert (round(b64["ratio_gbps"][25.0], 2), round(b64["ratio_gbps"][32.0], 2)) == (1.39, 1.65)
     assert (round(b64["ratio_overhead"][0.0], 2), round(b64["ratio_overhead"][20.0], 2)) == (1.23, 0.82)
     lines, more = m.observations_4(d4)
-    assert "重算最多比换出再换入慢 20%" in lines[2] and "16 / 25 / 32 GB/s 时重算最多慢 15% / 75% / 118%" in lines[2]
-    assert "取决于带宽这个假设" in lines[2]
+    assert "块大时换出更快，但重算最多慢 20%" in lines[2]
+    assert "16 / 25 / 32 GB/s 时重算最多慢 15% / 75% / 118%：只有 16 GB/s 在 20% 以内" in lines[2]
+    assert "取决于带宽这个假设" in flat(more)
     assert "16 GB/s 是本实验的假设" in flat(more) and "25–32 GB/s" in flat(more)
     assert "0 µs 时都是 1.23" in flat(more)
 
@@ -405,7 +406,9 @@ def test_observations_4_degenerate_cases():
     assert "每个块大小下都是两者一样" in lines[1] and "块从" not in flat(lines)
     # 每个块大小下都是换出更快；没有别的带宽
     lines, _ = m.observations_4(fake_d4({1: 1.2, 4: 1.3}, alt_gbps=[]))
-    assert "每个块大小下都是换出再换入更快" in lines[1] and "16 GB/s 时重算最多慢 30%" in lines[2]
+    assert "每个块大小下都是换出再换入更快" in lines[1] and "16 GB/s 时重算最多慢 30%：都超出论文的 20%" in lines[2]
+    lines, _ = m.observations_4(fake_d4({1: 0.5, 4: 1.2}, alt_gbps=[]))
+    assert "16 GB/s 时重算最多慢 20%：都在论文的 20% 以内" in lines[2]
     # 全部重算和全部换出印出来一样
     lines, _ = m.observations_4(fake_d4({1: 0.5, 4: 1.5}, n_preempt=3, n_requests=1, mean_len=5.0,
                                         recomputed_tokens=15, load=dict(recompute=1.04, round_trip=0.96)))
