@@ -83,6 +83,7 @@ VLLM_FIG2 = {"Orca (Max)": 20.4, "Orca (Pow2)": 26.8, "Orca (Oracle)": 38.2, "vL
 VLLM_TABLE1_KV_GB = 12              # vLLM 论文表 1：OPT-13B 在 A100 40GB 上留给 KV 的 12 GB
 VLLM_TABLE1_SLOTS = 15.7e3          # vLLM 论文表 1：OPT-13B、A100 40GB、KV 12 GB → 最多 15.7K 个 KV slot
 VLLM_REQ_GB = 1.6                   # vLLM 论文 §3：OPT-13B 一个 2048 token 的请求的 KV 可达 1.6 GB
+FAST25_H2D_GBPS = 128              # Mooncake FAST'25 表 1：B_h2d = 128 GB/s（一台 8×A800 的 host-to-device 合计）
 FAST25_GQA = 8                      # Mooncake FAST'25 表 1：gqa = 8（查询头数 ÷ KV 头数）
 FAST25_KV_KB = 320                  # Mooncake FAST'25 §5.3.1：LLaMA3-70B 每个 token 的 KV 写作 "320 KB"
 DSV2_LAYERS = 60                    # DeepSeek-V2 config.json：num_hidden_layers = 60（kv_lora_rank 512、qk_rope_head_dim 64）
@@ -574,9 +575,9 @@ def swap_row(model, n_tokens, block_size, gbps, overhead_us, alt_gbps=(), alt_ov
     """一行：拷贝次数、单程、来回、重算、重算 / 来回；alt：换一个带宽（或固定开销）时的重算 / 来回。"""
     copies, one_way = swap_seconds(model, n_tokens, block_size, gbps, overhead_us)
     rec = recompute_seconds(model, n_tokens)
+    trip = {g: 2 * swap_seconds(model, n_tokens, block_size, g, overhead_us)[1] for g in alt_gbps}
     return dict(copies=copies, one_way=one_way, round_trip=2 * one_way, recompute=rec, ratio=rec / (2 * one_way),
-                ratio_gbps={g: rec / (2 * swap_seconds(model, n_tokens, block_size, g, overhead_us)[1])
-                            for g in alt_gbps},
+                round_trip_gbps=trip, ratio_gbps={g: rec / t for g, t in trip.items()},
                 ratio_overhead={u: rec / (2 * swap_seconds(model, n_tokens, block_size, gbps, u)[1])
                                 for u in alt_overhead})
 
@@ -613,11 +614,19 @@ def demo4_preemption(sim=None):
              n_total=sim["settings"]["n_requests"], mean_len=None, recomputed_tokens=sum(lens_pre),
              total_tokens=int((sim["prompts"] + sim["outputs"]).sum()), load=load, by_block=by_block, by_len=by_len,
              attn_share=attention_share(m, max(lens)), block_size=bs, swap_len=swap_len, gbps=gbps, alt_gbps=list(alt),
-             overhead_us=overhead, alt_overhead_us=list(alt_us), model=m.name, paper=dict(PAPER))
+             overhead_us=overhead, alt_overhead_us=list(alt_us), model=m.name, gpu=SWAP_GPU.name,
+             tflops=SWAP_GPU.tflops_per_gpu, mfu=SWAP_GPU.mfu, gbps_note=gbps_note(gbps), paper=dict(PAPER))
     if lens_pre:
         d["mean_len"] = float(np.mean(lens_pre))
     print_observations(*observations_4(d))
     return d
+
+
+def gbps_note(gbps):
+    """PCIe 带宽的出处：只有取 FAST'25 的 128 ÷ 8 时才说是它。"""
+    if gbps == FAST25_H2D_GBPS / 8:
+        return f"FAST'25 表 1 整机 host-to-device {FAST25_H2D_GBPS} GB/s ÷ 8 卡"
+    return f"改过的值（FAST'25 表 1 整机 {FAST25_H2D_GBPS} GB/s ÷ 8 卡 = {FAST25_H2D_GBPS / 8:g} GB/s）"
 
 
 def slowest(worst):
@@ -689,7 +698,7 @@ def observations_4(d):
     obs.append(f"vLLM 论文 §7.3：块大时换出更快，但重算最多慢 {paper['recompute_max']}%。这里按来回算，"
                + " / ".join(f"{g:g}" for g in gb) + " GB/s 时" + slowest([worst[g] for g in gb])
                + within(gb, worst, paper["recompute_max"]) + "。")
-    more.append(f"{d['gbps']:g} GB/s 是本实验的假设：FAST'25 表 1 整机 host-to-device 128 GB/s ÷ 8 卡。vLLM 论文没给带宽；"
+    more.append(f"{d['gbps']:g} GB/s 是本实验的假设：{d['gbps_note']}。vLLM 论文没给带宽；"
                 "一张 A100 独占 PCIe 4.0 ×16 时约 25–32 GB/s（也是假设）。论文的\"换出延迟\"是换出、换入还是两者之和，"
                 "正文没说；这里取来回（换出 + 换入）。和论文对不对得上，取决于带宽这个假设。")
     medium = [b for b in bb if paper["medium"][0] <= b <= paper["medium"][1]]

@@ -393,7 +393,7 @@ def fake_d4(ratios, **kw):
     d = dict(n_preempt=0, n_requests=0, n_total=1, mean_len=None, recomputed_tokens=0, total_tokens=10,
              load=dict(recompute=0, round_trip=0), by_block=bb, by_len={128: dict(ratio=0.6)}, attn_share=0.01,
              block_size=16, swap_len=512, gbps=16.0, alt_gbps=[25.0], overhead_us=10.0, alt_overhead_us=[0.0],
-             paper=dict(m.PAPER))
+             gbps_note=m.gbps_note(16.0), paper=dict(m.PAPER))
     d.update(kw)
     return d
 
@@ -425,3 +425,59 @@ def test_settings_are_checked():
 def test_docstring_and_console_state():
     assert m.__doc__.splitlines()[0].endswith("？") and "【运行】" in m.__doc__ and "【试一试】" in m.__doc__
     assert console.SHOW_MORE is False
+
+
+# ---------------------------------------------------------------- 01 的三张图（数字全部来自演示返回的 dict）
+def load_plot():
+    import importlib.util
+    from lab_common import plotting
+    plotting.setup_matplotlib()
+    path = os.path.join(os.path.dirname(LECTURE), "figures", "plot_01.py")
+    spec = importlib.util.spec_from_file_location("plot_01_under_test", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_plot_01_draws_every_figure_from_the_demo_dicts(tmp_path, monkeypatch, d3, d4):
+    p = load_plot()
+    assert p.FIGURES == ("01_kv_memory_breakdown.png", "01_kv_per_token.png", "01_recompute_vs_swap.png")
+    # compute() 只转交演示返回的 dict：把演示换成返回记号的假函数，图拿到的就是记号
+    marker3, marker4 = dict(d3, base="记号 3"), dict(d4, model="记号 4")
+    monkeypatch.setattr(m, "demo3_smaller_kv", lambda: marker3)
+    monkeypatch.setattr(m, "demo4_preemption", lambda sim=None: marker4)
+    got = p.compute()
+    assert got["d3"] is marker3 and got["d4"] is marker4
+    src = pathlib.Path(p.__file__).read_text(encoding="utf-8")
+    assert set(re.findall(r"s01\.(\w+)", src)) == {"simulate_load", "demo2_fragmentation", "demo3_smaller_kv",
+                                                   "demo4_preemption"}
+    paths = [p.plot_kv_per_token(d3, str(tmp_path / "b.png")), p.plot_recompute_vs_swap(d4, str(tmp_path / "c.png"))]
+    shares = {"Orca (Max)": [0.2, 0.1, 0.6, 0.1], "vLLM": [0.96, 0.0, 0.02, 0.02]}
+    paths.append(p.plot_breakdown(shares, {"Orca (Max)": 7, "vLLM": 30}, {"Orca (Max)": 20.4, "vLLM": 96.3},
+                                  str(tmp_path / "a.png"), "小数据"))
+    for path in paths:
+        assert os.path.getsize(path) > 10_000
+
+
+def test_plot_01_titles_state_the_finding(d4):
+    p = load_plot()
+    assert p.breakdown_title({"vLLM": [0.973], "Orca (Max)": [0.218]}) == \
+        "分页让 97.3% 的 KV 池存着 token，按最大长度预留只有 21.8%"
+    assert "连续预留与分页" in p.breakdown_title({"Orca (Max)": [0.2]})          # 分页从未满载：不说结论
+    assert p.swap_title(d4) == "块 ≤ 64 时重算更快，块 256 时换出再换入更快（PCIe 16 GB/s 的假设下）"
+    one = dict(d4, by_block={16: dict(d4["by_block"][16])})
+    assert p.swap_title(one).startswith("每个块大小下都是重算更快")
+    tie = dict(d4, by_block={16: dict(d4["by_block"][16], ratio=0.999)})
+    assert p.swap_title(tie).startswith("重算与换出再换入：谁更快取决于块大小")
+
+
+def test_plot_01_without_room_for_weights(tmp_path, d3):
+    """一张卡放不下权重时，右图照实说，不画空条。"""
+    p = load_plot()
+    t = {k: dict(v, fit={g: None for g in v["fit"]}, fit_fp8={g: None for g in v["fit"]}) for k, v in d3["table"].items()}
+    assert os.path.getsize(p.plot_kv_per_token(dict(d3, table=t), str(tmp_path / "x.png"))) > 10_000
+
+
+def test_bandwidth_source_only_claimed_for_16():
+    assert m.gbps_note(16.0).startswith("FAST'25 表 1 整机")
+    assert m.gbps_note(20.0).startswith("改过的值")
