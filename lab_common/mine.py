@@ -357,6 +357,10 @@ def run_with_mine(run, script_name, directory=None, impls=None):
     """--mine 的入口：run() 跑选中的演示并返回 0。返回退出码（学生的代码出错时为 1）。"""
     script_name = os.path.splitext(os.path.basename(script_name))[0]      # "lecture07/04_x.py" → "04_x"
     if impls is None:
+        folder = directory or exercises_dir()
+        if not os.path.isdir(folder):
+            print(f"--mine：找不到练习的目录 {folder}（环境变量 {EXERCISES_ENV}）", file=sys.stderr)
+            return 2
         impls = student_impls(directory)
     print(mine_line(impls, script_name), flush=True)
     pairs = bind_impls(impls)
