@@ -94,8 +94,8 @@ def check_exercise(number, impl, out=print, fail_fast=False):
     if failed:
         _explain(failed[0], impl, out)
         return "没通过"
-    out(f"  全部 {len(results)} 个用例通过。试试：python lecture07/"
-        f"{ex.scripts[0]}.py --mine")
+    out(f"  全部 {len(results)} 个用例通过。用你的代码跑讲义的演示：python lecture07/{ex.scripts[0]}.py --mine "
+        f"{ex.try_args}".rstrip())
     return "通过"
 
 
