@@ -40,7 +40,7 @@ from lab_common.say import change, count, fixed, integer, listing, order, pct, p
 from lab_common.script_tools import run_lecture  # noqa: E402
 from lab_common.settings import check_setting, is_int, is_number, is_sorted_ints  # noqa: E402
 from kv_physics import EQ1_B, LLAMA2_70B, ModelSpec, Node, prefill_compute_time  # noqa: E402
-from paged_kv import n_blocks  # noqa: E402
+from paged_kv import kv_bytes_per_token, n_blocks  # noqa: E402
 
 KiB, MiB, GiB = 1024, 1024 ** 2, 1024 ** 3   # 本脚本的字节数一律按 1024 进位、标成 KiB/MiB/GiB（vLLM 论文写的
 #                                             "800 KB""12 GB" 也是按 1024 进位：演示 1 的 --more 核对了这一点）
@@ -120,6 +120,19 @@ def fit_cell(n):
     return integer(n)
 
 
+def model_kv_bytes(m):
+    """一个 ModelSpec 每个 token 的 KV 字节数，经 paged_kv.kv_bytes_per_token（练习 1；--mine 时用学生写的）。
+
+    >>> model_kv_bytes(OPT_13B) == OPT_13B.kv_bytes_per_token() == 800 * 1024
+    True
+    """
+    kind = "GQA"
+    if m.n_kv_heads == m.n_heads:
+        kind = "MHA"
+    return kv_bytes_per_token(kind, m.n_layers, m.n_heads, m.head_dim, n_kv_heads=m.n_kv_heads,
+                              dtype_bytes=m.dtype_bytes)
+
+
 def kv_pool_tokens(pool_gib):
     """pool_gib GiB 的 KV 池能放几个 OPT-13B 的 token：kv_pool_tokens(12) == 15728（12 GiB // 800 KiB）。"""
     return int(pool_gib * GiB) // OPT_13B.kv_bytes_per_token()
@@ -129,18 +142,19 @@ def demo1_bytes_per_token():
     """一个 token 的 KV 有多大？一张卡放完权重后还能放多少 token？"""
     gpus, util, max_seq, pool_gib, tp = GPUS, GPU_MEM_UTIL, MAX_SEQ, KV_POOL_GIB, TP_GPUS
     print_header("演示 1：每个 token 的 KV = 2（K、V）× 层数 × KV 头数 × 头维度 × 2 字节")
-    fit = {m.name: {g: tokens_that_fit(m, cap, util) for g, cap in gpus} for m in MODELS}
+    kv = {m.name: model_kv_bytes(m) for m in MODELS}
+    fit = {m.name: {g: tokens_that_fit(m, cap, util, kv_bytes=kv[m.name]) for g, cap in gpus} for m in MODELS}
     print_table(["模型", "形状", "KV KiB", "权重 GiB"] + [g for g, _ in gpus],
-                [[m.name, f"{m.n_layers}×{m.n_kv_heads}×{m.head_dim}", f"{m.kv_bytes_per_token() / KiB:g}",
+                [[m.name, f"{m.n_layers}×{m.n_kv_heads}×{m.head_dim}", f"{kv[m.name] / KiB:g}",
                   f"{m.n_params * 2 / GiB:.1f}"] + [fit_cell(fit[m.name][g]) for g, _ in gpus] for m in MODELS],
                 caption=f"GPU 列：一张卡 {pct(util)} 显存减去 fp16 权重后能放几个 token（上限）；- = 放不下权重")
-    opt_b = OPT_13B.kv_bytes_per_token()
-    d = dict(kv_bytes={m.name: m.kv_bytes_per_token() for m in MODELS}, fit=fit, util=util, gpus=list(gpus),
+    opt_b = kv[OPT_13B.name]
+    d = dict(kv_bytes=kv, fit=fit, util=util, gpus=list(gpus),
              usable={g: util * cap for g, cap in gpus}, max_seq=max_seq, pool_gib=pool_gib, tp=tp,
              opt_req=max_seq * opt_b, opt_slots=kv_pool_tokens(pool_gib),
              opt_slots_decimal=int(pool_gib * 1e9 // opt_b),
-             mha_70=ModelSpec("LLaMA2-70B（假如没有 GQA）", 80, 8192, 64, 64, 70e9).kv_bytes_per_token(),
-             l70_tp=tokens_that_fit(LLAMA2_70B, gpus[0][1], util, n_gpus=tp), l70_weights=LLAMA2_70B.n_params * 2)
+             mha_70=kv_bytes_per_token("MHA", LLAMA2_70B.n_layers, LLAMA2_70B.n_heads, LLAMA2_70B.head_dim),
+             l70_tp=tokens_that_fit(LLAMA2_70B, gpus[0][1], util, n_gpus=tp, kv_bytes=kv[LLAMA2_70B.name]), l70_weights=LLAMA2_70B.n_params * 2)
     print_observations(*observations_1(d))
     return d
 
@@ -461,16 +475,18 @@ def words_vs(a, b):
 
 # =============================================================================
 def kv_variants(base, groups, kv_lora_rank, rope_dim):
-    """同一个形状（层数、查询头数、头维度）下几种存 KV 的方式：[(名字, 每层每 token 存几个数)]（bf16 / fp16）。
+    """同一个形状（层数、查询头数、头维度）下几种存 KV 的方式：[(名字, 种类, 每层每 token 存几个数)]。
 
-    >>> kv_variants(LLAMA2_13B, 8, 512, 64)      # LLaMA2-13B 形状：40 个头 × 128 维
+    每 token 的字节数由 paged_kv.kv_bytes_per_token(种类, …) 算（练习 1），这里的"每层的数"只给表格看。
+
+    >>> [(name, n) for name, _, n in kv_variants(LLAMA2_13B, 8, 512, 64)]      # LLaMA2-13B：40 个头 × 128 维
     [('MHA', 10240), ('GQA-8', 2048), ('MQA', 256), ('MLA', 576)]
     """
     h, d = base.n_heads, base.head_dim
-    return [("MHA", 2 * h * d),                  # 每个查询头一组 K、V
-            (f"GQA-{groups}", 2 * groups * d),   # 几个查询头共用一组 K、V（groups 组）
-            ("MQA", 2 * d),                      # 所有查询头共用一组 K、V
-            ("MLA", kv_lora_rank + rope_dim)]    # 只存压缩向量 c_KV 和 RoPE key（DeepSeek-V2）
+    return [("MHA", "MHA", 2 * h * d),                  # 每个查询头一组 K、V
+            (f"GQA-{groups}", "GQA", 2 * groups * d),   # 几个查询头共用一组 K、V（groups 组）
+            ("MQA", "MQA", 2 * d),                      # 所有查询头共用一组 K、V
+            ("MLA", "MLA", kv_lora_rank + rope_dim)]    # 只存压缩向量 c_KV 和 RoPE key（DeepSeek-V2）
 
 
 def demo3_smaller_kv():
@@ -479,8 +495,9 @@ def demo3_smaller_kv():
     base = LLAMA2_13B
     print_header(f"演示 3：让 KV 本身变小——MHA、GQA、MQA、MLA 与 FP8（{base.name} 的形状）")
     table = {}
-    for name, n in kv_variants(base, groups, rank_c, rope):
-        kv, kv8 = base.n_layers * n * 2, base.n_layers * n     # bf16：每个数 2 字节；FP8：1 字节
+    for name, kind, n in kv_variants(base, groups, rank_c, rope):
+        kv, kv8 = (kv_bytes_per_token(kind, base.n_layers, base.n_heads, base.head_dim, n_kv_heads=groups,
+                                      kv_lora_rank=rank_c, rope_dim=rope, dtype_bytes=b) for b in (2, 1))   # bf16、FP8
         table[name] = dict(per_layer=n, kv=kv, kv_fp8=kv8, fit={g: tokens_that_fit(base, cap, util, kv_bytes=kv)
                                                                 for g, cap in gpus},
                            fit_fp8={g: tokens_that_fit(base, cap, util, kv_bytes=kv8) for g, cap in gpus})
