@@ -94,8 +94,8 @@ def check_exercise(number, impl, out=print, fail_fast=False):
     if failed:
         _explain(failed[0], impl, out)
         return "没通过"
-    out(f"  全部 {len(results)} 个用例通过。试试：python lecture07/"
-        f"{ex.scripts[0]}.py --mine")
+    out(f"  全部 {len(results)} 个用例通过。用你的代码跑讲义的演示：python lecture07/{ex.scripts[0]}.py --mine "
+        f"{ex.try_args}".rstrip())
     return "通过"
 
 
@@ -142,6 +142,8 @@ def main(argv=None):
             ap.error(f"exercises/buggy.py 里没有 {args.variant!r}；有：{', '.join(BUGGY)}")
     if args.dir and not os.path.isdir(args.dir):
         ap.error(f"--dir {args.dir}：目录不存在")
+    if not args.dir and not os.path.isdir(exercises_dir()):
+        ap.error(f"环境变量 LAB_EXERCISES_DIR={exercises_dir()}：目录不存在")
     try:
         sys.stdout.reconfigure(errors="replace")     # GBK、ASCII 的终端：打不出的字符换成 ?，不崩
     except (AttributeError, ValueError):

@@ -34,6 +34,7 @@ class Exercise:
     title: str
     scripts: tuple       # 用到它的脚本（它们的 --mine 会显出差别）
     names: tuple         # ((学生文件里的名字, 参考实现所在的模块), ...)：名字两边相同
+    try_args: str = ""   # 检查通过以后建议跑的演示（"--demo 3"）
 
 
 EXERCISES = {e.number: e for e in (
@@ -44,9 +45,9 @@ EXERCISES = {e.number: e for e in (
     Exercise(3, "ex3_cow", "fork、写时复制、free：ref_count 的账", ("03_sharing_and_cow",),
              (("PagedSequence", "paged_kv"),)),
     Exercise(4, "ex4_block_hashes", "链式块哈希和前缀匹配", ("04_prefix_caching", "04b_radix_cache"),
-             (("block_hashes", "kv_physics"), ("match_prefix", "paged_kv"))),
+             (("block_hashes", "kv_physics"), ("match_prefix", "paged_kv")), "--demo 1"),
     Exercise(5, "ex5_lru", "LRU 淘汰策略（BlockCache 的子类）", ("04_prefix_caching",),
-             (("LRUCache", "kv_cache_policies"),)),
+             (("LRUCache", "kv_cache_policies"),), "--demo 3"),
     Exercise(6, "ex6_radix", "基数树的 match 和 insert（含拆节点）", ("04b_radix_cache",),
              (("RadixCache", "radix_cache"),)),
 )}
@@ -264,12 +265,46 @@ def bind(pairs):
 
 
 def bind_impls(impls):
-    """{练习号: Impl} → bind 要的 [(参考对象, 学生的对象)]，只取写好了的名字。"""
-    pairs = []
+    """{练习号: Impl} → [(参考对象, 学生的对象, (练习号, 名字))]，只取写好了的名字。"""
+    out = []
     for number, impl in impls.items():
         ref = reference(number)
-        pairs += [(ref[n], impl.objs[n]) for n in impl.written]
-    return pairs
+        out += [(ref[n], impl.objs[n], (number, n)) for n in impl.written]
+    return out
+
+
+@contextlib.contextmanager
+def watch_calls(objs):
+    """objs：[对象]。with 里把每个对象换成"被调用（函数）或被实例化（类）时记一笔"的样子，yield
+    (换好的对象列表, used)，used() → 每个对象有没有被用到。标记放在共享内存里：演示 fork 出的子进程里
+    用到的也算。类不换身份（只临时包住 __init__），函数换成包装函数。"""
+    import functools
+    from multiprocessing.sharedctypes import RawArray
+    flags = RawArray("b", max(1, len(objs)))
+    swapped, undo = [], []
+    for i, obj in enumerate(objs):
+        if isinstance(obj, type):
+            had, old = "__init__" in vars(obj), obj.__init__
+
+            def init(self, *args, _old=old, _i=i, **kwargs):
+                flags[_i] = 1
+                _old(self, *args, **kwargs)
+            obj.__init__ = init
+            undo.append((obj, had, old))
+            swapped.append(obj)
+        else:
+            def call(*args, _f=obj, _i=i, **kwargs):
+                flags[_i] = 1
+                return _f(*args, **kwargs)
+            swapped.append(functools.wraps(obj)(call))
+    try:
+        yield swapped, lambda: [bool(f) for f in flags[:len(objs)]]
+    finally:
+        for cls, had, old in undo:
+            if had:
+                cls.__init__ = old
+            else:
+                del cls.__init__
 
 
 # ---------------------------------------------------------------- --mine
@@ -357,10 +392,14 @@ def run_with_mine(run, script_name, directory=None, impls=None):
     """--mine 的入口：run() 跑选中的演示并返回 0。返回退出码（学生的代码出错时为 1）。"""
     script_name = os.path.splitext(os.path.basename(script_name))[0]      # "lecture07/04_x.py" → "04_x"
     if impls is None:
+        folder = directory or exercises_dir()
+        if not os.path.isdir(folder):
+            print(f"--mine：找不到练习的目录 {folder}（环境变量 {EXERCISES_ENV}）", file=sys.stderr)
+            return 2
         impls = student_impls(directory)
     print(mine_line(impls, script_name), flush=True)
-    pairs = bind_impls(impls)
-    if not pairs:
+    bound = bind_impls(impls)
+    if not bound:
         return run()
     ref_out = _Tee()
     code = _run_captured(run, ref_out)
@@ -368,8 +407,10 @@ def run_with_mine(run, script_name, directory=None, impls=None):
         return code
     tee = _Tee(sys.stdout)
     try:
-        with bind(pairs):
-            code = _run_captured(run, tee)
+        with watch_calls([new for _, new, _ in bound]) as (watched, used):
+            with bind([(ref, w) for (ref, _, _), w in zip(bound, watched)]):
+                code = _run_captured(run, tee)
+            flags = used()
     except Exception as e:
         sys.stdout.flush()
         files = {os.path.abspath(f.filename) for f in traceback.extract_tb(e.__traceback__)}
@@ -382,6 +423,10 @@ def run_with_mine(run, script_name, directory=None, impls=None):
         return 1
     for line in compare(ref_out.buf.getvalue(), tee.buf.getvalue()):
         print(line)
+    mine_here = [n for n, e in EXERCISES.items() if script_name in e.scripts]
+    idle = [f"{name}（练习 {n}）" for (_, _, (n, name)), hit in zip(bound, flags) if n in mine_here and not hit]
+    if idle:
+        print(f"注意：这一遍没有用到你写的 {'、'.join(idle)}——这次跑的演示不经过它，上面的比较说明不了它写得对不对。")
     return code
 
 
