@@ -26,8 +26,8 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # 仓库根目录：让 lab_common 包可以 import
 from lab_common import console  # noqa: E402
-from lab_common.console import print_header, print_observations, print_table, print_text  # noqa: E402
-from lab_common.say import count, fixed, integer, listing, order, pct1, size, span  # noqa: E402
+from lab_common.console import print_header, print_observations, print_table  # noqa: E402
+from lab_common.say import count, fixed, integer, order, pct1, size, span  # noqa: E402
 from lab_common.script_tools import run_lecture  # noqa: E402
 from lab_common.settings import check_setting, is_int, is_sorted_ints  # noqa: E402
 from kv_physics import LLAMA2_70B  # noqa: E402

@@ -244,3 +244,55 @@ def test_observations_3_degenerate_cases(monkeypatch):
     assert lines[0].startswith("块 2048 时") and "；块 2048" not in lines[0]
     assert "连续存放也是 1,280 段" in lines[1] and "块 2048 时每步要读" in lines[1]
     assert "表里没有大于 16 的块" not in flat(more)
+
+
+# ---------------------------------------------------------------- 02 的图：块表
+def load_plot():
+    import importlib.util
+    from lab_common import plotting
+    plotting.setup_matplotlib()
+    path = os.path.join(os.path.dirname(LECTURE), "figures", "plot_02.py")
+    spec = importlib.util.spec_from_file_location("plot_02_under_test", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_plot_02_comes_from_the_demo_dict(tmp_path, monkeypatch, d1):
+    p = load_plot()
+    marker = dict(d1, tables={"Q": [5, 2]}, lengths={"Q": 7}, prompts={"Q": 3})
+    monkeypatch.setattr(m, "demo1_block_table", lambda: marker)
+    got = p.compute()
+    assert got["tables"] == {"Q": [5, 2]} and "Q 3" in got["config"]
+    assert p.finding(d1["tables"]) == "A 的逻辑块 0、1、2 落在物理块 0、1、7：逻辑上连续，物理上分散"
+    assert p.finding({"A": [0, 1], "B": [2]}).startswith("这次每条序列的物理块恰好相邻")
+    path = p.plot_block_table(d1["tables"], d1["lengths"], d1["block_size"], d1["n_pool"], d1["events"],
+                              str(tmp_path / "a.png"), "配置")
+    assert os.path.getsize(path) > 10_000
+
+
+def test_plot_02_arrows_leave_their_logical_block_and_cross_no_box(tmp_path, monkeypatch, d1):
+    """每支箭头从它的逻辑块的下沿出发、落在物理块的上沿；两排之间没有格子，所以箭头不穿过任何格子。"""
+    from matplotlib.patches import FancyArrowPatch, Rectangle
+    p = load_plot()
+    seen = {}
+    real_save = p.save_png
+
+    def grab(fig, out):
+        ax = fig.axes[0]
+        seen["arrows"] = [a for a in ax.patches if isinstance(a, FancyArrowPatch)]
+        seen["boxes"] = [r for r in ax.patches if isinstance(r, Rectangle)]
+        return real_save(fig, out)
+
+    monkeypatch.setattr(p, "save_png", grab)
+    big = quiet(lambda: walk_data({"A": 6, "B": 3, "C": 9, "D": 5, "E": 1, "F": 12}, 10, 2))
+    for d in (d1, big):
+        p.plot_block_table(d["tables"], d["lengths"], d["block_size"], d["n_pool"], d["events"],
+                           str(tmp_path / "b.png"), "配置")
+        assert len(seen["arrows"]) == sum(len(t) for t in d["tables"].values())
+        for a in seen["arrows"]:
+            (x0, y0), (x1, y1) = a._posA_posB
+            assert y0 == p.TOP and y1 == p.POOL + p.ROW_H
+        for r in seen["boxes"]:                                 # 每个格子都在上排或下排，不在箭头走的空白里
+            y, h = r.get_y(), r.get_height()
+            assert y >= p.TOP or y + h <= p.POOL + p.ROW_H
