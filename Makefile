@@ -38,8 +38,8 @@ bench: $(STAMP)
 # 画图脚本、它加载的 lecture07 脚本和共用模块；改了哪个，只重画用到它的图，什么都没改时不做任何事。
 LAB := lab_common/console.py lab_common/settings.py lab_common/plotting.py lab_common/script_tools.py figures/figlib.py $(STAMP)
 PAGED := lecture07/paged_kv.py lab_common/transformer_lab.py lab_common/settings.py
-# kv_store 把 trace、缓存策略和模拟器一起导出，所以 import 它就依赖这一串
-STORE := lecture07/kv_store.py lecture07/kv_trace.py lecture07/kv_trace_io.py lecture07/kv_cache_policies.py lecture07/kv_cache_sim.py lecture07/kv_sim_base.py lecture07/kv_sim_lfu.py lecture07/kv_sim_lru.py lecture07/kv_sim_min.py $(PAGED)
+# 04、05 用到的 lecture07 共用模块（物理量、trace、缓存策略、模拟器）
+STORE := lecture07/kv_physics.py lecture07/kv_trace.py lecture07/kv_trace_io.py lecture07/kv_cache_policies.py lecture07/kv_cache_sim.py lecture07/kv_sim_base.py lecture07/kv_sim_lfu.py lecture07/kv_sim_lru.py lecture07/kv_sim_min.py $(PAGED)
 
 F01 := figures/01_kv_memory_breakdown.png
 F02 := figures/02_block_table.png

@@ -15,7 +15,7 @@
 
 【运行】python lecture07/01_kv_cache_memory.py          （约 0.5 秒，2 核笔记本，不需要 GPU）
         python lecture07/01_kv_cache_memory.py --demo 2 （只跑演示 2）
-【依赖】numpy、rich；本目录的 kv_store（ModelSpec、LLAMA2_70B、prefill_compute_time）、paged_kv（n_blocks）；
+【依赖】numpy、rich；本目录的 kv_physics（ModelSpec、LLAMA2_70B、prefill_compute_time）、paged_kv（n_blocks）；
         lab_common 的 console、settings。
 
 【试一试】改下面"学生可以改的设置"里的一个值，再运行（不合理的值会被一行拒绝，并说明允许的范围）：
@@ -36,7 +36,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__)))) 
 from lab_common.console import fmt_int, print_header, print_observations, print_table, print_text  # noqa: E402
 from lab_common.console import ArgParser  # noqa: E402
 from lab_common.settings import check_setting, is_int, is_number, is_sorted_ints  # noqa: E402
-from kv_store import EQ1_B, LLAMA2_70B, ModelSpec, Node, prefill_compute_time  # noqa: E402
+from kv_physics import EQ1_B, LLAMA2_70B, ModelSpec, Node, prefill_compute_time  # noqa: E402
 from paged_kv import n_blocks  # noqa: E402
 
 KiB, MiB, GiB = 1024, 1024 ** 2, 1024 ** 3   # 本脚本的字节数一律按 1024 进位、标成 KiB/MiB/GiB（vLLM 论文写的
@@ -530,7 +530,7 @@ def attention_share(model, n):
 
 
 def recompute_seconds(model, n_tokens):
-    """把 n_tokens 个 token 当作输入重新 prefill 一遍（kv_store.prefill_compute_time，FAST'25 式 1）。"""
+    """把 n_tokens 个 token 当作输入重新 prefill 一遍（kv_physics.prefill_compute_time，FAST'25 式 1）。"""
     return prefill_compute_time(model, n_tokens, 0, node=SWAP_GPU)
 
 

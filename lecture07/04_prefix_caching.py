@@ -45,8 +45,8 @@ from lab_common.transformer_lab import TINY, KVCache, config_like, forward, init
 from kv_cache_policies import CACHE_POLICIES, LENGTHAWARE_DEFINITION, LENGTHAWARE_SOURCE  # noqa: E402
 from kv_cache_sim import simulate, sweep  # noqa: E402
 from kv_sim_base import dense_ids  # noqa: E402
-from kv_store import (A800_X8, LLAMA2_70B, LLAMA3_70B, TIERS, Tier, block_hashes, layer_overlap,  # noqa: E402
-                      load_time, prefill_compute_time, prefill_time)
+from kv_physics import (A800_X8, LLAMA2_70B, LLAMA3_70B, TIERS, Tier, block_hashes, layer_overlap,  # noqa: E402
+                        load_time, prefill_compute_time, prefill_time)
 from kv_trace import load_trace, make_trace  # noqa: E402
 from kv_trace_io import BLOCK_SIZE as TRACE_BLOCK_SIZE  # noqa: E402  Mooncake trace 的块大小：512 token
 from kv_trace_io import TraceError  # noqa: E402
@@ -585,7 +585,7 @@ def _source_sentence(d):
 def gpu_hours(tr, hits_blocks, tier=None, block_size=None):
     """按 FAST'25 式 (1)，算全部请求的 prefill GPU 时间（小时）和命中的 token 比例。
 
-    每个请求的时间 = kv_store.prefill_time(MODEL, 输入, 命中, tier)：算和读 KV 两列用 numpy 整列算
+    每个请求的时间 = kv_physics.prefill_time(MODEL, 输入, 命中, tier)：算和读 KV 两列用 numpy 整列算
     （整数 FLOPs 在 int64 里是精确的，见 _exact_in_int64），逐个请求按层重叠，再从前往后一个一个加起来——
     和逐个请求调用 prefill_time、累加的结果一模一样（测试逐位比过）。token 数用 Python 整数求和，不会溢出。
     """

@@ -23,8 +23,7 @@ trace 可以是 Trace（kv_trace 的列式存储），也可以是块序列的�
 - sweep：各格分给多个进程（fork），LRU、MIN 的所有容量各合成一格；background=True 在后台算。
 
 内存：几百万次块访问也只在 numpy 数组里；Python 列表每次只转换 CHUNK 个请求。
-各算法各在一个模块里：kv_sim_lru（栈距离）、kv_sim_lfu（LFU 类）、kv_sim_min（MIN），共用的小工具在 kv_sim_base；
-这里把它们的名字都再导出一遍（from kv_cache_sim import min_hits 照样能用）。
+各算法各在一个模块里：kv_sim_lru（栈距离）、kv_sim_lfu（LFU 类）、kv_sim_min（MIN），共用的小工具在 kv_sim_base。
 """
 from collections.abc import Mapping
 
@@ -34,7 +33,7 @@ from kv_cache_policies import CACHE_POLICIES, LFUCache, LRUCache, check_policy_a
 from kv_sim_base import block_lists, columns, fork_map, infinite_hits, n_cores
 from kv_sim_lfu import TickOrder, _is_plain_lfu, lfu_family_hits
 from kv_sim_lru import lru_stack_hits
-from kv_sim_min import MinPrep, min_hits, next_use  # noqa: F401  next_use：MIN 的公开工具，这里一并导出
+from kv_sim_min import MinPrep, min_hits
 
 
 # ---------------------------------------------------------------- 通用：一个容量、一个策略

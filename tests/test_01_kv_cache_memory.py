@@ -241,8 +241,8 @@ def test_swap_versus_recompute(d4):
 
 
 def test_pcie_bandwidth_has_one_source():
-    """每卡 16 GB/s = FAST'25 表 1 的整机 128 GB/s ÷ 8 卡（kv_store.TIERS 里的同一个数）。"""
-    from kv_store import A800_X8, TIERS
+    """每卡 16 GB/s = FAST'25 表 1 的整机 128 GB/s ÷ 8 卡（kv_physics.TIERS 里的同一个数）。"""
+    from kv_physics import A800_X8, TIERS
     assert m.PCIE_GBPS == TIERS[1].gb_per_s / A800_X8.n_gpus
 
 

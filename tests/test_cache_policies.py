@@ -7,8 +7,11 @@ import pytest
 
 from kv_cache_policies import (CACHE_POLICIES, LENGTHAWARE_DEFINITION, LENGTHAWARE_SOURCE, PAPER_POLICIES,
                                POLICY_NAMES, BlockCache, S3FIFOCache, make_cache, policy_name)
-from kv_cache_sim import hit_ratio, infinite_hits, min_hits, next_use, simulate, sweep
-from kv_trace import Request, Trace
+from kv_cache_sim import hit_ratio, simulate, sweep
+from kv_sim_base import infinite_hits
+from kv_sim_min import min_hits, next_use
+from kv_trace import Trace
+from kv_trace_io import Request
 
 ONLINE = list(CACHE_POLICIES)
 
