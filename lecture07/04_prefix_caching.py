@@ -37,8 +37,8 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # 仓库根目录：让 lab_common 包可以 import
 from lab_common import console  # noqa: E402
 from lab_common.console import ArgParser, fail, print_header, print_observations, print_table, print_text, status  # noqa: E402
-from lab_common.say import (change, count, fixed, integer, listing, order, pct, rank, rel_change, same, size, span,  # noqa: E402
-                            vs, words)  # noqa: E402
+from lab_common.say import (change, count, fixed, integer, listing, order, pct, rank, rel_change, same, size,  # noqa: E402
+                            span, vs, words)
 from lab_common.script_tools import run_in_child, run_lecture  # noqa: E402
 from lab_common.settings import check_setting, is_int  # noqa: E402
 from lab_common.transformer_lab import TINY, KVCache, config_like, forward, init_params  # noqa: E402
@@ -78,33 +78,34 @@ PAPER_TABLE1 = {   # Mooncake arXiv 2407.00079v3 表 1，容量 Inf/100000/50000
     "lfu": {None: 0.51, 100_000: 0.51, 50_000: 0.49, 30_000: 0.43, 10_000: 0.35, 1_000: 0.30},
     "lengthaware": {None: 0.51, 100_000: 0.50, 50_000: 0.48, 30_000: 0.42, 10_000: 0.35, 1_000: 0.30},
 }
+KIMI = "Kimi 线上一小时的采样"   # FAST'25 §5.2.1、附录 A.1；arXiv v3 §4
 # Mooncake 公开的 trace 都在 GitHub 仓库 kvcache-ai/Mooncake 的 FAST25-release/ 下。两篇论文用的不是同一个：
 # arXiv v3（§4、表 1）用 arxiv-trace/mooncake_trace.jsonl（2025 年 9 月以前在仓库根目录）；FAST'25 表 2 用 traces/ 下的三个。
-PAPER_TRACES = [   # (名字, 请求数, 时长（分钟）, 平均输入, 平均输出, 无限容量的命中率, cache ratio)
-    ("arXiv v3 的 trace", 23_608, 60, 7_590, 182, 0.51, None),     # arXiv v3 §4（一小时的采样）、表 1 的 Inf 列
-    ("FAST'25 Tool&Agent", 23_608, 60, 8_596, 182, None, 0.59),    # FAST'25 表 2；§5.2.1："sampled over a 1-hour period"
-]
-PAPER_TRACES_MORE = [   # 用 --trace 时再列出 FAST'25 表 2 的另外两个 trace
-    ("FAST'25 Conversation", 12_031, 60, 12_035, 343, None, 0.40),   # §5.2.1："We sampled 1 hour of conversation traces"
-    ("FAST'25 Synthetic", 3_993, None, 15_325, 149, None, 0.66),     # 论文没给时长（到达时间按泊松过程生成，附录 A.1）
-]
-TRACE_KIND = {   # 每个论文 trace 是怎么来的（FAST'25 §5.2.1、附录 A；arXiv v3 §4）
-    "arXiv v3 的 trace": "Kimi 线上一小时的采样",
-    "FAST'25 Tool&Agent": "Kimi 线上一小时的采样",
-    "FAST'25 Conversation": "Kimi 线上一小时的采样",
-    "FAST'25 Synthetic": "由 ShareGPT、Leval、LooGLE 三个公开数据集拼成、到达时间按泊松过程生成的合成负载，FAST'25 §5.2.1",
-}
+PAPER_TRACES = [   # (名字, 请求数, 时长（分钟）, 平均输入, 平均输出, 无限容量的命中率, cache ratio, 是怎么来的)
+    ("arXiv v3 的 trace", 23_608, 60, 7_590, 182, 0.51, None, KIMI),     # arXiv v3 §4、表 1 的 Inf 列
+    ("FAST'25 Tool&Agent", 23_608, 60, 8_596, 182, None, 0.59, KIMI),    # FAST'25 表 2；§5.2.1："sampled over a 1-hour period"
+    ("FAST'25 Conversation", 12_031, 60, 12_035, 343, None, 0.40, KIMI),   # §5.2.1："We sampled 1 hour of conversation traces"
+    ("FAST'25 Synthetic", 3_993, None, 15_325, 149, None, 0.66,            # 论文没给时长（泊松到达，附录 A.1）
+     "由 ShareGPT、Leval、LooGLE 三个公开数据集拼成、到达时间按泊松过程生成的合成负载，FAST'25 §5.2.1"),
+]   # 默认只列前两个；用 --trace 时四个都列
 VLLM_FIG16 = dict(   # vLLM 论文（Kwon et al., SOSP'23）§6.4、图 16：共享前缀的翻译负载
     model="LLaMA-13B", dataset="WMT16 英译德", baseline="Orca (Oracle)",
     prefix_tokens={"1-shot": 80, "5-shot": 341},    # 图 16 的图注：1 个例子 80 token、5 个例子 341 token
     throughput_x={"1-shot": 1.67, "5-shot": 3.58},   # vLLM 的吞吐是 Orca (Oracle) 的几倍（vLLM 整体，不只是共享）
 )
+_V = VLLM_FIG16
+VLLM_FIG16_NOTE = (f"对照 vLLM 论文 §6.4 图 16（{_V['model']}、{_V['dataset']}，前缀 {_V['prefix_tokens']['1-shot']} / "
+                   f"{_V['prefix_tokens']['5-shot']} token）：共享 1-shot、5-shot 前缀时 vLLM 的吞吐是 {_V['baseline']} 的 "
+                   f"{_V['throughput_x']['1-shot']}、{_V['throughput_x']['5-shot']} 倍。那是 vLLM 整体（分页 + 共享）和 Orca "
+                   "比，省下的显存换成了更大的批；这里数的是 prefill 少算的 token，不是同一个量。")
 FAST25_SHAPE = 'FAST\'25 表 1：l = 80、d = 8192、gqa = 8（查询头数 / KV 头数）；§5.3.1：每 token 的 KV "320 KB"'
 FAST25_DRAM = "一台机器约 1 TB DRAM（FAST'25 §5.3.1）"
 BLOCK_HOT_PAPER = "超过 50% 的块没有被再次使用，有的块被访问数万次（tens of thousands）"   # arXiv v3 §4.2
 MOONCAKE_PARTIAL = "FAST'25 附录 A：6,955 个 token → 14 个 ID"   # 不满的最后一块也有 ID（arXiv v3 §4.1 同样）
 MODEL = LLAMA3_70B        # 演示 4 的模型：式 (1)、128 GB/s 都出自 FAST'25，它的模型是 LLaMA3-70B（表 1）
 f2 = fixed(2)             # 命中率的格式：和表格一样两位小数
+HIT_RULE = ("演示 3、4 按 trace 算时，最后那块也算一块访问；但命中只数真实缓存用得上的：完整的块，而且至少重算最后"
+            "一个 token（vLLM 的做法：整个输入都命中时，最后一块重算）。")
 
 
 # =============================================================================
@@ -138,23 +139,17 @@ def observations_1(d):
     ab, k, tail = d["a_b_common"], d["c_first_changed_block"] + 1, d["a_tail"]
     lines = [f"A 和 B 的前 {ab} 块哈希相同：B 直接用 A 算好的这 {ab} 块 KV，从第 {ab + 1} 块起自己算。",
              f"C 只改了第 {k} 块里的一个 token，与 A 相同的只剩前 {d['a_c_common']} 块，第 "
-             f"{span([k, d['c_blocks']], integer)} 块的哈希全变了：哈希链住了前面的全部内容，"
-             "只有从开头起连续相同的块能复用。"]
-    more = []
+             f"{span([k, d['c_blocks']], integer)} 块的哈希全变了：哈希链住了前面的全部内容，只有从开头起连续相同的块能复用。"]
     if tail:
         lines.append(f"A 最后 {tail} 个 token 不满一块，不算哈希、不进缓存（vLLM 也只缓存完整的块）；Mooncake 的 "
                      f"trace 给不满的最后一块也编了号（{MOONCAKE_PARTIAL}）。")
-        more.append("演示 3、4 按 trace 算时，最后那块也算一块访问；但命中只数真实缓存用得上的：完整的块，"
-                    "而且至少重算最后一个 token（vLLM 的做法：整个输入都命中时，最后一块重算）。")
-    return lines, more
+    return lines, [HIT_RULE]
 
 
 # =============================================================================
 def run_shared_prefix(params, cfg, prefix, suffixes, block_size):
-    """N 个请求依次到达，共享 prefix。返回计数，以及最后一个 token 的 logits 与从头算的最大差。
-
-    前缀缓存 = {块哈希 → 物理块}；缓存自己也持有一份引用（ref_count +1），请求结束了块也不会被回收。
-    """
+    """N 个请求依次到达，共享 prefix：前缀缓存 = {块哈希 → 物理块}，缓存自己也持有一份引用（ref_count +1）。
+    返回计数，以及最后一个 token 的 logits 与从头算的最大差。"""
     max_len = len(prefix) + max(len(s) for s in suffixes)
     pool = BlockPool(cfg, n_blocks=2 * len(suffixes) * n_blocks(max_len, block_size), block_size=block_size)
     cache, computed, worst, mapped = {}, 0, 0.0, 0
@@ -179,26 +174,22 @@ def run_shared_prefix(params, cfg, prefix, suffixes, block_size):
         ref = forward(params, cfg, toks[None], cache=KVCache(cfg, 1))[0, -1]
         worst = max(worst, float(np.max(np.abs(last - ref))))
     total = sum(len(prefix) + len(s) for s in suffixes)
-    used_private = sum(n_blocks(len(prefix) + len(s), block_size) for s in suffixes)
-    return dict(n=len(suffixes), prefix_len=len(prefix), suffix_tokens=sum(len(s) for s in suffixes),
-                total=total, computed=computed, worst=worst, cached_blocks=len(cache), mapped=mapped,
-                used_shared=pool.num_used, used_private=used_private, saved=1 - computed / total,
-                speedup=total / computed, prefix_share=len(prefix) * len(suffixes) / total,
+    return dict(n=len(suffixes), prefix_len=len(prefix), total=total, computed=computed, worst=worst,
+                cached_blocks=len(cache), mapped=mapped, used_shared=pool.num_used,
+                used_private=sum(n_blocks(len(prefix) + len(s), block_size) for s in suffixes),
+                saved=1 - computed / total, speedup=total / computed, prefix_share=len(prefix) * len(suffixes) / total,
                 full_prefix_blocks=len(prefix) // block_size, prefix_tail=len(prefix) % block_size)
 
 
 def fmt_diff(x):
-    """logits 的最大差：恰好 0 写 "0.0"，否则科学计数法。fmt_diff(0.0) → '0.0'；fmt_diff(3e-15) → '3.0e-15'。"""
+    """logits 的最大差：恰好 0 写 "0.0"，否则科学计数法。fmt_diff(3e-15) → '3.0e-15'。"""
     if x == 0:
         return "0.0"
     return f"{x:.1e}"
 
 
 def shared_prefix_requests(vocab):
-    """演示 2 的请求（随机 token，种子 PROMPT_SEED）：{前缀名: (前缀, [N_SHARING 个后缀])}，按 FEW_SHOT 的顺序。
-
-    04b_radix_cache.py 用同一批请求建基数树，所以生成它们的代码只有这一份。
-    """
+    """演示 2 的请求（种子 PROMPT_SEED）：{前缀名: (前缀, [N_SHARING 个后缀])}；04b 用同一批请求建基数树。"""
     rng = np.random.default_rng(PROMPT_SEED)
     out = {}
     for name, plen in FEW_SHOT:
@@ -210,75 +201,59 @@ def shared_prefix_requests(vocab):
 def demo2_shared_prefix():
     """在真模型上复用前缀：能省多少计算？结果和从头算一样吗？"""
     n, bs = N_SHARING, BLOCK_SIZE
-    print_header(f"演示 2：{n} 个请求共享 few-shot 前缀（前缀长度同 vLLM 论文 §6.4），块大小 {bs}")
+    print_header(f"演示 2：复用 few-shot 前缀的 KV——{n} 个请求，前缀长度同 vLLM 论文 §6.4，块大小 {bs}")
     longest = max(plen for _, plen in FEW_SHOT) + SUFFIX_LEN[1] - 1
     cfg = config_like(TINY, max_seq=n_blocks(longest, bs) * bs)   # 模型的上下文按最长的请求定
     params = init_params(cfg, seed=MODEL_SEED)
     print_text(f"模型：第 2 讲的 TINY（{cfg.n_layers} 层、d_model={cfg.d_model}、GQA {cfg.n_heads}/{cfg.n_kv_heads}，"
                f"float64，权重种子 {MODEL_SEED}）；前缀和后缀是随机 token（种子 {PROMPT_SEED}），"
                f"后缀 {span([SUFFIX_LEN[0], SUFFIX_LEN[1] - 1], integer)} 个。")
-    results = {name: run_shared_prefix(params, cfg, prefix, suffixes, bs)
-               for name, (prefix, suffixes) in shared_prefix_requests(cfg.vocab).items()}
-    rows = [[name, r["prefix_len"], integer(r["total"]), integer(r["computed"]), pct(r["saved"]),
-             f"{r['speedup']:.1f}×", r["cached_blocks"], r["used_private"], r["used_shared"], fmt_diff(r["worst"])]
-            for name, r in results.items()]
-    print_table(["前缀", "长度", "总输入", "实际算", "省下", "少算", "缓存块", "不共享", "共享", "最大差"], rows,
+    res = {name: run_shared_prefix(params, cfg, prefix, suffixes, bs)
+           for name, (prefix, suffixes) in shared_prefix_requests(cfg.vocab).items()}
+    print_table(["前缀", "长度", "总输入", "实际算", "省下", "少算", "缓存块", "不共享", "共享", "最大差"],
+                [[k, r["prefix_len"], integer(r["total"]), integer(r["computed"]), pct(r["saved"]), f"{r['speedup']:.1f}×",
+                  r["cached_blocks"], r["used_private"], r["used_shared"], fmt_diff(r["worst"])] for k, r in res.items()],
                 caption=f"总输入 / 实际算：{n} 个请求的 token 数；不共享 / 共享：同时在场时占的物理块；"
                         "最大差：最后一个 token 的 logits 与从头算的 max |diff|。")
-    print_observations(*observations_2(results, n, bs, SUFFIX_LEN))
-    return results
+    print_observations(*observations_2(res, n, bs, SUFFIX_LEN))
+    return res
 
 
 def observations_2(res, n, block_size, suffix_len):
     """演示 2 的观察：res 就是表格那一份数；n、block_size、suffix_len 是句子提到的设置。"""
     order = sorted(res, key=lambda k: res[k]["prefix_len"])
-    name = order[-1]
-    big = res[name]
-    worst = max(r["worst"] for r in res.values())
-    exact = "逐位相同（最大差 0.0）"
-    if worst != 0:
-        exact = f"一致到 {worst:.1e}"
-    parts = []
-    for k in order:
-        r = res[k]
-        s = f"{k} 的 {r['prefix_len']:,} 个 token = {count(r['full_prefix_blocks'], '个满块')}"
-        if r["prefix_tail"]:
-            s += f" + {r['prefix_tail']} 个零头"
-        parts.append(s)
-    parts = "前缀里只有满块能复用：" + "；".join(parts) + "。"
+    name, big, worst = order[-1], res[order[-1]], max(r["worst"] for r in res.values())
+    exact = f"logits 与从头算一致到 {worst:.1e}"
+    if worst == 0:
+        exact = "logits 与从头算逐位相同（最大差 0.0）"
+    parts = "前缀里只有满块能复用：" + "；".join(
+        f"{k} 的 {res[k]['prefix_len']:,} 个 token = {count(res[k]['full_prefix_blocks'], '个满块')} + "
+        f"{res[k]['prefix_tail']} 个零头" for k in order) + "。"
     if n == 1:
-        lines = [f"只有 1 个请求：它从头算、把完整的块登记进缓存，但没有后来的请求来用，每个前缀都省下 0%。"
-                 f"logits 与从头算{exact}。", parts]
+        lines = [f"只有 1 个请求：完整的块登记进了缓存，却没有后来的请求来用，每个前缀都省下 0%；{exact}。", parts]
     elif big["mapped"] == 0:
-        lines = [f"前缀不满一块（块大小 {block_size}）：没有完整的块可以登记，后面 {n - 1} 个请求什么也复用不了。"
-                 f"logits 与从头算{exact}。", parts]
+        lines = [f"前缀不满一块（块大小 {block_size}）：没有完整的块可以登记，后面 {n - 1} 个请求什么也复用不了；{exact}。",
+                 parts]
     else:
-        lines = [f"{name} 省下 {pct(big['saved'])} 的计算：后面 {n - 1} 个请求把前缀的 {big['full_prefix_blocks']} "
-                 f"个满块映射到缓存里的物理块（共 {big['mapped']:,} 次，只加引用计数），logits 与从头算{exact}。",
+        lines = [f"{name} 省下 {pct(big['saved'])} 的计算：后面 {n - 1} 个请求把前缀的 {big['full_prefix_blocks']} 个满块"
+                 f"映射到缓存里的物理块（共 {big['mapped']:,} 次，只加引用计数），{exact}。",
                  f"省下的比例 ≈ {n - 1}/{n} × 前缀占输入的比例，再减去重算的零头："
                  + "，".join(f"{k} {pct(res[k]['prefix_share'])} → {pct(res[k]['saved'])}" for k in order) + "。"]
+    why = "只有一个请求"
+    if n > 1:
+        why = "前缀没有一个满块可以共享"
+    mem = f"显存没有省：{n} 个请求同时在场时，{name} 共享和不共享都占 {big['used_private']:,} 块（{why}）。"
     if big["used_shared"] < big["used_private"]:
-        lines.append(f"显存也省了：{n} 个请求同时在场时，{name} 不共享要 {big['used_private']:,} 块，共享只要 "
-                     f"{big['used_shared']:,} 块（{pct(big['used_shared'] / big['used_private'])}）。")
-    else:
-        why = "只有一个请求"
-        if n > 1:
-            why = "前缀没有一个满块可以共享"
-        lines.append(f"显存没有省：{n} 个请求同时在场时，{name} 共享和不共享都占 {big['used_private']:,} 块（{why}）。")
-    more = []
+        mem = (f"显存也省了：{n} 个请求同时在场时，{name} 不共享要 {big['used_private']:,} 块，共享只要 "
+               f"{big['used_shared']:,} 块（{pct(big['used_shared'] / big['used_private'])}）。")
+    more = [VLLM_FIG16_NOTE]
     if n > 1 and big["mapped"]:
-        more.append(parts + f"零头每个请求都要和自己的后缀（{span([suffix_len[0], suffix_len[1] - 1], integer)} "
-                            "个 token）一起重算。")
-    if n > 1 and len(order) > 1 and res[order[0]]["prefix_len"] < big["prefix_len"]:
-        more.append(vs(f"前缀更长的 {name}", big["saved"], order[0], res[order[0]]["saved"], pct, "省得多", "省得少")
-                    + "：后缀长度的范围相同，前缀占输入的比例不同（改 SUFFIX_LEN 可以看后缀长短的影响）。")
-    v = VLLM_FIG16
-    more.append(f"对照 vLLM 论文 §6.4 图 16（{v['model']}、{v['dataset']}；1-shot 前缀 {v['prefix_tokens']['1-shot']} "
-                f"token、5-shot {v['prefix_tokens']['5-shot']} token）：共享 1-shot 前缀时 vLLM 的吞吐是 "
-                f"{v['baseline']} 的 {v['throughput_x']['1-shot']} 倍，5-shot 时是 {v['throughput_x']['5-shot']} 倍。"
-                "那是 vLLM 整体（分页 + 共享）和 Orca 比，省下的显存换成了更大的批；这里数的是 prefill 少算的 token，"
-                "两者不是同一个量。")
-    return lines, more
+        more.insert(0, parts + f"零头每个请求都要和自己的后缀（{span([suffix_len[0], suffix_len[1] - 1], integer)} 个"
+                               " token）一起重算。")
+    if len(order) > 1 and res[order[0]]["prefix_len"] < big["prefix_len"]:
+        more.insert(-1, vs(f"前缀更长的 {name}", big["saved"], order[0], res[order[0]]["saved"], pct, "省得多", "省得少")
+                    + "：后缀长度的范围相同，差别来自前缀占输入的比例和零头。")
+    return lines + [mem], more
 
 
 # =============================================================================
@@ -290,27 +265,22 @@ def read_trace(trace_path=None, block_size=None):
 
 
 def trace_sweep(trace, trace_path=None, block_size=None, capacities=None, demo3=True, background=False):
-    """演示 3、4 共用的一份数据：trace 和整张命中表 {(策略, 容量): 每个请求的前缀命中块数}（含 MIN），只算一遍。
-
-    demo3=False（只跑演示 4）：只算演示 4 要的那一种策略、那几个容量。capacities=None：用 CAPACITIES。
-    background=True：命中表在后台的工作进程里算，data["hits"] 第一次被读时才等它（main 趁这段时间跑演示 1、2）。
-    """
+    """演示 3、4 共用的一份数据：trace 和命中表 {(策略, 容量): 每个请求的前缀命中块数}（含 MIN），只算一遍。
+    demo3=False：只算演示 4 要的格子；background=True：在后台算，第一次读 data["hits"] 时才等（先跑演示 1、2）。"""
     block_size = block_size or TRACE_BLOCK_SIZE
     if not demo3:
         hits = sweep(trace, DEMO4_CAPS, (DEMO4_POLICY,), background=background)
         return dict(trace=trace, hits=hits, path=trace_path, block_size=block_size, capacities=(), contrast_caps=())
     if capacities is None:
         capacities = CAPACITIES
-    capacities = tuple(capacities)
-    swept = capacities + (None,) * (None not in capacities)                  # 无限容量总要算（很便宜）
-    extra = [(DEMO4_POLICY, c) for c in DEMO4_CAPS if c not in swept]     # 演示 4 另外要的容量：只算它那一种策略
+    caps = tuple(capacities)
+    extra = [(DEMO4_POLICY, c) for c in DEMO4_CAPS if c not in caps]      # 演示 4 另外要的容量：只算它那一种策略
     contrast = ()
     if CONTRAST not in POLICIES:                                          # 对照行只算表里有的这几格
-        contrast = tuple(c for c in capacities if c in CONTRAST_CAPS)
-    extra += [(CONTRAST, c) for c in contrast]
-    hits = sweep(trace, swept, POLICIES + (BOUND,), extra=extra, background=background)   # 所有格子一起分给各个核
-    return dict(trace=trace, hits=hits, path=trace_path, block_size=block_size, capacities=capacities,
-                contrast_caps=contrast)
+        contrast = tuple(c for c in caps if c in CONTRAST_CAPS)
+    extra += [(p, None) for p in POLICIES + (BOUND,)] + [(CONTRAST, c) for c in contrast]   # 无限容量总要算（很便宜）
+    hits = sweep(trace, caps, POLICIES + (BOUND,), extra=extra, background=background)   # 所有格子一起分给各个核
+    return dict(trace=trace, hits=hits, path=trace_path, block_size=block_size, capacities=caps, contrast_caps=contrast)
 
 
 def usable_hits(tr, hits, block_size):
@@ -326,12 +296,11 @@ def usable_hits(tr, hits, block_size):
 
 def hit_table(tr, hits, block_size):
     """{(策略, 容量): 命中率}：在线策略数用得上的前缀命中块 / 全部块访问；MIN 数逐块命中（上界，不截）。"""
-    total = max(1, len(tr.hash_ids))
     out = {}
     for (p, c), h in hits.items():
         if p != BOUND:
             h = usable_hits(tr, h, block_size)
-        out[(p, c)] = int(h.sum()) / total
+        out[(p, c)] = int(h.sum()) / max(1, len(tr.hash_ids))
     return out
 
 
@@ -340,10 +309,7 @@ def trace_stats(tr):
     v = np.bincount(dense_ids(tr.hash_ids)[0])
     v = np.sort(v[v > 0])[::-1]
     total = int(v.sum())
-    span_s = 0.0
-    if len(tr):
-        span_s = float(tr.arrival[-1] - tr.arrival[0])
-    return dict(n=len(tr), minutes=span_s / 60, mean_in=float(np.mean(tr.input_len)),
+    return dict(n=len(tr), minutes=float(tr.arrival[-1] - tr.arrival[0]) / 60, mean_in=float(np.mean(tr.input_len)),
                 mean_out=float(np.mean(tr.output_len)), total_blocks=total, distinct=len(v),
                 once=float(np.mean(v == 1)), hottest=int(v[0]), top1pct=int(v[:max(1, len(v) // 100)].sum()) / total,
                 reuse=1 - len(v) / total, counts=v)
@@ -370,42 +336,27 @@ def cell(x, fmt):
     return fmt(x)
 
 
-def describe(policy):
-    """策略类 docstring 的第一句（对照行的说明从 CONTRAST 指向的类里读，不写死）。"""
-    doc = words(*(CACHE_POLICIES[policy].__doc__ or CACHE_POLICIES[policy].NAME).split())
-    return doc.split("。")[0]
-
-
-def same_paper_trace(st):
-    """st 的请求数、平均输入、平均输出（差 < 1%）和哪个论文 trace 对得上；都对不上返回 None。"""
-    for row in PAPER_TRACES + PAPER_TRACES_MORE:
-        if row[1] == st["n"] and abs(row[3] / st["mean_in"] - 1) < 0.01 and abs(row[4] / st["mean_out"] - 1) < 0.01:
-            return row
-    return None
-
-
 def print_trace_tables(d):
     """演示 3 的前两张表：trace 的统计量（和论文的 trace 并排，命中率和 cache ratio 分两列），块的热度。"""
     st, syn, real = d["stats"], d["syn_stats"], d["real"]
-    papers = PAPER_TRACES + PAPER_TRACES_MORE * real
     ours = [("本实验（合成）", syn, d["syn_hit"])]
     if real:
         ours.insert(0, ("你给的 trace", st, d["ratio"][(d["lead"], None)]))
     rows = [[n, integer(s["n"]), f"{s['minutes']:.0f}", integer(s["mean_in"]), integer(s["mean_out"]), f2(h), "-"]
             for n, s, h in ours]
-    rows += [[n, integer(q), cell(m, integer), integer(i), integer(o), cell(h, f2), cell(c, f2)]
-             for n, q, m, i, o, h, c in papers]
+    rows += [[n, integer(q), cell(t, integer), integer(i), integer(o), cell(h, f2), cell(c, f2)]
+             for n, q, t, i, o, h, c, _ in PAPER_TRACES[:2 + 2 * real]]
     print_table(["trace", "请求数", "分钟", "输入", "输出", "前缀命中率", "cache ratio"], rows,
-                caption="输入 / 输出：平均 token 数。前缀命中率：无限容量时（arXiv v3 取表 1 的 Inf 列）；"
+                caption="输入 / 输出：平均 token 数。前缀命中率：无限容量时（arXiv v3 取表 1 无限容量那一列）；"
                         "cache ratio：FAST'25 表 2 的原名，论文没给定义。")
     heat = [("只被访问过一次的块", "once", pct, "超过 50% 的块没有被再次使用"),
             ("最热的块被访问的次数", "hottest", integer, "有的块被访问数万次"),
             ("最热 1% 的块占全部访问", "top1pct", pct, "-")]
+    cols = [("本实验", st)]
     if real:
-        print_table(["块的热度", "你给的 trace", "合成", "论文（arXiv v3 §4.2）"],
-                    [[t, f(st[k]), f(syn[k]), p] for t, k, f, p in heat])
-    else:
-        print_table(["块的热度", "本实验", "论文（arXiv v3 §4.2）"], [[t, f(st[k]), p] for t, k, f, p in heat])
+        cols = [("你给的 trace", st), ("合成", syn)]
+    print_table(["块的热度"] + [c for c, _ in cols] + ["论文（arXiv v3 §4.2）"],
+                [[t] + [f(x[k]) for _, x in cols] + [p] for t, k, f, p in heat])
 
 
 def print_policy_tables(ratio, gap, caps, policies, contrast, contrast_caps):
@@ -414,10 +365,14 @@ def print_policy_tables(ratio, gap, caps, policies, contrast, contrast_caps):
     note = ""
     if contrast_caps:
         rows.append([_short(contrast)] + [cell(ratio.get((contrast, c)), f2) for c in caps])
-        note = (f"对照行（CONTRAST = \"{contrast}\"）：{describe(contrast)}；只算了 "
-                f"{'、'.join(cap_name(c) for c in contrast_caps)} 块。")
-    rows += [[f"论文 {_short(p)}"] + [cell(PAPER_TABLE1[p].get(c), f2) for c in caps]
-             for p in policies if p in PAPER_TABLE1]
+        doc = words(*(CACHE_POLICIES[contrast].__doc__ or CACHE_POLICIES[contrast].NAME).split())
+        if not console.SHOW_MORE:
+            doc = doc.split("。")[0]
+        note = f"对照行（CONTRAST = \"{contrast}\"）：{doc.rstrip('。')}；只算了 {'、'.join(cap_name(c) for c in contrast_caps)} 块。"
+    if "lengthaware" in policies and console.SHOW_MORE:
+        note += (f"LengthAware = LengthAwareCache，{LENGTHAWARE_SOURCE}只有一句定义：“{LENGTHAWARE_DEFINITION}”；"
+                 "本课读作：访问次数相同时先淘汰请求里靠后的块。")
+    rows += [[f"论文 {_short(p)}"] + [cell(PAPER_TABLE1[p].get(c), f2) for c in caps] for p in policies if p in PAPER_TABLE1]
     missing = [cap_name(c) for c in caps if c not in PAPER_TABLE1["lru"]]
     paper = "论文行：arXiv v3 表 1，在另一个 trace（mooncake_trace.jsonl）上算的"
     if missing:
@@ -431,10 +386,7 @@ def print_policy_tables(ratio, gap, caps, policies, contrast, contrast_caps):
 
 
 def demo3_trace(data=None):
-    """块有多热门？缓存要多大、用什么淘汰策略？离最好的（MIN）还差多少？
-
-    data：trace_sweep(...) 的结果（main 传进来，和演示 4 共用）；None = 合成 trace，自己算一份。
-    """
+    """块有多热门？缓存要多大、用什么淘汰策略？离最好的（MIN）还差多少？（data：trace_sweep 的结果；None = 自己算）"""
     if data is None:
         data = trace_sweep(read_trace())
     tr, bs, real = data["trace"], data["block_size"], data["path"] is not None
@@ -442,161 +394,127 @@ def demo3_trace(data=None):
     if real:
         src = f"你给的 trace（{os.path.basename(str(data['path']))}）"
     print_header("演示 3：块的热度、缓存容量与命中率（Mooncake arXiv v3 §4、表 1）")
+    policies, caps, lead = POLICIES, data["capacities"], POLICIES[0]
+    if "lru" in policies:
+        lead = "lru"
     with status("正在按 trace 模拟各种缓存……"):
         ratio = hit_table(tr, data["hits"], bs)
-        st, syn, syn_hit = trace_stats(tr), None, None
+        st = syn = trace_stats(tr)
+        syn_hit = ratio[(lead, None)]
         if real:
             syn_tr = read_trace()
             syn = trace_stats(syn_tr)
-            syn_hit = int(usable_hits(syn_tr, simulate(syn_tr, None, "lru"), TRACE_BLOCK_SIZE).sum()) / len(syn_tr.hash_ids)
-    policies, caps, contrast = POLICIES, data["capacities"], data.get("contrast_caps", ())
-    lead = policies[0]
-    if "lru" in policies:
-        lead = "lru"
-    if not real:
-        syn, syn_hit = st, ratio[(lead, None)]
+            syn_hit = hit_table(syn_tr, {(lead, None): simulate(syn_tr, None, lead)}, TRACE_BLOCK_SIZE)[(lead, None)]
     print_text(f"{src}，块大小 {bs}：{integer(st['total_blocks'])} 次块访问、{integer(st['distinct'])} 个不同的块。")
     gap = {(p, c): ratio[(BOUND, c)] - ratio[(p, c)] for p in policies for c in caps}
-    d = dict(stats=st, syn_stats=syn, syn_hit=syn_hit, ratio=ratio, gap=gap, capacities=caps, contrast_caps=contrast,
-             real=real, lead=lead, match=same_paper_trace(st))
+    match = next((t for t in PAPER_TRACES if t[1] == st["n"] and abs(t[3] / st["mean_in"] - 1) < 0.01
+                  and abs(t[4] / st["mean_out"] - 1) < 0.01), None)      # 请求数、平均输入输出都对得上的论文 trace
+    d = dict(stats=st, syn_stats=syn, syn_hit=syn_hit, ratio=ratio, gap=gap, capacities=caps, lead=lead, real=real,
+             contrast_caps=data["contrast_caps"], match=match)
     print_trace_tables(d)
-    print_policy_tables(ratio, gap, caps, policies, CONTRAST, contrast)
+    print_policy_tables(ratio, gap, caps, policies, CONTRAST, d["contrast_caps"])
     print_observations(*observations_3(d, policies, CONTRAST, HOT_ACCESSES))
-    d.update(synthetic_stats=syn, bound_ok=all(gap[k] >= -1e-12 for k in gap), policies=policies + (BOUND,),
+    d.update(synthetic_stats=syn, bound_ok=all(x >= -1e-12 for x in gap.values()), policies=policies + (BOUND,),
              names={p: _short(p) for p in policies + (BOUND,)}, paper=PAPER_TABLE1, source=src, seed=TRACE_SEED,
              block_size=bs)
     return d
 
 
-def observations_3(d, policies, contrast, hot_accesses):
+def observations_3(d, policies, contrast, hot):
     """演示 3 的观察：每句都由 d 里的 ratio / gap / stats（和表格同一份数）拼出来。"""
     r, gap, st, lead = d["ratio"], d["gap"], d["stats"], d["lead"]
     inf, L = r[(lead, None)], _short(lead)
     finite = sorted(c for c in d["capacities"] if c is not None)
-    evicting = [c for c in finite if c < st["distinct"]]      # 比不同的块少：一定要淘汰，策略才有区别
-    obs = []
+    evict = [c for c in finite if c < st["distinct"]]      # 比不同的块少：一定要淘汰，策略才有区别
+    mid = [c for c in (50_000, 30_000, 10_000) if c in evict] or evict[::-1]
+    reuse = f"块复用率 {f2(st['reuse'])}（1 − {integer(st['distinct'])} / {integer(st['total_blocks'])}，块重复出现的比例）"
     if inf == 0:
-        s = "前缀命中率 0：没有一个请求的开头（去掉最后一个 token）在缓存里，每种策略、每个容量都是 0，比不出好坏。"
-        if st["reuse"] > 0:
-            s += f"块复用率 {f2(st['reuse'])}：有块重复出现，但不在开头，或是最后一个 token 所在的块，前缀缓存用不上。"
-        obs.append(s)
-    elif not evicting:
-        obs.append(f"最小的容量也装得下全部 {integer(st['distinct'])} 个不同的块：从不淘汰，每种策略都和无限容量一样"
-                   f"（{f2(inf)}），比不出好坏。")
+        obs = ["前缀命中率 0：没有一个请求的开头（去掉最后一个 token）在缓存里，每种策略、每个容量都是 0。" + reuse
+               + "：有块重复出现，但不在开头，或是最后一个 token 所在的块，前缀缓存用不上。"]
+        if st["distinct"] == st["total_blocks"]:
+            obs = ["前缀命中率 0：每个块都是第一次出现（没有一块重复），每种策略、每个容量都是 0。"]
+    elif not finite:
+        obs = [f"CAPACITIES 里只有无限容量：从不淘汰，每种策略都是 {f2(inf)}，比不出好坏。"]
+    elif not evict:
+        obs = [f"最小的容量也装得下全部 {integer(st['distinct'])} 个不同的块：从不淘汰，每种策略都和无限容量一样（{f2(inf)}）。"]
     else:
-        small = finite[0]
-        s = f"容量从无限降到 {small:,} 块，{L} 的命中率{change(inf, r[(lead, small)], f2)}，保住了 {pct(r[(lead, small)] / inf)}"
-        t = PAPER_TABLE1.get(lead, {})
-        if small in t:
-            s += f"（论文 {small:,} 块时 {f2(t[small])} / {f2(t[None])} = {pct(t[small] / t[None])}）"
-        obs.append(s + "。")
-    mid = [c for c in (50_000, 30_000, 10_000) if c in evicting] or evicting[::-1]
+        s, t = f"容量从无限降到 {evict[0]:,} 块，{L} 的命中率{change(inf, r[(lead, evict[0])], f2)}", PAPER_TABLE1.get(lead, {})
+        s += f"，保住了 {pct(r[(lead, evict[0])] / inf)}"
+        if evict[0] in t:
+            s += f"（论文 {evict[0]:,} 块时 {f2(t[evict[0]])} / {f2(t[None])} = {pct(t[evict[0]] / t[None])}）"
+        if None not in d["capacities"]:
+            s += "；无限容量是另外算的，CAPACITIES 里没有它"
+        obs = [s + "。"]
     if inf and mid and "lru" in policies and "lfu" in policies:
-        o = {c: same(r[("lru", c)], r[("lfu", c)], f2) for c in mid}
-        lfu_up = [c for c in mid if r[("lfu", c)] > r[("lru", c)] and not o[c]]
-        lru_up = [c for c in mid if r[("lru", c)] > r[("lfu", c)] and not o[c]]
+        o = {c: order(r[("lru", c)], r[("lfu", c)], f2) for c in mid}
         where = f"在 {'、'.join(f'{c:,}' for c in mid)} 块时"
-        if not lfu_up and not lru_up:
+        if all(v == 0 for v in o.values()):
             obs.append(where + " LRU 和 LFU 的命中率（两位小数）相同：这个 trace 上看不出两者的差别。")
-        elif not lfu_up:
-            c = max(lru_up, key=lambda x: r[("lru", x)] - r[("lfu", x)])
+        elif all(v >= 0 for v in o.values()):
+            c = max(mid, key=lambda x: r[("lru", x)] - r[("lfu", x)])
             obs.append(where + f" LRU 都不低于 LFU，{c:,} 块时差得最多（{f2(r[('lru', c)])} 对 {f2(r[('lfu', c)])}）："
                        "复用多在时间上相近的请求之间，和论文结论（LRUCache performs best）一致。")
         else:
-            obs.append("；".join(vs(f"{c:,} 块时 LFU", r[("lfu", c)], "LRU", r[("lru", c)], f2) for c in lfu_up)
+            obs.append("；".join(vs(f"{c:,} 块时 LFU", r[("lfu", c)], "LRU", r[("lru", c)], f2) for c in mid if o[c] < 0)
                        + "：和论文结论（LRUCache performs best）不完全一致。")
-    for p in policies:
-        if inf and evicting and p not in PAPER_TABLE1 and p != lead:
-            n = [sum(order(r[(p, c)], r[(lead, c)], f2) == w for c in evicting) for w in (1, 0, -1)]
-            far = max(evicting, key=lambda c: gap[(p, c)])
-            obs.append(f"{CACHE_POLICIES[p].NAME}：在 {len(evicting)} 个要淘汰的容量里，" + "、".join(
-                f"{k} 个{w} {L}" for w, k in zip(("高于", "持平", "低于"), n) if k)
-                + f"；离 MIN 最远是 {far:,} 块时的 {f2(gap[(p, far)])}。")
-    if inf and evicting:
-        top = max(gap[(p, c)] for p in policies for c in evicting)
-        p, c = next((p, c) for c in evicting for p in policies if same(gap[(p, c)], top, f2))
-        s = f"MIN 在每个容量都不低于{_policies_word(policies)}"
-        if not all(gap[k] >= -1e-12 for k in gap):
+    for p in [p for p in policies if inf and evict and p not in PAPER_TABLE1 and p != lead]:
+        n = [sum(order(r[(p, c)], r[(lead, c)], f2) == w for c in evict) for w in (1, 0, -1)]
+        far = max(evict, key=lambda c: gap[(p, c)])
+        obs.append(f"{CACHE_POLICIES[p].NAME}：在 {len(evict)} 个要淘汰的容量里，" + "、".join(
+            f"{k} 个{w} {L}" for w, k in zip(("高于", "持平", "低于"), n) if k) + f"；离 MIN 最远是 {far:,} 块时的 {f2(gap[(p, far)])}。")
+    if inf and evict:
+        top = max(gap[(p, c)] for p in policies for c in evict)
+        p, c = next((p, c) for c in evict for p in policies if same(gap[(p, c)], top, f2))
+        s = f"MIN 在每个容量都不低于 {len(policies)} 种在线策略"
+        if len(policies) == 1:
+            s = f"MIN 在每个容量都不低于 {L}"
+        if min(gap.values()) < -1e-12:
             s = "MIN 竟然在某个容量低于在线策略（上界被违反，程序有错）"
         obs.append(s + f"；差距最大（{f2(top)}）的是 {_short(p)} 在 {c:,} 块（{f2(r[(p, c)])} 对 MIN 的 {f2(r[(BOUND, c)])}）。")
-    more = [_reuse_sentence(inf, st)]
-    if inf and len(evicting) > 1:
-        g = [gap[(lead, c)] for c in evicting[::-1]]
-        more.append(f"{L} 离 MIN 的差距（容量从 {evicting[-1]:,} 块降到 {evicting[0]:,} 块）：" + "、".join(map(f2, g))
-                    + f"，在 {evicting[::-1][int(np.argmax(g))]:,} 块时最大：缓存越小、\"留谁\"越要紧，"
-                    "直到连 MIN 也留不住多少。")
-    ref = (mid or [None])[-1]
-    if inf and ref and "lengthaware" in policies and "lfu" in policies and r[("lfu", ref)] > 0:
-        la, lfu = r[("lengthaware", ref)], r[("lfu", ref)]
-        s = (f"{ref:,} 块时：{rank([(_short(p), r[(p, ref)]) for p in policies], f2)}。LengthAwareCache 在 "
-             f"{LENGTHAWARE_SOURCE}里只有一句定义：“{LENGTHAWARE_DEFINITION}”；本课读作次数相同时先淘汰靠后的块，"
-             f"它是 LFU 的 {pct(la / lfu)}")
-        if ref in PAPER_TABLE1["lfu"]:
-            s += f"（论文表 1：{pct(PAPER_TABLE1['lengthaware'][ref] / PAPER_TABLE1['lfu'][ref])}）"
-        more.append(s + "。")
-        if ref in d["contrast_caps"]:
-            more.append(vs("对照行", r[(contrast, ref)], "LengthAware", la, f2) + "。"
-                        + words(*CACHE_POLICIES[contrast].__doc__.split()))
-    more += obs[3:]
-    if st["hottest"] >= hot_accesses:
-        more.append(f"{pct(st['once'])} 的块只出现过一次，最热的块被访问了 {integer(st['hottest'])} 次：热门块值得复制到"
-                    "多台机器上，否则都去一台机器拉 KV，网卡会堵（Mooncake arXiv v3 §6.2，05 脚本演示 2）。")
+    more = obs[3:]
+    if inf:
+        rel = "，比它低：有的重复块不在开头，或是最后一个 token 所在的块（要重算），前缀缓存用不上。"
+        if same(inf, st["reuse"], f2):
+            rel = "，和它一样：重复出现的块都在请求的开头；剩下的块是第一次出现，再大的缓存也没用。"
+        more.append(reuse + f"；无限容量的前缀命中率 {f2(inf)}" + rel)
+    if inf and mid:
+        more.append(f"{mid[-1]:,} 块时从高到低：{rank([(_short(p), r[(p, mid[-1])]) for p in policies], f2)}。")
+    heat = f"{pct(st['once'])} 的块只出现过一次，最热的块被访问了 {integer(st['hottest'])} 次"
+    if st["hottest"] >= hot:
+        more.append(heat + "：热门块值得复制到多台机器上，否则都去一台机器拉 KV，网卡会堵（Mooncake arXiv v3 §6.2，05 脚本演示 2）。")
     else:
-        more.append(f"{pct(st['once'])} 的块只出现过一次，最热的块也只被访问了 {integer(st['hottest'])} 次"
-                    f"（不到 {hot_accesses:,} 次）：复用分散在许多块上，没有特别热的块。")
-    more.append(_source_sentence(d))
-    return obs[:3], more
+        more.append(heat + f"（不到 {hot:,} 次）：复用分散在许多块上，没有特别热的块。")
+    return obs[:3], more + [source_sentence(d)]
 
 
-def _policies_word(policies):
-    """"3 种在线策略"；只有一种时直接说它的名字。"""
-    if len(policies) == 1:
-        return " " + _short(policies[0])
-    return f" {len(policies)} 种在线策略"
-
-
-def _reuse_sentence(inf, st):
-    """前缀命中率和块复用率（1 − 不同的块 / 全部块）是两个量：说清楚它们的关系。"""
-    s = (f"块复用率 1 − {integer(st['distinct'])} / {integer(st['total_blocks'])} = {f2(st['reuse'])}：块重复出现的比例。"
-         f"无限容量的前缀命中率 {f2(inf)}")
-    if same(inf, st["reuse"], f2):
-        return s + "，和它一样：重复出现的块都在请求的开头，剩下的块是第一次出现，再大的缓存也没用。"
-    return s + "，比它低：有的重复块不在开头，或是最后一个 token 所在的块（要重算），前缀缓存用不上。"
-
-
-def _source_sentence(d):
+def source_sentence(d):
     """这个 trace 是什么，和论文的哪个 trace 对得上。"""
-    st = d["stats"]
+    st, m, hit = d["stats"], d["match"], d["ratio"][(d["lead"], None)]
     if not d["real"]:
-        return ("这是合成负载，只模仿了论文给出的几个统计量。Mooncake 公开了 FAST'25 的三个 trace 和 arXiv v3 的 "
-                "trace，可以用 --trace 换进来对比。")
-    s = (f"你给的 trace：{integer(st['n'])} 个请求、{st['minutes']:.0f} 分钟；"
-         + vs("它的前缀命中率", d["ratio"][(d["lead"], None)], "合成负载", d["syn_hit"], f2) + "。")
-    m = d["match"]
+        return "这是合成负载，只模仿了论文的几个统计量；Mooncake 公开的 trace 可以用 --trace 换进来对比。"
+    s = f"你给的 trace：{integer(st['n'])} 个请求、{st['minutes']:.0f} 分钟；" + vs("它的前缀命中率", hit, "合成负载", d["syn_hit"], f2) + "。"
     if m is None:
         return s + "它和论文列出的 trace 都对不上；论文的表 1 是在另一个 trace 上算的，只能看趋势，不能逐格比。"
-    s += f"请求数和平均输入、输出都和 {m[0]} 一致，它就是那个 trace（{TRACE_KIND[m[0]]}）。"
+    s += f"请求数和平均输入、输出都和 {m[0]} 一致，它就是那个 trace（{m[7]}）。"
     if m[6] is not None:
-        s += f"论文表 2 的 cache ratio 是 {f2(m[6])}（没给定义），本实验的前缀命中率 {f2(d['ratio'][(d['lead'], None)])}。"
+        s += f"论文表 2 的 cache ratio 是 {f2(m[6])}（没给定义），本实验的前缀命中率 {f2(hit)}。"
     return s
 
 
 # =============================================================================
 def gpu_hours(tr, hits_blocks, tier=None, block_size=None):
-    """按 FAST'25 式 (1)，算全部请求的 prefill GPU 时间（小时）和命中的 token 比例。
+    """按 FAST'25 式 (1)，算全部请求的 prefill GPU 时间（小时）和命中的 token 比例；tier=None 用 TIERS[TIER_FOR_HITS]。
 
-    每个请求的时间 = kv_physics.prefill_time(MODEL, 输入, 命中, tier)：算和读 KV 两列用 numpy 整列算
-    （整数 FLOPs 在 int64 里是精确的，见 _exact_in_int64），逐个请求按层重叠，再从前往后一个一个加起来——
-    和逐个请求调用 prefill_time、累加的结果一模一样（测试逐位比过）。token 数用 Python 整数求和，不会溢出。
+    每个请求的时间 = kv_physics.prefill_time(MODEL, 输入, 命中, tier)：两列用 numpy 整列算（整数 FLOPs 在 int64 里
+    精确，见 _exact_in_int64），逐个请求按层重叠，再从前往后一个一个加起来——和逐个调用 prefill_time 累加一模一样。
+    token 数用 Python 整数求和：2^52 个 token 的请求有几千个也不会溢出。
     """
-    tier = tier or TIERS[TIER_FOR_HITS]
-    block_size = block_size or TRACE_BLOCK_SIZE
-    n_in = tr.input_len
+    tier, block_size, n_in = tier or TIERS[TIER_FOR_HITS], block_size or TRACE_BLOCK_SIZE, tr.input_len
     n_hit = np.minimum(np.asarray(hits_blocks, dtype=np.int64) * block_size, n_in - 1)   # 至少要算最后一个 token
     if _exact_in_int64(n_in):
         compute = prefill_compute_time(MODEL, n_in, n_hit).tolist()
-        load = load_time(MODEL, n_hit, tier).tolist()
-        total_s = _sum_in_order(map(layer_overlap, compute, load, itertools.repeat(MODEL.n_layers)))
+        total_s = _sum_in_order(map(layer_overlap, compute, load_time(MODEL, n_hit, tier).tolist(),
+                                    itertools.repeat(MODEL.n_layers)))
     else:                                          # 输入长到 FLOPs 超出 int64：逐个请求用 Python 整数算
         total_s = _sum_in_order(map(prefill_time, itertools.repeat(MODEL), n_in.tolist(), n_hit.tolist(),
                                     itertools.repeat(tier)))
@@ -606,10 +524,8 @@ def gpu_hours(tr, hits_blocks, tier=None, block_size=None):
 def prefill_hours_no_cache(tr):
     """不缓存时全部请求的 prefill GPU 时间（小时）：每个请求从头算，逐个加起来。"""
     if _exact_in_int64(tr.input_len):
-        times = prefill_compute_time(MODEL, tr.input_len, 0).tolist()
-    else:
-        times = map(prefill_compute_time, itertools.repeat(MODEL), tr.input_len.tolist(), itertools.repeat(0))
-    return _sum_in_order(times) / 3600
+        return _sum_in_order(prefill_compute_time(MODEL, tr.input_len, 0).tolist()) / 3600
+    return _sum_in_order(map(prefill_compute_time, itertools.repeat(MODEL), tr.input_len.tolist(), itertools.repeat(0))) / 3600
 
 
 def _exact_in_int64(n_in):
@@ -623,24 +539,17 @@ def _sum_in_order(xs):
 
 
 def hit_tier(cache_bytes, local, remote, local_bytes):
-    """命中的 KV 从哪里读：缓存放得进本机（local_bytes）就全从 local 读；放不下时，超出的那一份在别的机器上，
-    按比例从 remote 读（假设命中均匀落在缓存的各处）——等效带宽是两者按字节数的调和平均。
+    """缓存放得进本机（local_bytes）就全从 local 读；放不下时超出的那一份在别的机器上，按比例从 remote 读
+    （假设命中均匀落在缓存各处）：等效带宽是两者按字节数的调和平均。
 
-    >>> hit_tier(4e12, TIERS[1], TIERS[2], 1e12).gb_per_s      # 1/4 从本机 128 GB/s、3/4 从远端 100 GB/s
-    106.2240663900415
+    >>> round(hit_tier(4e12, TIERS[1], TIERS[2], 1e12).gb_per_s, 1)      # 1/4 从 128 GB/s、3/4 从 100 GB/s
+    106.2
     """
     if cache_bytes <= local_bytes:
         return local
     f = local_bytes / cache_bytes
     return Tier(f"{local.name} {pct(f)} + {remote.name}", 1 / (f / local.gb_per_s + (1 - f) / remote.gb_per_s),
                 f"{local.source}；{remote.source}")
-
-
-def time_unit(base_hours):
-    """GPU 时间用什么单位：总量不到半小时（小 trace）用秒，否则用小时。返回 (单位名, 每小时折合几个单位)。"""
-    if base_hours < 0.5:
-        return "秒", 3600.0
-    return "小时", 1.0
 
 
 def cap_size(c):
@@ -651,106 +560,90 @@ def cap_size(c):
 
 
 def demo4_compute_saved(data=None, caps=None, policies=None):
-    """命中率能省多少 prefill 的 GPU 时间？缓存又要多大的存储？
-
-    data：trace_sweep(...) 的结果（和演示 3 共用）；caps、policies：None = DEMO4_CAPS、(DEMO4_POLICY,)。
-    """
+    """命中能省多少 prefill 的 GPU 时间？缓存又要多大的存储？（caps、policies：None = DEMO4_CAPS、(DEMO4_POLICY,)）"""
     if data is None:
         data = trace_sweep(read_trace())
     caps, policies = tuple(caps or DEMO4_CAPS), tuple(policies or (DEMO4_POLICY,))
-    node, local, remote = A800_X8, TIERS[TIER_FOR_HITS], TIERS[2]
-    tr, bs = data["trace"], data["block_size"]
+    node, local, remote, tr, bs = A800_X8, TIERS[TIER_FOR_HITS], TIERS[2], data["trace"], data["block_size"]
     print_header(f"演示 4：命中省下的 prefill 时间（{MODEL.name}、{node.name}、{pct(node.mfu)} 峰值，FAST'25 式 1）")
     per_token = MODEL.kv_bytes_per_token()
-    kv_blk = bs * per_token
-    print_text(f"{FAST25_SHAPE}。换算：{MODEL.n_heads} 个查询头 ÷ {MODEL.n_heads // MODEL.n_kv_heads} = "
-               f"{MODEL.n_kv_heads} 个 KV 头，每 token 2 × {MODEL.n_layers} × {MODEL.d_model // (MODEL.n_heads // MODEL.n_kv_heads):,}"
-               f" × {MODEL.dtype_bytes} B = {size(per_token)}，一块 {bs} token = {size(kv_blk)}。")
+    gqa = MODEL.n_heads // MODEL.n_kv_heads
+    print_text(f"{FAST25_SHAPE}。换算：{MODEL.n_heads} 个查询头 ÷ {gqa} = {MODEL.n_kv_heads} 个 KV 头，每 token 2 × "
+               f"{MODEL.n_layers} × {MODEL.d_model // gqa:,} × {MODEL.dtype_bytes} B = {size(per_token)}，"
+               f"一块 {bs} token = {size(bs * per_token)}。")
     with status("正在按 trace 算 prefill 时间……"):
-        base = prefill_hours_no_cache(tr)
-        distinct = len(np.unique(tr.hash_ids))
-        k = time_unit(base)
-        rows = [["不缓存", "-", "0%", f2(base * k[1]), "1.00×"]]
-        hours, frac, local_hours, stored = {}, {}, {}, {}
-        for p in policies:
-            for c in caps:
-                h = usable_hits(tr, data["hits"][(p, c)], bs)
-                stored[c] = min(cap_size(c), distinct) * kv_blk
-                tier = hit_tier(stored[c], local, remote, LOCAL_KV_BYTES)
-                hours[(p, c)], frac[(p, c)] = gpu_hours(tr, h, tier, bs)
-                local_hours[(p, c)] = hours[(p, c)]
-                if tier is not local:
-                    local_hours[(p, c)] = gpu_hours(tr, h, local, bs)[0]
-                rows.append([f"{_short(p)}，容量 {cap_name(c)}", size(stored[c]), pct(frac[(p, c)]),
-                             f2(hours[(p, c)] * k[1]), f"{base / hours[(p, c)]:.2f}×"])
-    which = ""
-    if data["path"] is not None:
-        which = "你给的 trace 里 "
-    print_table(["缓存", "存储", "命中的 token", f"GPU 时间（{k[0]}）", "快了"], rows,
+        base, distinct = prefill_hours_no_cache(tr), len(np.unique(tr.hash_ids))
+        unit = ("小时", 1.0)
+        if base < 0.5:                             # 小 trace：不到半小时就用秒，免得印成 0.00 小时
+            unit = ("秒", 3600.0)
+        rows, hours, frac, local_hours, stored = [["不缓存", "-", "0%", f2(base * unit[1]), "1.00×"]], {}, {}, {}, {}
+        for p, c in itertools.product(policies, caps):
+            h, stored[c] = usable_hits(tr, data["hits"][(p, c)], bs), min(cap_size(c), distinct) * bs * per_token
+            tier = hit_tier(stored[c], local, remote, LOCAL_KV_BYTES)
+            hours[(p, c)], frac[(p, c)] = gpu_hours(tr, h, tier, bs)
+            local_hours[(p, c)] = hours[(p, c)]
+            if tier is not local:
+                local_hours[(p, c)] = gpu_hours(tr, h, local, bs)[0]
+            rows.append([f"{_short(p)}，容量 {cap_name(c)}", size(stored[c]), pct(frac[(p, c)]),
+                         f2(hours[(p, c)] * unit[1]), f"{base / hours[(p, c)]:.2f}×"])
+    which = "你给的 trace 里 " * (data["path"] is not None)
+    print_table(["缓存", "存储", "命中的 token", f"GPU 时间（{unit[0]}）", "快了"], rows,
                 caption=f"{which}{integer(len(tr))} 个请求的 prefill 在一台 {node.name} 上的总时间。命中的 KV 从{local.name}"
                         f"读（{local.gb_per_s:g} GB/s），缓存超过{FAST25_DRAM}的部分按比例从{remote.name}读"
                         f"（{remote.gb_per_s:g} GB/s），和计算按层重叠。")
-    d = dict(base_hours=base, hours=hours, hit_frac=frac, local_hours=local_hours, stored=stored,
-             need_bytes=10_000 * kv_blk, hbm_bytes=node.hbm_bytes, kv_block_bytes=kv_blk, caps=caps,
+    d = dict(base_hours=base, hours=hours, hit_frac=frac, local_hours=local_hours, stored=stored, unit=unit,
+             need_bytes=10_000 * bs * per_token, hbm_bytes=node.hbm_bytes, kv_block_bytes=bs * per_token, caps=caps,
              policies=policies, model=MODEL.name, node=node.name, mfu=node.mfu, tier=local.name,
-             tier_gb_per_s=local.gb_per_s, block_size=bs, n_requests=len(tr), unit=k)
+             tier_gb_per_s=local.gb_per_s, block_size=bs, n_requests=len(tr))
     print_observations(*observations_4(d, policies[0], caps, local.name, LOCAL_KV_BYTES))
     return d
 
 
 def observations_4(d, policy, caps, local_name, local_bytes):
     """演示 4 的观察：数都取自表格那一份 hours / hit_frac / stored；时间按 d["unit"] 换算，和表格一样。"""
-    name, k = d["unit"]
-    hours, frac, base = d["hours"], d["hit_frac"], d["base_hours"]
-    t = fixed(2, name)
+    (name, k), hours, frac, base, stored = d["unit"], d["hours"], d["hit_frac"], d["base_hours"], d["stored"]
     caps = sorted(caps, key=cap_size)
-    big, finite = caps[-1], [c for c in caps if c is not None]
-    big_name = cache_name(big)
-    h_big, f_big = hours[(policy, big)], frac[(policy, big)]
-    lines, more = [], []
-    if same(f_big, 0, pct):
-        lines.append(f"{big_name}命中的输入 token 也是 {pct(f_big)}：这个 trace 里没有真实缓存用得上的前缀，"
-                     f"prefill 的 GPU 时间还是 {t(base * k)}，前缀缓存省不下计算。")
-    else:
-        s = (f"{big_name}命中 {pct(f_big)} 的输入 token，prefill 的 GPU 时间{change(base * k, h_big * k, f2)} {name}"
-             f"（{rel_change(base, h_big)}）。")
-        if value_lt(1 - h_big / base, f_big):
-            s += "省下的时间比例低于命中的 token 比例：没命中的 token 仍要对全部前缀做注意力。"
-        elif same(1 - h_big / base, f_big, pct):
-            s += "省下的时间比例和命中的 token 比例一样。"
-        else:
-            s += "省下的时间比例高于命中的 token 比例：注意力随长度平方增长，命中的长前缀省得更多。"
-        lines.append(s)
+    big, finite, t = caps[-1], [c for c in caps if c is not None], fixed(2, name)
+    big_name, h_big, f_big = cache_name(big), hours[(policy, big)], frac[(policy, big)]
+    lines = [f"{big_name}命中的输入 token 也是 {pct(f_big)}：这个 trace 里没有真实缓存用得上的前缀，"
+             f"prefill 的 GPU 时间还是 {t(base * k)}，前缀缓存省不下计算。"]
+    if not same(f_big, 0, pct):
+        saved = 1 - h_big / base
+        cmp = "高于命中的 token 比例：注意力随长度平方增长，命中的长前缀省得更多。"
+        if same(saved, f_big, pct):
+            cmp = "和命中的 token 比例一样。"
+        elif saved < f_big:
+            cmp = "低于命中的 token 比例：没命中的 token 仍要对全部前缀做注意力。"
+        lines = [f"{big_name}命中 {pct(f_big)} 的输入 token，prefill 的 GPU 时间{change(base * k, h_big * k, f2)} {name}"
+                 f"（{rel_change(base, h_big)}）。省下的时间比例" + cmp]
     if finite:
         c = finite[-1]
-        need = d["stored"][c]
-        s = f"容量 {c:,} 块要 {size(need)}"
-        if need > d["hbm_bytes"]:
-            s += (f"，是一台 8 卡机器全部 HBM（{size(d['hbm_bytes'])}）的 {need / d['hbm_bytes']:.1f} 倍"
-                  "：前缀缓存得放进 CPU 内存、SSD 或整个集群的内存池（Mooncake 的做法，05 脚本）。")
+        s = f"容量 {c:,} 块要 {size(stored[c])}"
+        if stored[c] > d["hbm_bytes"]:
+            lines.append(s + f"，是一台 8 卡机器全部 HBM（{size(d['hbm_bytes'])}）的 {stored[c] / d['hbm_bytes']:.1f} 倍"
+                         "：前缀缓存得放进 CPU 内存、SSD 或整个集群的内存池（Mooncake 的做法，05 脚本）。")
         else:
-            s += f"，放得进一台 8 卡机器的 HBM（{size(d['hbm_bytes'])}），不过还要先减去权重和正在解码的请求的 KV。"
-        lines.append(s)
+            lines.append(s + f"，放得进一台 8 卡机器的 HBM（{size(d['hbm_bytes'])}），不过还要先减去权重和正在解码的请求的 KV。")
     if finite and finite[0] != big and not same(f_big, 0, pct):
-        c = finite[0]
-        s = (f"只有 {c:,} 块（{size(d['stored'][c])}）时命中 {pct(frac[(policy, c)])} 的 token，GPU 时间"
-             f"{rel_change(base, hours[(policy, c)])}，是{big_name}命中的 {pct(frac[(policy, c)] / f_big)}")
-        if frac[(policy, c)] >= f_big / 2:
-            lines.append(s + "：热门的前缀很集中。")
-        else:
-            lines.append(s + "：复用分散在许多前缀上，小缓存留不住。")
-    far = [c for c in caps if d["stored"][c] > local_bytes]
+        c, fc = finite[0], frac[(policy, finite[0])]
+        s = (f"只有 {c:,} 块（{size(stored[c])}）时命中 {pct(fc)} 的 token，GPU 时间{rel_change(base, hours[(policy, c)])}，"
+             f"是{big_name}命中的 {pct(fc / f_big)}")
+        lines.append(s + "：复用分散在许多前缀上，小缓存留不住。")
+        if fc >= f_big / 2:
+            lines[-1] = s + "：热门的前缀很集中。"
+    far = [c for c in caps if stored[c] > local_bytes]
+    more = []
     if far:
-        lh = [d["local_hours"][(policy, c)] * k for c in far]
-        s = (f"{listing(cache_name(c) for c in far)}超过一台机器的 {size(local_bytes, binary=False)}，"
-             f"超出的部分按远端读；全部从{local_name}读的话是 " + "、".join(map(t, lh)))
-        if all(same(a, hours[(policy, c)] * k, f2) for a, c in zip(lh, far)):
-            more.append(s + "，和表里一样：读 KV 被计算盖住，从哪里读不影响 GPU 时间。")
-        else:
-            more.append(s + "（表里是 " + "、".join(t(hours[(policy, c)] * k) for c in far) + "）。")
-    more.append(f"{MODEL.name} 和 arXiv v3 用的 dummy LLaMA2-70B（arXiv v3 §1.2）" + _same_shape()
-                + "。存储用二进制单位：1 KiB = 1,024 字节；带宽用十进制：1 GB/s = 10⁹ 字节/秒。")
-    return lines, more
+        lh, th = [t(d["local_hours"][(policy, c)] * k) for c in far], [t(hours[(policy, c)] * k) for c in far]
+        s = f"{listing(cache_name(c) for c in far)}超过一台机器的 {size(local_bytes, binary=False)}，超出的部分按远端读；全部从{local_name}读的话是 {'、'.join(lh)}"
+        more.append(s + f"（表里是 {'、'.join(th)}）。")
+        if lh == th:
+            more[-1] = s + "，和表里一样：读 KV 被计算盖住，从哪里读不影响 GPU 时间。"
+    shape = "形状不同"
+    if (LLAMA2_70B.n_layers, LLAMA2_70B.d_model, LLAMA2_70B.n_kv_heads) == (MODEL.n_layers, MODEL.d_model, MODEL.n_kv_heads):
+        shape = "形状相同，每 token 的 KV 也一样"
+    return lines, more + [f"{MODEL.name} 和 arXiv v3 用的 dummy LLaMA2-70B（arXiv v3 §1.2）{shape}。存储用二进制单位："
+                          "1 KiB = 1,024 字节；带宽用十进制：1 GB/s = 10⁹ 字节/秒。"]
 
 
 def cache_name(c):
@@ -760,68 +653,55 @@ def cache_name(c):
     return f"容量 {c:,} 块的缓存"
 
 
-def value_lt(a, b):
-    """a 按百分数印出来比 b 小（"低于"只在印出来的数确实更小时说）。"""
-    return not same(a, b, pct) and a < b
-
-
-def _same_shape():
-    if (LLAMA2_70B.n_layers, LLAMA2_70B.d_model, LLAMA2_70B.n_kv_heads) == (MODEL.n_layers, MODEL.d_model,
-                                                                            MODEL.n_kv_heads):
-        return "形状相同，每 token 的 KV 也一样"
-    return "形状不同"
-
-
 # =============================================================================
 DEMOS = {1: demo1_hashing, 2: demo2_shared_prefix, 3: demo3_trace, 4: demo4_compute_saved}
 TRACE_DEMOS = (3, 4)                # 用 trace 的演示：main 只读一次 trace、只算一遍命中表，传给它们
 MAX_DEMO2_TOKENS = 1_024            # 演示 2 的一个请求（前缀 + 后缀）最多这么长：小模型在几秒内算完
 
 
-def _is_capacity(c):
-    return c is None or is_int(c, 1)
+def _capacities_ok(v):
+    return (isinstance(v, tuple) and len(v) > 0 and len(set(v)) == len(v)
+            and all(c is None or is_int(c, 1) for c in v))
 
 
 def check_settings():
     """顶部"学生可以改的设置"：不合理的值在开始时一行拒绝（常量名、收到的值、允许的范围），退出码 2。"""
-    g = globals()
-    for name in ("TRACE_SEED", "MODEL_SEED", "PROMPT_SEED"):
-        check_setting(name, g[name], is_int(g[name], 0), "非负整数")
-    check_setting("N_SHARING", N_SHARING, is_int(N_SHARING, 1, 64), " 1 到 64 的整数（请求数）")
-    check_setting("BLOCK_SIZE", BLOCK_SIZE, is_int(BLOCK_SIZE, 1, 1024), " 1 到 1,024 的整数（token）")
-    ok = (isinstance(SUFFIX_LEN, tuple) and len(SUFFIX_LEN) == 2 and is_int(SUFFIX_LEN[0], 1)
-          and is_int(SUFFIX_LEN[1], SUFFIX_LEN[0] + 1))
-    check_setting("SUFFIX_LEN", SUFFIX_LEN, ok, " (最短, 最长 + 1) 两个整数，1 ≤ 最短 < 最长 + 1")
-    ok = (isinstance(FEW_SHOT, tuple) and len(FEW_SHOT) > 0
-          and all(isinstance(e, tuple) and len(e) == 2 and isinstance(e[0], str) and is_int(e[1], 1) for e in FEW_SHOT)
-          and len({e[0] for e in FEW_SHOT}) == len(FEW_SHOT))
-    check_setting("FEW_SHOT", FEW_SHOT, ok, "非空的 ((名字, 前缀 token 数), ...)，名字不重复，长度是正整数")
+    ok_few = (isinstance(FEW_SHOT, tuple) and len(FEW_SHOT) > 0 and len({e[0] for e in FEW_SHOT}) == len(FEW_SHOT)
+              and all(isinstance(e, tuple) and len(e) == 2 and isinstance(e[0], str) and is_int(e[1], 1) for e in FEW_SHOT))
+    ok_suffix = (isinstance(SUFFIX_LEN, tuple) and len(SUFFIX_LEN) == 2 and is_int(SUFFIX_LEN[0], 1)
+                 and is_int(SUFFIX_LEN[1], SUFFIX_LEN[0] + 1))
+    ok_pol = isinstance(POLICIES, tuple) and 0 < len(set(POLICIES)) == len(POLICIES) and all(p in CACHE_POLICIES for p in POLICIES)
+    names = ", ".join(CACHE_POLICIES)
+    rules = [("TRACE_SEED", is_int(TRACE_SEED, 0), "非负整数"), ("MODEL_SEED", is_int(MODEL_SEED, 0), "非负整数"),
+             ("PROMPT_SEED", is_int(PROMPT_SEED, 0), "非负整数"),
+             ("N_SHARING", is_int(N_SHARING, 1, 64), " 1 到 64 的整数（请求数）"),
+             ("BLOCK_SIZE", is_int(BLOCK_SIZE, 1, 1024), " 1 到 1,024 的整数（token）"),
+             ("SUFFIX_LEN", ok_suffix, " (最短, 最长 + 1) 两个整数，1 ≤ 最短 < 最长 + 1"),
+             ("FEW_SHOT", ok_few, "非空的 ((名字, 前缀 token 数), ...)，名字不重复，长度是正整数")]
+    for name, ok, allowed in rules:
+        check_setting(name, globals()[name], ok, allowed)
     longest = max(p for _, p in FEW_SHOT) + SUFFIX_LEN[1] - 1
-    check_setting("FEW_SHOT", FEW_SHOT, longest <= MAX_DEMO2_TOKENS,
-                  f"前缀 + 最长的后缀不超过 {MAX_DEMO2_TOKENS:,} 个 token（现在是 {longest:,}；小模型要在几秒内算完）")
-    for name in ("CAPACITIES", "DEMO4_CAPS"):
-        v = g[name]
-        ok = isinstance(v, tuple) and len(v) > 0 and all(map(_is_capacity, v)) and len(set(v)) == len(v)
-        check_setting(name, v, ok, "非空、不重复的容量（块，正整数；None = 无限）")
-    ok = isinstance(POLICIES, tuple) and len(POLICIES) > 0 and all(p in CACHE_POLICIES for p in POLICIES)
-    check_setting("POLICIES", POLICIES, ok and len(set(POLICIES)) == len(POLICIES),
-                  f"非空、不重复，每个都在 {', '.join(CACHE_POLICIES)} 里（kv_cache_policies.CACHE_POLICIES）")
-    check_setting("BOUND", BOUND, BOUND == "min", " \"min\"（Belady 的 MIN，唯一的离线上界）")
-    check_setting("CONTRAST", CONTRAST, CONTRAST in CACHE_POLICIES, f"{', '.join(CACHE_POLICIES)} 之一")
-    ok = isinstance(CONTRAST_CAPS, tuple) and all(is_int(c, 1) for c in CONTRAST_CAPS)
-    check_setting("CONTRAST_CAPS", CONTRAST_CAPS, ok, "正整数容量组成的元组（不在 CAPACITIES 里的不显示；() = 不要对照行）")
-    check_setting("HOT_ACCESSES", HOT_ACCESSES, is_int(HOT_ACCESSES, 2), "至少 2 的整数（访问次数）")
-    check_setting("DEMO4_POLICY", DEMO4_POLICY, DEMO4_POLICY in POLICIES, f" POLICIES 里的一个：{', '.join(POLICIES)}")
-    check_setting("TIER_FOR_HITS", TIER_FOR_HITS, is_int(TIER_FOR_HITS, 0, len(TIERS) - 1),
-                  f" 0 到 {len(TIERS) - 1}（" + "、".join(f"{i} = {t.name}" for i, t in enumerate(TIERS)) + "）")
-    check_setting("LOCAL_KV_BYTES", LOCAL_KV_BYTES, is_int(LOCAL_KV_BYTES, 1), "正整数（字节）")
+    rules = [("FEW_SHOT", longest <= MAX_DEMO2_TOKENS,
+              f"前缀 + 最长的后缀不超过 {MAX_DEMO2_TOKENS:,} 个 token（现在是 {longest:,}；小模型要在几秒内算完）"),
+             ("CAPACITIES", _capacities_ok(CAPACITIES), "非空、不重复的容量（块，正整数；None = 无限）"),
+             ("DEMO4_CAPS", _capacities_ok(DEMO4_CAPS), "非空、不重复的容量（块，正整数；None = 无限）"),
+             ("POLICIES", ok_pol, f"非空、不重复，每个都在 {names} 里（kv_cache_policies.CACHE_POLICIES）"),
+             ("BOUND", BOUND == "min", " \"min\"（Belady 的 MIN，唯一的离线上界）"),
+             ("CONTRAST", CONTRAST in CACHE_POLICIES, f"{names} 之一"),
+             ("CONTRAST_CAPS", isinstance(CONTRAST_CAPS, tuple) and all(is_int(c, 1) for c in CONTRAST_CAPS),
+              "正整数容量组成的元组（不在 CAPACITIES 里的不显示；() = 不要对照行）"),
+             ("HOT_ACCESSES", is_int(HOT_ACCESSES, 2), "至少 2 的整数（访问次数）"),
+             ("DEMO4_POLICY", ok_pol and DEMO4_POLICY in POLICIES, f" POLICIES 里的一个：{', '.join(map(str, POLICIES))}"),
+             ("TIER_FOR_HITS", is_int(TIER_FOR_HITS, 0, len(TIERS) - 1),
+              f" 0 到 {len(TIERS) - 1}（" + "、".join(f"{i} = {t.name}" for i, t in enumerate(TIERS)) + "）"),
+             ("LOCAL_KV_BYTES", is_int(LOCAL_KV_BYTES, 1), "正整数（字节）")]
+    for name, ok, allowed in rules:
+        check_setting(name, globals()[name], ok, allowed)
 
 
 def _add_args(ap):
-    ap.add_argument("--trace", metavar="PATH",
-                    help="演示 3、4 改用你给的 trace 文件（Mooncake 的 JSONL 格式，可以是 .gz），默认用合成 trace")
-    ap.add_argument("--block", type=int, default=TRACE_BLOCK_SIZE,
-                    help=f"--trace 文件的块大小（token，默认 {TRACE_BLOCK_SIZE}）")
+    ap.add_argument("--trace", metavar="PATH", help="演示 3、4 改用你给的 trace 文件（Mooncake 的 JSONL，可以是 .gz）")
+    ap.add_argument("--block", type=int, default=TRACE_BLOCK_SIZE, help=f"--trace 文件的块大小（token，默认 {TRACE_BLOCK_SIZE}）")
 
 
 def _check(args):
@@ -840,25 +720,21 @@ def _run(todo, args, step):
             trace = read_trace(args.trace, args.block)      # 先读完、查完整个文件，再打印任何东西
         except TraceError as e:
             fail(f"{e.path}:{e.line}", e.what)
-    early = [k for k in todo if k not in TRACE_DEMOS]
-    late = [k for k in todo if k in TRACE_DEMOS]
-    wait = None
+    early, late = [k for k in todo if k not in TRACE_DEMOS], [k for k in todo if k in TRACE_DEMOS]
+    wait, data = None, None
     if early and late and not args.step:
         wait = run_in_child([DEMOS[k] for k in early])
-    data = None
     if late:
-        if trace is None:
-            trace = read_trace()
-        data = trace_sweep(trace, args.trace, args.block, demo3=3 in todo, background=True)
-    if wait is None:
-        for k in early:
-            DEMOS[k]()
-            if k != todo[-1]:
-                step()
-    elif wait():
+        data = trace_sweep(trace or read_trace(), args.trace, args.block, demo3=3 in todo, background=True)
+    if wait is not None and wait():
         return 1
-    for k in late:
-        DEMOS[k](data)
+    for k in todo:
+        if k in late:
+            DEMOS[k](data)
+        elif wait is None:
+            DEMOS[k]()
+        else:
+            continue                               # 子进程已经印过了
         if k != todo[-1]:
             step()
     return 0
