@@ -201,7 +201,7 @@ def shared_prefix_requests(vocab):
 def demo2_shared_prefix():
     """在真模型上复用前缀：能省多少计算？结果和从头算一样吗？"""
     n, bs = N_SHARING, BLOCK_SIZE
-    print_header(f"演示 2：复用 few-shot 前缀的 KV——{n} 个请求，前缀长度同 vLLM 论文 §6.4，块大小 {bs}")
+    print_header(f"演示 2：复用 few-shot 前缀（{n} 个请求、块大小 {bs}，前缀长度同 vLLM 论文 §6.4）")
     longest = max(plen for _, plen in FEW_SHOT) + SUFFIX_LEN[1] - 1
     cfg = config_like(TINY, max_seq=n_blocks(longest, bs) * bs)   # 模型的上下文按最长的请求定
     params = init_params(cfg, seed=MODEL_SEED)
@@ -347,7 +347,7 @@ def print_trace_tables(d):
     rows += [[n, integer(q), cell(t, integer), integer(i), integer(o), cell(h, f2), cell(c, f2)]
              for n, q, t, i, o, h, c, _ in PAPER_TRACES[:2 + 2 * real]]
     print_table(["trace", "请求数", "分钟", "输入", "输出", "前缀命中率", "cache ratio"], rows,
-                caption="输入 / 输出：平均 token 数。前缀命中率：无限容量时（arXiv v3 取表 1 无限容量那一列）；"
+                caption="输入 / 输出：平均 token 数。前缀命中率：容量无限时（arXiv v3 的取自表 1）；"
                         "cache ratio：FAST'25 表 2 的原名，论文没给定义。")
     heat = [("只被访问过一次的块", "once", pct, "超过 50% 的块没有被再次使用"),
             ("最热的块被访问的次数", "hottest", integer, "有的块被访问数万次"),
