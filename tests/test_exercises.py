@@ -271,3 +271,17 @@ def test_mine_through_the_script_runner(tmp_path, monkeypatch, capsys, text, sam
     else:
         assert "行和参考实现不同" in out and "+3.0e+00" in out
     assert paged_kv.gather_kv is mine.reference(2)["gather_kv"]
+
+
+def test_mine_says_when_the_student_code_was_never_called(tmp_path, capsys):
+    """跑的演示根本不经过学生写的类：输出当然一致，但要说明这说明不了什么。"""
+    impls = _impl_from_source(tmp_path, LRU_NEWEST)
+
+    def run():
+        print("这个演示不用缓存")
+        return 0
+    assert run_with_mine(run, "04_prefix_caching", impls=impls) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[-2] == "和参考实现完全一致（1 行输出逐字相同）。"
+    assert out[-1].startswith("注意：这一遍没有用到你写的 LRUCache（练习 5）")
+    assert impls[5].objs["LRUCache"].__init__.__qualname__ == "LRUCache.__init__"     # 包住的 __init__ 换回来了
