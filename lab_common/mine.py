@@ -371,7 +371,7 @@ def mine_line(impls, script_name):
     """一行："--mine：用了你在 exercises/ 里写的 LRUCache（练习 5）；这个脚本的练习 4 还没写，用参考实现。"。"""
     used = [f"{name}（练习 {n}）" for n, i in impls.items() for name in i.written]
     mine_scripts = [n for n, e in EXERCISES.items() if script_name in e.scripts]
-    left = [n for n in mine_scripts if not impls[n].written]
+    left = [n for n in mine_scripts if not (n in impls and impls[n].written)]
     broken = [f"练习 {n}（{i.problem}）" for n, i in impls.items() if not i.written and i.problem]
     paths = [i.path for i in impls.values() if i.path]
     where_dir = exercises_dir()
@@ -426,7 +426,10 @@ def run_with_mine(run, script_name, directory=None, impls=None):
     mine_here = [n for n, e in EXERCISES.items() if script_name in e.scripts]
     idle = [f"{name}（练习 {n}）" for (_, _, (n, name)), hit in zip(bound, flags) if n in mine_here and not hit]
     if idle:
-        print(f"注意：这一遍没有用到你写的 {'、'.join(idle)}——这次跑的演示不经过它，上面的比较说明不了它写得对不对。")
+        it = "它"
+        if len(idle) > 1:
+            it = "它们"
+        print(f"注意：这一遍没有用到你写的 {'、'.join(idle)}——这次跑的演示不经过{it}，上面的比较说明不了{it}写得对不对。")
     return code
 
 
