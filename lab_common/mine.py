@@ -199,10 +199,14 @@ def student_impl(number, directory=None):
     if mod is None:
         return Impl(number, {}, {}, path, err)
     objs, status = {}, {}
-    for name, _ in EXERCISES[number].names:
+    ref = reference(number)
+    for name, home in EXERCISES[number].names:
         obj = getattr(mod, name, None)
         if obj is None:
             status[name] = f"{short_path(path)} 里没有 {name}"
+            continue
+        if obj is ref[name]:
+            status[name] = f"{short_path(path)} 里的 {name} 是从 {home} import 的讲义实现，不是你写的"
             continue
         objs[name] = obj
         try:
@@ -211,7 +215,7 @@ def student_impl(number, directory=None):
         except NotImplementedError:
             status[name] = "还没写"
         except Exception as e:
-            status[name] = one_line(e, path)
+            status[name] = f"{name} 在一个很小的输入上就出错：{one_line(e, path)}"
     return Impl(number, objs, status, path)
 
 
@@ -384,7 +388,7 @@ def mine_line(impls, script_name):
     if left and used:
         text += f"；这个脚本的练习 {'、'.join(map(str, left))} 还没写，用参考实现"
     if broken:
-        text += "；没有用（在很小的输入上就出错）：" + "；".join(broken)
+        text += "；没有用上的：" + "；".join(broken)
     return text + "。"
 
 
