@@ -492,6 +492,12 @@ def _skeleton(line):
     return " ".join(NUMBER.sub("#", line).split())
 
 
+def _alike(a, b):
+    """两行去掉数字以后大体相同（只差几个字，比如"逐个相同"和"不同"）：它们的数可以一一对照；
+    换了一种说法的句子，数字的位置对不上，只当文字不同列出来。"""
+    return difflib.SequenceMatcher(None, _skeleton(a), _skeleton(b), autojunk=False).ratio() >= 0.75
+
+
 def _pad(text, width, right=False):
     """按显示宽度补空格（中文占 2 列）。"""
     from rich.cells import cell_len
@@ -515,7 +521,7 @@ def compare(ref_text, mine_text):
             a = ref[i1 + k] if i1 + k < i2 else None
             b = mine[j1 + k] if j1 + k < j2 else None
             na, nb = _numbers(a or ""), _numbers(b or "")
-            if a is not None and b is not None and len(na) == len(nb):
+            if a is not None and b is not None and len(na) == len(nb) and _alike(a, b):
                 for idx, ((_, x), (_, y)) in enumerate(zip(na, nb)):
                     if x != y:
                         nums.append((i1 + k + 1, _context(a, idx), x, y, _diff(x, y)))
