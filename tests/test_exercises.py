@@ -302,3 +302,10 @@ def test_mine_on_the_lecture_scripts_shows_a_buggy_variant(capsys, script, args,
     assert run_with_mine(lambda: m.main(args), script, impls=impls) == 0
     out = capsys.readouterr().out
     assert "行和参考实现不同" in out and "注意：这一遍没有用到" not in out, out[-2000:]
+
+
+def test_importing_the_lecture_class_is_not_an_answer(tmp_path, capsys):
+    d = _student_dir(tmp_path, {"ex5_lru.py": "from kv_cache_policies import LRUCache  # noqa: F401\n"})
+    code, out = _check(["5", "--dir", d], capsys)
+    assert code == 1
+    assert "ex5_lru.py 里的 LRUCache 是从 kv_cache_policies import 的讲义实现，不是你写的" in out
