@@ -113,6 +113,16 @@ def tokens_that_fit(model, hbm_bytes, util, n_gpus=1, kv_bytes=None):
     return int(free // kv_bytes)
 
 
+def kib(nbytes):
+    """表里的 KiB 一格：至多两位小数，去掉多余的 0（kib(46080) == '45'，kib(5200) == '5.08'）。"""
+    return fixed(2)(nbytes / KiB).rstrip("0").rstrip(".")
+
+
+def num(x):
+    """设置里的数照原样印、带千分位：num(16.0) == '16'，num(10000) == '10,000'，num(2.5) == '2.5'。"""
+    return f"{x:,g}"
+
+
 def fit_cell(n):
     """表格里的一格：放不下权重（None）打印 "-"。"""
     if n is None:
@@ -145,7 +155,7 @@ def demo1_bytes_per_token():
     kv = {m.name: model_kv_bytes(m) for m in MODELS}
     fit = {m.name: {g: tokens_that_fit(m, cap, util, kv_bytes=kv[m.name]) for g, cap in gpus} for m in MODELS}
     print_table(["模型", "形状", "KV KiB", "权重 GiB"] + [g for g, _ in gpus],
-                [[m.name, f"{m.n_layers}×{m.n_kv_heads}×{m.head_dim}", f"{kv[m.name] / KiB:g}",
+                [[m.name, f"{m.n_layers}×{m.n_kv_heads}×{m.head_dim}", kib(kv[m.name]),
                   f"{m.n_params * 2 / GiB:.1f}"] + [fit_cell(fit[m.name][g]) for g, _ in gpus] for m in MODELS],
                 caption=f"GPU 列：一张卡 {pct(util)} 显存减去 fp16 权重后能放几个 token（上限）；- = 放不下权重")
     opt_b = kv[OPT_13B.name]
@@ -193,9 +203,9 @@ def observations_1(d):
 
 def pool_sentence(d):
     """KV 池 = 多少个 token；只有取论文的 12 GB 时才说与论文表 1 一致。"""
-    text = f"{d['pool_gib']:g} GiB 的 KV 空间 = {integer(d['opt_slots'])} 个 OPT-13B 的 token"
+    text = f"{num(d['pool_gib'])} GiB 的 KV 空间 = {integer(d['opt_slots'])} 个 OPT-13B 的 token"
     if d["pool_gib"] != VLLM_TABLE1_KV_GB:
-        return text + f"（vLLM 论文表 1 用的是 {VLLM_TABLE1_KV_GB} GB → {VLLM_TABLE1_SLOTS / 1e3:g}K；这里改成了 {d['pool_gib']:g} GiB）。"
+        return text + f"（vLLM 论文表 1 用的是 {VLLM_TABLE1_KV_GB} GB → {VLLM_TABLE1_SLOTS / 1e3:g}K；这里改成了 {num(d['pool_gib'])} GiB）。"
     return (text + f"，与 vLLM 论文表 1 的 {VLLM_TABLE1_KV_GB} GB → {VLLM_TABLE1_SLOTS / 1e3:g}K 一致；若按 10⁹ 字节算"
             f"只有 {integer(d['opt_slots_decimal'])} 个：论文的 KB、GB 也是按 1024 进位。")
 
@@ -385,9 +395,9 @@ def demo2_fragmentation(sim=None):
     print_header(f"演示 2：连续预留与分页（块 {s['block_size']}）——KV 池里多少真正存着 token")
     source = "（vLLM 表 1）"
     if s["pool_gib"] != VLLM_TABLE1_KV_GB:
-        source = f"（论文表 1 是 {VLLM_TABLE1_KV_GB} GB，这里改成了 {s['pool_gib']:g} GiB）"
-    print_text(f"OPT-13B，KV 池 {s['pool_gib']:g} GiB = {integer(pool)} 个 token{source}；"
-               f"{count(s['n_requests'], '个请求')}一开始全部排队。")
+        source = f"（论文表 1 是 {VLLM_TABLE1_KV_GB} GB，这里改成了 {num(s['pool_gib'])} GiB）"
+    print_text(f"OPT-13B，KV 池 {num(s['pool_gib'])} GiB = {integer(pool)} 个 token{source}；"
+               f"{count(s['n_requests'], '个请求')}一开始{all_of(s['n_requests'])}排队。")
     rows = []
     for name, (share, conc) in res.items():
         cells = ["-"] * 5
@@ -420,8 +430,7 @@ def observations_2(d):
         text = (f"分页（块 {d['block_size']}）时 {pct1(pg[0])} 的 KV 池存着 token，零头 {pct1(pg[2])} 和空闲 "
                 f"{pct1(pg[3])}")
         if mx is not None:
-            text += (f"；Orca (Max) {words_vs(mx[0], pg[0])} {pct1(mx[0])}，并发 {fixed(1)(conc['vLLM'])} 对 "
-                     f"{fixed(1)(conc['Orca (Max)'])}（{ratio(conc['vLLM'], conc['Orca (Max)'])}）")
+            text += f"；Orca (Max) {words_vs(mx[0], pg[0])} {pct1(mx[0])}，" + concurrency(conc["vLLM"], conc["Orca (Max)"])
         obs.append(text + "。")
         if conc["Orca (Oracle)"] is not None:
             more.append(f"分页的平均并发 {fixed(1)(conc['vLLM'])}，对 Orca (Oracle) 的 {fixed(1)(conc['Orca (Oracle)'])}"
@@ -461,6 +470,20 @@ def observations_2(d):
                 f"{integer(d['mean_output'])}（vLLM 论文图 11(a) 的 ShareGPT 均值：{integer(d['sharegpt'][0])} / "
                 f"{integer(d['sharegpt'][1])}），总长不超过 {integer(d['max_seq'])}。")
     return obs[:3], obs[3:] + more
+
+
+def all_of(n):
+    """"一开始全部排队"：只有一个请求时不说"全部"。"""
+    if n == 1:
+        return "就"
+    return "全部"
+
+
+def concurrency(paged, mx):
+    """分页与 Orca (Max) 的平均并发（按印出来的一位小数）："并发 34.1 对 7.0（是 4.9 倍）" / "并发一样（都是 7.0）"。"""
+    if order(paged, mx, fixed(1)) == 0:
+        return f"并发一样（都是 {fixed(1)(paged)}）"
+    return f"并发 {fixed(1)(paged)} 对 {fixed(1)(mx)}（{ratio(paged, mx)}）"
 
 
 def words_vs(a, b):
@@ -503,7 +526,7 @@ def demo3_smaller_kv():
                            fit_fp8={g: tokens_that_fit(base, cap, util, kv_bytes=kv8) for g, cap in gpus})
     mha = table["MHA"]["kv"]
     print_table(["方式", "每层的数", "KV KiB", "FP8 KiB", "相对 MHA"] + [g for g, _ in gpus],
-                [[k, integer(t["per_layer"]), f"{t['kv'] / KiB:g}", f"{t['kv_fp8'] / KiB:g}", pct1(t["kv"] / mha)]
+                [[k, integer(t["per_layer"]), kib(t["kv"]), kib(t["kv_fp8"]), pct1(t["kv"] / mha)]
                  + [fit_cell(t["fit"][g]) for g, _ in gpus] for k, t in table.items()])
     ds67 = DEEPSEEK_67B.kv_bytes_per_token()
     dsv2 = DSV2_LAYERS * (rank_c + rope) * 2
@@ -532,18 +555,20 @@ def observations_3(d):
         text += f"：一张 {g} 能放的 token {ratio(mla['fit'][g], mha['fit'][g])}。"
     lines = [text, f"组越少越省，但更多查询头共用一组 K/V：DeepSeek-V2 论文表 1 把能力标为 MHA 强、GQA 中、MQA 弱，"
                    "MLA 比 MHA 强。"]
-    reduction = (f"DeepSeek-V2 说 KV 比 DeepSeek 67B 少 {paper['dsv2_reduction']}%；按配置算 MLA 只少 "
+    only = "只少"
+    if order(d["reduction_bf16"], paper["dsv2_reduction"] / 100, pct1) >= 0:
+        only = "就少了"
+    reduction = (f"DeepSeek-V2 说 KV 比 DeepSeek 67B 少 {paper['dsv2_reduction']}%；按配置算 MLA {only} "
                  f"{pct1(d['reduction_bf16'])}，再加平均 {paper['dsv2_bits']} bit 量化少 {pct1(d['reduction_quant'])}")
     if order(d["reduction_quant"], paper["dsv2_reduction"] / 100, pct1) == 0:
         reduction += "：这是我们的重构，论文没写怎么算出的。"
     else:
         reduction += f"，和论文的 {paper['dsv2_reduction']}% 不同（这里改了 MLA 的维度）。"
     lines.append(reduction)
-    if mla["per_layer"] == paper["gqa_equiv"] * 2 * d["head_dim"]:
-        equiv = f"正是 DeepSeek-V2 论文 §2.1.4 表 1 说的\"相当于只有 {paper['gqa_equiv']} 组的 GQA\""
-    else:
-        equiv = f"（DeepSeek-V2 用 512 + 64 时是论文 §2.1.4 表 1 说的 {paper['gqa_equiv']} 组；这里改了维度）"
-    more = [f"MLA 的 {integer(mla['per_layer'])} 个数 = {d['mla_groups']:g} × (2 × 头维度)，{equiv}。",
+    equiv = f"，正是 DeepSeek-V2 论文 §2.1.4 表 1 说的\"相当于只有 {paper['gqa_equiv']} 组的 GQA\""
+    if mla["per_layer"] != paper["gqa_equiv"] * 2 * d["head_dim"]:
+        equiv = f"；DeepSeek-V2 用 512 + 64 时是论文 §2.1.4 表 1 说的 {paper['gqa_equiv']} 组，这里改了维度"
+    more = [f"MLA 的 {integer(mla['per_layer'])} 个数 = {fixed(2)(d['mla_groups'])} × (2 × 头维度){equiv}。",
             f"{gqa_name} {size(gqa['kv'])}/token（MHA 的 {pct1(gqa['kv'] / mha['kv'])}），MQA {size(mqa['kv'])}"
             f"（{pct1(mqa['kv'] / mha['kv'])}）。",
             f"FP8 KV 每个数 1 字节：MHA {size(mha['kv_fp8'])}、{gqa_name} {size(gqa['kv_fp8'])}/token"
@@ -604,7 +629,9 @@ R2 = fixed(2)          # 重算 / 来回：表里和句子里都印两位小数
 
 def demo4_preemption(sim=None):
     """显存不够时要抢占：演示 2 的负载下抢占了多少次？被抢占的请求是重算划算，还是换到 CPU 内存划算？"""
-    gbps, alt, overhead, alt_us = PCIE_GBPS, PCIE_GBPS_ALT, COPY_OVERHEAD_US, COPY_OVERHEAD_ALT_US
+    gbps, overhead = PCIE_GBPS, COPY_OVERHEAD_US
+    alt = tuple(g for g in PCIE_GBPS_ALT if g != gbps)                  # 和主带宽相同的不再算一列
+    alt_us = tuple(u for u in COPY_OVERHEAD_ALT_US if u != overhead)
     swap_len, blocks, lens = SWAP_LEN, SWAP_BLOCK_SIZES, SWAP_LENS
     print_header("演示 4：显存不够时的抢占——重算，还是换出到 CPU 内存再换回（vLLM 论文 §7.3）")
     if sim is None:
@@ -617,8 +644,8 @@ def demo4_preemption(sim=None):
                 round_trip=sum(2 * swap_seconds(m, L, bs, gbps, overhead)[1] for L in lens_pre))
     print_text(f"{m.name}、{SWAP_GPU.name}、{integer(swap_len)} 个 token。重算 = 式 1 的 FLOPs ÷ "
                f"({SWAP_GPU.tflops_per_gpu:g} TFLOPS × {SWAP_GPU.mfu:g})；来回 = 换出 + 换入，每层 K、V 每块拷一次："
-               f"{overhead:g} µs + 字节 ÷ 带宽（假设）。")
-    head = ["块", "拷贝次数", "来回 ms", "重算 ms", f"{gbps:g} GB/s"] + [f"{g:g} GB/s" for g in alt]
+               f"{num(overhead)} µs + 字节 ÷ 带宽（假设）。")
+    head = ["块", "拷贝次数", "来回 ms", "重算 ms", f"{num(gbps)} GB/s"] + [f"{num(g)} GB/s" for g in alt]
     print_table(head, [[b, integer(r["copies"]), fixed(1)(r["round_trip"] * 1e3), fixed(1)(r["recompute"] * 1e3),
                         R2(r["ratio"])] + [R2(r["ratio_gbps"][g]) for g in alt] for b, r in by_block.items()],
                 caption="GB/s 列：重算 / 来回（> 1：换出再换入更快），PCIe 带宽取这几个值")
@@ -626,7 +653,7 @@ def demo4_preemption(sim=None):
         print_table(["长度", "拷贝次数", "单程 ms", "来回 ms", "重算 ms", "重算 / 来回"],
                     [[integer(L), integer(r["copies"]), fixed(1)(r["one_way"] * 1e3), fixed(1)(r["round_trip"] * 1e3),
                       fixed(1)(r["recompute"] * 1e3), R2(r["ratio"])] for L, r in by_len.items()],
-                    title=f"块 {bs}：序列长度变化（PCIe {gbps:g} GB/s）")
+                    title=f"块 {bs}：序列长度变化（PCIe {num(gbps)} GB/s）")
     d = dict(n_preempt=len(lens_pre), n_requests=len({r for r, _ in sim["preempted"]}),
              n_total=sim["settings"]["n_requests"], mean_len=None, recomputed_tokens=sum(lens_pre),
              total_tokens=int((sim["prompts"] + sim["outputs"]).sum()), load=load, by_block=by_block, by_len=by_len,
@@ -665,7 +692,7 @@ def within(gb, worst, limit):
         return f"：都在论文的 {limit}% 以内"
     if not ok:
         return f"：都超出论文的 {limit}%"
-    return f"：只有 {listing([f'{g:g}' for g in ok])} GB/s 在 {limit}% 以内"
+    return f"：只有 {listing([num(g) for g in ok])} GB/s 在 {limit}% 以内"
 
 
 def winners(rows):
@@ -697,11 +724,11 @@ def observations_4(d):
     rec_wins, ties, swap_wins = winners({b: r["ratio"] for b, r in bb.items()})
     parts = []
     for blocks, what in ((rec_wins, "重算更快"), (ties, "两者一样"), (swap_wins, "换出再换入更快")):
-        if blocks and len(blocks) == len(bb):
+        if blocks and len(blocks) == len(bb) > 1:
             parts.append(f"每个块大小下都是{what}")
         elif blocks:
             parts.append(f"块 {'、'.join(blocks)} {what}")
-    text = f"{d['gbps']:g} GB/s 时" + "，".join(parts)
+    text = f"{num(d['gbps'])} GB/s 时" + "，".join(parts)
     if first == last:
         obs.append(text + "。")
     else:
@@ -713,9 +740,9 @@ def observations_4(d):
     worst.update({g: max(r["ratio_gbps"][g] for r in bb.values()) for g in d["alt_gbps"]})
     gb = [d["gbps"]] + d["alt_gbps"]
     obs.append(f"vLLM 论文 §7.3：块大时换出更快，但重算最多慢 {paper['recompute_max']}%。这里按来回算，"
-               + " / ".join(f"{g:g}" for g in gb) + " GB/s 时" + slowest([worst[g] for g in gb])
+               + " / ".join(num(g) for g in gb) + " GB/s 时" + slowest([worst[g] for g in gb])
                + within(gb, worst, paper["recompute_max"]) + "。")
-    more.append(f"{d['gbps']:g} GB/s 是本实验的假设：{d['gbps_note']}。vLLM 论文没给带宽；"
+    more.append(f"{num(d['gbps'])} GB/s 是本实验的假设：{d['gbps_note']}。vLLM 论文没给带宽；"
                 "一张 A100 独占 PCIe 4.0 ×16 时约 25–32 GB/s（也是假设）。论文的\"换出延迟\"是换出、换入还是两者之和，"
                 "正文没说；这里取来回（换出 + 换入）。和论文对不对得上，取决于带宽这个假设。")
     medium = [b for b in bb if paper["medium"][0] <= b <= paper["medium"][1]]
@@ -724,8 +751,8 @@ def observations_4(d):
                     + "、".join(f"块 {b} 的重算 / 来回 = {R2(bb[b]['ratio'])}" for b in medium)
                     + "。论文测的是真实 GPU 上的 OPT-13B；这里是按配置和假设算出来的量级，趋势可以对照。")
     if d["alt_overhead_us"]:
-        more.append(f"每次拷贝的固定开销 {d['overhead_us']:g} µs 也是假设。块 " + "、".join(map(str, bb)) + " 的重算 / 来回："
-                    + "；".join(words(f"{u:g} µs 时", listed([r["ratio_overhead"][u] for r in bb.values()], R2))
+        more.append(f"每次拷贝的固定开销 {num(d['overhead_us'])} µs 也是假设。块 " + "、".join(map(str, bb)) + " 的重算 / 来回："
+                    + "；".join(words(f"{num(u)} µs 时", listed([r["ratio_overhead"][u] for r in bb.values()], R2))
                                for u in d["alt_overhead_us"]) + "。")
     more.append(length_sentence(d))
     more.append("单程 = 来回 / 2：" + "、".join(f"块 {b} {ms(r['one_way'] * 1e3)}" for b, r in bb.items()) + "。")
@@ -751,6 +778,8 @@ def change_int(a, b):
 def length_sentence(d):
     """序列长度变化时（--more 的表），重算 / 来回变不变。"""
     ratios = [r["ratio"] for r in d["by_len"].values()]
+    if len(ratios) == 1:
+        return f"只比较了一个长度（{integer(max(d['by_len']))} 个 token，块 {d['block_size']}）：重算 / 来回 {R2(ratios[0])}。"
     text = (f"序列长度变化时（块 {d['block_size']}），重算 / 来回 {span(ratios, R2)}：换出按字节和块数、重算按 FLOPs，"
             f"都大致与长度成正比（式 1 里 n² 的注意力项到 {integer(max(d['by_len']))} 个 token 时占 "
             f"{pct1(d['attn_share'])}）。")

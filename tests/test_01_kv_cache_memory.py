@@ -298,7 +298,7 @@ def test_observations_2_degenerate_cases():
     same = [0.5, 0.1, 0.3, 0.1]
     d = fake_d2({k: same for k in names}, {k: 10.0 for k in names})
     lines, _ = m.observations_2(d)
-    assert "Orca (Max) 也是 50.0%" in lines[0] and "（一样（1.0 倍））" in lines[0]
+    assert "Orca (Max) 也是 50.0%" in lines[0] and "并发一样（都是 10.0）" in lines[0]
     assert "这里 " in lines[2] and " = " in lines[2] and "论文图 2 是 vLLM > Orca (Oracle)" in lines[2]
 
 
@@ -403,7 +403,8 @@ def test_observations_4_degenerate_cases():
     lines, more = m.observations_4(fake_d4({16: 0.999}))
     check_shape(lines, more)
     assert "一次也没有抢占" in lines[0] and "1 个请求" in lines[0]
-    assert "每个块大小下都是两者一样" in lines[1] and "块从" not in flat(lines)
+    assert "16 GB/s 时块 16 两者一样" in lines[1] and "块从" not in flat(lines)
+    assert "只比较了一个长度（128 个 token，块 16）：重算 / 来回 0.60" in flat(more)
     # 每个块大小下都是换出更快；没有别的带宽
     lines, _ = m.observations_4(fake_d4({1: 1.2, 4: 1.3}, alt_gbps=[]))
     assert "每个块大小下都是换出再换入更快" in lines[1] and "16 GB/s 时重算最多慢 30%：都超出论文的 20%" in lines[2]
@@ -481,3 +482,16 @@ def test_plot_01_without_room_for_weights(tmp_path, d3):
 def test_bandwidth_source_only_claimed_for_16():
     assert m.gbps_note(16.0).startswith("FAST'25 表 1 整机")
     assert m.gbps_note(20.0).startswith("改过的值")
+
+
+def test_probe_fixes_formatting_and_duplicates(monkeypatch):
+    """探针里找到的问题：带宽千分位、和主值相同的敏感性列不重复、MLA 维度改了时的"x 组"、KiB 格子。"""
+    monkeypatch.setattr(m, "PCIE_GBPS", 10_000)
+    monkeypatch.setattr(m, "PCIE_GBPS_ALT", (10_000, 32.0))
+    out = run(["--demo", "4"])
+    assert re.search(r"^ *块 .*重算 ms +10,000 GB/s +32 GB/s$", out, flags=re.M) and "10000" not in out
+    monkeypatch.setattr(m, "MLA_KV_LORA_RANK", 1)
+    out = run(["--demo", "3", "--more"]).replace("\n     ", "")
+    assert re.search(r"^MLA +65 +5\.08 +2\.54 ", out, flags=re.M) and "0.25 × (2 × 头维度)；DeepSeek-V2 用" in out
+    assert "就少了 98.0%" in out
+    assert m.kib(46080) == "45" and m.kib(23040) == "22.5" and m.num(16.0) == "16"
