@@ -79,7 +79,10 @@ def check_exercise(number, impl, out=print, fail_fast=False):
     label = short_path(path) if path else "参考实现"
     missing = [n for n, _ in ex.names if n not in impl.objs]
     if impl.error or missing:
-        out(f"练习 {number} · {ex.title}：{impl.error or impl.status[missing[0]]}")
+        reason = impl.error
+        if reason is None:
+            reason = impl.status[missing[0]]
+        out(f"练习 {number} · {ex.title}：{reason}")
         return "没通过"
     results = []
     for name, fn in CASES[number]:
