@@ -2,6 +2,7 @@
 #   make demo   —— 建好环境（若没有）并运行 04_prefix_caching.py
 #   make test   —— 建好环境（若没有）并跑全部测试（含 Triton 解释器下的 kernel 校验）
 #   make bench  —— 测每个脚本的耗时（中位数 / 5 次）并对照预算
+#   make check  —— 检查 exercises/ 里的练习（EX=3 只查练习 3）
 #   make all    —— 重新生成 figures/ 里的图（增量）
 #   make clean  —— 只删除生成的图
 PY ?= python3
@@ -33,6 +34,11 @@ test: $(STAMP) $(TRITON_STAMP)
 bench: $(STAMP)
 	$(VPY) tests/bench_speed.py
 
+# 练习：make check 检查 exercises/ 里的全部练习，make check EX=3 只查练习 3（不需要 torch、triton）
+.PHONY: check
+check: $(STAMP)
+	$(VPY) exercises/check.py $(EX)
+
 # ---- 图：make all / make clean ----
 # 每个 figures/plot_XX.py 一次生成几张 PNG（&: 是 make ≥ 4.3 的"一条命令出几个文件"）。依赖写全：
 # 画图脚本、它加载的 lecture07 脚本和共用模块；改了哪个，只重画用到它的图，什么都没改时不做任何事。
@@ -41,17 +47,17 @@ PAGED := lecture07/paged_kv.py lab_common/transformer_lab.py lab_common/settings
 # 04、05 用到的 lecture07 共用模块（物理量、trace、缓存策略、模拟器）
 STORE := lecture07/kv_physics.py lecture07/kv_trace.py lecture07/kv_trace_io.py lecture07/kv_cache_policies.py lecture07/kv_cache_sim.py lecture07/kv_sim_base.py lecture07/kv_sim_lfu.py lecture07/kv_sim_lru.py lecture07/kv_sim_min.py $(PAGED)
 
-F01 := figures/01_kv_memory_breakdown.png
+F01 := figures/01_kv_memory_breakdown.png figures/01_kv_per_token.png figures/01_recompute_vs_swap.png
 F02 := figures/02_block_table.png
 F03 := figures/03_blocks_over_steps.png
 F04 := figures/04_block_popularity.png figures/04_hit_ratio.png figures/04_prefill_time.png
-F05 := figures/05_load_vs_recompute.png figures/05_ttft_by_scheduler.png figures/05_pd_transfer.png
+F05 := figures/05_load_vs_recompute.png figures/05_hot_nic.png figures/05_ttft_by_scheduler.png figures/05_pd_transfer.png
 F06 := figures/06_triton_cow_clone.png
 FIGS := $(F01) $(F02) $(F03) $(F04) $(F05) $(F06)
 
-$(F01) &: figures/plot_01.py lecture07/01_kv_cache_memory.py $(STORE) $(LAB)
+$(F01) &: figures/plot_01.py lecture07/01_kv_cache_memory.py lecture07/kv_alloc_sim.py lab_common/say.py $(STORE) $(LAB)
 	$(VPY) figures/plot_01.py
-$(F02) &: figures/plot_02.py lecture07/02_paged_attention.py $(STORE) $(LAB)
+$(F02) &: figures/plot_02.py lecture07/02_paged_attention.py lab_common/say.py $(STORE) $(LAB)
 	$(VPY) figures/plot_02.py
 $(F03) &: figures/plot_03.py lecture07/03_sharing_and_cow.py $(PAGED) $(LAB)
 	$(VPY) figures/plot_03.py
