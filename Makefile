@@ -2,6 +2,7 @@
 #   make demo   —— 建好环境（若没有）并运行 04_prefix_caching.py
 #   make test   —— 建好环境（若没有）并跑全部测试（含 Triton 解释器下的 kernel 校验）
 #   make bench  —— 测每个脚本的耗时（中位数 / 5 次）并对照预算
+#   make check  —— 检查 exercises/ 里的练习（EX=3 只查练习 3）
 #   make all    —— 重新生成 figures/ 里的图（增量）
 #   make clean  —— 只删除生成的图
 PY ?= python3
@@ -32,6 +33,11 @@ test: $(STAMP) $(TRITON_STAMP)
 
 bench: $(STAMP)
 	$(VPY) tests/bench_speed.py
+
+# 练习：make check 检查 exercises/ 里的全部练习，make check EX=3 只查练习 3（不需要 torch、triton）
+.PHONY: check
+check: $(STAMP)
+	$(VPY) exercises/check.py $(EX)
 
 # ---- 图：make all / make clean ----
 # 每个 figures/plot_XX.py 一次生成几张 PNG（&: 是 make ≥ 4.3 的"一条命令出几个文件"）。依赖写全：
