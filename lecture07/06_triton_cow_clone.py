@@ -199,15 +199,24 @@ def timing_observations(data):
     first, r = names[0], {n: ratios(data, n) for n in names}
     lo, hi, L = r[first]["n_lo"], r[first]["n_hi"], data["shapes"][first]["n_layers"]
     a, b, c, d = (get(data, first, lo, m) for m in ("A", "B", "C", "D"))
+    small = row(data, first, lo, "C")["GBps"] < r[first]["roof_GBps"] / 2      # 离带宽上限还远：时间花在调用上
+    cd = f"C {fmt_us(c)} µs、D {fmt_us(d)} µs 各一次调用"
+    if small:
+        cd += "，受 launch 开销限制"
+    else:
+        cd += "，已过 D 最高带宽的一半"
     lines = [f"N={lo}（{first}）：A {fmt_us(a)} µs、B {fmt_us(b)} µs 受主机开销限制（每步 {6 * L}、{3 * L} 次"
-             f"驱动调用：逐层上传下标、launch）；C {fmt_us(c)} µs、D {fmt_us(d)} µs 各一次调用，受 launch 开销限制。"]
+             f"驱动调用：逐层上传下标、launch）；{cd}。"]
     bw = "、".join(f"{n} {pct1(r[n]['c_over_d_bw'])}" for n in names)
     worst = max(r[n]["spread_hi"] for n in names)
     noise = f"各轮最多相差 {pct(worst, 2)}"
     if pct(worst, 2) == "0.00%":
         noise = "各轮相差不到 0.01%"
+    where = "这时受显存带宽限制"
+    if row(data, first, hi, "C")["GBps"] < r[first]["roof_GBps"] / 2:
+        where = "还不到 D 最高带宽的一半，仍受调用开销限制"
     lines.append(f"N={hi}：C 的带宽是 D 的 {bw}（{data.get('rounds', 1)} 轮的中位数，{noise}）：一步要搬 "
-                 f"{size(row(data, first, hi, 'C')['bytes'], binary=False)}（{first}），这时受显存带宽限制。")
+                 f"{size(row(data, first, hi, 'C')['bytes'], binary=False)}（{first}），{where}。")
     cg = get(data, first, lo, "C图")
     more = [f"C 捕获进 CUDA graph 后，N={lo} 时{change(c, cg, fixed(1, 'µs'), up='反而升到', flat='仍是')}"
             "：graph 一次 replay，省掉的是主机上 launch 的开销。"]

@@ -122,6 +122,22 @@ def test_bound_observations_name_the_change_that_mattered():
     assert len(lines) <= 3 and any("99.5%" in m for m in more)
 
 
+def test_timing_observations_say_what_bounds_c_from_the_numbers():
+    """N 最小时 C 没到 D 最高带宽的一半 → 受 launch 开销限制；N 最大时过了一半 → 受显存带宽限制。反过来的数据
+    （学生把 NS 改成都很大 / 都很小）句子跟着变。"""
+    lines, _ = s06.timing_observations(SAVED)
+    assert "受 launch 开销限制" in lines[0] and "这时受显存带宽限制" in lines[1]
+    d = copy.deepcopy(SAVED)
+    for r in d["results"]:
+        r["GBps"] = 1000.0 if r["method"] != "D" else 1500.0            # 每个 N 都过了 D 最高带宽的一半
+    lines, _ = s06.timing_observations(d)
+    assert "已过 D 最高带宽的一半" in lines[0] and "受 launch 开销限制" not in lines[0]
+    for r in d["results"]:
+        r["GBps"] = 100.0 if r["method"] != "D" else 1500.0             # 每个 N 都不到一半
+    lines, _ = s06.timing_observations(d)
+    assert "仍受调用开销限制" in lines[1]
+
+
 def _cpu_output(argv, monkeypatch, capsys, width=80):
     monkeypatch.setattr(console, "DEFAULT_WIDTH", width)
     assert s06.main(argv) == 0
