@@ -230,7 +230,9 @@ def ladder(kv, src, dst, flat, half, reps, rounds, best):
     fns = {"D": lambda: flat[half:2 * half].copy_(flat[:half])}
     for key, _, _, kw in LADDER:
         kw = dict(kw)
-        s, d = by_dst if kw.pop("sort", False) else plain
+        s, d = plain
+        if kw.pop("sort", False):
+            s, d = by_dst
         fns[key] = (lambda s=s, d=d, kw=kw: kvc.launch_all_kernel(kv, s, d, **kw))
     final = dict(tile=best["tile"], num_warps=best["num_warps"])
     fns["final"] = lambda: kvc.launch_all_kernel(kv, *by_dst, **final)
