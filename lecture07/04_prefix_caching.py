@@ -502,7 +502,8 @@ def source_sentence(d):
     st, m, hit = d["stats"], d["match"], d["ratio"][(d["lead"], None)]
     if not d["real"]:
         return "这是合成负载，只模仿了论文的几个统计量；Mooncake 公开的 trace 可以用 --trace 换进来对比。"
-    s = f"你给的 trace：{integer(st['n'])} 个请求、{st['minutes']:.0f} 分钟；" + vs("它的前缀命中率", hit, "合成负载", d["syn_hit"], f2) + "。"
+    w = {1: "高于", 0: "等于", -1: "低于"}[order(hit, d["syn_hit"], f2)]      # 按印出来的两位小数比
+    s = f"你给的 trace：{integer(st['n'])} 个请求、{st['minutes']:.0f} 分钟；前缀命中率 {f2(hit)}，{w}合成负载的 {f2(d['syn_hit'])}。"
     if m is None:
         return s + "它和论文列出的 trace 都对不上；论文的表 1 是在另一个 trace 上算的，只能看趋势，不能逐格比。"
     s += f"请求数和平均输入、输出都和 {m[0]} 一致，它就是那个 trace（{m[7]}）。"
