@@ -3,6 +3,7 @@
 #   make test      —— 建好环境（若没有）并跑全部测试（2 核约 45 秒；Linux x86_64 上含 Triton 解释器下的 kernel 校验）
 #   make test-all  —— 同上，再加完整的改设置矩阵（每条改动都既改属性、又改源码、又在新解释器里跑；几分钟）
 #   make bench     —— 测每个脚本的耗时（中位数 / 5 次）并对照预算
+#   make check     —— 检查 exercises/ 里的练习（EX=3 只查练习 3）
 #   make all       —— 重新生成 figures/ 里的图（增量；要 GNU make ≥ 4.3）
 #   make clean     —— 只删除生成的图
 # 要求：Python ≥ 3.10 和 pip（环境装在 .venv/ 里，约 1 GB；第一次安装几分钟，没有进度输出）。
@@ -57,13 +58,18 @@ test-all: $(TEST_ENV)
 bench: $(STAMP)
 	$(VPY) tests/bench_speed.py
 
+# 练习：make check 检查 exercises/ 里的全部练习，make check EX=3 只查练习 3（不需要 torch、triton）
+.PHONY: check
+check: $(STAMP)
+	$(VPY) exercises/check.py $(EX)
+
 # ---- 图：make all / make clean ----
 # 每个 figures/plot_XX.py 一次生成几张 PNG（&: 是 make ≥ 4.3 的"一条命令出几个文件"）。依赖写全：
 # 画图脚本、它加载的 lecture07 脚本和共用模块；改了哪个，只重画用到它的图，什么都没改时不做任何事。
 LAB := lab_common/console.py lab_common/settings.py lab_common/plotting.py lab_common/script_tools.py figures/figlib.py $(STAMP)
 PAGED := lecture07/paged_kv.py lab_common/transformer_lab.py lab_common/settings.py
-# kv_store 把 trace、缓存策略和模拟器一起导出，所以 import 它就依赖这一串
-STORE := lecture07/kv_store.py lecture07/kv_trace.py lecture07/kv_trace_io.py lecture07/kv_cache_policies.py lecture07/kv_cache_sim.py lecture07/kv_sim_base.py lecture07/kv_sim_lfu.py lecture07/kv_sim_lru.py lecture07/kv_sim_min.py $(PAGED)
+# 04、05 用到的 lecture07 共用模块（物理量、trace、缓存策略、模拟器）
+STORE := lecture07/kv_physics.py lecture07/kv_trace.py lecture07/kv_trace_io.py lecture07/kv_cache_policies.py lecture07/kv_cache_sim.py lecture07/kv_sim_base.py lecture07/kv_sim_lfu.py lecture07/kv_sim_lru.py lecture07/kv_sim_min.py $(PAGED)
 
 F01 := figures/01_kv_memory_breakdown.png
 F02 := figures/02_block_table.png

@@ -1,4 +1,4 @@
-"""03_sharing_and_cow 的图：并行采样与束搜索时，每个解码步占用的 KV 块数（共享 vs 不共享），标出写时复制。
+"""03_sharing_and_cow 的图：并行采样与束搜索时，每个解码步占用的 KV 块数（共享 vs 不共享），下方是每步的写时复制。
 
 运行：python figures/plot_03.py [--out DIR]     （约 3 秒；make all 会调用它）
 数据全部来自 lecture07/03_sharing_and_cow.py 的 demo1_savings() 返回的 dict：每一步的 (块池占用的块, 不共享时
@@ -22,47 +22,50 @@ def compute():
     # 并行采样：提示有满块可共享、最后一块又没写满（会发生写时复制）的请求里，提示最长的那个
     kp = max(range(len(reqs)), key=lambda i: (len(reqs[i][0]) % block_size != 0, len(reqs[i][0])))
     kb = max(range(r["n_beam"]), key=lambda i: int(reqs[i][1][0]))   # 束搜索：演示 1 用的请求里解码步数最多的
-    prompt, outs = reqs[kp]
-    series = {f"并行采样 n = {w}": r["steps"][("并行采样", kp)], f"束搜索 宽度 {w}": r["steps"][("束搜索", kb)]}
-    cfg_p = (f"并行采样：请求 {kp}，输入 {len(prompt)} token，各样本输出 "
-             f"{', '.join(str(int(x)) for x in outs[:w])} 个")
-    prompt, outs = reqs[kb]
-    config = (f"TINY 模型（种子 {r['model_seed']}），块大小 {block_size}；{cfg_p}；"
-              f"束搜索：请求 {kb}，输入 {len(prompt)} token，解码 {int(outs[0])} 步")
-    paper = "、".join(f"{kind}省 {lo}–{hi}%" for kind, (lo, hi) in r["paper"].items())
-    return dict(series=series, config=config, paper=f"对照 vLLM 论文 §6.3（OPT-13B、Alpaca）：{paper} 的 KV 显存；"
-                                                      "这里是随机权重的小模型，每幅一个请求。")
+    series = {("并行采样", w, kp): r["steps"][("并行采样", kp)], ("束搜索", w, kb): r["steps"][("束搜索", kb)]}
+    totals = {kind: r["res"][(kind, w)]["saved"] for kind in ("并行采样", "束搜索")}   # 终端表里那一行
+    config = (f"TINY 模型（权重种子 {r['model_seed']}），块大小 {block_size}；每幅画一个请求（并行采样：请求 {kp}，"
+              f"输入 {len(reqs[kp][0])} token；束搜索：请求 {kb}，解码 {int(reqs[kb][1][0])} 步）；"
+              f"标题里的百分比是 {r['n_requests']} 个请求合计（同终端的表）")
+    return dict(series=series, totals=totals, config=config, n_requests=r["n_requests"], width=w)
 
 
-def plot_blocks_over_steps(series, out, config, paper_note):
-    """每种解码方式一幅：实线 = 共享时块池占用的块，虚线 = 不共享时要的块；▼ = 这一步发生了写时复制。"""
-    fig, axes = plt.subplots(1, len(series), figsize=(8 * len(series), 6.8), squeeze=False)
-    for ax, (name, rows) in zip(axes[0], series.items()):
+def plot_blocks_over_steps(series, totals, out, config, n_requests, width):
+    """每种解码方式一幅：实线 = 共享时块池占用的块，虚线 = 不共享时要的块；下方灰条 = 这一步写时复制了几块。"""
+    fig, axes = plt.subplots(2, len(series), figsize=(8 * len(series), 7.6), squeeze=False,
+                             gridspec_kw=dict(height_ratios=(4, 1)), sharex="col")
+    for j, ((kind, w, k), rows) in enumerate(series.items()):
+        ax, bar = axes[0, j], axes[1, j]
         rows = np.asarray(rows)
         steps = np.arange(1, len(rows) + 1)
         ax.step(steps, rows[:, 1], where="post", color="tab:red", lw=2, ls="--", label="不共享（每条序列各存一份）")
         ax.step(steps, rows[:, 0], where="post", color="tab:blue", lw=2.5, label="共享（块池实际占用）")
-        new_cow = np.diff(np.concatenate([[0], rows[:, 2]]))
-        hit = new_cow > 0
-        if hit.any():
-            ax.plot(steps[hit], rows[hit, 0], "v", color="black", ms=9,
-                    label=f"这一步有写时复制（共 {int(rows[-1, 2])} 次，最多一步 {int(new_cow.max())} 次）")
         saved = 1 - rows[:, 0].sum() / max(1, rows[:, 1].sum())
-        ax.set_title(f"{name}：省下 {saved:.0%}（块·步）")
-        ax.set_xlabel("解码步")
+        name = f"{kind} n = {w}"
+        if kind == "束搜索":
+            name = f"{kind} 宽度 {w}"
+        ax.set_title(f"{name}（请求 {k}）：这个请求省下 {saved:.0%}")
         ax.set_ylabel("占用的 KV 块")
-        ax.set_ylim(0, rows[:, 1].max() * 1.15 + 1)
+        ax.set_ylim(0, rows[:, 1].max() * 1.25 + 1)
         ax.grid(True, alpha=0.3)
-        ax.legend(loc="upper left")
-    fig.suptitle("共享的块只存一份；写进共享的不满块时才复制一块\n" + config, fontsize=14)
-    caption(fig, paper_note)
-    fig.tight_layout(rect=(0, 0.05, 1, 0.93))
+        ax.legend(loc="upper left", fontsize=11)
+        new_cow = np.diff(np.concatenate([[0], rows[:, 2]]))
+        bar.bar(steps, new_cow, width=1.0, color="0.45")
+        bar.set_ylabel("写时复制\n（块）")
+        bar.set_xlabel("解码步")
+        bar.set_ylim(0, max(1, int(new_cow.max())) * 1.2)
+        bar.grid(True, axis="y", alpha=0.3)
+    fig.suptitle(f"共享的块只存一份：束搜索省下 {totals['束搜索']:.1%} 的 KV 块，"
+                 f"并行采样省下 {totals['并行采样']:.1%}（{n_requests} 个请求，宽度 / n = {width}）", fontsize=16)
+    caption(fig, config)
+    fig.tight_layout(rect=(0, 0.05, 1, 0.95))
     return save_png(fig, out)
 
 
 def build(out_dir):
     d = compute()
-    return [plot_blocks_over_steps(d["series"], os.path.join(out_dir, FIGURES[0]), d["config"], d["paper"])]
+    return [plot_blocks_over_steps(d["series"], d["totals"], os.path.join(out_dir, FIGURES[0]), d["config"],
+                                   d["n_requests"], d["width"])]
 
 
 def main(argv=None):

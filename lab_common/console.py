@@ -203,13 +203,63 @@ def print_table(headers, rows, title=None, caption=None):
             c.print(line, markup=False, highlight=False, soft_wrap=True)
 
 
-def print_observations(lines, title="观察"):
-    """编号的"观察"列表。每一条都应当由代码算出的数字拼成（f-string），而不是手写的结论。"""
+SHOW_MORE = False   # --more：也印出"更多"的观察（由 script_tools 的运行器设置，跑完复原）
+
+
+def print_observations(lines, more=(), title="观察"):
+    """编号的"观察"列表：默认只印 lines（至多 3 条，第一条是这个演示的要点，终端上加粗）；
+    带 --more 时接着印 more 里的条目。每一条都应当由代码算出的数字拼成（lab_common.say 的词汇）。
+    """
     c = _console()
+    shown = list(lines)
+    if SHOW_MORE:
+        shown += list(more)
+    if not shown:
+        return
     c.print(Text(title, style="bold yellow"))
-    for i, line in enumerate(lines, 1):
+    for i, line in enumerate(shown, 1):
+        style = None
+        if i == 1 and c.is_terminal:               # 要点加粗：只在终端上，管道输出不变
+            style = "bold"
         for out in wrap_cjk(f"  {i}. {line}", c.width - 2, indent=5):   # 留 2 列给行尾的标点
-            c.print(out, markup=False, highlight=False, soft_wrap=True)
+            c.print(Text(out, style=style), soft_wrap=True)
+
+
+def observation_lines(line, width=DEFAULT_WIDTH):
+    """一条观察在 width 列的终端上占几行（测试用：默认每条至多 3 行）。
+
+    >>> observation_lines("短句。")
+    1
+    """
+    return len(wrap_cjk(f"  1. {line}", width - 2, indent=5))
+
+
+class status:
+    """较长的计算时在 stderr 上显示一行临时状态（只在 stderr 是终端时；做完擦掉）。管道输出不受影响。
+
+        with status("正在模拟 23,608 个请求的缓存…"):
+            table = sweep(...)
+    """
+
+    def __init__(self, text):
+        self.text = text
+        self.on = False
+
+    def __enter__(self):
+        try:
+            self.on = sys.stderr.isatty()
+        except (AttributeError, ValueError):
+            self.on = False
+        if self.on:
+            sys.stderr.write(f"\r⋯ {self.text}")
+            sys.stderr.flush()
+        return self
+
+    def __exit__(self, *exc):
+        if self.on:
+            sys.stderr.write("\r" + " " * (cell_len(self.text) + 2) + "\r")
+            sys.stderr.flush()
+        return False
 
 
 def fmt_int(n):

@@ -1,5 +1,5 @@
 """课程脚本的两件杂事：按名字加载以数字开头的脚本（测试和画图共用这一个加载器）；
-"跑全部演示 / 只跑第 N 个"的统一入口。
+每个脚本共用的命令行入口 run_lecture（--demo / --list / --more / --step / --mine）。
 
     from lab_common.script_tools import load_script
     s04 = load_script("04_prefix_caching")      # 01_xxx.py 不能直接 import，按文件加载
@@ -7,13 +7,18 @@
 
     DEMOS = {1: demo1_bytes_per_token, 2: demo2_fragmentation}
     def main(argv=None):
-        return run_demos(DEMOS, "第 7 讲 · KV 缓存的显存为什么是瓶颈", argv)
+        return run_lecture(DEMOS, "第 7 讲 · KV 缓存的显存为什么是瓶颈", argv)
+
+演示之间要共享数据（同一个 trace、同一张命中表）的脚本传 run=：run(todo, args, step) 自己按 todo
+的顺序跑演示，每跑完一个调用一次 step()（--step 时在终端上停下来等回车）。
 """
+import argparse
 import importlib.util
 import os
 import sys
 import traceback
 
+from lab_common import console
 from lab_common.console import ArgParser
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -38,14 +43,83 @@ def load_script(name, lecture_dir=LECTURE):
     return _loaded[path]
 
 
-def run_demos(demos, description, argv=None):
-    """--demo N 只跑第 N 个演示，默认按编号全跑；参数错误时一行报错、退出码 2。"""
-    ap = ArgParser(description=description)
+def demo_title(fn):
+    """演示函数的 docstring 第一行就是它回答的问题（--list 和 --help 里列出）。"""
+    return (fn.__doc__ or fn.__name__).strip().splitlines()[0]
+
+
+def lecture_parser(demos, description, prog=None):
+    """所有脚本共用的参数：--demo N、--list、--more、--step、--mine。脚本可以再 add_argument 自己的（--trace 等）。"""
+    listing = "\n".join(f"  演示 {k}：{demo_title(demos[k])}" for k in sorted(demos))
+    ap = ArgParser(prog=prog, description=description, epilog="演示：\n" + listing,
+                   formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--demo", type=int, choices=sorted(demos), help="只跑某一个演示（默认全跑）")
+    ap.add_argument("--list", action="store_true", help="列出各演示的题目，不运行")
+    ap.add_argument("--more", action="store_true", help="每个演示印出全部观察（默认至多 3 条）")
+    ap.add_argument("--step", action="store_true", help="每个演示之后停下来，按回车继续（只在终端上）")
+    ap.add_argument("--mine", action="store_true", help="用 exercises/ 里你自己写的实现跑，并和参考实现对比")
+    return ap
+
+
+def _stepper(on):
+    """--step：标准输入和输出都是终端时，每个演示之后等回车；否则什么也不做（管道输出不变）。"""
+    interactive = False
+    if on:
+        try:
+            interactive = sys.stdin.isatty() and sys.stdout.isatty()
+        except (AttributeError, ValueError):
+            interactive = False
+
+    def step():
+        if interactive:
+            sys.stdout.flush()
+            try:
+                input("（回车继续）")
+            except EOFError:
+                pass
+    return step
+
+
+def run_lecture(demos, description, argv=None, run=None, add_args=None, prog=None, check=None):
+    """解析参数并跑演示。run(todo, args, step) 可以替换默认的"依次调用 demos[k]()"；
+    add_args(ap) 加脚本自己的参数；check(args) 在跑之前检查设置 / 参数（不合理时一行报错、退出码 2）。"""
+    ap = lecture_parser(demos, description, prog)
+    if add_args is not None:
+        add_args(ap)
     args = ap.parse_args(argv)
-    for k in ([args.demo] if args.demo else sorted(demos)):
-        demos[k]()
-    return 0
+    if args.list:
+        for k in sorted(demos):
+            print(f"演示 {k}：{demo_title(demos[k])}")
+        return 0
+    if check is not None:
+        check(args)
+    todo = sorted(demos)
+    if args.demo:
+        todo = [args.demo]
+    step = _stepper(args.step)
+
+    def go():
+        if run is not None:
+            return run(todo, args, step) or 0
+        for i, k in enumerate(todo):
+            demos[k]()
+            if i + 1 < len(todo):
+                step()
+        return 0
+
+    console.SHOW_MORE = args.more
+    try:
+        if args.mine:
+            from lab_common.mine import run_with_mine
+            return run_with_mine(go, prog or os.path.basename(sys.argv[0] or "script"))
+        return go()
+    finally:
+        console.SHOW_MORE = False
+
+
+def run_demos(demos, description, argv=None):
+    """旧名字：等于 run_lecture(demos, description, argv)。"""
+    return run_lecture(demos, description, argv)
 
 
 def run_in_child(demos):

@@ -10,8 +10,8 @@
           （对照 vLLM 论文 §7.1 的 kernel 开销和 §7.2 的块大小实验）。全部由配置算出，不计时。
 
 【运行】python lecture07/02_paged_attention.py          （约 0.5 秒，2 核笔记本，不需要 GPU；两次输出逐字节相同）
-        python lecture07/02_paged_attention.py --demo 3 （只跑演示 3）
-【依赖】numpy、rich；本目录的 paged_kv、kv_store（LLaMA2-70B 的配置）；lab_common 的 transformer_lab、console。
+        python lecture07/02_paged_attention.py --demo 3 （只跑演示 3；--more 印出全部观察，--list 列出演示）
+【依赖】numpy、rich；本目录的 paged_kv、kv_physics（LLaMA2-70B 的配置）；lab_common 的 transformer_lab、console、say。
 
 【试一试】改下面"学生可以改的设置"里的一个值，再运行（不合理的值会被一行拒绝，并说明允许的范围）：
   1. 把 `WALK_BLOCK_SIZE` 改成 2（--demo 1）：块表变长了多少？解码时多久要分配一个新块？
@@ -25,14 +25,16 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.realpath(__file__))))  # 仓库根目录：让 lab_common 包可以 import
-from lab_common.console import fmt_int, print_header, print_observations, print_table, print_text  # noqa: E402
-from lab_common.script_tools import run_demos  # noqa: E402
+from lab_common import console  # noqa: E402
+from lab_common.console import print_header, print_observations, print_table, print_text  # noqa: E402
+from lab_common.say import count, fixed, integer, listing, order, pct1, size, span  # noqa: E402
+from lab_common.script_tools import run_lecture  # noqa: E402
 from lab_common.settings import check_setting, is_int, is_sorted_ints  # noqa: E402
-from kv_store import LLAMA2_70B  # noqa: E402
+from kv_physics import LLAMA2_70B  # noqa: E402
 from paged_kv import BlockPool, PagedSequence, n_blocks, paged_step  # noqa: E402
 from lab_common.transformer_lab import TINY, KVCache, config_like, forward, init_params  # noqa: E402
 
-# ---- 学生可以改的设置 ----
+# ---- 学生可以改的设置（每个演示运行时才读）----
 MODEL_SEED = 0                       # 小模型权重的随机种子
 PROMPT_SEED = 1                      # 随机输入 token 的种子
 WALK_BLOCK_SIZE = 4                  # 演示 1 的块大小（小一点，块表才看得清）
@@ -51,8 +53,9 @@ LENGTH_MEANS = {"ShareGPT": (161.31, 337.99), "Alpaca": (19.31, 58.45)}   # vLLM
 VLLM_DEFAULT_BLOCK = 16              # vLLM 论文 §7.2：默认块大小 16
 VLLM_BEST_SHAREGPT = (16, 128)       # vLLM 论文 §7.2：ShareGPT 上 16–128 最好（Alpaca 上 16、32 好，更大明显变差）
 VLLM_KERNEL_OVERHEAD = (20, 26)      # vLLM 论文 §7.1、图 18(a)：注意力 kernel 延迟比 FasterTransformer 高 20–26%
-READ_MODEL = LLAMA2_70B              # 演示 3 数"每步读几段"用的模型（kv_store 里的配置）
-KiB, MiB = 1024, 1024 ** 2
+READ_MODEL = LLAMA2_70B              # 演示 3 数"每步读几段"用的模型（kv_physics 里的配置）
+PAPER = dict(default_block=VLLM_DEFAULT_BLOCK, best_sharegpt=VLLM_BEST_SHAREGPT, kernel_overhead=VLLM_KERNEL_OVERHEAD,
+             means=LENGTH_MEANS)
 
 
 WALK_SPARE_BLOCKS = 3                # 演示 1 的块池比刚好够用多留几块（表里能看到"空闲"）
@@ -70,26 +73,26 @@ def is_contiguous(blocks):
 # =============================================================================
 def demo1_block_table():
     """块表长什么样？块是怎样按需分配的？"""
-    block_size = WALK_BLOCK_SIZE
-    print_header(f"演示 1：{len(WALK_PROMPTS)} 条序列的块表——块大小 {block_size}，写满一块才分配下一块")
-    cfg = config_like(TINY, max_seq=max(WALK_PROMPTS.values()) + WALK_DECODE)
-    params = init_params(cfg, seed=MODEL_SEED)
-    rng = np.random.default_rng(PROMPT_SEED)
-    need = sum(n_blocks(p + WALK_DECODE, block_size) for p in WALK_PROMPTS.values())   # 块池按设置算：刚好够用 + 几块空闲
+    block_size, prompts, n_decode, seeds = WALK_BLOCK_SIZE, dict(WALK_PROMPTS), WALK_DECODE, (MODEL_SEED, PROMPT_SEED)
+    print_header(f"演示 1：{len(prompts)} 条序列的块表——块大小 {block_size}，写满一块才分配下一块")
+    cfg = config_like(TINY, max_seq=max(prompts.values()) + n_decode)
+    params = init_params(cfg, seed=seeds[0])
+    rng = np.random.default_rng(seeds[1])
+    need = sum(n_blocks(p + n_decode, block_size) for p in prompts.values())   # 块池按设置算：刚好够用 + 几块空闲
     pool = BlockPool(cfg, n_blocks=need + WALK_SPARE_BLOCKS, block_size=block_size)
-    seqs = {n: PagedSequence(pool) for n in WALK_PROMPTS}
+    seqs = {n: PagedSequence(pool) for n in prompts}
     last = {}
     rows, events = [], []
 
     def snapshot(step, what):
         rows.append([step, what] + [f"{blocks_str(s)} {s.length}" for s in seqs.values()] + [pool.num_free])
 
-    for n, plen in WALK_PROMPTS.items():            # 依次 prefill：每条序列一次写入整段输入
+    for n, plen in prompts.items():                 # 依次 prefill：每条序列一次写入整段输入
         before = list(seqs[n].blocks)
         last[n] = paged_step(params, cfg, [seqs[n]], [rng.integers(0, cfg.vocab, plen)])[0][-1]
         events.append((f"prefill {n}", n, [b for b in seqs[n].blocks if b not in before]))
         snapshot(f"prefill {n}", f"+{len(seqs[n].blocks) - len(before)} 块")
-    for t in range(1, WALK_DECODE + 1):             # 一起解码：每条序列各写一个 token（贪心取下一个 token）
+    for t in range(1, n_decode + 1):                # 一起解码：每条序列各写一个 token（贪心取下一个 token）
         before = {n: list(s.blocks) for n, s in seqs.items()}
         names = list(seqs)
         outs = paged_step(params, cfg, [seqs[n] for n in names], [[int(np.argmax(last[n]))] for n in names])
@@ -103,16 +106,15 @@ def demo1_block_table():
             grown = "不分配"
         snapshot(f"解码 {t}", grown)
     print_table(["步", "分配", *(f"{n} 块表 长度" for n in seqs), "空闲"], rows,
-                caption="块表 [..] 里是物理块号，按逻辑块的顺序排列；后面的数是序列长度；空闲：块池里还剩几个块"
-                        f"（一共 {pool.n_blocks} 个）。")
-    rows = []
-    for n, s in seqs.items():
-        for i, b in enumerate(s.blocks):
-            used = min(block_size, s.length - i * block_size)
-            rows.append([n, i, b, f"{i * block_size}–{i * block_size + used - 1}", f"{used}/{block_size}"])
-    print_table(["序列", "逻辑块", "物理块", "token 位置", "已用"], rows,
-                caption="逻辑块 i 存第 i·B 到 (i+1)·B − 1 个 token 的 K/V；注意力时按块表把这些块拼回连续的 K/V"
-                        "（paged_kv.gather_kv）。")
+                caption=f"[..]：物理块号，按逻辑块的顺序；后面是序列长度；空闲：块池（共 {pool.n_blocks} 块）还剩几块。")
+    if console.SHOW_MORE:
+        rows = []
+        for n, s in seqs.items():
+            for i, b in enumerate(s.blocks):
+                used = min(block_size, s.length - i * block_size)
+                rows.append([n, i, b, f"{i * block_size}–{i * block_size + used - 1}", f"{used}/{block_size}"])
+        print_table(["序列", "逻辑块", "物理块", "token 位置", "已用"], rows,
+                    caption="逻辑块 i 存第 i·B 到 (i+1)·B − 1 个 token 的 K/V。")
     decode_events = [e for e in events if e[0].startswith("解码")]
     first_grow = None
     if decode_events:
@@ -123,43 +125,42 @@ def demo1_block_table():
              waste=sum(len(s.blocks) * block_size - s.length for s in seqs.values()),
              total=sum(s.length for s in seqs.values()), first_grow=first_grow,
              n_decode_alloc=sum(len(b) for _, _, b in decode_events), n_free=pool.num_free, n_pool=pool.n_blocks,
-             events=events, block_size=block_size, prompts=dict(WALK_PROMPTS), n_decode=WALK_DECODE,
-             seeds=(MODEL_SEED, PROMPT_SEED))
-    print_observations(observations_1(d))
+             events=events, block_size=block_size, prompts=prompts, n_decode=n_decode, seeds=seeds)
+    print_observations(*observations_1(d))
     return d
 
 
 def observations_1(d):
-    """演示 1 的观察：每个数都取自 d（和上面两张表同一份数据）。"""
-    block_size = d["block_size"]
-    order = f"物理块按请求的先后从空闲表里取（{' '.join(map(str, d['alloc_order']))}）"
-    split = [n for n, t in d["tables"].items() if not is_contiguous(t)]
+    """演示 1 的观察 → (默认印的, --more 才印的)。每个数都取自 d（和上面的表同一份数据）。"""
+    block_size, tables = d["block_size"], d["tables"]
+    split = [n for n, t in tables.items() if not is_contiguous(t)]
     if split:
-        example = d["tables"][split[0]]
-        obs = [order + f"，同一条序列的块并不相邻（例如 {split[0]} 的块表 [{' '.join(map(str, example))}]）："
-               "逻辑上连续、物理上分散，全靠块表对应。"]
+        example = " ".join(map(str, tables[split[0]]))
+        lines = [f"物理块按请求的先后从空闲表里取，同一序列的块并不相邻（{split[0]} 的块表 [{example}]）："
+                 "逻辑上连续、物理上分散，全靠块表对应。"]
     elif d["n_decode_alloc"] == 0:
-        obs = [order + "；这次解码时没有分配新块，每条序列的块都是 prefill 时一次拿到的，所以恰好连成一段；"
-               "块表本来就允许它们分散在块池的任何地方。"]
+        lines = ["这次每条序列的块都是 prefill 时一次拿到的，恰好连成一段；块表本来就允许它们散在块池的任何地方。"]
     else:
-        obs = [order + "；这次每条序列的块恰好连成一段（解码时新分配的块正好接在各自后面），"
-               "但这只是巧合：块表本来就允许它们分散在块池的任何地方。"]
+        lines = ["这次每条序列的块恰好连成一段（解码时新分配的块正好接在后面），这只是巧合：块表允许它们散在任何地方。"]
+    more = [f"物理块的分配顺序：{' '.join(map(str, d['alloc_order']))}（先来先取空闲表的头）。"]
+    n_tokens = d["n_decode"] * len(tables)
     if d["first_grow"]:
         step, name, new = d["first_grow"]
-        obs.append(f"只有最后一块已经写满、又要写下一个 token 时才分配新块：第 {step.split()[1]} 步解码时 {name} 的最后一块"
-                   f"已满，拿到物理块 {new[0]}。解码 {d['n_decode']} 步、共写 {d['n_decode'] * len(d['tables'])} 个 token，"
-                   f"只分配了 {d['n_decode_alloc']} 块。")
+        lines.append(f"最后一块写满、又要写下一个 token 时才分配：解码 {d['n_decode']} 步、共写 {count(n_tokens, '个 token')}，"
+                     f"只分配了 {count(d['n_decode_alloc'], '块')}（第一次：第 {step.split()[1]} 步解码时 {name} 拿到物理块 "
+                     f"{new[0]}）。")
     elif d["n_decode"] == 0:
-        obs.append("这次没有解码（WALK_DECODE = 0），块都是 prefill 时按输入长度分配的。")
+        lines.append("这次没有解码（WALK_DECODE = 0），块都是 prefill 时按输入长度分配的。")
     else:
-        obs.append(f"解码 {d['n_decode']} 步期间没有序列写满一块，没有分配新块。")
-    n_used = sum(len(t) for t in d["tables"].values())
-    head = f"{len(d['tables'])} 条序列一共 {d['total']} 个 token，占 {n_used} 块 = {n_used * block_size} 个位置，"
+        lines.append(f"解码 {d['n_decode']} 步期间没有序列写满一块，没有分配新块。")
+    n_used = sum(len(t) for t in tables.values())
+    head = (f"{count(len(tables), '条序列')}一共 {count(d['total'], '个 token')}，占 {count(n_used, '块')} = "
+            f"{integer(n_used * block_size)} 个位置，")
     if d["waste"] == 0:
-        obs.append(head + "每条序列的最后一块都正好写满，一个位置也没浪费。")
+        lines.append(head + "每条的最后一块都正好写满，一个位置也没浪费。")
     else:
-        obs.append(head + f"浪费的只是每条最后一块没写满的 {d['waste']} 个位置（每条最多 {block_size - 1} 个）。")
-    return obs
+        lines.append(head + f"浪费的只是最后一块没写满的 {d['waste']} 个位置（每条至多 {block_size - 1} 个）。")
+    return lines, more
 
 
 # =============================================================================
@@ -192,28 +193,27 @@ def fmt_diff(x):
 
 def demo2_equivalence():
     """按块表拼回来的 KV 做注意力，结果和连续存放的一样吗？"""
-    print_header(f"演示 2：paged_step 与连续 KVCache 的 forward 逐位比较（{len(EQ_PROMPTS)} 条序列，"
-                 f"块大小 {EQ_BLOCK_SIZE}，逐 token 解码 {EQ_DECODE} 步）")
-    cfg = config_like(TINY, max_seq=max(EQ_PROMPTS) + EQ_DECODE)
-    params = init_params(cfg, seed=MODEL_SEED)
-    rng = np.random.default_rng(PROMPT_SEED)
-    prompts = [rng.integers(0, cfg.vocab, n) for n in EQ_PROMPTS]
-    diff, seqs, pool = decode_both(params, cfg, prompts, EQ_DECODE, EQ_BLOCK_SIZE)
-    rows = [[i, len(p), s.length, len(s.blocks), blocks_str(s), fmt_diff(x)]
-            for i, (p, s, x) in enumerate(zip(prompts, seqs, diff))]
-    print_table(["序列", "输入", "最终长度", "块数", "块表", "最大差"], rows,
-                caption="最大差：这条序列 prefill 和每一步解码的全部 logits 与连续版的 max |diff|。"
-                        f"模型：第 2 讲的 TINY（float64，max_seq={cfg.max_seq}，权重种子 {MODEL_SEED}）。")
+    prompts_len, n_decode, block_size, seeds = tuple(EQ_PROMPTS), EQ_DECODE, EQ_BLOCK_SIZE, (MODEL_SEED, PROMPT_SEED)
+    print_header(f"演示 2：paged_step 与连续 KVCache 逐位比较（块 {block_size}，解码 {n_decode} 步）")
+    cfg = config_like(TINY, max_seq=max(prompts_len) + n_decode)
+    params = init_params(cfg, seed=seeds[0])
+    rng = np.random.default_rng(seeds[1])
+    prompts = [rng.integers(0, cfg.vocab, n) for n in prompts_len]
+    diff, seqs, pool = decode_both(params, cfg, prompts, n_decode, block_size)
+    print_table(["序列", "输入", "最终长度", "块数", "块表", "最大差"],
+                [[i, len(p), s.length, len(s.blocks), blocks_str(s), fmt_diff(x)]
+                 for i, (p, s, x) in enumerate(zip(prompts, seqs, diff))],
+                caption=f"最大差：prefill 和每步解码的全部 logits 与连续版的 max |diff|（种子 {seeds[0]}）")
     tables = [list(s.blocks) for s in seqs]
-    d = dict(diff=diff, worst=float(diff.max()), used=pool.num_used, tables=tables, n_seqs=len(EQ_PROMPTS),
-             n_steps=EQ_DECODE + 1, interleaved=not all(is_contiguous(t) for t in tables),
-             decode_alloc=pool.num_used - sum(n_blocks(n, EQ_BLOCK_SIZE) for n in EQ_PROMPTS))
-    print_observations(observations_2(d))
+    d = dict(diff=diff, worst=float(diff.max()), used=pool.num_used, tables=tables, n_seqs=len(prompts_len),
+             n_steps=n_decode + 1, interleaved=not all(is_contiguous(t) for t in tables),
+             decode_alloc=pool.num_used - sum(n_blocks(n, block_size) for n in prompts_len), max_seq=cfg.max_seq)
+    print_observations(*observations_2(d))
     return d
 
 
 def observations_2(d):
-    """演示 2 的观察：每个数都取自 d。"""
+    """演示 2 的观察 → (默认印的, --more 才印的)。"""
     worst = d["worst"]
     if worst == 0.0:
         verdict = "：逐位相同。"
@@ -221,29 +221,32 @@ def observations_2(d):
         verdict = "，在 1e-12 以内。"
     else:
         verdict = "，超过了 1e-12！"
-    return [f"全部 {d['n_seqs']} 条序列、{d['n_steps']} 步的 logits 最大差 {worst!r}" + verdict
-            + "两边共用同一份层计算（run_layers），只有\"K/V 存在哪、从哪取\"不同；"
-            "按块表拼回来的 K/V 与连续存放的逐位相同，注意力的结果也就相同。",
-            layout_sentence(d)]
+    lines = [f"{count(d['n_seqs'], '条序列')}、{d['n_steps']} 步的 logits 最大差 {worst!r}" + verdict
+             + "按块表拼回的 K/V 和连续存放的一样。", layout_sentence(d)]
+    more = ["两边共用同一份层计算（run_layers），只有\"K/V 存在哪、从哪取\"不同，注意力的结果也就相同。",
+            f"模型：第 2 讲的 TINY（float64，max_seq = {d['max_seq']}）。"]
+    return lines, more
 
 
 def layout_sentence(d):
     """物理块是否交错：按块表判断，不假定。"""
     if d["interleaved"]:
-        return (f"块池一共用了 {d['used']} 块；各序列的物理块交错分布（见块表），"
-                "PagedAttention 不需要一条序列的 KV 在显存里连续。")
+        return f"块池用了 {count(d['used'], '块')}，各序列的物理块交错：PagedAttention 不要求 KV 连续。"
     if d["decode_alloc"] == 0:
         why = "解码期间没有序列写满一块、需要新块。"
     else:
         why = f"解码时新分配的 {d['decode_alloc']} 块恰好都接在各自序列的后面。"
-    return (f"块池一共用了 {d['used']} 块；这次每条序列的物理块恰好连成一段（块表 "
+    return (f"块池用了 {count(d['used'], '块')}，这次每条序列的物理块恰好连成一段（块表 "
             + " ".join("[" + " ".join(map(str, t)) + "]" for t in d["tables"])
-            + "），没有交错：" + why + "把 EQ_BLOCK_SIZE 调小，块就会交错——结果仍然逐位相同。")
+            + "），没有交错：" + why)
 
 
 # =============================================================================
-def sample_lengths(means, n=N_LENGTHS, seed=LEN_SEED, sigma=1.0, max_seq=2048):
-    """对数正态的输入 + 输出长度（均值取 vLLM 论文图 11），返回每条序列的总长度（与 01 脚本同一种分布）。"""
+def sample_lengths(means, n, seed, sigma=1.0, max_seq=2048):
+    """对数正态的输入 + 输出长度（均值取 vLLM 论文图 11），返回每条序列的总长度（与 01 脚本同一种分布）。
+
+    sigma、max_seq 是这个分布的形状（和 01 的 LEN_SIGMA、MAX_SEQ 的默认值相同），不是设置。
+    """
     rng = np.random.default_rng(seed)
     tot = 0
     for m in means:
@@ -279,98 +282,83 @@ def read_segments(model, length, block_size):
                 segment_bytes=seg_tokens * model.head_dim * model.dtype_bytes)
 
 
-def fmt_bytes(n):
-    """256 → "256 B"，4096 → "4 KiB"，2621440 → "2.5 MiB"。"""
-    if n < KiB:
-        return f"{n:g} B"
-    if n < MiB:
-        return f"{n / KiB:g} KiB"
-    return f"{n / MiB:g} MiB"
-
-
 def demo3_block_size():
     """块该多大？小块浪费少，但块表长、读得碎；大块反过来。"""
-    print_header("演示 3：块大小的取舍——最后一块的浪费、块表长度、每解码一步要读几段（vLLM 论文 §7.1、§7.2）")
-    lens = {name: sample_lengths(m) for name, m in LENGTH_MEANS.items()}
-    stats = {name: {b: block_stats(L, b) for b in BLOCK_SIZES} for name, L in lens.items()}
+    sizes, n, seed, read_len, m = tuple(BLOCK_SIZES), N_LENGTHS, LEN_SEED, READ_LEN, READ_MODEL
+    print_header("演示 3：块大小的取舍——最后一块的浪费、块表长度、每步读几段（vLLM 论文 §7）")
+    lens = {name: sample_lengths(means, n, seed) for name, means in LENGTH_MEANS.items()}
+    stats = {name: {b: block_stats(L, b) for b in sizes} for name, L in lens.items()}
     sg, al = stats["ShareGPT"], stats["Alpaca"]
-    print_text(f"长度：各 {fmt_int(N_LENGTHS)} 条序列（种子 {LEN_SEED}），输入、输出长度都是对数正态，均值取 vLLM "
-               f"论文图 11：ShareGPT 平均总长 {lens['ShareGPT'].mean():.0f}，Alpaca 平均总长 "
-               f"{lens['Alpaca'].mean():.0f}（论文 {sum(LENGTH_MEANS['ShareGPT']):.0f} / "
-               f"{sum(LENGTH_MEANS['Alpaca']):.0f}）。")
-    rows = [[b, f"{sg[b]['waste']:.1f}", f"{sg[b]['waste_frac']:.1%}", f"{al[b]['waste_frac']:.1%}",
-             f"{sg[b]['blocks']:.1f}", f"{al[b]['blocks']:.1f}"] for b in BLOCK_SIZES]
-    print_table(["块", "浪费/条", "ShareGPT 浪费", "Alpaca 浪费", "块表长 S", "块表长 A"], rows,
-                caption="浪费/条：ShareGPT 每条序列最后一块平均空着的位置；浪费：空着的位置占分配出去的比例；"
-                        "块表长：每条序列平均几块（S = ShareGPT，A = Alpaca）。")
-    m = READ_MODEL
-    reads = {b: read_segments(m, READ_LEN, b) for b in BLOCK_SIZES}
-    contiguous = read_segments(m, READ_LEN, None)
-    rows = [[b, fmt_int(r["table_len"]), fmt_bytes(r["segment_bytes"]), fmt_int(r["segments"])]
-            for b, r in reads.items()]
-    rows.append(["连续", "-", fmt_bytes(contiguous["segment_bytes"]), fmt_int(contiguous["segments"])])
-    print_table(["块", "块表长", "每段", "一步读几段"], rows,
-                caption=f"{m.name}（{m.n_layers} 层 × {m.n_kv_heads} 个 KV 头 × 头维度 {m.head_dim}，fp16）上一条已有 "
-                        f"{fmt_int(READ_LEN)} 个 token 的序列，每解码一个 token，注意力要读的 K/V：块表长 = "
-                        f"⌈{READ_LEN}/B⌉；每段 = 一个块里一个头的 K（或 V）= B × {m.head_dim} × 2 B，是一次能连续读的"
-                        f"字节；一步读几段 = {m.n_layers} 层 × {m.n_kv_heads} 头 × K、V × 块表长。"
-                        "连续：每层每头的 K、V 各是一整段。全部由配置算出，不计时。")
+    reads = {b: read_segments(m, read_len, b) for b in sizes}
+    contiguous = read_segments(m, read_len, None)
+    rows = [[b, fixed(1)(sg[b]["waste"]), pct1(sg[b]["waste_frac"]), pct1(al[b]["waste_frac"]), fixed(1)(sg[b]["blocks"]),
+             fixed(1)(al[b]["blocks"]), size(reads[b]["segment_bytes"]), integer(reads[b]["segments"])] for b in sizes]
+    rows.append(["连续", "-", "-", "-", "-", "-", size(contiguous["segment_bytes"]), integer(contiguous["segments"])])
+    print_table(["块", "浪费/条", "S 浪费", "A 浪费", "S 块表", "A 块表", "每段", "一步读几段"], rows,
+                caption=f"S / A：ShareGPT / Alpaca 式长度（各 {integer(n)} 条）；浪费：最后一块空着的位置。每段、一步读"
+                        f"几段：{m.name} 上 {integer(read_len)} 个 token 解码一步按块表读的连续段。")
     d = dict(stats=stats, reads=reads, contiguous=contiguous, mean_len={k: float(v.mean()) for k, v in lens.items()},
-             alpaca_over_half=[b for b in BLOCK_SIZES if al[b]["waste_frac"] > 0.5], read_len=READ_LEN,
-             read_model=m.name)
-    print_observations(observations_3(d))
+             read_len=read_len, read_model=m.name, block_sizes=sizes, n_lengths=n, seed=seed,
+             shape=(m.n_layers, m.n_kv_heads, m.head_dim), paper=dict(PAPER))
+    print_observations(*observations_3(d))
     return d
 
 
 def observations_3(d):
-    """演示 3 的观察：每个数都取自 d（和上面两张表同一份数据）。"""
+    """演示 3 的观察 → (默认印的, --more 才印的)。每个数都取自 d（和上表同一份数据）。"""
     sg, al = d["stats"]["ShareGPT"], d["stats"]["Alpaca"]
-    reads, worse, c = d["reads"], d["alpaca_over_half"], d["contiguous"]
-    bmin, bmax = BLOCK_SIZES[0], BLOCK_SIZES[-1]
-    if VLLM_DEFAULT_BLOCK in BLOCK_SIZES:
-        ref = VLLM_DEFAULT_BLOCK                   # 拿 vLLM 的默认块大小作对照
-    else:
-        ref = BLOCK_SIZES[len(BLOCK_SIZES) // 2]
-    text = (f"最后一块平均空着约 (B − 1)/2 个位置：块 {ref} 时 ShareGPT 每条浪费 {sg[ref]['waste']:.1f} 个位置"
-            f"（{sg[ref]['waste_frac']:.1%}）")
+    reads, c, sizes, paper = d["reads"], d["contiguous"], d["block_sizes"], d["paper"]
+    bmin, bmax = sizes[0], sizes[-1]
+    ref = sizes[len(sizes) // 2]
+    if paper["default_block"] in sizes:
+        ref = paper["default_block"]                 # 拿 vLLM 的默认块大小作对照
+    text = f"块 {ref} 时 ShareGPT 每条浪费 {fixed(1)(sg[ref]['waste'])} 个位置（{pct1(sg[ref]['waste_frac'])}），Alpaca {pct1(al[ref]['waste_frac'])}"
     if ref != bmax:
-        text += f"，块 {bmax} 时 {sg[bmax]['waste']:.1f} 个（{sg[bmax]['waste_frac']:.1%}）"
-    obs = [text + "。"]
-    if worse:
-        over = f"；块 ≥ {worse[0]} 时超过一半。"
+        text += f"；块 {bmax} 时 {pct1(sg[bmax]['waste_frac'])} 和 {pct1(al[bmax]['waste_frac'])}"
+    o = order(al[bmax]["waste_frac"], sg[bmax]["waste_frac"], pct1)
+    if o > 0:
+        text += "：短序列更怕大块。"
+    elif o == 0:
+        text += f"：块 {bmax} 时长短序列浪费得一样多。"
     else:
-        over = "；表里没有哪个块大小让它超过一半。"
-    if al[bmax]["waste_frac"] > sg[bmax]["waste_frac"]:
-        short = "短序列更怕大块："
+        text += f"：块 {bmax} 时短序列反而浪费得少。"
+    lines = [text]
+    seg = f"块 {bmin} 时每步要读 {integer(reads[bmin]['segments'])} 段、每段 {size(reads[bmin]['segment_bytes'])}"
+    if ref != bmin:
+        seg += f"，块 {ref} 时 {integer(reads[ref]['segments'])} 段、{size(reads[ref]['segment_bytes'])}"
+    if order(reads[bmin]["segments"], c["segments"], integer) == 0:
+        lines.append(seg + f"；连续存放也是 {integer(c['segments'])} 段：序列不比块长时，分页不多读段。")
     else:
-        short = "这些块大小下，短序列并不比长序列浪费得多："
-    text = short + f"Alpaca 平均只有 {d['mean_len']['Alpaca']:.0f} 个 token，块 {bmax} 时 {al[bmax]['waste_frac']:.1%} 的位置空着"
-    if ref != bmax:
-        text += f"，块 {ref} 时 {al[ref]['waste_frac']:.1%}"
-    obs.append(text + over)
-    obs.append(f"小块的代价在读：{d['read_model']} 上长度 {fmt_int(d['read_len'])} 的序列每解码一个 token，"
-               f"块 {bmin} 时要按块表读 {fmt_int(reads[bmin]['segments'])} 段、每段 {fmt_bytes(reads[bmin]['segment_bytes'])}；"
-               f"块 {ref} 时 {fmt_int(reads[ref]['segments'])} 段、每段 {fmt_bytes(reads[ref]['segment_bytes'])}；"
-               f"连续存放只要 {fmt_int(c['segments'])} 段。段越短，每次能连续读的字节越少，查块表的次数也越多。"
-               "本讲的 numpy 版为了和连续版逐位比较，先按块表把块拼回连续的 K/V（gather_kv）再算；"
-               "真实的 PagedAttention kernel 不拼接，直接按块表逐块读进来算（vLLM 论文 §4.1）。")
-    big = [b for b in BLOCK_SIZES if b > 16]
+        lines.append(f"小块的代价在读：{seg}；连续存放只要 {integer(c['segments'])} 段。")
+    lines.append(f"vLLM 论文 §7.2 默认块 {paper['default_block']}：ShareGPT 上 {paper['best_sharegpt'][0]}–"
+                 f"{paper['best_sharegpt'][1]} 最好，Alpaca 上大于 32 明显变差；§7.1：查块表让注意力 kernel 比 "
+                 f"FasterTransformer 慢 {paper['kernel_overhead'][0]}–{paper['kernel_overhead'][1]}%。")
+    over = [b for b in sizes if al[b]["waste_frac"] > 0.5]
+    half = "表里没有哪个块大小让 Alpaca 浪费超过一半。"
+    if over:
+        half = f"Alpaca 在块 ≥ {over[0]} 时浪费超过一半。"
+    L, h, hd = d["read_len"], d["shape"][1], d["shape"][2]
+    more = [f"最后一块平均空着约 (B − 1)/2 个位置：ShareGPT 每条 {span([sg[b]['waste'] for b in sizes], fixed(1))} 个。"
+            + half,
+            f"长度：各 {integer(d['n_lengths'])} 条（种子 {d['seed']}），输入、输出都是对数正态，均值取 vLLM 论文图 11："
+            f"平均总长 ShareGPT {integer(d['mean_len']['ShareGPT'])}、Alpaca {integer(d['mean_len']['Alpaca'])}"
+            f"（论文 {integer(sum(paper['means']['ShareGPT']))} / {integer(sum(paper['means']['Alpaca']))}）。",
+            f"{d['read_model']}（{d['shape'][0]} 层 × {h} 个 KV 头 × 头维度 {hd}，fp16）：块表长 = ⌈{L}/B⌉；每段 = 一个块里"
+            f"一个头的 K（或 V）= B × {hd} × 2 B；一步读几段 = {d['shape'][0]} 层 × {h} 头 × K、V × 块表长。全部由配置算出，"
+            "不计时。",
+            "本讲的 numpy 版为了和连续版逐位比较，先按块表把块拼回连续的 K/V（gather_kv）再算；真实的 PagedAttention "
+            "kernel 不拼接，直接按块表逐块读进来算（vLLM 论文 §4.1）。段越短，每次能连续读的字节越少，查块表的次数也越多。",
+            "vLLM 论文 §7.1、图 18(a)：开销来自查块表、多出的分支、处理变长序列；论文认为不大，因为只影响注意力算子。"
+            f"§7.2：默认取 {paper['default_block']}——足够大能用满 GPU，又足够小不至于浪费。"]
+    big = [b for b in sizes if b > 16]
     if big:
-        alpaca_big = "Alpaca 在块 " + "、".join(str(b) for b in big) + " 时空着 " + "、".join(
-            f"{al[b]['waste_frac']:.1%}" for b in big) + "。"
-    else:
-        alpaca_big = "表里没有大于 16 的块。"
-    obs.append(f"vLLM 论文 §7.1、图 18(a)：查块表、多出的分支、处理变长序列，使注意力 kernel 的延迟比高度优化的 "
-               f"FasterTransformer 高 {VLLM_KERNEL_OVERHEAD[0]}–{VLLM_KERNEL_OVERHEAD[1]}%；论文认为开销不大，因为只影响"
-               "注意力算子，不影响 Linear 等其他算子。本脚本不在 GPU 上计时，上表数的段数和段长正是这份开销的来源。"
-               f"§7.2：ShareGPT 上块大小 {VLLM_BEST_SHAREGPT[0]}–{VLLM_BEST_SHAREGPT[1]} 最好；Alpaca 上 16、32 好，"
-               f"更大的块因为序列比块还短而明显变差；默认取 {VLLM_DEFAULT_BLOCK}——足够大能用满 GPU，又足够小不至于浪费。"
-               f"上表：ShareGPT 到块 {bmax} 也只空着 {sg[bmax]['waste_frac']:.1%}，" + alpaca_big)
-    return obs
+        more.append("Alpaca 在块 " + "、".join(map(str, big)) + " 时浪费 " + "、".join(pct1(al[b]["waste_frac"]) for b in big)
+                    + f"；ShareGPT 到块 {bmax} 也只浪费 {pct1(sg[bmax]['waste_frac'])}。")
+    return lines, more
 
 
 # =============================================================================
-def check_settings():
+def check_settings(args=None):
     """设置块里每个常量：不合理的值一行拒绝（退出码 2），其余的值都能跑。"""
     for name, value in (("MODEL_SEED", MODEL_SEED), ("PROMPT_SEED", PROMPT_SEED), ("LEN_SEED", LEN_SEED)):
         check_setting(name, value, is_int(value, 0), "非负整数")
@@ -383,8 +371,8 @@ def check_settings():
                   and all(is_int(n, 1, 200) for n in EQ_PROMPTS), " 1–8 条序列的输入长度，每条 1–200，例如 (3, 7, 12)")
     check_setting("EQ_DECODE", EQ_DECODE, is_int(EQ_DECODE, 0, 50), " 0–50 的整数")
     check_setting("EQ_BLOCK_SIZE", EQ_BLOCK_SIZE, is_int(EQ_BLOCK_SIZE, 1, 256), " 1–256 的整数")
-    check_setting("BLOCK_SIZES", BLOCK_SIZES, is_sorted_ints(BLOCK_SIZES, 1, 4096),
-                  "非空、从小到大、不重复的块大小（1–4096），例如 (8, 16, 32)")
+    check_setting("BLOCK_SIZES", BLOCK_SIZES, is_sorted_ints(BLOCK_SIZES, 1, 4096) and len(BLOCK_SIZES) <= 10,
+                  " 1–10 个从小到大、不重复的块大小（1–4096），例如 (8, 16, 32)")
     check_setting("N_LENGTHS", N_LENGTHS, is_int(N_LENGTHS, 1, 1_000_000), " 1–1,000,000 的整数")
     check_setting("READ_LEN", READ_LEN, is_int(READ_LEN, 1, 1 << 20), " 1–1,048,576 的整数")
 
@@ -393,8 +381,7 @@ DEMOS = {1: demo1_block_table, 2: demo2_equivalence, 3: demo3_block_size}
 
 
 def main(argv=None):
-    check_settings()
-    return run_demos(DEMOS, "第 7 讲 · PagedAttention：块表、等价性、块大小", argv)
+    return run_lecture(DEMOS, "第 7 讲 · PagedAttention：块表、等价性、块大小", argv, check=check_settings)
 
 
 if __name__ == "__main__":

@@ -10,8 +10,8 @@
           核对逐步相同）；再按 ShareGPT 的长度重放一遍并行采样。
   演示 2：一次写时复制，逐步看块表、引用计数和块里的数据（06_triton_cow_clone.py 的 numpy 版）。
 
-【运行】python lecture07/03_sharing_and_cow.py          （约 4 秒，2 核笔记本，不需要 GPU）
-        python lecture07/03_sharing_and_cow.py --demo 2 （只跑演示 2）
+【运行】python lecture07/03_sharing_and_cow.py          （约 3 秒，2 核笔记本，不需要 GPU）
+        python lecture07/03_sharing_and_cow.py --demo 2 （只跑演示 2；--more 印出全部观察，--list 列出演示）
 【依赖】numpy、rich；本目录的 paged_kv；lab_common 的 transformer_lab、console。
 
 【试一试】改下面"学生可以改的设置"里的一个值，再运行（不合理的值会被一行拒绝，并说明允许的范围）：
@@ -26,8 +26,10 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.realpath(__file__))))  # 仓库根目录：让 lab_common 包可以 import
-from lab_common.console import print_header, print_observations, print_table, print_text  # noqa: E402
-from lab_common.script_tools import run_demos  # noqa: E402
+from lab_common import console  # noqa: E402
+from lab_common.console import print_header, print_observations, print_table, print_text, status  # noqa: E402
+from lab_common.say import change, count, integer, order, pct, pct1, value, words  # noqa: E402
+from lab_common.script_tools import run_lecture  # noqa: E402
 from lab_common.settings import check_setting, is_int, is_number, is_sorted_ints  # noqa: E402
 from paged_kv import BlockPool, PagedSequence, n_blocks, paged_step  # noqa: E402
 from lab_common.transformer_lab import TINY, KVCache, config_like, forward, init_params  # noqa: E402
@@ -59,23 +61,23 @@ def draw_lengths(rng, mean, cap, size=None):
     return np.clip(np.round(rng.lognormal(np.log(mean) - 0.32, 0.8, size)), 2, cap).astype(int)
 
 
-def make_requests(cfg, n=N_REQUESTS, seed=LEN_SEED):
-    """Alpaca 式的请求：输入长度、每个样本的输出长度都是对数正态（σ=0.8，均值取论文图 11），截到上限。"""
+def make_requests(cfg, n, seed, mean, widths):
+    """Alpaca 式的请求：输入长度、每个样本的输出长度都是对数正态（σ=0.8，均值 mean = (输入, 输出)），截到上限。"""
     rng = np.random.default_rng(seed)
     reqs = []
     for _ in range(n):
-        prompt = rng.integers(0, cfg.vocab, int(draw_lengths(rng, ALPACA_MEAN[0], MAX_PROMPT)))
-        reqs.append((prompt, draw_lengths(rng, ALPACA_MEAN[1], MAX_OUTPUT, max(WIDTHS))))
+        prompt = rng.integers(0, cfg.vocab, int(draw_lengths(rng, mean[0], MAX_PROMPT)))
+        reqs.append((prompt, draw_lengths(rng, mean[1], MAX_OUTPUT, max(widths))))
     return reqs
 
 
-def sharegpt_lengths(n=N_REQUESTS, seed=LEN_SEED):
+def sharegpt_lengths(n, seed, widths):
     """ShareGPT 式的长度（均值取论文图 11(a)），只给块池重放用：[(输入长度, 每个样本的输出长度)]，总长 ≤ 2048。"""
     rng = np.random.default_rng(seed)
     out = []
     for _ in range(n):
         p = int(draw_lengths(rng, SHAREGPT_MEAN[0], SHAREGPT_MAX_SEQ - 2))
-        out.append((p, np.minimum(draw_lengths(rng, SHAREGPT_MEAN[1], SHAREGPT_MAX_SEQ, max(WIDTHS)),
+        out.append((p, np.minimum(draw_lengths(rng, SHAREGPT_MEAN[1], SHAREGPT_MAX_SEQ, max(widths)),
                                   SHAREGPT_MAX_SEQ - p)))
     return out
 
@@ -95,19 +97,19 @@ def rising(values):
 
 
 # =============================================================================
-def parallel_sampling(params, cfg, prompt, out_lens, n):
+def parallel_sampling(params, cfg, prompt, out_lens, n, block_size, sample_seed, temperature):
     """一个提示要 n 个回答：提示只算一次、只存一份，n 个样本 fork 出来各自往后采样。
 
     返回 (共享时每步块数之和, 不共享时每步块数之和, 写时复制次数, 每个样本生成的 token,
     逐步的 [(块池占用的块, 不共享时要的块, 累计 COW 次数)]——画图用)。
     """
-    pool = BlockPool(cfg, n_blocks=n * n_blocks(len(prompt) + int(out_lens.max()), BLOCK_SIZE),
-                     block_size=BLOCK_SIZE)
+    pool = BlockPool(cfg, n_blocks=n * n_blocks(len(prompt) + int(out_lens.max()), block_size),
+                     block_size=block_size)
     parent = PagedSequence(pool)
     last = paged_step(params, cfg, [parent], [prompt])[0][-1]
     samples = [parent.fork() for _ in range(n)]
     parent.free()                                  # 提示的块现在由 n 个样本共同持有
-    rngs = [np.random.default_rng(SAMPLE_SEED + j) for j in range(n)]
+    rngs = [np.random.default_rng(sample_seed + j) for j in range(n)]
     logits = [last] * n
     left = [int(x) for x in out_lens[:n]]
     gen = [[] for _ in range(n)]
@@ -116,28 +118,28 @@ def parallel_sampling(params, cfg, prompt, out_lens, n):
     while live:
         toks = []
         for j in live:
-            p = np.exp(log_softmax(logits[j] / TEMPERATURE))
+            p = np.exp(log_softmax(logits[j] / temperature))
             toks.append([int(rngs[j].choice(cfg.vocab, p=p))])
             gen[j].append(toks[-1][0])
         outs = paged_step(params, cfg, [samples[j] for j in live], toks)
         for j, o in zip(live, outs):
             logits[j] = o[-1]
             left[j] -= 1
-        steps.append((pool.num_used, sum(n_blocks(samples[j].length, BLOCK_SIZE) for j in live), pool.n_cow))
+        steps.append((pool.num_used, sum(n_blocks(samples[j].length, block_size) for j in live), pool.n_cow))
         for j in [j for j in live if left[j] == 0]:   # 生成完了（相当于遇到 EOS）：释放
             samples[j].free()
         live = [j for j in live if left[j] > 0]
     return sum(s[0] for s in steps), sum(s[1] for s in steps), pool.n_cow, gen, steps
 
 
-def replay_sampling(cfg, prompt_len, out_lens, n):
+def replay_sampling(cfg, prompt_len, out_lens, n, block_size):
     """只重放块池的操作（fork、reserve、free），不算模型：与 parallel_sampling 的前 n 个样本占用完全相同。
 
     第 j 个样本的随机数只由 SAMPLE_SEED + j 决定，KV 又与放在哪个块无关（02 脚本：逐位相同），
     所以 n=2、4 的样本就是 n=6 的前 2、4 个；它们的块数只取决于长度，重放一遍分配即可。
     返回 (共享时块数之和, 不共享时块数之和, 写时复制次数, 逐步的 [(块池占用, 不共享时要的块, 累计 COW)])。
     """
-    pool = BlockPool(cfg, n_blocks=n * n_blocks(prompt_len + int(out_lens.max()), BLOCK_SIZE), block_size=BLOCK_SIZE)
+    pool = BlockPool(cfg, n_blocks=n * n_blocks(prompt_len + int(out_lens.max()), block_size), block_size=block_size)
     parent = PagedSequence(pool)
     parent.reserve(prompt_len)
     parent.length = prompt_len
@@ -151,7 +153,7 @@ def replay_sampling(cfg, prompt_len, out_lens, n):
             samples[j].reserve(1)
             samples[j].length += 1
             left[j] -= 1
-        steps.append((pool.num_used, sum(n_blocks(samples[j].length, BLOCK_SIZE) for j in live), pool.n_cow))
+        steps.append((pool.num_used, sum(n_blocks(samples[j].length, block_size) for j in live), pool.n_cow))
         for j in [j for j in live if left[j] == 0]:
             samples[j].free()
         live = [j for j in live if left[j] > 0]
@@ -170,15 +172,15 @@ def common_prefix_len(toks):
     return int(np.argmin(same))
 
 
-def beam_search(params, cfg, prompt, steps, width):
+def beam_search(params, cfg, prompt, steps, width, block_size):
     """束搜索：每步每条束取前 width 个 token，从 width² 个候选里按累计对数概率留下前 width 个。
 
     被选中的候选从它的父束 fork（只加引用计数），没被选中的父束整条释放；新 token 写进共享的
     不满块时写时复制。返回 (共享时块数之和, 不共享时块数之和, 写时复制次数, 结束时各束共同前缀的长度,
     逐步的 [(块池占用的块, 不共享时要的块, 累计 COW 次数)]——画图用)。
     """
-    pool = BlockPool(cfg, n_blocks=2 * width * n_blocks(len(prompt) + steps, BLOCK_SIZE) + width,
-                     block_size=BLOCK_SIZE)
+    pool = BlockPool(cfg, n_blocks=2 * width * n_blocks(len(prompt) + steps, block_size) + width,
+                     block_size=block_size)
     root = PagedSequence(pool)
     beams = [(root, paged_step(params, cfg, [root], [prompt])[0][-1], 0.0, [])]
     per_step = []
@@ -195,172 +197,158 @@ def beam_search(params, cfg, prompt, steps, width):
             seq.free()
         outs = paged_step(params, cfg, children, [[t] for _, _, t in chosen])
         beams = [(c, o[-1], s, beams[i][3] + [t]) for c, o, (s, i, t) in zip(children, outs, chosen)]
-        per_step.append((pool.num_used, sum(n_blocks(c.length, BLOCK_SIZE) for c, *_ in beams), pool.n_cow))
+        per_step.append((pool.num_used, sum(n_blocks(c.length, block_size) for c, *_ in beams), pool.n_cow))
     common = common_prefix_len(np.array([b[3] for b in beams]))
     return sum(s[0] for s in per_step), sum(s[1] for s in per_step), pool.n_cow, common, per_step
 
 
-def check_text():
-    """并行采样在真模型上核对了几个请求。"""
-    if min(N_CHECK, N_REQUESTS) == 0:
-        return "这次没有在真模型上核对（N_CHECK = 0）。"
-    return (f"前 {min(N_CHECK, N_REQUESTS)} 个请求另在真模型上以 n={max(WIDTHS)} 采样（第 j 个样本的随机种子 "
-            f"{SAMPLE_SEED}+j），核对每一步的块数与重放完全相同。")
+def savings(cfg, params, reqs, long, widths, block_size, n_beam, n_check, sample_seed, temperature):
+    """演示 1 的全部数：{(方式, n): dict(shared, private, cow, saved, common)}，外加逐步记录（画图用）。
 
-
-def demo1_savings():
-    """并行采样和束搜索时，共享 KV 能省多少显存？"""
-    print_header(f"演示 1：并行采样与束搜索——共享的块只存一份（块大小 {BLOCK_SIZE}，vLLM 论文 §6.3）")
-    cfg = config_like(TINY, max_seq=MAX_PROMPT + MAX_OUTPUT)
-    params = init_params(cfg, seed=MODEL_SEED)
-    reqs = make_requests(cfg)
-    beam_reqs = reqs[:N_BEAM]                      # N_BEAM 比 N_REQUESTS 大时就是全部请求
-    print_text(f"{N_REQUESTS} 个请求（长度种子 {LEN_SEED}）：输入 {'、'.join(str(len(p)) for p, _ in reqs)} 个 token；"
-               f"并行采样时每个样本的输出长度单独抽（模拟各自遇到 EOS 的时刻），平均 "
-               f"{np.mean([o for _, o in reqs]):.0f}；束搜索用前 {len(beam_reqs)} 个请求，每个解码 = 它第一个样本的"
-               f"输出长度（{'、'.join(str(o[0]) for _, o in beam_reqs)}）步。长度按 Alpaca 的均值抽（vLLM 论文图 11："
-               f"{ALPACA_MEAN[0]} / {ALPACA_MEAN[1]}）。模型：第 2 讲的 TINY，权重种子 {MODEL_SEED}。"
-               "并行采样的块数只取决于长度：在块池里重放 fork / 写入 / 释放来数；" + check_text())
-    nmax = max(WIDTHS)
+    方式："并行采样"（Alpaca 长度，块池重放；前 n_check 个请求在真模型上核对）、"并行采样（ShareGPT）"（块池重放）、
+    "束搜索"（真模型解码）。
+    """
+    nmax = max(widths)
     res, steps, checked = {}, {}, True
-    for w in WIDTHS:                               # 并行采样
+    for w in widths:
         sh = pr = cow = 0
         for k, (prompt, outs) in enumerate(reqs):
-            s, p, c, per_step = replay_sampling(cfg, len(prompt), outs, w)
+            s, p, c, per_step = replay_sampling(cfg, len(prompt), outs, w, block_size)
             if w == nmax:
                 steps[("并行采样", k)] = per_step
-                if k < N_CHECK:                    # 前 N_CHECK 个请求在真模型上跑一遍，核对重放的逐步块数
-                    real = parallel_sampling(params, cfg, prompt, outs, w)
+                if k < n_check:                    # 前 n_check 个请求在真模型上跑一遍，核对重放的逐步块数
+                    real = parallel_sampling(params, cfg, prompt, outs, w, block_size, sample_seed, temperature)
                     checked = checked and real[:3] == (s, p, c) and real[4] == per_step
             sh, pr, cow = sh + s, pr + p, cow + c
         res[("并行采样", w)] = dict(shared=sh, private=pr, cow=cow, saved=1 - sh / pr, common=0.0)
-    for w in WIDTHS:                               # 束搜索
+        sh = pr = cow = 0
+        for plen, outs in long:
+            s, p, c, _ = replay_sampling(cfg, plen, outs, w, block_size)
+            sh, pr, cow = sh + s, pr + p, cow + c
+        res[(SHAREGPT, w)] = dict(shared=sh, private=pr, cow=cow, saved=1 - sh / pr, common=0.0)
+    for w in widths:
         sh = pr = cow = common = 0
-        for k, (prompt, outs) in enumerate(beam_reqs):
-            s, p, c, cm, per_step = beam_search(params, cfg, prompt, int(outs[0]), w)
+        for k, (prompt, outs) in enumerate(reqs[:n_beam]):
+            s, p, c, cm, per_step = beam_search(params, cfg, prompt, int(outs[0]), w, block_size)
             if w == nmax:
                 steps[("束搜索", k)] = per_step
             sh, pr, cow, common = sh + s, pr + p, cow + c, common + cm
         res[("束搜索", w)] = dict(shared=sh, private=pr, cow=cow, saved=1 - sh / pr,
-                                common=common / sum(int(o[0]) for _, o in beam_reqs))
+                                common=common / sum(int(o[0]) for _, o in reqs[:n_beam]))
+    return res, steps, checked
+
+
+SHAREGPT = "并行采样（ShareGPT 长度）"
+
+
+def demo1_savings():
+    """并行采样和束搜索时，共享 KV 能省多少显存？"""
+    widths, block_size, n_req = WIDTHS, BLOCK_SIZE, N_REQUESTS
+    print_header(f"演示 1：并行采样与束搜索——共享的块只存一份（块大小 {block_size}，vLLM 论文 §6.3）")
+    cfg = config_like(TINY, max_seq=MAX_PROMPT + MAX_OUTPUT)
+    params = init_params(cfg, seed=MODEL_SEED)
+    reqs = make_requests(cfg, n_req, LEN_SEED, ALPACA_MEAN, widths)
+    n_beam = min(N_BEAM, n_req)
+    n_check = min(N_CHECK, n_req)
+    long = sharegpt_lengths(n_req, LEN_SEED, widths)
+    with status(f"束搜索在小模型上真的解码 {n_beam} 个请求 × {len(widths)} 种宽度…"):
+        res, steps, checked = savings(cfg, params, reqs, long, widths, block_size, n_beam, n_check,
+                                      SAMPLE_SEED, TEMPERATURE)
+    d = dict(res=res, steps=steps, replay_matches_model=checked, n_checked=n_check, reqs=reqs, widths=widths,
+             n_requests=n_req, n_beam=n_beam, block_size=block_size, model_seed=MODEL_SEED, paper=dict(VLLM_63),
+             paper_sharegpt=VLLM_63_SHAREGPT_PARALLEL,
+             mean_in=float(np.mean([len(p) for p, _ in reqs])), mean_out=float(np.mean([o for _, o in reqs])),
+             long_mean_in=float(np.mean([p for p, _ in long])), long_mean_out=float(np.mean([o for _, o in long])),
+             short_prompts=sum(len(p) < block_size for p, _ in reqs),
+             parallel=[res[("并行采样", w)]["saved"] for w in widths],
+             beam=[res[("束搜索", w)]["saved"] for w in widths])
+    d["parallel_rising"], d["beam_rising"] = rising(d["parallel"]), rising(d["beam"])
+    d["share_long"] = {w: res[(SHAREGPT, w)] for w in widths}
+    beam_note = ""
+    if n_beam < n_req:
+        beam_note = f"（束搜索只用前 {n_beam} 个）"
+    print_text(f"同样这 {n_req} 个合成长度的请求{beam_note}，长度种子 {LEN_SEED}：平均输入 {d['mean_in']:.0f}、输出 "
+               f"{d['mean_out']:.0f} 个 token（按 vLLM 论文图 11(b) Alpaca 的均值 {ALPACA_MEAN[0]} / {ALPACA_MEAN[1]} 抽）。"
+               f"束搜索在第 2 讲的 TINY 模型（权重种子 {MODEL_SEED}）上真的解码；并行采样的块数只取决于长度，在块池里重放"
+               + check_text(n_check, checked) + "。")
+    if console.SHOW_MORE:
+        print_text(f"输入 {'、'.join(str(len(p)) for p, _ in reqs)} 个 token；束搜索每个请求解码的步数 = 它第一个样本的"
+                   f"输出长度（{'、'.join(str(o[0]) for _, o in reqs[:n_beam])}）。ShareGPT 长度按 vLLM 论文图 11(a) 的均值 "
+                   f"{SHAREGPT_MEAN[0]} / {SHAREGPT_MEAN[1]} 抽（σ=0.8，总长 ≤ {SHAREGPT_MAX_SEQ}），平均输入 "
+                   f"{d['long_mean_in']:.0f}、输出 {d['long_mean_out']:.0f}，只在块池里重放。")
     rows = []
-    for (kind, w), r in res.items():
-        lo, hi = VLLM_63[kind]
-        rows.append([kind, w, f"{r['private']:,}", f"{r['shared']:,}", f"{r['saved']:.1%}", r["cow"],
-                     f"{lo}–{hi}%"])
-    print_table(["方式", "n / 宽度", "不共享", "共享", "省下", "COW 次数", "论文"], rows,
-                caption="不共享 / 共享：每写完一步，把此刻占用的块数加起来（时间上的总和，单位：块·步）；"
-                        "不共享 = 每条序列各存一份自己的全部 KV；省下 = 1 − 共享 / 不共享；"
-                        "COW 次数：写进共享的不满块、先复制一份的次数。论文：vLLM 论文 §6.3 在 Alpaca 上、"
-                        "OPT-13B 的显存节省（n 或宽度 2、4、6 合起来的范围）。")
-    long = sharegpt_lengths()
-    share_long = {}
-    for w in WIDTHS:                               # 同样的并行采样，换成 ShareGPT 的长度：只在块池里重放
-        sh = pr = 0
-        for plen, outs in long:
-            s, p, _, _ = replay_sampling(cfg, plen, outs, w)
-            sh, pr = sh + s, pr + p
-        share_long[w] = dict(shared=sh, private=pr, saved=1 - sh / pr)
-    lo, hi = VLLM_63_SHAREGPT_PARALLEL
-    print_table(["n", "不共享", "共享", "省下", "论文"],
-                [[w, f"{r['private']:,}", f"{r['shared']:,}", f"{r['saved']:.1%}", f"{lo}–{hi}%"]
-                 for w, r in share_long.items()],
-                title="并行采样，换成 ShareGPT 的长度（提示更长）",
-                caption=f"{N_REQUESTS} 个请求，输入、输出长度按 ShareGPT 的均值抽（vLLM 论文图 11(a)："
-                        f"{SHAREGPT_MEAN[0]} / {SHAREGPT_MEAN[1]}，σ=0.8，总长 ≤ {SHAREGPT_MAX_SEQ}），平均输入 "
-                        f"{np.mean([p for p, _ in long]):.0f}、输出 {np.mean([o for _, o in long]):.0f}；只在块池里重放 fork / "
-                        "写入 / 释放（块数只取决于长度，不跑模型）。论文：vLLM 论文 §6.3 在 ShareGPT 上的并行采样节省。")
-    ps = [res[("并行采样", w)]["saved"] for w in WIDTHS]
-    beam = [res[("束搜索", w)]["saved"] for w in WIDTHS]
-    d = dict(share_long=share_long, long_mean_in=float(np.mean([p for p, _ in long])),res=res, parallel=ps, beam=beam, parallel_rising=rising(ps), beam_rising=rising(beam),
-             replay_matches_model=checked, n_checked=min(N_CHECK, N_REQUESTS), mean_in=float(np.mean([len(p) for p, _ in reqs])),
-             mean_out=float(np.mean([o for _, o in reqs])),
-             short_prompts=sum(len(p) < BLOCK_SIZE for p, _ in reqs), reqs=reqs, steps=steps, widths=WIDTHS,
-             n_beam=len(beam_reqs), block_size=BLOCK_SIZE, model_seed=MODEL_SEED, paper=dict(VLLM_63))
-    print_observations(observations_1(d))
+    for kind, name, lengths in (("并行采样", "并行采样", "Alpaca"), (SHAREGPT, "并行采样", "ShareGPT"),
+                                ("束搜索", "束搜索", "Alpaca")):
+        lo, hi = VLLM_63_SHAREGPT_PARALLEL
+        if kind in VLLM_63:
+            lo, hi = VLLM_63[kind]
+        for w in widths:
+            r = res[(kind, w)]
+            rows.append([name, lengths, w, integer(r["private"]), integer(r["shared"]), pct1(r["saved"]),
+                         integer(r["cow"]), f"{lo}–{hi}%"])
+    print_table(["方式", "长度", "n", "不共享", "共享", "省下", "COW", "论文"], rows,
+                caption="n：样本数或束宽；不共享 / 共享：每一步占用的 KV 块加起来（块·步）；省下 = 1 − 共享 / 不共享；"
+                        "COW：写时复制的次数。论文：vLLM 论文 §6.3、图 15，OPT-13B，n = 2、4、6 合起来的范围。")
+    lines, more = observations_1(d)
+    print_observations(lines, more)
     return d
 
 
+def check_text(n_check, checked):
+    """并行采样在真模型上核对了几个请求（返回接在句子后面的一段）。"""
+    if n_check == 0:
+        return "（这次没有在真模型上核对：N_CHECK = 0）"
+    if checked:
+        return f"，前 {n_check} 个请求另在真模型上采样，逐步的块数与重放完全相同"
+    return f"；前 {n_check} 个请求在真模型上采样的块数与重放不同（见表后的观察）"
+
+
 def observations_1(d):
-    """演示 1 的观察：每个数都取自 d（和上表同一份数据）。宽度 1 只有一条序列、没有可共享的，比较时单独说。"""
-    shareable = [w for w in WIDTHS if w >= 2]
-    obs = parallel_sentences(d, shareable)
+    """演示 1 的观察 → (默认的至多 3 条, --more 的其余)。数都取自 d，按表里的格式（pct1、integer）比较。"""
+    widths, res = d["widths"], d["res"]
+    shareable = [w for w in widths if w >= 2]
+    lines, more = [], []
     if not shareable:
-        obs.append("WIDTHS 里只有宽度 1：每个请求只有一条序列，没有可共享的块，两种方式都省下 0%。")
-        return obs + [setup_sentence(d, None)]
-    obs.append(beam_sentence(d, shareable))
+        lines.append(f"WIDTHS 里只有宽度 1：每个请求只有一条序列，没有可共享的块，所有方式都省下 "
+                     f"{pct1(res[('束搜索', 1)]['saved'])}。")
+        return lines, more
     hi = shareable[-1]
-    obs.append(f"写时复制只发生在\"共享、又没写满\"的最后一块上：宽度 {hi} 的束搜索一共复制了 "
-               f"{d['res'][('束搜索', hi)]['cow']} 次块，每次只复制一块（{BLOCK_SIZE} 个 token），而不是整条序列。")
-    beam_wins = all(d["res"][("束搜索", w)]["saved"] > d["res"][("并行采样", w)]["saved"] for w in shareable)
-    return obs + [setup_sentence(d, beam_wins)]
-
-
-def trend(values, up, flat):
-    """省下的比例随 n / 宽度怎样变：严格递增才说 up（"越大省得越多"），否则说 flat；只有一个值时什么都不说。"""
-    if len(values) < 2:
-        return ""
-    if rising(values):
-        return up
-    return flat
-
-
-def parallel_sentences(d, shareable):
-    ps, lo_w, hi_w = d["parallel"], WIDTHS[0], WIDTHS[-1]
-    obs = [f"并行采样只共享提示：n 从 {lo_w} 到 {hi_w}，省下 {ps[0]:.1%} → {ps[-1]:.1%}" + trend(ps, "，n 越大省得越多", "，并不随 n 单调增加")
-           + f"。这些请求平均输入 {d['mean_in']:.0f} 个 token、每个样本输出 {d['mean_out']:.0f} 个；只有提示里写满的块能一直共享"
-           f"（{d['short_prompts']} 个请求的提示不满一块，根本没有可共享的满块），大部分块是各个样本自己的回答，所以省得不多"
-           f"（论文 {VLLM_63['并行采样'][0]}–{VLLM_63['并行采样'][1]}%）。"]
-    if not shareable:
-        return obs
-    long = [d["share_long"][w]["saved"] for w in WIDTHS]
-    paper = f"（论文 §6.3 在 ShareGPT 上 {VLLM_63_SHAREGPT_PARALLEL[0]}–{VLLM_63_SHAREGPT_PARALLEL[1]}%）"
-    more = all(d["share_long"][w]["saved"] > d["res"][("并行采样", w)]["saved"] for w in shareable)
-    if 1 in WIDTHS:
-        each = "n ≥ 2 时每个 n "
+    beam, par, long = res[("束搜索", hi)], res[("并行采样", hi)], res[(SHAREGPT, hi)]
+    lines.append(words(f"宽度 {hi} 的束搜索省下 {pct1(beam['saved'])} 的 KV 块，并行采样 n = {hi} 省下 "
+                       f"{pct1(par['saved'])}：束搜索每一步都从留下的候选 fork（只加引用计数），结束时各条束在生成部分"
+                       f"的前 {pct(beam['common'])} 完全相同；并行采样只共享提示。"))
+    if order(par["saved"], long["saved"], pct1) < 0:
+        lines.append(f"提示越长，能共享的满块越多：换成 ShareGPT 的长度（平均输入 {d['long_mean_in']:.0f} 个 token），"
+                     f"并行采样 n = {hi} {change(par['saved'], long['saved'], pct1, up='升到')}"
+                     f"（论文在 ShareGPT 上 {d['paper_sharegpt'][0]}–{d['paper_sharegpt'][1]}%）。")
     else:
-        each = "每个 n "
-    if more:
-        verdict = f"{each}都比 Alpaca 长度时多"
+        lines.append(f"换成 ShareGPT 的长度（平均输入 {d['long_mean_in']:.0f} 个 token），并行采样 n = {hi} 省下 "
+                     f"{pct1(long['saved'])}，不比 Alpaca 长度时的 {pct1(par['saved'])} 多。")
+    if beam["cow"] == 0:
+        lines.append(f"这次没有发生写时复制：块大小 {d['block_size']} 时，共享的块都已写满，新 token 总是写进新块。")
     else:
-        verdict = f"并不是{each}都比 Alpaca 长度时多"
-    obs.append(f"换成 ShareGPT 的长度（平均输入 {d['long_mean_in']:.0f} 个 token），并行采样省下 {long[0]:.1%} → "
-               f"{long[-1]:.1%}，{verdict}{paper}。")
-    if more:
-        obs[-1] = "提示越长，能共享的满块越多：" + obs[-1]
-    return obs
-
-
-def beam_sentence(d, shareable):
-    res, beam = d["res"], d["beam"]
-    lo, hi = shareable[0], shareable[-1]
-    text = (f"束搜索：宽度 {WIDTHS[0]} 到 {WIDTHS[-1]}，省下 {beam[0]:.1%} → {beam[-1]:.1%}" + trend(beam, "，宽度越大省得越多", "，并不随宽度单调增加")
-            + "。每一步都会淘汰一些候选，留下的候选从各自的父束 fork（只加引用计数，不复制数据），"
-            f"各条束很快又有了共同的祖先：结束时宽度 {lo} / {hi} 的全部束在生成部分的前 "
-            f"{res[('束搜索', lo)]['common']:.0%} / {res[('束搜索', hi)]['common']:.0%} 上完全相同，这段只存一份"
-            f"（论文 {VLLM_63['束搜索'][0]}–{VLLM_63['束搜索'][1]}%）。")
-    if all(res[("束搜索", w)]["saved"] > res[("并行采样", w)]["saved"] for w in shareable):
-        if 1 in WIDTHS:
-            text += "宽度 ≥ 2 时，"
-        text += "每个宽度下束搜索都比同样 n 的并行采样省得多。"
-    if 1 in WIDTHS:
-        text += "宽度 1 时两者都是 0%：只有一条序列，没有可共享的。"
-    return text
-
-
-def setup_sentence(d, beam_wins):
-    if beam_wins is True:
-        order = "量级和\"束搜索比并行采样省得多\"的顺序可以对照，"
-    elif beam_wins is False:
-        order = "连\"束搜索比并行采样省得多\"的顺序都没有复现，"
+        lines.append(f"写时复制只复制\"共享、又没写满\"的最后一块：宽度 {hi} 的束搜索复制了 {integer(beam['cow'])} 次，"
+                     f"每次一块（{d['block_size']} 个 token），不是整条序列。")
+    for kind, vals in (("并行采样", d["parallel"]), ("束搜索", d["beam"])):
+        if len(widths) > 1:
+            trend = "不随 n / 宽度单调增加"
+            if rising([value(pct1(x)) for x in vals]):
+                trend = "n / 宽度越大省得越多"
+            more.append(f"{kind}：n / 宽度 {widths[0]} 到 {widths[-1]}，省下的比例"
+                        f"{change(vals[0], vals[-1], pct1, up='升到', flat='都是')}，{trend}。")
+    short = "每个请求的提示都至少有一个满块"
+    if d["short_prompts"]:
+        short = f"其中 {count(d['short_prompts'], '个请求')}的提示不满一块、没有可共享的满块"
+    more.append(f"并行采样只有提示里写满的块能一直共享：Alpaca 长度的提示平均 {d['mean_in']:.0f} 个 token，{short}"
+                f"（论文在 Alpaca 上 {d['paper']['并行采样'][0]}–{d['paper']['并行采样'][1]}%）。")
+    wins = [w for w in shareable if order(res[("束搜索", w)]["saved"], res[("并行采样", w)]["saved"], pct1) > 0]
+    if len(wins) == len(shareable):
+        more.append("每个宽度下束搜索都比同样 n 的并行采样省得多，和论文的顺序一致；具体百分比不能直接比较：")
     else:
-        order = ""
-    if d["n_beam"] == N_REQUESTS:
-        n_text = f"{N_REQUESTS} 个合成长度的请求（并行采样和束搜索用同一批）"
-    else:
-        n_text = f"{N_REQUESTS} 个合成长度的请求（束搜索只用前 {d['n_beam']} 个）"
-    return ("设置的差别：论文是 OPT-13B 在 A100 上跑真实的 Alpaca 请求流，数的是整个系统的显存；这里是随机权重的"
-            f"小模型、{n_text}、没有 EOS（按抽到的长度停），只数 KV 块。" + order + "具体百分比不能直接比较。")
+        more.append("并不是每个宽度下束搜索都比并行采样省得多（和论文的顺序不同）；")
+    more[-1] += ("论文是 OPT-13B、按 Alpaca / ShareGPT 长度合成的请求（泊松到达），这里是随机权重的小模型、"
+                 f"{d['n_requests']} 个请求、没有 EOS（按抽到的长度停）；两边数的都是 KV 块。")
+    return lines, more
 
 
 # =============================================================================
@@ -455,59 +443,66 @@ def demo2_cow_step_by_step():
     if full:
         checks[f"写满的块 {' '.join(map(str, full))} 的 ref_count 仍为 2（一直共享）"] = full_rc
     checks["a、b 的 logits 与各自从头算逐位相同"] = logits_same
-    check_rows = []
-    for k, v in checks.items():
-        if v:
-            check_rows.append([k, "通过"])
-        else:
-            check_rows.append([k, "失败"])
-    print_table(["检查", "结果"], check_rows)
+    failed = [k for k, ok in checks.items() if not ok]
+    if failed or console.SHOW_MORE:
+        check_rows = []
+        for k, ok in checks.items():
+            verdict = "通过"
+            if not ok:
+                verdict = "失败"
+            check_rows.append([k, verdict])
+        print_table(["检查", "结果"], check_rows)
+    else:
+        print_text(f"逐位检查 {len(checks)} 项（共享块没被改写、新块是原块的副本、ref_count、logits 与从头算相同）："
+                   "全部通过；--more 逐项列出。")
     d = dict(checks=checks, rows=rows, last_blk=last_blk, new_blk=new_blk, a_blk=a_blk, old_len=old_len, pos=pos,
              full=list(full), n_cow=pool.n_cow, ref_count=list(pool.ref_count), a_blocks=list(a.blocks),
              b_blocks=list(b.blocks), slot_was_zero=pos > 0 and bool(np.all(before[0][:, :, pos] == 0)),
              n_layers=cfg.n_layers, block_size=block_size)
-    print_observations(observations_2(d))
+    lines, more = observations_2(d)
+    print_observations(lines, more)
     return d
 
 
 def observations_2(d):
-    """演示 2 的观察：每个数都取自 d（和上面两张表同一份数据）。最后一块正好写满时没有写时复制，另有说法。"""
+    """演示 2 的观察 → (默认的至多 3 条, --more 的其余)。最后一块正好写满时没有写时复制，另有说法。"""
     last_blk, new_blk, pos, full = d["last_blk"], d["new_blk"], d["pos"], d["full"]
-    n_shared = len(d["rows"][1][1].strip("[]").split())
+    shared_table = d["rows"][1][1]
+    n_shared = len(shared_table.strip("[]").split())
+    rc_text = f"这 {n_shared} 个块的 ref_count 都是 2"
     if n_shared == 1:
         rc_text = "这个块的 ref_count 是 2"
-    else:
-        rc_text = f"这 {n_shared} 个块的 ref_count 都是 2"
-    obs = [f"fork 之后 a、b 的块表都是 {d['rows'][1][1]}，{rc_text}：b 没有复制任何数据。"]
+    lines = [f"fork 之后 a、b 的块表都是 {shared_table}，{rc_text}：b 没有复制任何数据。"]
+    more = []
+    full_text = "这条序列还没有写满的块。"
     if full:
         full_text = f"写满的块 {' '.join(map(str, full))} 以后不会再被写，所以一直共享、从不复制。"
-    else:
-        full_text = "这条序列还没有写满的块。"
     if pos == 0:
-        obs.append(f"共享序列长 {d['old_len']}，正好是块大小 {d['block_size']} 的整数倍：最后一块 {last_blk} 已经写满，"
-                   f"b 写第 {d['old_len'] + 1} 个 token 时直接分配新块 {new_blk}、写在位置 0；a 写时同样分配自己的新块 "
-                   f"{d['a_blk']}。没有\"共享又没写满\"的块，这次没有发生写时复制（COW 次数 {d['n_cow']}）。" + full_text)
-        obs.append(f"想看到写时复制，把 COW_PROMPT 改成不是 {d['block_size']} 的倍数（最后一块只写了一部分）。")
-        return obs
-    obs.append(f"b 要写第 {d['old_len'] + 1} 个 token 时，最后一块 {last_blk} 还没写满、又被共享，于是先分配块 {new_blk}、"
-               f"整块复制（{d['n_layers']} 层 × K、V），再把新 token 写到位置 {pos}；块 {last_blk} 的 ref_count "
-               f"从 2 降到 {d['ref_count'][last_blk]}。" + full_text)
+        lines.append(f"共享序列长 {d['old_len']}，是块大小 {d['block_size']} 的整数倍：最后一块 {last_blk} 已经写满，"
+                     f"b、a 写第 {d['old_len'] + 1} 个 token 时各自分配新块（{new_blk}、{d['a_blk']}），"
+                     f"这次没有发生写时复制（COW 次数 {d['n_cow']}）。")
+        lines.append(f"想看到写时复制，把 COW_PROMPT 改成不是 {d['block_size']} 的倍数（最后一块只写了一部分）。")
+        more.append(full_text)
+        return lines, more
+    lines.append(f"b 写第 {d['old_len'] + 1} 个 token：最后一块 {last_blk} 没写满又被共享，于是先复制成块 {new_blk}"
+                 f"（{d['n_layers']} 层 × K、V），再写到位置 {pos}；块 {last_blk} 的 ref_count "
+                 f"{change(2, d['ref_count'][last_blk], integer)}。")
+    lines.append(f"a 再写时块 {last_blk} 只剩它一个使用者（ref_count = 1），原地写，COW 次数仍是 {d['n_cow']}："
+                 "最后一个持有者不必复制。")
+    old = "原来的值"
     if d["slot_was_zero"]:
         old = "原来的 0（空位）"
-    else:
-        old = "原来的值"
-    obs.append(f"共享块的位置 {pos} 在 b 写完后仍然是" + old + "：a 看到的 KV 没有被 b 改动。")
-    obs.append(f"a 写的时候块 {last_blk} 只剩它一个使用者（ref_count = 1），原地写，COW 次数仍是 {d['n_cow']}——"
-               "最后一个持有者不必复制。GPU 版（06_triton_cow_clone.py 的 KVBlockManager.append_token_batch）的"
-               "步骤与此相同，只是把\"整块复制\"交给一个 Triton kernel。")
-    return obs
+    more.append(f"共享块的位置 {pos} 在 b 写完后仍然是{old}：a 看到的 KV 没有被 b 改动。" + full_text)
+    more.append("GPU 版（06_triton_cow_clone.py 的 KVBlockManager.append_token_batch）步骤相同，"
+                "只是把\"整块复制\"交给一个 Triton kernel。")
+    return lines, more
 
 
 # =============================================================================
 def check_settings():
     """设置块里每个常量：不合理的值一行拒绝（退出码 2），其余的值都能跑。"""
-    for name, value in (("MODEL_SEED", MODEL_SEED), ("LEN_SEED", LEN_SEED), ("SAMPLE_SEED", SAMPLE_SEED)):
-        check_setting(name, value, is_int(value, 0), "非负整数")
+    for name, val in (("MODEL_SEED", MODEL_SEED), ("LEN_SEED", LEN_SEED), ("SAMPLE_SEED", SAMPLE_SEED)):
+        check_setting(name, val, is_int(val, 0), "非负整数")
     check_setting("N_REQUESTS", N_REQUESTS, is_int(N_REQUESTS, 1, 200), " 1–200 的整数")
     check_setting("N_CHECK", N_CHECK, is_int(N_CHECK, 0, 200), " 0–200 的整数（0 = 不在真模型上核对）")
     check_setting("N_BEAM", N_BEAM, is_int(N_BEAM, 1, 200), " 1–200 的整数（比 N_REQUESTS 大时用全部请求）")
@@ -529,7 +524,7 @@ DEMOS = {1: demo1_savings, 2: demo2_cow_step_by_step}
 
 def main(argv=None):
     check_settings()
-    return run_demos(DEMOS, "第 7 讲 · 共享 KV 与写时复制", argv)
+    return run_lecture(DEMOS, "第 7 讲 · 共享 KV 与写时复制", argv)
 
 
 if __name__ == "__main__":

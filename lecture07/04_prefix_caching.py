@@ -18,7 +18,7 @@
         python lecture07/04_prefix_caching.py --trace ../shared/traces/mooncake_fast25_synthetic_trace.jsonl
               （约 1.7 秒；演示 3、4 改用你给的 trace 文件，这里是 Mooncake 公开的 FAST'25 Synthetic trace：
                JSONL 或 .gz，格式和报错规则见 kv_trace_io.py）
-【依赖】numpy、rich；本目录的 paged_kv、kv_store、kv_cache_policies；lab_common 的 transformer_lab、console、settings。
+【依赖】numpy、rich；本目录的 paged_kv、kv_physics、kv_cache_policies；lab_common 的 transformer_lab、console、settings。
 【改代码】设置都在下面"学生可以改的设置"里；不合理的值（负数、空元组、不认识的策略名……）在开始时一行拒绝，
           退出码 2。改完用 --demo N 只跑相关的演示，几秒就能看到结果。
 
@@ -43,10 +43,13 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.realpath(__file__))))
 from lab_common.console import ArgParser, fail, fmt_int, print_header, print_observations, print_table, print_text  # noqa: E402
 from lab_common.script_tools import run_in_child  # noqa: E402
 from lab_common.settings import check_setting, is_int  # noqa: E402
-from kv_store import BLOCK as TRACE_BLOCK_SIZE  # noqa: E402  Mooncake trace 的块大小：512 token
-from kv_store import (A800_X8, LLAMA2_70B, LLAMA3_70B, POLICY_NAMES, TIERS, TraceError, block_hashes,  # noqa: E402
-                      layer_overlap, load_time, load_trace, make_trace, prefill_compute_time, prefill_time, sweep)
-from kv_cache_policies import CACHE_POLICIES, LENGTHAWARE_DEFINITION, LENGTHAWARE_SOURCE  # noqa: E402
+from kv_trace_io import BLOCK_SIZE as TRACE_BLOCK_SIZE  # noqa: E402  Mooncake trace 的块大小：512 token
+from kv_trace_io import TraceError  # noqa: E402
+from kv_trace import load_trace, make_trace  # noqa: E402
+from kv_physics import (A800_X8, LLAMA2_70B, LLAMA3_70B, TIERS, block_hashes, layer_overlap, load_time,  # noqa: E402
+                        prefill_compute_time, prefill_time)
+from kv_cache_policies import CACHE_POLICIES, LENGTHAWARE_DEFINITION, LENGTHAWARE_SOURCE, POLICY_NAMES  # noqa: E402
+from kv_cache_sim import sweep  # noqa: E402
 from kv_sim_base import dense_ids  # noqa: E402
 from paged_kv import BlockPool, PagedSequence, n_blocks, paged_step  # noqa: E402
 from lab_common.transformer_lab import TINY, KVCache, config_like, forward, init_params  # noqa: E402
@@ -680,7 +683,7 @@ MODEL = LLAMA3_70B        # 演示 4 的模型：式 (1)、128 GB/s 都出自 FA
 def gpu_hours(tr, hits_blocks, tier=TIERS[TIER_FOR_HITS], block_size=TRACE_BLOCK_SIZE):
     """按 FAST'25 式 (1) 和本机 DRAM 的带宽，算全部请求的 prefill GPU 时间（小时）和命中的 token 比例。
 
-    每个请求的时间 = kv_store.prefill_time(MODEL, 输入, 命中, tier)：算和读 KV 两列用 numpy 整列算
+    每个请求的时间 = kv_physics.prefill_time(MODEL, 输入, 命中, tier)：算和读 KV 两列用 numpy 整列算
     （整数 FLOPs 在 int64 里是精确的，见 _exact_in_int64），逐个请求按层重叠（layer_overlap），再从前往后
     一个一个加起来——和逐个请求调用 prefill_time、累加的结果一模一样（测试逐位比过）。
     """

@@ -18,7 +18,7 @@
         python lecture07/05_kv_store.py --trace ../shared/traces/mooncake_fast25_synthetic_trace.jsonl
                                                      （演示 2、3 换成一个 Mooncake 格式的 JSONL trace，
                                                        例如 FAST'25 公开的 Synthetic 负载）
-【依赖】numpy、rich；本目录的 kv_store（模型、层级、prefill 时间）、kv_cluster（集群模拟）、
+【依赖】numpy、rich；本目录的 kv_physics（模型、层级、prefill 时间）、kv_cluster（集群模拟）、
         kv_trace（合成 / 读入 trace）；lab_common 的 console、settings。
 
 【试一试】改下面"学生可以改的设置"，再跑对应的演示（--demo N）：
@@ -37,10 +37,13 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.realpath(__file__))))  # 仓库根目录：让 lab_common 包可以 import
 from lab_common.console import ArgParser, fmt_int, print_header, print_observations, print_table, print_text  # noqa: E402
 from lab_common.settings import check_setting, is_int, is_number  # noqa: E402
-from kv_cluster import (BLOCK_BYTES, BLOCK_SIZE, LOCAL_DRAM, NIC_GB_PER_S, SCHEDULERS, fetch_plan,  # noqa: E402
+from kv_cluster import (BLOCK_BYTES, LOCAL_DRAM, NIC_GB_PER_S, SCHEDULERS, fetch_plan,  # noqa: E402
                         block_homes, hit_accesses, hit_tokens, nic_fetch, run_prefill, trace_columns)
-from kv_store import (A800_X8, EQ1_A, EQ1_B, LLAMA2_7B, LLAMA3_8B, LLAMA3_70B, TIERS, Node,  # noqa: E402
-                      layer_overlap, load_time, load_trace, make_trace, prefill_compute_time, prefill_time, simulate)
+from kv_trace_io import BLOCK_SIZE  # noqa: E402  Mooncake trace 的块大小：512 token
+from kv_trace import load_trace, make_trace  # noqa: E402
+from kv_physics import (A800_X8, EQ1_A, EQ1_B, LLAMA2_7B, LLAMA3_8B, LLAMA3_70B, TIERS, Node,  # noqa: E402
+                        layer_overlap, load_time, prefill_compute_time, prefill_time)
+from kv_cache_sim import simulate  # noqa: E402
 
 # ---- 学生可以改的设置 ----
 TRACE_SEED = 0                  # 合成 trace 的随机种子（--trace 给了文件就不用）
@@ -80,7 +83,7 @@ MODEL_NOTE = ("FAST'25 表 1 的模型是 LLaMA3-70B；arXiv v3 用的 dummy LLa
               "（80 层、d = 8192、8 个 KV 头），每 token 的 KV 和式 1 的 FLOPs 都一样")
 SCHED_NAMES = {"random": "随机", "load_balancing": "负载均衡", "local_cache": "本地缓存感知",
                "global_cache": "全局缓存感知"}
-SHORT_TIER = ["HBM", "本机 DRAM", "远端 DRAM", "SSD"]   # 表格里的短名字，顺序同 kv_store.TIERS
+SHORT_TIER = ["HBM", "本机 DRAM", "远端 DRAM", "SSD"]   # 表格里的短名字，顺序同 kv_physics.TIERS
 FIG_PREFIX_RANGE = (256, 131_072)   # 演示 1 返回给 figures/plot_05.py 的曲线：前缀长度范围（token）
 
 
@@ -189,7 +192,7 @@ def demo1_load_or_recompute():
                 [[p["short"]] + [f"{p[k] * 1e3:.1f}" for k in
                                  ("load", "compute", "serial", "formula", "sim", "exposed", "full")] for p in pipe],
                 caption=f"单位 ms。请求共 {n_in:,} token：前 {PREFIX:,} 个命中（从该层读），后 {SUFFIX:,} 个新算。"
-                        f"按层流水 = max(读, 算) + min(读, 算) / {model.n_layers}（kv_store.prefill_time）；"
+                        f"按层流水 = max(读, 算) + min(读, 算) / {model.n_layers}（kv_physics.prefill_time）；"
                         "逐层模拟 = 第 i 层读完、第 i−1 层算完才算第 i 层，一层一层走一遍；"
                         "露出的读 = 按层流水 − 算：读 KV 让 prefill 多花的时间。")
 
@@ -682,7 +685,7 @@ def demo4_pd_transfer():
                   f"{c['send'] / c['prefill']:.1%}", fmt_ms(c["total"]), fmt_ms(c["exposed"]), fmt_ms(c["send"])]
                  for c in base],
                 caption=f"单位 ms（KV 除外）。不命中前缀。按层流水 = max(prefill, 发) + min(prefill, 发) / "
-                        f"{model.n_layers}（kv_store.layer_overlap，和演示 1 读 KV 的流水同一个公式）；露出 = 按层流水 − "
+                        f"{model.n_layers}（kv_physics.layer_overlap，和演示 1 读 KV 的流水同一个公式）；露出 = 按层流水 − "
                         "prefill：TTFT 因为发 KV 多出来的时间；算完再发：不流水时多出来的时间（= 发 KV）。")
     configs = [(f"{model.name}（{node.name}）", model, node, 0.0),
                (f"同上，前缀命中 {PD_HIT:.0%}", model, node, PD_HIT),

@@ -165,9 +165,10 @@ class LFUCache(BlockCache):
 
     def rank_bits(self, n):
         """位置 0..n-1 的 rank 已经移到键里的位置上（每个类只算一次 4096 个）。"""
-        table = _RANK_TABLES.get(type(self))
+        rank = type(self).rank                   # 按 rank 函数本身记：换了 rank（哪怕是同一个类）就重算
+        table = _RANK_TABLES.get((rank, MAX_RANK))
         if table is None:
-            table = _RANK_TABLES[type(self)] = [self.rank(p) << _RANK_SHIFT for p in range(MAX_RANK + 1)]
+            table = _RANK_TABLES[(rank, MAX_RANK)] = [self.rank(p) << _RANK_SHIFT for p in range(MAX_RANK + 1)]
         if n <= MAX_RANK + 1:
             return table
         return table + [table[MAX_RANK]] * (n - MAX_RANK - 1)
@@ -187,7 +188,7 @@ _BLOCK_BITS = 53                          # 块 id < 2^53（kv_trace_io 检查�
 _TICK_SHIFT, _RANK_SHIFT, _COUNT_SHIFT = _BLOCK_BITS, _BLOCK_BITS + 40, _BLOCK_BITS + 52
 _BLOCK_MASK = (1 << _BLOCK_BITS) - 1
 _COUNT_ONE = 1 << _COUNT_SHIFT
-_RANK_TABLES = {}                         # 类 → 4096 个位置的 rank（已移位）
+_RANK_TABLES = {}                         # (rank 函数, MAX_RANK) → 每个位置的 rank（已移位）
 MAX_RANK = 4095                           # 位置超过 4095 块（200 万 token）按 4095 算
 
 
@@ -223,6 +224,11 @@ class S3FIFOCache(BlockCache):
     否则从 M 的队尾取——freq > 0 就减 1 放回队头（再给一次机会），否则踢出。
     参数和论文的原始实现一致（libCacheSim 的 S3FIFOv0.c：小队列 0.10、幽灵 0.90、move-to-main-threshold=2）。
 
+    用 libCacheSim 核对（pip install libcachesim）：一块一块喂同一串块，这个类和 S3FIFOv0（论文用的原始实现）
+    的命中数完全相同（tests/test_libcachesim_oracle.py）。libCacheSim 默认的 S3FIFO 是 2024 年的后来版本，只改了
+    一处：缓存还没淘汰过时，小队列满了以后新块直接进主队列（原始版本照样进小队列），让预热时进来的块留得久一些；
+    第一次淘汰以后两者一样。所以拿 libcachesim.S3FIFO 核对会得到略有不同的数——要比就比 S3FIFOv0。
+
     >>> c = S3FIFOCache(10)
     >>> for b in range(10): c.insert([b])      # 10 个新块都进了小队列
     >>> c.insert([0]); c.insert([0])           # 块 0 被访问了两次：freq = 2
@@ -246,16 +252,23 @@ class S3FIFOCache(BlockCache):
             self.ghost_size = int(self.main_size)
 
     def touch(self, block, pos):
-        freq = self.entries.get(block)
+        """算法 1 的 READ：命中只加计数；不命中时先查幽灵队列，缓存满了先淘汰，再放进 M（在 G 里）或 S。
+        （先腾位置再放新块，和算法 1 一样；所以 BlockCache.insert 最后的淘汰在这里用不上。）"""
+        entries = self.entries
+        freq = entries.get(block)
         if freq is not None:
-            self.entries[block] = min(freq + 1, 3)       # 命中：只加计数，不挪位置
-        elif block in self.ghost:                        # 最近刚从 S 淘汰过：直接进 M
+            entries[block] = min(freq + 1, 3)            # 命中：只加计数，不挪位置
+            return
+        in_ghost = block in self.ghost                   # 块到来时就查（淘汰时 G 可能把它挤掉）
+        if in_ghost:
             del self.ghost[block]
-            self.main.append(block)
-            self.entries[block] = 0
+        while self.capacity is not None and len(entries) >= self.capacity:
+            self.evict()
+        if in_ghost:
+            self.main.append(block)                      # 最近刚从 S 淘汰过：直接进 M
         else:
             self.small.append(block)
-            self.entries[block] = 0
+        entries[block] = 0
 
     def evict(self):
         if len(self.small) >= self.small_size and self.small:

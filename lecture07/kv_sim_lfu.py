@@ -14,12 +14,6 @@ from kv_cache_policies import MAX_RANK, LFUCache
 from kv_sim_base import _chunks, _prefix_counts, _tick_order, columns, first_request, has_repeats
 
 
-def _is_plain_lfu(cls):
-    """cls 是 LFUCache 或只改了 rank（次数相同时谁先走）的子类：可以用 lfu_family_hits。"""
-    return (issubclass(cls, LFUCache) and cls.insert is LFUCache.insert and cls.touch is LFUCache.touch
-            and cls.evict is LFUCache.evict)
-
-
 class TickOrder:
     """LFU 类的几个格子共用的准备工作（sweep 在 fork 之前算一次）：
 

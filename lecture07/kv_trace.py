@@ -22,8 +22,7 @@ from array import array
 
 import numpy as np
 
-# Request、BLOCK_SIZE（= BLOCK）和逐行检查的读取器在 kv_trace_io.py 里，这里一并导出
-from kv_trace_io import BLOCK, BLOCK_SIZE, Request, TraceError, iter_trace_records  # noqa: F401
+from kv_trace_io import BLOCK_SIZE, Request, iter_trace_records   # 逐行检查的读取器、Request、TraceError 都在 kv_trace_io
 
 CHUNK = 4096                # 逐请求遍历时，每次把这么多个请求的块 id 转成 Python 列表（内存有上限）
 
@@ -191,14 +190,11 @@ def iter_block_lists(hash_ids, offsets, chunk=CHUNK):
             yield flat[cuts[k]:cuts[k + 1]]
 
 
-def load_trace(path, block_size=BLOCK_SIZE, block=None):
+def load_trace(path, block_size=BLOCK_SIZE):
     """读 Mooncake JSONL trace（.gz 也行），返回 Trace。逐行检查，出错抛 TraceError("文件:行号: …")。
 
     流式：每行读完就追加到紧凑的数组里（每个块 id 8 字节），不保留每行的 Python 对象。
-    block：block_size 的旧名字（兼容）。
     """
-    if block is not None:
-        block_size = block
     ts, n_in, n_out, ids, lens = array("d"), array("q"), array("q"), array("q"), array("q")
     for t, a, b, h in iter_trace_records(path, block_size):
         ts.append(t)

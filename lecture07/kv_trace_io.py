@@ -1,6 +1,6 @@
 """读真实的请求 trace（Mooncake 公开的 JSONL 格式），逐行检查，错误给出"文件:行号: 哪里不对"。
 
-    from kv_trace import load_trace          # 列式的 Trace（kv_store 也导出它）；建在下面的 iter_trace_records 上
+    from kv_trace import load_trace          # 列式的 Trace；建在下面的 iter_trace_records 上
     tr = load_trace("../shared/traces/mooncake_fast25_synthetic_trace.jsonl")
     len(tr), tr[0].input_len, len(tr[0].blocks)      # (3993, 40160, 79)
 
@@ -53,7 +53,6 @@ from lab_common.settings import is_int
 from paged_kv import n_blocks
 
 BLOCK_SIZE = 512            # 每块 token 数（和 Mooncake trace 一致）
-BLOCK = BLOCK_SIZE          # 旧名字（kv_store、脚本里用 BLOCK）
 FIELDS = ("timestamp", "input_length", "output_length", "hash_ids")
 MAX_LINE_BYTES = 2 ** 20         # 一行最长 1 MiB（真实 trace 一行不到 3 KB）：1 GB 的一行只读 1 MiB 就报错；
                                 # 合法但恶意的 1 MiB 行（几十万个 []）解析后也只占几十 MB

@@ -5,6 +5,8 @@
 - 块表（block_table，这里是 PagedSequence.blocks）：序列的第 i 个逻辑块 → 物理块号；
 - ref_count：有几个序列（或前缀缓存）在用这个物理块；降到 0 就回到空闲表；
 - 写时复制（copy-on-write，COW）：要往一个 ref_count > 1 的块里写时，先复制一份自己的。
+另有两个小函数：kv_bytes_per_token（每个 token 的 KV 有多大，MHA/GQA/MQA/MLA）和 match_prefix（按块哈希
+从第一块起命中几块，前缀缓存的查找）。
 
     >>> from lab_common.transformer_lab import TINY, config_like, init_params
     >>> cfg = config_like(TINY, max_seq=32); params = init_params(cfg, seed=0)
@@ -32,6 +34,37 @@ def n_blocks(n_tokens, block_size):
     (3, 2, 0)
     """
     return -(-n_tokens // block_size)
+
+
+KV_ATTENTION = ("MHA", "GQA", "MQA", "MLA")
+
+
+def kv_bytes_per_token(attention, n_layers, n_heads, head_dim, n_kv_heads=None, kv_lora_rank=None, rope_dim=None,
+                       dtype_bytes=2):
+    """一个 token 的 KV 占多少字节 = 层数 × 每层存几个数 × 每个数几字节。每层存几个数看注意力的种类：
+
+    - MHA：每个查询头一组 K、V → 2 × n_heads × head_dim；
+    - GQA：n_kv_heads 组 K、V，每组由 n_heads / n_kv_heads 个查询头共用 → 2 × n_kv_heads × head_dim；
+    - MQA：所有查询头共用一组 → 2 × head_dim；
+    - MLA（DeepSeek-V2）：只存压缩向量 c_KV（kv_lora_rank 维）和带 RoPE 的 key（rope_dim 维）→
+      kv_lora_rank + rope_dim，不乘 2（K 和 V 都由同一个 c_KV 还原出来）。
+
+    >>> kv_bytes_per_token("GQA", 80, 64, 128, n_kv_heads=8)         # LLaMA2-70B：80 × 2 × 8 × 128 × 2 = 320 KiB
+    327680
+    >>> kv_bytes_per_token("MLA", 60, 128, 128, kv_lora_rank=512, rope_dim=64)   # DeepSeek-V2：60 × 576 × 2
+    69120
+    """
+    if attention == "MHA":
+        per_layer = 2 * n_heads * head_dim
+    elif attention == "GQA":
+        per_layer = 2 * n_kv_heads * head_dim
+    elif attention == "MQA":
+        per_layer = 2 * head_dim
+    elif attention == "MLA":
+        per_layer = kv_lora_rank + rope_dim
+    else:
+        raise ValueError(f"未知的注意力种类 {attention!r}；可选：{', '.join(KV_ATTENTION)}")
+    return n_layers * per_layer * dtype_bytes
 
 
 class OutOfBlocks(RuntimeError):
@@ -118,7 +151,7 @@ class PagedSequence:
 
     def fork(self):
         """复制出一条共享全部块的序列（并行采样、束搜索）：只加引用计数，不拷数据。"""
-        child = PagedSequence(self.pool)
+        child = type(self)(self.pool)              # 子类 fork 出的还是子类
         child.blocks, child.length = list(self.blocks), self.length
         for b in self.blocks:
             self.pool.incref(b)
@@ -156,6 +189,23 @@ def gather_kv(pool, layer, blocks, length):
     k = k.transpose(1, 0, 2, 3).reshape(H, -1, hd)[:, :length]
     v = v.transpose(1, 0, 2, 3).reshape(H, -1, hd)[:, :length]
     return k, v
+
+
+def match_prefix(hashes, cache):
+    """前缀缓存命中几块：从第一块起，连续有几个块哈希在 cache 里（cache：{块哈希: 物理块}，或哈希的集合）。
+
+    第一次没命中就停：KV 依赖前面的全部内容，中间缺了一块，后面的块即使还在缓存里也用不上
+    （链式哈希下，有容量、会淘汰的缓存里就会出现"父块被淘汰了、子块还在"）。
+
+    >>> match_prefix(["a1", "b2", "c3"], {"a1": 7, "b2": 4}), match_prefix(["a1", "b2", "c3"], {"b2", "c3"})
+    (2, 0)
+    """
+    n = 0
+    for h in hashes:
+        if h not in cache:
+            break
+        n += 1
+    return n
 
 
 def paged_step(params, cfg, seqs, new_tokens):

@@ -1,6 +1,6 @@
 """基数树（radix tree）前缀缓存：SGLang 的 RadixAttention 找前缀、淘汰叶子的办法。
 
-vLLM、Mooncake 用链式块哈希认前缀（kv_store.block_hashes）；SGLang（Zheng 等，"SGLang: Efficient Execution of
+vLLM、Mooncake 用链式块哈希认前缀（kv_physics.block_hashes）；SGLang（Zheng 等，"SGLang: Efficient Execution of
 Structured Language Model Programs"，NeurIPS 2024）把所有请求的 token 放进一棵基数树：
 - 每个节点 = 一段 token（key，长度不固定），孩子按下一段的第一个 token 索引；
 - match(seq)：从根往下走，能走多远就命中多长——按 token 匹配，不必凑满一块；

@@ -1,5 +1,9 @@
-"""02_paged_attention.py：块表的按需分配、paged_step 与连续 forward 逐位相同、块大小的取舍。"""
+"""02_paged_attention.py：块表的按需分配、paged_step 与连续 forward 逐位相同、块大小的取舍；
+观察函数在手搭的数据上的退化情况；改属性 = 改源码；02 的图。"""
+import contextlib
+import io
 import os
+import pathlib
 import re
 import subprocess
 import sys
@@ -8,34 +12,95 @@ import pytest
 from rich.cells import cell_len
 
 from conftest import LECTURE, assert_settings_refused, load_script
+from lab_common.console import observation_lines, wrap_cjk
 
 m = load_script("02_paged_attention")
 
 
+def quiet(fn, *args):
+    with contextlib.redirect_stdout(io.StringIO()):
+        return fn(*args)
+
+
+def run(argv):
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        assert m.main(argv) == 0
+    return buf.getvalue()
+
+
 @pytest.fixture(scope="module")
 def d1():
-    return m.demo1_block_table()
+    return quiet(m.demo1_block_table)
 
 
 @pytest.fixture(scope="module")
 def d2():
-    return m.demo2_equivalence()
+    return quiet(m.demo2_equivalence)
 
 
 @pytest.fixture(scope="module")
 def d3():
-    return m.demo3_block_size()
+    return quiet(m.demo3_block_size)
 
 
-def test_smoke_main(capsys):
-    assert m.main([]) == 0
-    out = capsys.readouterr().out
+def flat(lines):
+    return "".join(lines)
+
+
+def check_shape(lines, more=()):
+    """默认至多 3 条观察、每条在 80 列上至多 3 行；不印 -0。"""
+    assert 1 <= len(lines) <= 3, lines
+    for line in lines:
+        assert observation_lines(line) <= 3, line
+        assert max(cell_len(x) for x in wrap_cjk(f"  1. {line}", 78, indent=5)) <= 80, line
+    for line in list(lines) + list(more):
+        assert not re.search(r"(?<![\d.])-0(?:\.0+)?(?![\d.])", line), line
+
+
+def test_smoke_main_and_budget():
+    out = run([])
     assert all(f"演示 {k}" in out for k in (1, 2, 3))
     assert "[0 1 7] 10" in out                                        # 演示 1：序列 A 最后的块表和长度
     assert "最大差 0.0：逐位相同" in out                               # 演示 2
-    assert re.search(r"^ *16 +7\.4 +1\.5%", out, flags=re.M)           # 演示 3：块 16 那一行，ShareGPT 每条浪费 7.4
-    assert re.search(r"^16 +64 +4 KiB +81,920$", out, flags=re.M)        # 演示 3：LLaMA2-70B 每步读 81,920 段
+    assert re.search(r"^16 +7\.4 +1\.5% +8\.8% +30\.7 +5\.3 +4 KiB +81,920$", out, flags=re.M)   # 演示 3：块 16
     assert max(cell_len(line) for line in out.splitlines()) <= 80
+    assert len(out.splitlines()) <= 60 and out.count("观察") == 3
+
+
+def test_more_prints_everything_and_default_at_most_three(d1, d2, d3):
+    more = run(["--more"]).replace("\n     ", "")
+    for fact in ("0–3", "4–7", "0 1 2 3 4 5 6 7 8", "run_layers", "max_seq = 32", "平均总长 ShareGPT 484",
+                 "gather_kv", "§4.1", "16.5%、29.1%、49.3%", "足够大能用满 GPU", "(B − 1)/2"):
+        assert fact in more, fact
+    for obs, d in ((m.observations_1, d1), (m.observations_2, d2), (m.observations_3, d3)):
+        check_shape(*obs(d))
+
+
+def run_edited_source(const, value, argv):
+    """把源码里 `CONST = ...` 那一行改成 `CONST = value`，当一个新模块执行，再跑 main(argv)。"""
+    path = os.path.join(LECTURE, "02_paged_attention.py")
+    src = pathlib.Path(path).read_text(encoding="utf-8")
+    src, n = re.subn(rf"^{const} = [^#\n]*", f"{const} = {value!r}  ", src, count=1, flags=re.M)
+    assert n == 1
+    ns = {"__name__": "edited_02", "__file__": path}
+    exec(compile(src, path, "exec"), ns)
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        assert ns["main"](argv) == 0
+    return buf.getvalue()
+
+
+@pytest.mark.parametrize("const, value, demo", [("WALK_BLOCK_SIZE", 2, 1), ("EQ_BLOCK_SIZE", 64, 2),
+                                                ("BLOCK_SIZES", (8, 16, 32), 3), ("N_LENGTHS", 500, 3)])
+def test_setting_an_attribute_equals_editing_the_source(monkeypatch, const, value, demo):
+    """设置在演示运行时才读：m.X = v 再 main() 与改源码一字不差（也和默认输出不同）。"""
+    argv = ["--demo", str(demo), "--more"]
+    default = run(argv)
+    monkeypatch.setattr(m, const, value)
+    patched = run(argv)
+    assert patched == run_edited_source(const, value, argv)
+    assert patched != default
 
 
 def test_bad_demo_argument_exits_2():
@@ -104,14 +169,14 @@ def test_output_is_deterministic_without_any_env_var():
 def test_paper_kernel_overhead_is_cited_exactly(d3):
     """vLLM 论文 §7.1、图 18(a)：注意力 kernel 延迟比 FasterTransformer 高 20–26%。"""
     assert m.VLLM_KERNEL_OVERHEAD == (20, 26)
-    text = "".join(m.observations_3(d3))
-    assert "§7.1、图 18(a)" in text and "FasterTransformer 高 20–26%" in text
-    assert "gather 的开销" not in text and "计时" not in text.replace("不在 GPU 上计时", "")
+    lines, more = m.observations_3(d3)
+    assert "FasterTransformer 慢 20–26%" in lines[2] and "§7.1、图 18(a)" in flat(more)
+    assert "gather 的开销" not in flat(lines + more) and "计时" not in flat(lines + more).replace("不计时", "")
 
 
 def test_walkthrough_wording(d1):
     """"第 2 步解码时"，不是"解码 2 步时"。"""
-    text = "".join(m.observations_1(d1))
+    text = flat(m.observations_1(d1)[0])
     assert "第 2 步解码时 B" in text and "解码 2 步时" not in text
 
 
@@ -120,7 +185,7 @@ def test_layout_sentence_follows_the_tables():
     d = dict(used=4, tables=[[0], [1], [2], [3]], interleaved=False, decode_alloc=0)
     assert "没有交错：解码期间没有序列写满一块" in m.layout_sentence(d)
     d = dict(used=9, tables=[[0, 4], [1, 5], [2], [3]], interleaved=True, decode_alloc=2)
-    assert "交错分布" in m.layout_sentence(d)
+    assert "物理块交错" in m.layout_sentence(d)
     assert m.is_contiguous([3, 4, 5]) and not m.is_contiguous([0, 1, 7])
 
 
@@ -128,15 +193,54 @@ def test_walkthrough_pool_is_sized_from_the_settings(monkeypatch, d1):
     """演示 1 的块池 = 刚好够用的块 + WALK_SPARE_BLOCKS（以前固定 12 块，改设置就 OutOfBlocks）。"""
     need = sum(-(-(p + m.WALK_DECODE) // m.WALK_BLOCK_SIZE) for p in m.WALK_PROMPTS.values())
     assert d1["n_pool"] == need + m.WALK_SPARE_BLOCKS == 12
-    import contextlib
-    import io
     monkeypatch.setattr(m, "WALK_BLOCK_SIZE", 2)
     monkeypatch.setattr(m, "WALK_DECODE", 10)
-    with contextlib.redirect_stdout(io.StringIO()):
-        d = m.demo1_block_table()
+    d = quiet(m.demo1_block_table)
     assert d["n_free"] == m.WALK_SPARE_BLOCKS
-    assert "3 条序列一共 48 个 token，占 25 块" in "".join(m.observations_1(d))
+    assert "3 条序列一共 48 个 token，占 25 块" in flat(m.observations_1(d)[0])
 
 
 def test_settings_are_checked():
     assert_settings_refused(m, (("WALK_BLOCK_SIZE", 0), ("BLOCK_SIZES", (32, 16)), ("EQ_PROMPTS", ()), ("WALK_PROMPTS", {})), ["--demo", "1"])
+
+
+def walk_data(prompts, n_decode, block_size):
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(m, "WALK_PROMPTS", prompts)
+        mp.setattr(m, "WALK_DECODE", n_decode)
+        mp.setattr(m, "WALK_BLOCK_SIZE", block_size)
+        return quiet(m.demo1_block_table)
+
+
+def test_observations_1_degenerate_cases():
+    # 一条序列、不解码、块 1：块连成一段，没有分配，没有浪费
+    lines, more = m.observations_1(walk_data({"A": 5}, 0, 1))
+    check_shape(lines, more)
+    assert "prefill 时一次拿到的" in lines[0] and "WALK_DECODE = 0" in lines[1]
+    assert "1 条序列一共 5 个 token，占 5 块" in lines[2] and "一个位置也没浪费" in lines[2]
+    # 每条都正好写满
+    lines, _ = m.observations_1(walk_data({"A": 4, "B": 8}, 0, 4))
+    assert "一个位置也没浪费" in lines[2]
+    # 解码了但没写满一块
+    lines, _ = m.observations_1(walk_data({"A": 1}, 2, 8))
+    assert "没有分配新块" in lines[1]
+
+
+def test_observations_2_degenerate_cases(d2):
+    lines, more = m.observations_2(dict(d2, worst=3e-9, n_seqs=1, interleaved=False, decode_alloc=0, tables=[[0]],
+                                        used=1))
+    check_shape(lines, more)
+    assert "1 条序列" in lines[0] and "超过了 1e-12" in lines[0] and "没有交错" in lines[1]
+
+
+def test_observations_3_degenerate_cases(monkeypatch):
+    # 一个块大小、又不是 16；序列不比块长：分页和连续读的段一样多
+    monkeypatch.setattr(m, "BLOCK_SIZES", (2048,))
+    monkeypatch.setattr(m, "READ_LEN", 100)
+    monkeypatch.setattr(m, "N_LENGTHS", 200)
+    d = quiet(m.demo3_block_size)
+    lines, more = m.observations_3(d)
+    check_shape(lines, more)
+    assert lines[0].startswith("块 2048 时") and "；块 2048" not in lines[0]
+    assert "连续存放也是 1,280 段" in lines[1] and "块 2048 时每步要读" in lines[1]
+    assert "表里没有大于 16 的块" not in flat(more)

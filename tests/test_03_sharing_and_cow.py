@@ -4,6 +4,7 @@ import pytest
 from rich.cells import cell_len
 
 from conftest import assert_settings_refused, load_script, run_main
+from lab_common.console import observation_lines
 from paged_kv import BlockPool, PagedSequence, paged_step
 from lab_common.transformer_lab import TINY, config_like, init_params
 
@@ -31,8 +32,24 @@ def test_smoke_main(main_run):
     assert "演示 1" in out and "演示 2" in out and "失败" not in out
     assert "5,637" in out                                             # 演示 1：宽度 6 的束搜索共享时的块·步
     assert "[2 1 1 0]" in out                                         # 演示 2：COW 之后的 ref_count
-    assert "输入 16、8、8、13、5" in out                               # 数字列表用顿号
+    assert "1,382" in out                                             # 千分位
     assert max(cell_len(line) for line in out.splitlines()) <= 80
+
+
+def test_default_output_is_short(main_run):
+    """默认：每个演示至多 3 条观察、每条至多 3 行；整份输出 ≤ 55 行。--more 还印出其余的事实。"""
+    out = main_run[0]
+    assert len(out.splitlines()) <= 55
+    for d, fn in ((main_run[1][1], m.observations_1), (main_run[1][2], m.observations_2)):
+        lines, more = fn(d)
+        assert 1 <= len(lines) <= 3 and more
+        assert all(observation_lines(x) <= 3 for x in lines)
+
+
+def test_more_prints_every_fact(capsys):
+    m.main(["--demo", "2", "--more"])
+    out = capsys.readouterr().out
+    assert "通过" in out and "Triton kernel" in out and "原来的 0（空位）" in out
 
 
 def test_bad_demo_argument_exits_2():
@@ -74,8 +91,8 @@ def test_replay_equals_model_for_a_partial_prompt_block():
     cfg = config_like(TINY, max_seq=40)
     params = init_params(cfg, seed=0)
     outs = np.array([5, 3, 7])
-    real = m.parallel_sampling(params, cfg, np.arange(8), outs, 3)
-    assert real[:3] + (real[4],) == m.replay_sampling(cfg, 8, outs, 3)
+    real = m.parallel_sampling(params, cfg, np.arange(8), outs, 3, 16, 7, 1.0)
+    assert real[:3] + (real[4],) == m.replay_sampling(cfg, 8, outs, 3, 16)
     assert real[2] == 2                                  # 3 个样本写进共享的半块：前两个复制，最后一个原地写
 
 
@@ -83,7 +100,7 @@ def test_replay_hand_checked():
     cfg = config_like(TINY, max_seq=16)
     # 提示 20 个 token（1 个满块 + 4 个），2 个样本各写 1 个 token：
     # 写之前共享 2 块；写时第一个样本复制最后一块 → 3 块；不共享时 2 × 2 = 4 块
-    s, p, c, steps = m.replay_sampling(cfg, 20, np.array([1, 1]), 2)
+    s, p, c, steps = m.replay_sampling(cfg, 20, np.array([1, 1]), 2, 16)
     assert steps == [(3, 4, 1)]
     assert (s, p, c) == (3, 4, 1)
 
@@ -92,7 +109,7 @@ def test_beam_search_small_case_is_consistent():
     cfg = config_like(TINY, max_seq=24)
     params = init_params(cfg, seed=0)
     prompt = np.arange(5)
-    sh, pr, cow, common, steps = m.beam_search(params, cfg, prompt, steps=6, width=3)
+    sh, pr, cow, common, steps = m.beam_search(params, cfg, prompt, steps=6, width=3, block_size=16)
     assert pr == sum(3 * m.n_blocks(5 + t, m.BLOCK_SIZE) for t in range(1, 7))
     assert len(steps) == 6 and sum(s[0] for s in steps) == sh and steps[-1][2] == cow
     assert sh <= pr and 0 <= common <= 6
@@ -150,10 +167,12 @@ def test_common_prefix_len():
 
 
 def test_wording_fixes(d1):
-    """fork 不是复制；"12 个（束搜索 12 个）"不重复；数字列表用顿号。"""
-    text = "".join(m.observations_1(d1))
-    assert "复制留下的" not in text and "fork（只加引用计数，不复制数据）" in text
-    assert "（束搜索 12 个）" not in text and "并行采样和束搜索用同一批" in text
+    """fork 不是复制；设置的差别说清楚（论文的请求也是合成的，数的也是 KV 块）。"""
+    lines, more = m.observations_1(d1)
+    text = "".join(lines + more)
+    assert "fork（只加引用计数）" in text and "复制留下的" not in text
+    assert "泊松到达" in text and "两边数的都是 KV 块" in text and "真实的" not in text
+    assert "省下的比例从 3.0% 升到 6.3%" in text
 
 
 def test_sharegpt_parallel_sampling(d1):
@@ -163,8 +182,8 @@ def test_sharegpt_parallel_sampling(d1):
     long = [d1["share_long"][w]["saved"] for w in m.WIDTHS]
     assert all(a > b for a, b in zip(long, d1["parallel"]))
     assert [round(x, 3) for x in long] == [0.127, 0.211, 0.244]
-    assert "每个 n 都比 Alpaca 长度时多" in m.observations_1(d1)[1]
-    assert "16.2–30.5%" in m.observations_1(d1)[1]
+    assert m.observations_1(d1)[0][1].startswith("提示越长")
+    assert "从 6.3% 升到 24.4%" in m.observations_1(d1)[0][1] and "16.2–30.5%" in m.observations_1(d1)[0][1]
 
 
 def test_cow_without_partial_block(monkeypatch):
@@ -176,20 +195,42 @@ def test_cow_without_partial_block(monkeypatch):
         d = m.demo2_cow_step_by_step()
     assert d["pos"] == 0 and d["n_cow"] == 0 and all(d["checks"].values())
     assert d["b_blocks"] == [0, 1, 2] and d["a_blocks"] == [0, 1, 3] and d["ref_count"] == [2, 2, 1, 1]
-    text = "".join(d["checks"]) + "".join(m.observations_2(d))
+    text = "".join(d["checks"]) + "".join(sum(m.observations_2(d), []))
     assert "0–-1" not in text and "这次没有发生写时复制（COW 次数 0）" in text
 
 
-def test_width_one_is_a_tie_not_a_failure(monkeypatch):
-    """WIDTHS 含 1：宽度 1 两边都省 0%，"束搜索省得多"只在宽度 ≥ 2 上比较（不跑模型：直接喂观察函数）。"""
-    monkeypatch.setattr(m, "WIDTHS", (1, 2))
-    res = {("并行采样", 1): dict(saved=0.0, cow=0, common=0.0), ("并行采样", 2): dict(saved=0.04, cow=1, common=0.0),
-           ("束搜索", 1): dict(saved=0.0, cow=0, common=1.0), ("束搜索", 2): dict(saved=0.36, cow=9, common=0.9)}
-    d = dict(res=res, parallel=[0.0, 0.04], beam=[0.0, 0.36], mean_in=19.0, mean_out=54.0, short_prompts=6,
-             share_long={1: dict(saved=0.0), 2: dict(saved=0.09)}, long_mean_in=109.0, n_beam=m.N_REQUESTS)
-    text = "".join(m.observations_1(d))
-    assert "宽度 1 时两者都是 0%" in text and "没有复现" not in text and "顺序可以对照" in text
-    assert "n ≥ 2 时每个 n 都比 Alpaca 长度时多" in text
+def fake_d1(widths, par, beam, long, cow=9, short=6):
+    """手造的演示 1 数据：{n: 省下的比例}。"""
+    res = {}
+    for w in widths:
+        res[("并行采样", w)] = dict(saved=par[w], cow=cow, common=0.0)
+        res[("束搜索", w)] = dict(saved=beam[w], cow=cow, common=0.9)
+        res[(m.SHAREGPT, w)] = dict(saved=long[w], cow=cow, common=0.0)
+    return dict(res=res, widths=widths, parallel=[par[w] for w in widths], beam=[beam[w] for w in widths],
+                mean_in=19.0, mean_out=54.0, short_prompts=short, long_mean_in=109.0, n_requests=12, block_size=16,
+                paper=dict(m.VLLM_63), paper_sharegpt=m.VLLM_63_SHAREGPT_PARALLEL)
+
+
+def test_width_one_is_a_tie_not_a_failure():
+    """WIDTHS 含 1：宽度 1 两边都省 0%，比较只在宽度 ≥ 2 上（手造数据，不跑模型）。"""
+    d = fake_d1((1, 2), {1: 0.0, 2: 0.04}, {1: 0.0, 2: 0.36}, {1: 0.0, 2: 0.09})
+    lines, more = m.observations_1(d)
+    text = "".join(lines + more)
+    assert "宽度 2 的束搜索省下 36.0%" in lines[0] and "没有复现" not in text
+    assert "和论文的顺序一致" in text
+    only_one, _ = m.observations_1(fake_d1((1,), {1: 0.0}, {1: 0.0}, {1: 0.0}))
+    assert only_one == ["WIDTHS 里只有宽度 1：每个请求只有一条序列，没有可共享的块，所有方式都省下 0.0%。"]
+
+
+def test_equal_printed_values_and_no_cow():
+    """印出来相同的省下比例不说"升到"；没有写时复制时不说"复制了 0 次"；没有短提示时不说"0 个请求"。"""
+    d = fake_d1((2, 4), {2: 0.0631, 4: 0.0634}, {2: 0.5, 4: 0.6}, {2: 0.0632, 4: 0.0629}, cow=0, short=0)
+    lines, more = m.observations_1(d)
+    text = "".join(lines + more)
+    assert "不比 Alpaca 长度时的 6.3% 多" in text
+    assert "省下的比例都是 6.3%，不随 n / 宽度单调增加" in text
+    assert "这次没有发生写时复制" in text and "0 次" not in text and "没有次" not in text
+    assert "每个请求的提示都至少有一个满块" in text
 
 
 def test_settings_are_checked():

@@ -88,7 +88,7 @@ def test_demo2_by_block_equals_04_demo2_and_gain_is_the_tail(run):
         assert d2[name]["by_block"] == res["computed"]
     assert r5["token_entries"] == 2875 and r5["block_entries"] == 183
     out = flat(run[1])
-    assert "正好是后面7个请求各自的5个零头（341=21×16+5）" in out and "2,875项，按块只要183项（15.7倍）" in out
+    assert "正好是后面7个请求各自的5个零头（341=21×16+5）" in out and "2,875项，按块只要183项" in out
 
 
 # ---------------------------------------------------------------- 演示 3：trace 上的叶子 LRU
@@ -100,7 +100,9 @@ def test_demo3_leaf_lru_equals_block_lru_at_every_capacity(run):
         assert d3["lru"][c] == pytest.approx(synthetic_data()["hits"][("lru", c)].sum() / total, abs=1e-15)
         assert d3["radix"][c] == d3["lru"][c]
     out = flat(run[1])
-    assert "逐个相同" in out and "LRU碰父块不会晚于碰子块" in out and "0个例外" in out
+    assert "逐个相同" in out and "LRU碰父块不会晚于碰子块" in out
+    lines, more = r.observations_3(d3)
+    assert "没有例外" in more[0] and len(lines) == 2
 
 
 def test_main_prints_a_number_from_each_demo(run):
@@ -108,3 +110,43 @@ def test_main_prints_a_number_from_each_demo(run):
     assert f"{results[1]['tree_tokens']:,}" in out                          # 演示 1：树里的 token
     assert f"{results[2]['5-shot']['by_token']}" in out                       # 演示 2：按 token 算
     assert f"{results[3]['lru'][10_000]:.4f}" in out                           # 演示 3：命中率
+
+
+# ---------------------------------------------------------------- 观察函数：手造的退化情况
+def test_default_output_is_short(run):
+    from lab_common.console import observation_lines
+    out = run[1]
+    assert len(out.splitlines()) <= 64
+    for k, fn in ((1, r.observations_1), (3, r.observations_3)):
+        lines, _ = fn(run[0][k])
+        assert 1 <= len(lines) <= 3 and all(observation_lines(x) <= 3 for x in lines)
+    lines, _ = r.observations_2(run[0][2], 16)
+    assert len(lines) <= 3 and all(observation_lines(x) <= 3 for x in lines)
+
+
+def test_observations_1_one_request_and_nothing_shared():
+    """一个请求：没有拆节点、没有共享的前缀节点；不说"第二个请求"。"""
+    d = dict(n_requests=1, total_tokens=100, tree_tokens=100, n_splits=0, groups=[("长文档", 80, 1)],
+             top=[(100, 1)], ref_sum_leaves=1)
+    lines, _ = r.observations_1(d)
+    text = "".join(lines)
+    assert "1 个请求一共 100 个 token，树里只存了 100 个（100%）" in text
+    assert "没有哪段前缀被两个以上的请求共用" in text and "一次也没有拆节点" in text and "第二个请求" not in text
+
+
+def test_observations_2_no_gain_and_block_size_one():
+    """按 token 和按块一样时说"两种办法一样"，不说"少算 0 个（从 x 降到 x）"；块 1 时索引一样多。"""
+    res = {"p": dict(by_block=50, by_token=50, prefix_len=32, n=4, token_entries=200, block_entries=13,
+                     min_node=5, max_node=5)}
+    lines, _ = r.observations_2(res, 16)
+    assert "都是 50" in lines[0] and "两种办法一样" in lines[0] and "从 50 降到 50" not in lines[0]
+    assert "节点长 5 个 token" in lines[-1] and "5–5" not in lines[-1]
+    res["p"]["block_entries"] = 200
+    lines, _ = r.observations_2(res, 1)
+    assert "块大小 1 时按块也是每个 token 一项索引（200 项）" in lines[-1]
+
+
+def test_observations_3_differs_when_the_chain_is_broken():
+    d = dict(same={None: True, 10: False}, breaks=3, caps=[None, 10], cap_names=["无限", "10"])
+    lines, more = r.observations_3(d)
+    assert lines[0].startswith("10 块时两者不同") and "有 3 个块 id" in lines[2] and not more

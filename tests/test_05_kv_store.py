@@ -15,7 +15,8 @@ from rich.cells import cell_len
 import kv_cluster
 from kv_cluster import (BLOCK_BYTES, LOCAL_DRAM, block_homes, fetch_plan, hit_accesses, hit_tokens, nic_fetch,
                         run_prefill, trace_columns)
-from kv_store import A800_X8, LLAMA2_70B, TIERS, Request, load_time, prefill_compute_time, prefill_time
+from kv_physics import A800_X8, LLAMA2_70B, TIERS, load_time, prefill_compute_time, prefill_time
+from kv_trace_io import Request
 from kv_trace import Trace
 
 m = load_script("05_kv_store")
@@ -24,7 +25,7 @@ REAL_TRACE = os.path.join(ROOT, "..", "shared", "traces", "mooncake_fast25_synth
 
 
 def prefill_s(n_in, hit_blocks):
-    """集群模拟里一个请求的 prefill 时间：kv_store.prefill_time，命中的 KV 从本机 DRAM 读。"""
+    """集群模拟里一个请求的 prefill 时间：kv_physics.prefill_time，命中的 KV 从本机 DRAM 读。"""
     return prefill_time(LLAMA2_70B, n_in, hit_tokens(hit_blocks, n_in), LOCAL_DRAM, A800_X8)
 
 
@@ -181,7 +182,7 @@ P = BLOCK_BYTES / 100e9          # 一块经 100 GB/s 网卡的时间
 
 
 def test_one_prefill_formula_for_04_05_and_the_cluster():
-    """prefill 时间只有 kv_store.prefill_time 一个；FAST'25 式 1 的常数 a = 4、b = 22 只写在 kv_store 里。"""
+    """prefill 时间只有 kv_physics.prefill_time 一个；FAST'25 式 1 的常数 a = 4、b = 22 只写在 kv_physics 里。"""
     assert not hasattr(kv_cluster, "prefill_seconds") and kv_cluster.prefill_time is prefill_time
     assert m.prefill_time is prefill_time and m.prefill_compute_time is prefill_compute_time
     homes = set()
@@ -191,11 +192,11 @@ def test_one_prefill_formula_for_04_05_and_the_cluster():
                 src = f.read()
             if re.search(r"\b4\s*\*\s*n\s*\*\s*n|\b22\s*\*|=\s*4,\s*22\b", src):
                 homes.add(name)
-    assert homes == {"kv_store.py"}
+    assert homes == {"kv_physics.py"}
 
 
 def test_no_conditional_expressions_in_05_and_its_modules():
-    for name in ("05_kv_store.py", "kv_cluster.py", "kv_store.py"):
+    for name in ("05_kv_store.py", "kv_cluster.py", "kv_physics.py"):
         with open(os.path.join(LECTURE, name), encoding="utf-8") as f:
             tree = ast.parse(f.read())
         assert not [n.lineno for n in ast.walk(tree) if isinstance(n, ast.IfExp)], name
@@ -356,7 +357,7 @@ def test_min_bandwidth_is_finite():
 # ---------------------------------------------------------------- 引用的事实（核对过论文原文）
 def test_model_is_named_as_fast25_and_shares_shape_with_v3_dummy(d1, out):
     """FAST'25 表 1 是 LLaMA3-70B；arXiv v3 是同形状的 dummy LLaMA2-70B：KV 都是 320 KiB/token。"""
-    from kv_store import LLAMA2_70B, LLAMA3_70B
+    from kv_physics import LLAMA2_70B, LLAMA3_70B
     shape = lambda s: (s.n_layers, s.d_model, s.n_heads, s.n_kv_heads, s.dtype_bytes)  # noqa: E731
     assert shape(LLAMA3_70B) == shape(LLAMA2_70B) == (80, 8192, 64, 8, 2)
     assert LLAMA3_70B.kv_bytes_per_token() == 320 * 1024

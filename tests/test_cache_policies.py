@@ -1,14 +1,30 @@
 """缓存策略：手算得出的小例子（同一个检查跑全部注册的策略），LengthAware 的两种读法，S3-FIFO 的例子，
-MIN 的手算例子和穷举最优，LRU 一遍算全部容量 = 逐个容量模拟，sweep（含后台算）= 逐格 simulate。"""
+MIN 的手算例子和穷举最优，LRU 一遍算全部容量 = 逐个容量模拟，sweep（含后台算）= 逐格 simulate；
+改了策略类（或注册了新的），04、04b 打印的数字就来自改过的类（快速引擎只替发布时一字不差的类算）。"""
+import contextlib
+import io
 import itertools
+import os
+import shutil
+import subprocess
+import sys
+from collections import OrderedDict
 
 import numpy as np
 import pytest
 
+import kv_cache_policies
+from conftest import ROOT, load_script
 from kv_cache_policies import (CACHE_POLICIES, LENGTHAWARE_DEFINITION, LENGTHAWARE_SOURCE, PAPER_POLICIES,
-                               POLICY_NAMES, BlockCache, S3FIFOCache, make_cache, policy_name)
-from kv_cache_sim import hit_ratio, infinite_hits, min_hits, next_use, simulate, sweep
-from kv_trace import Request, Trace
+                               POLICY_NAMES, BlockCache, LengthAwareCache, LRUCache, S3FIFOCache, make_cache,
+                               policy_name)
+from kv_cache_sim import class_hits, hit_ratio, simulate, sweep
+from kv_sim_base import infinite_hits
+from kv_sim_guard import SHIPPED, fast_engine, fingerprint
+from kv_sim_lru import lru_stack_hits
+from kv_sim_min import min_hits, next_use
+from kv_trace import Trace
+from kv_trace_io import Request
 
 ONLINE = list(CACHE_POLICIES)
 
@@ -129,15 +145,13 @@ class FIFOCache(BlockCache):
     NAME = SHORT = "FIFO"
 
     def __init__(self, capacity):
-        super().__init__(capacity, {})
+        super().__init__(capacity, OrderedDict())     # 从旧到新
 
     def touch(self, block, pos):
         self.entries.setdefault(block, None)
 
     def evict(self):
-        b = next(iter(self.entries))
-        del self.entries[b]
-        return b
+        return self.entries.popitem(last=False)[0]    # 最早进来的
 
 
 def test_a_new_policy_needs_only_touch_and_evict(monkeypatch):
@@ -314,3 +328,161 @@ def test_sweep_extra_cells():
     assert set(out) == {("lru", None), ("lru", 2), ("lengthaware_early", 2), ("min", None)}
     assert out[("lengthaware_early", 2)].tolist() == simulate(blocks, 2, "lengthaware_early").tolist()
     assert out[("min", None)].tolist() == simulate(blocks, None, "min").tolist()
+
+
+# ---------------------------------------------------------------- 改了策略类，算数字的就是改过的类
+def test_shipped_fingerprints_are_the_shipped_classes():
+    """快速引擎只替 SHIPPED 里记下的类算：记下的指纹必须就是现在发布的类（改了类就要在这里看到）。"""
+    for name, (engine, shipped) in SHIPPED.items():
+        now = fingerprint(getattr(kv_cache_policies, name))
+        assert now == shipped, (f"kv_cache_policies.{name} 改过了，快速引擎不再替它算（照原样跑类，慢但对）。"
+                                f"确认快速引擎和改过的类仍然逐请求相同（tests/test_properties.py）后，"
+                                f"把 kv_sim_guard.SHIPPED[{name!r}] 的指纹改成 {now!r}")
+        assert fast_engine(getattr(kv_cache_policies, name)) == engine
+    assert fast_engine(S3FIFOCache) is None and fast_engine(FIFOCache) is None
+
+
+def test_any_change_turns_the_fast_engine_off(monkeypatch):
+    """子类（哪怕什么都没改）、换掉一个方法、改一个模块级常量、改基类：都照原样跑类。只改显示的名字不算。"""
+    class Same(LRUCache):
+        pass
+
+    assert fast_engine(Same) is None
+    with monkeypatch.context() as mp:
+        mp.setattr(LRUCache, "evict", lambda self: self.entries.popitem(last=True)[0])
+        assert fast_engine(LRUCache) is None and fast_engine(kv_cache_policies.LFUCache) == "lfu"
+    with monkeypatch.context() as mp:
+        mp.setattr(kv_cache_policies, "MAX_RANK", 7)
+        assert fast_engine(LengthAwareCache) is None and fast_engine(LRUCache) == "lru"
+    with monkeypatch.context() as mp:
+        mp.setattr(BlockCache, "match", BlockCache.count)
+        assert all(fast_engine(c) is None for c in CACHE_POLICIES.values())
+    with monkeypatch.context() as mp:
+        mp.setattr(LRUCache, "NAME", "我的 LRU")
+        assert fast_engine(LRUCache) == "lru"
+    assert fast_engine(LRUCache) == "lru"
+
+
+def newest_first(mp):
+    """issue 里学生做的实验：LRUCache 改成淘汰最新的块（evict 和 insert 里都是 popitem(last=True)）。"""
+    def evict(self):
+        return self.entries.popitem(last=True)[0]
+
+    def insert(self, blocks):
+        od = self.entries
+        for b in reversed(blocks):
+            if b in od:
+                od.move_to_end(b)
+            else:
+                od[b] = None
+        if self.capacity is not None:
+            while len(od) > self.capacity:
+                od.popitem(last=True)
+
+    mp.setattr(LRUCache, "evict", evict)
+    mp.setattr(LRUCache, "insert", insert)
+
+
+def demo3_of_04(policies=None):
+    """本进程里跑 04 --demo 3：返回 (打印的文字, 演示 3 返回的 dict)。"""
+    m = load_script("04_prefix_caching")
+    got = {}
+    with pytest.MonkeyPatch.context() as local:
+        fn = m.DEMOS[3]
+        local.setitem(m.DEMOS, 3, lambda *a: got.setdefault(3, fn(*a)))
+        if policies is not None:
+            local.setattr(m, "POLICIES", policies)
+        buf = io.StringIO()
+        with contextlib.redirect_stdout(buf):
+            assert m.main(["--demo", "3"]) == 0
+    return buf.getvalue(), got[3]
+
+
+def class_ratios(cls, caps):
+    """直接跑类：合成 trace 上每个容量的命中率（04 演示 3 的口径：命中块数 / 全部块访问）。"""
+    from kv_trace import make_trace
+    m = load_script("04_prefix_caching")
+    tr = make_trace(m.TRACE_SEED)
+    return {c: class_hits(tr, c, cls).sum() / len(tr.hash_ids) for c in caps}
+
+
+@pytest.fixture(scope="module")
+def default_demo3():
+    return demo3_of_04()
+
+
+@pytest.fixture(scope="module")
+def newest_demo3():
+    """LRUCache 换成淘汰最新的块时：04 --demo 3 打印的文字、返回的 dict，和直接跑改过的类得到的命中率。"""
+    with pytest.MonkeyPatch.context() as mp:
+        newest_first(mp)
+        out, res = demo3_of_04()
+        want = class_ratios(LRUCache, [c for c in res["capacities"] if c is not None])
+    return out, res, want
+
+
+def test_edited_lru_changes_04s_hit_table(default_demo3, newest_demo3):
+    """LRUCache 改成淘汰最新的块：04 的 LRU 一行换成改过的类算出的数（原来是快速引擎的栈距离）。"""
+    base_out, base = default_demo3
+    caps = [c for c in base["capacities"] if c is not None]
+    from kv_trace import make_trace
+    tr = make_trace(load_script("04_prefix_caching").TRACE_SEED)
+    stack = lru_stack_hits(tr, caps)
+    assert all(base["ratio"][("lru", c)] == stack[c].sum() / len(tr.hash_ids) for c in caps)
+    out, res, want = newest_demo3
+    assert all(res["ratio"][("lru", c)] == want[c] for c in caps)
+    assert sum(f"{res['ratio'][('lru', c)]:.2f}" != f"{base['ratio'][('lru', c)]:.2f}" for c in caps) >= 3
+    assert out != base_out
+    for p in ("lfu", "lengthaware", "min"):          # 别的行不变
+        assert all(res["ratio"][(p, c)] == base["ratio"][(p, c)] for c in base["capacities"])
+
+
+def test_edited_lengthaware_changes_the_numbers(monkeypatch):
+    """LengthAwareCache.rank 改成"先淘汰靠前的块"：sweep（04 的命中表就是它算的）给出的 LengthAware 一格
+    变成对照组的数（它就是这么算的），不再是快速引擎的数。合成 trace 的前 3,000 个请求。"""
+    from kv_trace import make_trace
+    tr = make_trace(0)[:3000]
+    before = sweep(tr, (None, 500), ("lengthaware",), workers=1)
+    monkeypatch.setattr(LengthAwareCache, "rank", lambda self, pos: min(pos, kv_cache_policies.MAX_RANK))
+    after = sweep(tr, (None, 500), ("lengthaware",), workers=2)
+    early = class_hits(tr, 500, kv_cache_policies.LengthAwareEarlyCache)
+    assert after[("lengthaware", 500)].tolist() == early.tolist() != before[("lengthaware", 500)].tolist()
+    assert after[("lengthaware", None)].tolist() == before[("lengthaware", None)].tolist()   # 无限容量：类跑出来也一样
+def test_a_registered_policy_gets_its_row_in_04(monkeypatch, default_demo3):
+    """注册一个新策略、加进 04 的 POLICIES：命中率表里多出它的一行，数字就是它自己算出来的。"""
+    _, base = default_demo3
+    caps = [c for c in base["capacities"] if c is not None]
+    monkeypatch.setitem(CACHE_POLICIES, "fifo", FIFOCache)
+    monkeypatch.setitem(POLICY_NAMES, "fifo", FIFOCache.NAME)     # 改文件时 POLICY_NAMES 由注册表算出；本进程里一起加
+    out, res = demo3_of_04(policies=("lru", "fifo"))
+    want = class_ratios(FIFOCache, caps)
+    assert all(res["ratio"][("fifo", c)] == want[c] for c in caps) and "FIFO" in out
+
+
+def test_edited_lru_changes_04b(monkeypatch):
+    """04b 的 LRU 一列（sweep）也来自改过的类。"""
+    s04b = load_script("04b_radix_cache")
+    blocks = [(1, 2), (1, 2, 3), (4,), (1, 2), (5, 6), (1, 2, 3)]
+    before = sweep(blocks, (2, 3), ("lru",), workers=1)
+    newest_first(monkeypatch)
+    after = sweep(blocks, (2, 3), ("lru",), workers=2)
+    assert s04b.sweep is sweep
+    for c in (2, 3):
+        assert after[("lru", c)].tolist() == class_hits(blocks, c, LRUCache).tolist()
+    assert any(after[("lru", c)].tolist() != before[("lru", c)].tolist() for c in (2, 3))
+
+
+def test_editing_the_source_file_changes_04s_output(tmp_path, default_demo3, newest_demo3):
+    """真的改文件（学生的做法）：拷一份 lecture07/，把 LRUCache 里的 popitem(last=False) 改成 last=True，
+    新解释器里跑 04 --demo 3：打印的和本进程里换掉这两个方法时一样，和没改时不一样。"""
+    for d in ("lecture07", "lab_common"):
+        shutil.copytree(os.path.join(ROOT, d), tmp_path / d, ignore=shutil.ignore_patterns("__pycache__"))
+    src = tmp_path / "lecture07" / "kv_cache_policies.py"
+    text = src.read_text(encoding="utf-8")
+    lru = text[text.index("class LRUCache"):text.index("class LFUCache")]
+    assert lru.count("popitem(last=False)") == 2
+    src.write_text(text.replace(lru, lru.replace("popitem(last=False)", "popitem(last=True)")), encoding="utf-8")
+    proc = subprocess.run([sys.executable, str(tmp_path / "lecture07" / "04_prefix_caching.py"), "--demo", "3"],
+                          capture_output=True, text=True, env=dict(os.environ, NO_COLOR="1"), timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout == newest_demo3[0] != default_demo3[0]

@@ -7,12 +7,14 @@ import re
 import struct
 import warnings
 
+import numpy as np
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FIGDIR = os.path.join(ROOT, "figures")
 
 from lab_common import plotting
+from lab_common.script_tools import load_script
 from matplotlib.text import Text
 
 
@@ -206,6 +208,18 @@ def test_plot_06_plots_the_saved_json(tmp_path, strict):
 
 def test_plot_03_functions(tmp_path, strict):
     m = load_plot("plot_03")
-    series = {"并行采样": [(3, 4, 1), (3, 4, 2), (4, 6, 2)], "束搜索": [(2, 2, 0), (3, 4, 0)]}
-    check_png(m.plot_blocks_over_steps(series, str(tmp_path / "a.png"), "小数据", "论文对照"))
+    series = {("并行采样", 2, 0): [(3, 4, 1), (3, 4, 2), (4, 6, 2)], ("束搜索", 2, 1): [(2, 2, 0), (3, 4, 0)]}
+    check_png(m.plot_blocks_over_steps(series, {"并行采样": 0.1, "束搜索": 0.3}, str(tmp_path / "a.png"), "小数据", 2, 2))
     assert len(strict) == 1
+
+
+def test_plot_03_numbers_come_from_the_demo(monkeypatch):
+    """图 03 标题里的百分比就是演示 1 表里那一行（12 个请求合计），不是图自己算的。"""
+    m = load_plot("plot_03")
+    s03 = load_script("03_sharing_and_cow")
+    fake = dict(reqs=[(np.arange(20), np.array([3, 3]))], block_size=16, widths=(2,), n_beam=1, model_seed=0,
+                n_requests=1, steps={("并行采样", 0): [(2, 3, 1)], ("束搜索", 0): [(2, 2, 0)]},
+                res={("并行采样", 2): dict(saved=0.123), ("束搜索", 2): dict(saved=0.456)})
+    monkeypatch.setattr(s03, "demo1_savings", lambda: fake)
+    d = m.compute()
+    assert d["totals"] == {"并行采样": 0.123, "束搜索": 0.456}

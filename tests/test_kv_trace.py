@@ -12,7 +12,8 @@ import sys
 import pytest
 from conftest import LECTURE, ROOT
 
-from kv_trace import BLOCK, Request, TraceError, load_trace
+from kv_trace import load_trace
+from kv_trace_io import BLOCK_SIZE, Request, TraceError
 
 REAL = os.path.join(ROOT, "..", "shared", "traces", "mooncake_fast25_synthetic_trace.jsonl")
 SCRIPT = os.path.join(LECTURE, "04_prefix_caching.py")
@@ -44,7 +45,7 @@ def test_real_mooncake_trace():
     assert sum(r.input_len for r in tr) / len(tr) == pytest.approx(15_325, abs=1)
     assert sum(r.output_len for r in tr) / len(tr) == pytest.approx(149, abs=0.5)
     assert tr[0] == Request(0.0, 40_160, 6, tuple(range(79)))
-    assert all(len(r.blocks) == -(-r.input_len // BLOCK) for r in tr)
+    assert all(len(r.blocks) == -(-r.input_len // BLOCK_SIZE) for r in tr)
     assert all(a.arrival <= b.arrival for a, b in zip(tr, tr[1:]))
 
 
@@ -79,7 +80,7 @@ def test_accepted_quirks(tmp_path):
 
 def test_block_size_is_a_parameter(tmp_path):
     p = write(tmp_path, line(0, 40, 1, (1, 2, 3)) + "\n")
-    assert load_trace(p, block=16)[0].blocks == (1, 2, 3)
+    assert load_trace(p, block_size=16)[0].blocks == (1, 2, 3)
     with pytest.raises(TraceError, match="块大小不对"):
         load_trace(p)                                   # 默认 512：40 个 token 应该是 1 块
 
@@ -88,7 +89,7 @@ def test_block_size_is_a_parameter(tmp_path):
 def test_impossible_block_size_is_value_error(tmp_path, block):
     p = write(tmp_path, line() + "\n")
     with pytest.raises(ValueError, match="块大小") as e:
-        load_trace(p, block=block)
+        load_trace(p, block_size=block)
     assert not isinstance(e.value, TraceError)
 
 

@@ -10,13 +10,14 @@ import kv_sim_lfu
 import kv_sim_lru
 from conftest import load_script
 from kv_cache_policies import CACHE_POLICIES, BlockCache, make_cache
-from kv_cache_sim import infinite_hits, min_hits, next_use, simulate
-from kv_sim_base import has_repeats
+from kv_cache_sim import simulate
+from kv_sim_base import has_repeats, infinite_hits
 from kv_sim_lfu import lfu_family_hits
 from kv_sim_lru import _count_less, _popcount, _popcount_by_table, _previous_touch, _wavelet, lru_stack_hits
-from kv_sim_min import _min_hits_by_block, max_live
-from kv_store import prefill_compute_time, prefill_time
-from kv_trace import Request, Trace
+from kv_sim_min import _min_hits_by_block, max_live, min_hits, next_use
+from kv_physics import prefill_compute_time, prefill_time
+from kv_trace import Trace
+from kv_trace_io import Request
 from paged_kv import BlockPool, PagedSequence, paged_step
 from lab_common.transformer_lab import TINY, config_like, forward, init_params
 

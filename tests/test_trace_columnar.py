@@ -9,7 +9,8 @@ import pytest
 import kv_sim_base
 from kv_cache_sim import simulate, sweep
 from kv_sim_base import columns
-from kv_trace import BLOCK_SIZE, BlockLists, Request, Trace, iter_block_lists, load_trace, make_trace
+from kv_trace import BlockLists, Trace, iter_block_lists, load_trace, make_trace
+from kv_trace_io import BLOCK_SIZE, Request
 from kv_trace_io import iter_trace_records
 
 REQS = [Request(0.0, 1024, 7, (5, 6)), Request(2.5, 1025, 0, (5, 6, 9)), Request(2.5, 1, 3, (11,))]
@@ -96,7 +97,7 @@ def test_load_trace_equals_the_record_reader(tmp_path):
     gz = tmp_path / "t.jsonl.gz"
     gz.write_bytes(gzip.compress(p.read_bytes()))
     assert load_trace(str(gz)) == tr
-    assert load_trace(str(p), block=512) == load_trace(str(p), block_size=512) == tr
+    assert load_trace(str(p), block_size=512) == tr
 
 
 @pytest.mark.skipif(not os.path.exists(REAL), reason="需要 ../shared/traces（课程的公开 trace）")

@@ -1,4 +1,5 @@
-"""KV 存储的"账本"：模型的 KV 大小、存储层级、链式块哈希、负载 trace、缓存策略、prefill 时间。
+"""KV 的物理量：模型每 token 的 KV 有多大、各存储层级的带宽、prefill 要算多久（FAST'25 式 1）、读 KV 要多久，
+以及认前缀用的链式块哈希。这里只有这些；trace、缓存策略和模拟器各在自己的模块里。
 
 数字的来源（都在变量旁边注明）：
 - Mooncake arXiv 2407.00079v3（§4、表 1）和 FAST'25 论文（式 1、表 1、表 2）；
@@ -18,13 +19,6 @@ import hashlib
 from dataclasses import dataclass
 
 import numpy as np
-
-
-# 公开 API 的一部分：学生习惯 from kv_store import make_trace, hit_ratio, ...
-from kv_cache_policies import CACHE_POLICIES, POLICY_NAMES, make_cache  # noqa: F401
-from kv_cache_sim import hit_ratio, simulate, sweep  # noqa: F401
-from kv_trace import BLOCK, Request, TraceError, load_trace, make_trace  # noqa: F401  BLOCK = 512（Mooncake 的块大小）
-from paged_kv import n_blocks  # noqa: F401  ceil(n_tokens / block_size)，全讲只有这一处
 
 
 # ---------------------------------------------------------------- 模型与硬件

@@ -1,8 +1,8 @@
-"""kv_store.py 的"账本"：KV 大小、FAST'25 式 (1)、prefill 时间的重叠公式、存储层级。手算的小例子。"""
+"""kv_physics.py 的物理量：KV 大小、FAST'25 式 (1)、prefill 时间的重叠公式、存储层级。手算的小例子。"""
 import pytest
 
-from kv_store import (A800_X8, LLAMA2_70B, TIERS, ModelSpec, Node, Tier, n_blocks, prefill_compute_time,
-                      prefill_time)
+from kv_physics import A800_X8, LLAMA2_70B, TIERS, ModelSpec, Node, Tier, prefill_compute_time, prefill_time
+from paged_kv import n_blocks
 
 # 手算用的小模型：2 层、d = 4、2 个头（头维度 2）、1 个 KV 头
 TINY = ModelSpec("tiny", n_layers=2, d_model=4, n_heads=2, n_kv_heads=1, n_params=0)
@@ -90,5 +90,5 @@ def test_hbm_bytes_are_binary():
 
 
 def test_eq1_constants_from_fast25_table1():
-    from kv_store import EQ1_A, EQ1_B
+    from kv_physics import EQ1_A, EQ1_B
     assert (EQ1_A, EQ1_B) == (4, 22)

@@ -1,0 +1,54 @@
+"""练习 6 · 基数树：match 和 insert，分叉点落在节点中间时拆节点（对应 04b_radix_cache.py）
+
+SGLang 的 RadixAttention 把所有请求的 token 放进一棵基数树：每个节点存一段 token（key，长度不固定），
+孩子按"下一段的第一个 token"索引。命中多长 = 从根往下能走多远，可以停在一个节点的中间。
+
+    插入 [1 2 3 4]，再插入 [1 2 9]：第二个请求在 2 之后分叉，[1 2 3 4] 拆成 [1 2] → [3 4]，再挂上 [9]
+        根 ─ [1 2] ┬─ [3 4]
+                   └─ [9]
+
+【任务】写下面 RadixCache 的三个方法（淘汰 _evict、画图 render 都继承自 radix_cache.RadixCache，已经写好）。
+节点是 radix_cache.RadixNode(key, parent, last_access)：node.key（list）、node.children（{第一个 token: 子节点}）、
+node.parent、node.last_access（最近访问的时刻）、node.ref（几个还在跑的请求用着它）。
+  1. match(seq)：seq 从头起有多少个 token 已经在树里。只读：不改时刻、不拆节点。
+     走到某个孩子时，它的 key 可能只有前一部分和 seq 相同——那就停在那里，命中到那个位置为止。
+  2. _split(child, j)：把 child 在 key 的第 j 个位置拆开（0 < j < len(child.key)）：新节点 head = key[:j]
+     接到 child 原来的位置上（parent.children 里同一个键），child 只留 key[j:]、成为 head 唯一的孩子。
+     head 继承 child 的 last_access 和 ref；self.n_splits 加 1；返回 head。
+  3. insert(seq, lock=False)：把 seq 放进树，返回 (插入前已经在树里的长度, 这次拆了几个节点)。
+     - now = self.clock，然后 self.clock += 1（时刻 = 第几次 insert）；
+     - 从根往下走：找 seq[i] 对应的孩子；比较它的 key 和 seq[i:] 有几个相同（j）；j 比 key 短 → 先 _split；
+       走过的每个节点 last_access = now，lock=True 时 ref += 1；
+     - 走不下去时，剩下的 token 挂成一个新叶子 RadixNode(list(seq[i:]), 节点, now)（lock 时它的 ref 也 + 1），
+       self.size 加上新叶子的长度；
+     - 最后停在的节点不是根、又没有孩子（是叶子）：self._push_leaf(它)，淘汰才找得到它；
+     - self.capacity 不是 None 且 self.size > self.capacity：self._evict(self.size - self.capacity)。
+
+    >>> t = RadixCache()
+    >>> t.insert([1, 2, 3, 4]), t.insert([1, 2, 9])
+    ((0, 0), (2, 1))
+    >>> t.match([1, 2, 3, 7]), t.n_splits, t.size       # 命中 3 个；树里存了 [1 2] [3 4] [9] 共 5 个
+    (3, 1, 5)
+
+【检查】make check EX=6
+【用在演示里】python lecture07/04b_radix_cache.py --mine
+参考实现：lecture07/radix_cache.py（写完之前别看）。
+"""
+import radix_cache
+from radix_cache import RadixNode  # noqa: F401
+
+
+class RadixCache(radix_cache.RadixCache):
+    """capacity：最多存多少个单位（token 或块），None = 不淘汰。其余的属性见 radix_cache.RadixCache.__init__。"""
+
+    def match(self, seq):
+        # TODO
+        raise NotImplementedError
+
+    def _split(self, child, j):
+        # TODO
+        raise NotImplementedError
+
+    def insert(self, seq, lock=False):
+        # TODO
+        raise NotImplementedError

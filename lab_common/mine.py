@@ -1,0 +1,533 @@
+"""--mine：用学生在 exercises/ 里写的函数跑讲义自己的演示，并和参考实现逐个数比较。
+
+六个练习各对应讲义里的一个（或两个）函数 / 类（EXERCISES）。"写好了" = 在一个很小的输入上调用它，
+不抛 NotImplementedError（PROBES）。绑定的办法：把所有已加载的模块里"就是参考对象"的属性（以及模块级
+字典里的值，比如 CACHE_POLICIES["lru"]）换成学生的，跑完再换回来——所以 `from paged_kv import gather_kv`
+之类的引用、paged_step 里对 gather_kv 的调用，都用上了学生的版本。检查器（exercises/check.py）也用这里的
+加载和绑定。
+
+    run_with_mine(run, "04_prefix_caching")    # run()：跑选中的演示（打印），返回 0
+
+先用参考实现跑一遍（输出不显示，只留着比较），再用学生的代码跑一遍（照常打印），最后列出哪些行、
+哪些数和参考不同，差多少；完全相同时说"和参考实现完全一致"。
+"""
+import contextlib
+import difflib
+import importlib
+import importlib.util
+import io
+import os
+import re
+import sys
+import traceback
+from dataclasses import dataclass
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+LECTURE = os.path.join(ROOT, "lecture07")
+EXERCISES_ENV = "LAB_EXERCISES_DIR"      # 练习文件放在别的目录时（测试、助教批改）用这个环境变量指过去
+
+
+@dataclass(frozen=True)
+class Exercise:
+    number: int
+    stem: str            # exercises/ 里的文件名（不含 .py）
+    title: str
+    scripts: tuple       # 用到它的脚本（它们的 --mine 会显出差别）
+    names: tuple         # ((学生文件里的名字, 参考实现所在的模块), ...)：名字两边相同
+    try_args: str = ""   # 检查通过以后建议跑的演示（"--demo 3"）
+
+
+EXERCISES = {e.number: e for e in (
+    Exercise(1, "ex1_kv_bytes", "每个 token 的 KV 字节数（MHA、GQA、MQA、MLA）", ("01_kv_cache_memory",),
+             (("kv_bytes_per_token", "paged_kv"),)),
+    Exercise(2, "ex2_gather_kv", "按块表取回 K/V 再做注意力", ("02_paged_attention",),
+             (("gather_kv", "paged_kv"),)),
+    Exercise(3, "ex3_cow", "fork、写时复制、free：ref_count 的账", ("03_sharing_and_cow",),
+             (("PagedSequence", "paged_kv"),)),
+    Exercise(4, "ex4_block_hashes", "链式块哈希和前缀匹配", ("04_prefix_caching", "04b_radix_cache"),
+             (("block_hashes", "kv_physics"), ("match_prefix", "paged_kv")), "--demo 1"),
+    Exercise(5, "ex5_lru", "LRU 淘汰策略（BlockCache 的子类）", ("04_prefix_caching",),
+             (("LRUCache", "kv_cache_policies"),), "--demo 3"),
+    Exercise(6, "ex6_radix", "基数树的 match 和 insert（含拆节点）", ("04b_radix_cache",),
+             (("RadixCache", "radix_cache"),)),
+)}
+
+
+def setup_path():
+    """仓库根目录（lab_common）和 lecture07/（paged_kv 等）放进 sys.path，和脚本自己做的一样。"""
+    for p in (LECTURE, ROOT):
+        if p not in sys.path:
+            sys.path.insert(0, p)
+
+
+def reference(number):
+    """练习 number 的参考实现：{名字: 讲义里的那个对象}。"""
+    setup_path()
+    return {name: getattr(importlib.import_module(mod), name) for name, mod in EXERCISES[number].names}
+
+
+def exercises_dir():
+    return os.environ.get(EXERCISES_ENV) or os.path.join(ROOT, "exercises")
+
+
+def exercise_path(number, directory=None):
+    return os.path.join(directory or exercises_dir(), EXERCISES[number].stem + ".py")
+
+
+def short_path(path):
+    """仓库里的文件写成相对路径（exercises/ex5_lru.py），别处的写绝对路径。"""
+    rel = os.path.relpath(os.path.abspath(path), ROOT)
+    if rel.startswith(".."):
+        return path
+    return rel.replace(os.sep, "/")
+
+
+def where(exc, path=None):
+    """异常发生在哪一行：优先找 path（学生的文件）里最深的一帧；'ex5_lru.py 第 17 行'。"""
+    frames = traceback.extract_tb(exc.__traceback__)
+    if path is not None:
+        mine = [f for f in frames if os.path.abspath(f.filename) == os.path.abspath(path)]
+        if mine:
+            frames = mine
+    if isinstance(exc, SyntaxError) and exc.lineno:
+        return f"{os.path.basename(exc.filename or path or '?')} 第 {exc.lineno} 行"
+    if not frames:
+        return "?"
+    return f"{os.path.basename(frames[-1].filename)} 第 {frames[-1].lineno} 行"
+
+
+def one_line(exc, path=None):
+    """'IndexError: list index out of range（ex5_lru.py 第 17 行）'：学生看到的一行错误。"""
+    msg = " ".join(str(exc).split())
+    if len(msg) > 120:
+        msg = msg[:117] + "..."
+    head = type(exc).__name__ + (f": {msg}" if msg else "")
+    return f"{head}（{where(exc, path)}）"
+
+
+def load_module(number, directory=None):
+    """加载学生的练习文件：返回 (模块, None)，文件有错时返回 (None, 一行错误)。不注册进 sys.modules。"""
+    setup_path()
+    path = exercise_path(number, directory)
+    if not os.path.exists(path):
+        return None, f"找不到 {short_path(path)}"
+    spec = importlib.util.spec_from_file_location(f"exercise_{number}_{EXERCISES[number].stem}", path)
+    mod = importlib.util.module_from_spec(spec)
+    try:
+        spec.loader.exec_module(mod)
+    except Exception as e:                       # 语法错、import 错：一行说清，不要 traceback
+        return None, f"{short_path(path)} 加载出错：{one_line(e, path)}"
+    return mod, None
+
+
+# ---------------------------------------------------------------- 写好了吗：在很小的输入上试一下
+def _probe_gather(f):
+    import numpy as np
+    from types import SimpleNamespace
+    k = np.arange(4.0).reshape(1, 2, 1, 2, 1)    # (层, 块, KV 头, 块内位置, 头维度)
+    f(SimpleNamespace(k=k, v=-k, block_size=2), 0, [1, 0], 3)
+
+
+def _probe_sequence(cls):
+    from paged_kv import BlockPool
+    pool = BlockPool(None, n_blocks=4, block_size=2, copy_fn=lambda src, dst: None)
+    a = cls(pool)
+    a.reserve(3)
+    a.length = 3
+    b = a.fork()
+    b.reserve(1)
+    b.free()
+    a.free()
+
+
+def _probe_lru(cls):
+    c = cls(2)
+    c.insert([1, 2, 3])
+    c.match([1])
+
+
+def _probe_radix(cls):
+    t = cls()
+    t.insert([1, 2])
+    t.insert([1, 3])
+    t.match([1, 2])
+
+
+PROBES = {
+    "kv_bytes_per_token": lambda f: f("MHA", 1, 1, 2),
+    "gather_kv": _probe_gather,
+    "PagedSequence": _probe_sequence,
+    "block_hashes": lambda f: f([1, 2, 3], 2),
+    "match_prefix": lambda f: f(["a"], {"a"}),
+    "LRUCache": _probe_lru,
+    "RadixCache": _probe_radix,
+}
+
+
+@dataclass
+class Impl:
+    """一个练习的实现：objs = {名字: 对象}（写好了的），status = {名字: "写好了" / "还没写" / 一行错误}。"""
+    number: int
+    objs: dict
+    status: dict
+    path: str = None
+    error: str = None     # 文件加载不了
+
+    @property
+    def written(self):
+        return [n for n, s in self.status.items() if s == "写好了"]
+
+    @property
+    def problem(self):
+        """文件加载不了、少了名字、或在很小的输入上就出错：第一条这样的一行说明；没有时 None。"""
+        if self.error:
+            return self.error
+        for s in self.status.values():
+            if s not in ("写好了", "还没写"):
+                return s
+        return None
+
+    @property
+    def untouched(self):
+        return self.error is None and all(s == "还没写" for s in self.status.values())
+
+
+def student_impl(number, directory=None):
+    """学生的实现：每个名字先在 PROBES 的小输入上试一下，分成 写好了 / 还没写 / 出错。"""
+    mod, err = load_module(number, directory)
+    path = exercise_path(number, directory)
+    if mod is None:
+        return Impl(number, {}, {}, path, err)
+    objs, status = {}, {}
+    for name, _ in EXERCISES[number].names:
+        obj = getattr(mod, name, None)
+        if obj is None:
+            status[name] = f"{short_path(path)} 里没有 {name}"
+            continue
+        objs[name] = obj
+        try:
+            PROBES[name](obj)
+            status[name] = "写好了"
+        except NotImplementedError:
+            status[name] = "还没写"
+        except Exception as e:
+            status[name] = one_line(e, path)
+    return Impl(number, objs, status, path)
+
+
+def reference_impl(number):
+    ref = reference(number)
+    return Impl(number, ref, {n: "写好了" for n in ref})
+
+
+# ---------------------------------------------------------------- 绑定：把参考对象换成学生的
+def _skip(name):
+    return name.startswith("exercise_") or name.startswith("exercises") or name == __name__
+
+
+def _lecture_modules():
+    """[(名字, 模块)]：sys.modules 里的，加上 load_script 按文件加载的脚本（它们不在 sys.modules 里）。"""
+    mods = [(n, m) for n, m in list(sys.modules.items()) if m is not None and not _skip(n)]
+    tools = sys.modules.get("lab_common.script_tools")
+    seen = {id(m) for _, m in mods}
+    for m in list(getattr(tools, "_loaded", {}).values()):
+        if id(m) not in seen:
+            mods.append((m.__name__, m))
+    return mods
+
+
+@contextlib.contextmanager
+def bind(pairs):
+    """pairs：[(参考对象, 换成的对象)]。所有已加载模块里"是参考对象"的全局名字和模块级字典里的值都换掉；
+    with 结束时原样换回。之后才 import 的模块从已经换过的模块里拿名字，也拿到换上的对象。"""
+    swaps = [(ref, new) for ref, new in pairs if ref is not new]
+    undo = []
+    try:
+        for mname, mod in _lecture_modules():
+            space = getattr(mod, "__dict__", None)
+            if not isinstance(space, dict):
+                continue
+            for key, val in list(space.items()):
+                for ref, new in swaps:
+                    if val is ref:
+                        undo.append((space, key, ref))
+                        space[key] = new
+                if type(val) is dict and not key.startswith("__"):
+                    for k2, v2 in list(val.items()):
+                        for ref, new in swaps:
+                            if v2 is ref:
+                                undo.append((val, k2, ref))
+                                val[k2] = new
+        yield
+    finally:
+        for space, key, ref in reversed(undo):
+            space[key] = ref
+
+
+def bind_impls(impls):
+    """{练习号: Impl} → [(参考对象, 学生的对象, (练习号, 名字))]，只取写好了的名字。"""
+    out = []
+    for number, impl in impls.items():
+        ref = reference(number)
+        out += [(ref[n], impl.objs[n], (number, n)) for n in impl.written]
+    return out
+
+
+@contextlib.contextmanager
+def watch_calls(objs):
+    """objs：[对象]。with 里把每个对象换成"被调用（函数）或被实例化（类）时记一笔"的样子，yield
+    (换好的对象列表, used)，used() → 每个对象有没有被用到。标记放在共享内存里：演示 fork 出的子进程里
+    用到的也算。类不换身份（只临时包住 __init__），函数换成包装函数。"""
+    import functools
+    from multiprocessing.sharedctypes import RawArray
+    flags = RawArray("b", max(1, len(objs)))
+    swapped, undo = [], []
+    for i, obj in enumerate(objs):
+        if isinstance(obj, type):
+            had, old = "__init__" in vars(obj), obj.__init__
+
+            def init(self, *args, _old=old, _i=i, **kwargs):
+                flags[_i] = 1
+                _old(self, *args, **kwargs)
+            obj.__init__ = init
+            undo.append((obj, had, old))
+            swapped.append(obj)
+        else:
+            def call(*args, _f=obj, _i=i, **kwargs):
+                flags[_i] = 1
+                return _f(*args, **kwargs)
+            swapped.append(functools.wraps(obj)(call))
+    try:
+        yield swapped, lambda: [bool(f) for f in flags[:len(objs)]]
+    finally:
+        for cls, had, old in undo:
+            if had:
+                cls.__init__ = old
+            else:
+                del cls.__init__
+
+
+# ---------------------------------------------------------------- --mine
+class _Tee(io.TextIOBase):
+    """一边照常写到 out（None：不显示，参考那一遍），一边留一份给比较。不是终端（isatty False、没有 fileno）：
+    表格按固定的 80 列排，两遍完全同样排版；演示也不会 fork 出子进程绕过它直接写文件。"""
+
+    def __init__(self, out=None):
+        self.out, self.buf = out, io.StringIO()
+
+    @property
+    def encoding(self):
+        return getattr(self.out, "encoding", None) or "utf-8"
+
+    def writable(self):
+        return True
+
+    def write(self, s):
+        if self.out is not None:
+            self.out.write(s)
+        return self.buf.write(s)
+
+    def flush(self):
+        if self.out is not None:
+            self.out.flush()
+
+    def isatty(self):
+        return False
+
+    def reconfigure(self, **kwargs):
+        """脚本为 GBK 之类的终端调 sys.stdout.reconfigure(errors=...) 时，转给真正的输出。"""
+        if self.out is not None and hasattr(self.out, "reconfigure"):
+            self.out.reconfigure(**kwargs)
+
+
+def _clear_caches():
+    """讲义模块里带 cache_clear 的函数（functools.lru_cache）清空：两遍不能共用上一遍算好的结果。"""
+    for _, mod in _lecture_modules():
+        path = os.path.abspath(getattr(mod, "__file__", None) or "")
+        if os.path.dirname(path) not in (LECTURE, os.path.join(ROOT, "lab_common")):
+            continue
+        for val in list(vars(mod).values()):
+            if callable(val) and hasattr(type(val), "cache_clear"):     # functools.lru_cache / cache 包出来的函数
+                val.cache_clear()
+
+
+def _run_captured(run, out):
+    """run() 的标准输出写到 out；返回 run 的返回值。标准输入换成空的：--step 不会在看不见的参考那一遍里等回车。"""
+    _clear_caches()
+    stdin = sys.stdin
+    sys.stdin = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(out):
+            return run()
+    finally:
+        sys.stdin = stdin
+
+
+def student_impls(directory=None):
+    return {n: student_impl(n, directory) for n in EXERCISES}
+
+
+def mine_line(impls, script_name):
+    """一行："--mine：用了你在 exercises/ 里写的 LRUCache（练习 5）；这个脚本的练习 4 还没写，用参考实现。"。"""
+    used = [f"{name}（练习 {n}）" for n, i in impls.items() for name in i.written]
+    mine_scripts = [n for n, e in EXERCISES.items() if script_name in e.scripts]
+    left = [n for n in mine_scripts if not impls[n].written]
+    broken = [f"练习 {n}（{i.problem}）" for n, i in impls.items() if not i.written and i.problem]
+    paths = [i.path for i in impls.values() if i.path]
+    where_dir = exercises_dir()
+    if paths:
+        where_dir = os.path.dirname(paths[0])
+    if used:
+        text = f"--mine：用了你在 {short_path(where_dir)}/ 里写的 {'、'.join(used)}"
+    else:
+        text = f"--mine：{short_path(where_dir)}/ 里还没有写好的练习，下面全部是参考实现"
+    if left and used:
+        text += f"；这个脚本的练习 {'、'.join(map(str, left))} 还没写，用参考实现"
+    if broken:
+        text += "；没有用（在很小的输入上就出错）：" + "；".join(broken)
+    return text + "。"
+
+
+def run_with_mine(run, script_name, directory=None, impls=None):
+    """--mine 的入口：run() 跑选中的演示并返回 0。返回退出码（学生的代码出错时为 1）。"""
+    script_name = os.path.splitext(os.path.basename(script_name))[0]      # "lecture07/04_x.py" → "04_x"
+    if impls is None:
+        folder = directory or exercises_dir()
+        if not os.path.isdir(folder):
+            print(f"--mine：找不到练习的目录 {folder}（环境变量 {EXERCISES_ENV}）", file=sys.stderr)
+            return 2
+        impls = student_impls(directory)
+    print(mine_line(impls, script_name), flush=True)
+    bound = bind_impls(impls)
+    if not bound:
+        return run()
+    ref_out = _Tee()
+    code = _run_captured(run, ref_out)
+    if code:
+        return code
+    tee = _Tee(sys.stdout)
+    try:
+        with watch_calls([new for _, new, _ in bound]) as (watched, used):
+            with bind([(ref, w) for (ref, _, _), w in zip(bound, watched)]):
+                code = _run_captured(run, tee)
+            flags = used()
+    except Exception as e:
+        sys.stdout.flush()
+        files = {os.path.abspath(f.filename) for f in traceback.extract_tb(e.__traceback__)}
+        hit = [(n, i.path) for n, i in impls.items() if i.written and os.path.abspath(i.path) in files]
+        where_path, check = None, "make check"
+        if hit:
+            where_path, check = hit[-1][1], f"make check EX={hit[-1][0]}"
+        print(f"--mine：你的代码在跑演示时出错：{one_line(e, where_path)}。先跑 {check} 看看是哪一个用例没过。",
+              file=sys.stderr)
+        return 1
+    for line in compare(ref_out.buf.getvalue(), tee.buf.getvalue()):
+        print(line)
+    mine_here = [n for n, e in EXERCISES.items() if script_name in e.scripts]
+    idle = [f"{name}（练习 {n}）" for (_, _, (n, name)), hit in zip(bound, flags) if n in mine_here and not hit]
+    if idle:
+        print(f"注意：这一遍没有用到你写的 {'、'.join(idle)}——这次跑的演示不经过它，上面的比较说明不了它写得对不对。")
+    return code
+
+
+# ---------------------------------------------------------------- 比较两遍的输出
+NUMBER = re.compile(r"-?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:e[-+]?\d+)?")   # 1,234  0.61  -3  1.0e-12
+MAX_ROWS = 12          # 差别表最多列几个数
+
+
+def _numbers(line):
+    return [(m.start(), m.group()) for m in NUMBER.finditer(line)]
+
+
+def _decimals(s):
+    if "e" in s:
+        return None
+    return len(s.split(".")[1]) if "." in s else 0
+
+
+def _diff(a, b):
+    """'0.61', '0.12' → '-0.49'；小数位取两者中多的那个；科学计数法写成 .1e。"""
+    x, y = float(a.replace(",", "")), float(b.replace(",", ""))
+    da, db = _decimals(a), _decimals(b)
+    if da is None or db is None:
+        return f"{y - x:+.1e}"
+    d = max(da, db)
+    text = f"{y - x:+,.{d}f}"
+    if text.lstrip("+-").strip("0.,") == "":
+        return "0"
+    return text
+
+
+def _context(line, k, before=18, after=10):
+    """第 k 个数在这一行里的样子（空白压成一个，数字用【】标出，两头太长时截掉，但留着行首的行名）：
+
+    >>> _context("LRU    0.61   0.61   0.60   0.58   0.46", 3)
+    'LRU…0.61 0.60 【0.58】 0.46'
+    """
+    flat = " ".join(line.split())
+    m = list(NUMBER.finditer(flat))[k]
+    head, tail = flat[:m.start()], flat[m.end():]
+    if len(head) > before:
+        label = flat.split(" ", 1)[0]            # 表格的一行：第一格（行名）总留着
+        if NUMBER.fullmatch(label) or len(label) > before // 2:
+            label = ""
+        cut = head[-(before - len(label)) + 1:]
+        if " " in cut[:-1]:
+            cut = cut[cut.index(" ") + 1:]      # 不从一个数的中间截开
+        head = label + "…" + cut
+    if len(tail) > after:
+        tail = tail[:after - 1] + "…"
+    return f"{head}【{m.group()}】{tail}"
+
+
+def _skeleton(line):
+    """去掉数字、压掉空白以后的样子：两行只有数不同（连带右对齐的空格不同）时，骨架相同。"""
+    return " ".join(NUMBER.sub("#", line).split())
+
+
+def _pad(text, width, right=False):
+    """按显示宽度补空格（中文占 2 列）。"""
+    from rich.cells import cell_len
+    gap = " " * max(0, width - cell_len(text))
+    return gap + text if right else text + gap
+
+
+def compare(ref_text, mine_text):
+    """两遍输出逐行比：一样就一句话；不一样就列出不同的数（哪一行、参考、你的、差）和只在文字上不同的行。"""
+    ref, mine = ref_text.splitlines(), mine_text.splitlines()
+    head = ["", "── --mine：你的代码算出的结果和参考实现比 " + "─" * 20]
+    if ref == mine:
+        return head + [f"和参考实现完全一致（{len(ref)} 行输出逐字相同）。"]
+    nums, texts, n_lines = [], [], 0
+    sm = difflib.SequenceMatcher(None, ref, mine, autojunk=False)
+    for tag, i1, i2, j1, j2 in sm.get_opcodes():
+        if tag == "equal":
+            continue
+        n_lines += max(i2 - i1, j2 - j1)
+        for k in range(max(i2 - i1, j2 - j1)):
+            a = ref[i1 + k] if i1 + k < i2 else None
+            b = mine[j1 + k] if j1 + k < j2 else None
+            na, nb = _numbers(a or ""), _numbers(b or "")
+            if a is not None and b is not None and len(na) == len(nb):
+                for idx, ((_, x), (_, y)) in enumerate(zip(na, nb)):
+                    if x != y:
+                        nums.append((i1 + k + 1, _context(a, idx), x, y, _diff(x, y)))
+            if a is None or b is None or _skeleton(a) != _skeleton(b):
+                texts.append((i1 + k + 1 if a is not None else j1 + k + 1, a, b))
+    out = head + [f"有 {n_lines} 行和参考实现不同（参考共 {len(ref)} 行）："]
+    if nums:
+        from rich.cells import cell_len
+        rows = [(str(ln), ctx, x, y, d) for ln, ctx, x, y, d in nums[:MAX_ROWS]]
+        heads = ("行", "参考的这一行（【】里是不同的数）", "参考", "你的", "差")
+        widths = [max(cell_len(r[c]) for r in rows + [heads]) for c in range(5)]
+        for r in [heads] + rows:
+            out.append("  " + "  ".join(_pad(v, w, right=c != 1) for c, (v, w) in enumerate(zip(r, widths))))
+        if len(nums) > MAX_ROWS:
+            out.append(f"  ……另外还有 {len(nums) - MAX_ROWS} 个数不同")
+    for ln, a, b in texts[:3]:
+        out.append(f"  第 {ln} 行的文字也不同：")
+        out.append("    参考：" + (" ".join(a.split()) if a is not None else "（没有这一行）"))
+        out.append("    你的：" + (" ".join(b.split()) if b is not None else "（没有这一行）"))
+    if len(texts) > 3:
+        out.append(f"  ……另外还有 {len(texts) - 3} 行文字不同")
+    return out

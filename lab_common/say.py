@@ -1,0 +1,281 @@
+"""观察句子的共用词汇：数字怎么印、两个数怎么比、范围和变化怎么说、大小带什么单位、个数怎么数。
+
+规则只有一条：**句子按印出来的值说话**。先用和表格相同的格式把数印成字符串，再比较印出来的字符串：
+印出来相同就说"一样"，范围两端印出来相同就只写一个值，绝不印 "-0"，大小自己挑单位（160 MiB 不会印成 "0 GiB"）。
+
+    >>> f2 = fixed(2)                              # 和表格一样：两位小数
+    >>> vs("LRU", 0.4612, "LFU", 0.3871, f2)
+    'LRU 比 LFU 高（0.46 对 0.39）'
+    >>> vs("LRU", 0.4612, "LFU", 0.4649, f2)       # 原始值不同，印出来相同：一样
+    'LRU 和 LFU 一样（都是 0.46）'
+    >>> change(0.61, 0.33, f2), change(0.612, 0.608, f2)
+    ('从 0.61 降到 0.33', '保持在 0.61')
+    >>> span([0.041, 0.044], f2), span([0.04, 0.3], f2)
+    ('0.04', '0.04–0.30')
+    >>> size(160 * 2**20), size(1.53 * 2**40), pct(-0.0004)
+    ('160 MiB', '1.53 TiB', '0%')
+
+一个"格式"就是一个函数 x → 字符串（fixed(2)、pct、size、times……），比较函数都收这样一个格式。
+"""
+import math
+import re
+
+# ---------------------------------------------------------------------------
+# 印数字：所有格式都经过 _no_neg_zero，不会出现 "-0"、"-0.0"、"-0%"
+
+
+def _no_neg_zero(s):
+    """'-0.00' → '0.00'，'-0%' → '0%'；真正的负数不动。
+
+    >>> _no_neg_zero("-0.00"), _no_neg_zero("-0.01"), _no_neg_zero("-0 µs")
+    ('0.00', '-0.01', '0 µs')
+    """
+    if s.startswith(("-", "−")) and not re.search(r"[1-9]", s.split(" ")[0]):
+        return s[1:]
+    return s
+
+
+def fixed(nd=2, unit=""):
+    """固定小数位、千分位的格式：fixed(1)(1234.56) == '1,234.6'；unit 跟在数后面（前面空一格）。
+
+    >>> fixed(0, "s")(3.4), fixed(1)(-0.04), fixed(2)(0.456)
+    ('3 s', '0.0', '0.46')
+    """
+    def f(x):
+        s = _no_neg_zero(f"{x:,.{nd}f}")
+        if unit:
+            return f"{s} {unit}"
+        return s
+    return f
+
+
+def integer(x):
+    """千分位整数：integer(23608) == '23,608'；integer(-0.2) == '0'。"""
+    return _no_neg_zero(f"{int(round(x)):,}")
+
+
+def pct(frac, nd=0):
+    """比例 → 百分数：pct(0.623) == '62%'，pct(0.0623, 1) == '6.2%'；不会印 '-0%'。"""
+    return _no_neg_zero(f"{frac * 100:,.{nd}f}%")
+
+
+def pct1(frac):
+    """一位小数的百分数：pct1(0.0634) == '6.3%'。"""
+    return pct(frac, 1)
+
+
+def times(x, nd=2):
+    """倍数：times(2.444) == '2.44×'；times(2.444, 1) == '2.4×'。"""
+    return _no_neg_zero(f"{x:,.{nd}f}×")
+
+
+def times1(x):
+    """一位小数的倍数：times1(1.39) == '1.4×'。"""
+    return times(x, 1)
+
+
+_BIN = [("B", 1), ("KiB", 2**10), ("MiB", 2**20), ("GiB", 2**30), ("TiB", 2**40), ("PiB", 2**50)]
+_DEC = [("B", 1), ("KB", 1e3), ("MB", 1e6), ("GB", 1e9), ("TB", 1e12), ("PB", 1e15)]
+
+
+def size(nbytes, binary=True):
+    """字节数 → 自己挑单位、三位有效数字：不会把 160 MiB 印成 '0 GiB'。binary=False 用 1 GB = 10⁹ 字节。
+
+    >>> size(0), size(320 * 1024), size(1.5 * 2**30), size(1562 * 2**30), size(16312e9, binary=False)
+    ('0 B', '320 KiB', '1.50 GiB', '1.53 TiB', '16.3 TB')
+    """
+    units = _BIN
+    if not binary:
+        units = _DEC
+    name, scale = units[0]
+    for n, s in units:
+        if abs(nbytes) >= s:
+            name, scale = n, s
+    v = nbytes / scale
+    if scale == 1 or abs(v) >= 100 or float(v).is_integer():
+        return f"{integer(v)} {name}"
+    if abs(v) >= 10:
+        return f"{_no_neg_zero(f'{v:.1f}')} {name}"
+    return f"{_no_neg_zero(f'{v:.2f}')} {name}"
+
+
+def count(n, unit):
+    """个数 + 量词：count(1, '个请求') == '1 个请求'；count(0, '个请求') == '没有请求'（中文不说"0 个请求"）。
+
+    >>> count(23608, "个请求"), count(0, "块")
+    ('23,608 个请求', '没有块')
+    """
+    if n == 0:
+        return "没有" + unit.lstrip("个")
+    return f"{integer(n)} {unit}"
+
+
+def listing(items, last="和"):
+    """列举：listing(['A']) == 'A'，listing(['A', 'B', 'C']) == 'A、B 和 C'。"""
+    items = [str(x) for x in items]
+    if len(items) <= 1:
+        return "".join(items)
+    return "、".join(items[:-1]) + f" {last} " + items[-1]
+
+
+# ---------------------------------------------------------------------------
+# 拼句子：中文和中文之间不空格，中文和英文 / 数字之间空一格
+
+
+def _cjk(ch):
+    return "\u3000" <= ch <= "\u9fff" or "\uff00" <= ch <= "\uffef"
+
+
+def words(*parts):
+    """把几段拼成一句：两边都是中文时直接连上，否则空一格。
+
+    >>> words("LRU", "比", "LFU", "高"), words("本地", "和", "全局", "一样")
+    ('LRU 比 LFU 高', '本地和全局一样')
+    """
+    out = ""
+    for p in (str(x) for x in parts if str(x)):
+        if out and not out[-1].isspace() and not p[0].isspace() and not (_cjk(out[-1]) and _cjk(p[0])):
+            out += " "
+        out += p
+    return out
+
+
+# ---------------------------------------------------------------------------
+# 比较：都先印出来再比
+
+
+_UNIT_SCALE = {u: s for u, s in _BIN + _DEC}
+
+
+def value(text):
+    """印出来的字符串 → 它表示的数（去掉千分位、%、×、单位；大小按单位换回字节），用来比较"印出来的值"。
+
+    >>> value("1,234.5"), value("62%"), value("2.4×"), value("160 MiB") == 160 * 2**20, value("-0.3 s")
+    (1234.5, 62.0, 2.4, True, -0.3)
+    """
+    t = str(text).replace(",", "").replace("−", "-").strip()
+    m = re.match(r"^(-?\d+(?:\.\d*)?(?:e[-+]?\d+)?)\s*(.*)$", t)
+    if not m:
+        raise ValueError(f"不是印出来的数：{text!r}")
+    v, rest = float(m.group(1)), m.group(2).strip()
+    if rest in _UNIT_SCALE:
+        v *= _UNIT_SCALE[rest]
+    return v
+
+
+def order(a, b, fmt):
+    """按印出来的值比较：-1（a 小）、0（印出来相同）、1（a 大）。
+
+    >>> order(0.461, 0.459, fixed(2)), order(0.47, 0.46, fixed(2)), order(1, 2, pct)
+    (0, 1, -1)
+    """
+    va, vb = value(fmt(a)), value(fmt(b))
+    if va == vb:
+        return 0
+    if va > vb:
+        return 1
+    return -1
+
+
+def same(a, b, fmt):
+    """印出来是否相同：same(0.461, 0.459, fixed(2)) → True。"""
+    return order(a, b, fmt) == 0
+
+
+def vs(name_a, a, name_b, b, fmt, more="高", less="低"):
+    """"A 比 B 高（x 对 y）"；印出来相同时 "A 和 B 一样（都是 x）"。
+
+    >>> vs("本地", 0.541, "全局", 0.538, fixed(2, "s"), more="慢", less="快")
+    '本地和全局一样（都是 0.54 s）'
+    """
+    sa, sb = fmt(a), fmt(b)
+    o = order(a, b, fmt)
+    if o == 0:
+        return words(name_a, "和", name_b, f"一样（都是 {sa}）")
+    word = more
+    if o < 0:
+        word = less
+    return words(name_a, "比", name_b, f"{word}（{sa} 对 {sb}）")
+
+
+def span(values, fmt, sep="–"):
+    """一组数的范围 "lo–hi"；两端印出来相同时只写一个值。
+
+    >>> span([353, 353], integer), span([99.5, 634.4], integer), span([3], integer)
+    ('353', '100–634', '3')
+    """
+    values = list(values)
+    if not values:
+        raise ValueError("span() 需要至少一个数")
+    lo, hi = fmt(min(values)), fmt(max(values))
+    if value(lo) == value(hi):
+        return lo
+    return f"{lo}{sep}{hi}"
+
+
+def change(a, b, fmt, up="升到", down="降到", flat="保持在"):
+    """从 a 到 b："从 a 降到 b" / "从 a 升到 b"；印出来相同时 "保持在 a"。
+
+    >>> change(24.12, 24.08, fixed(1)), change(8, 16, integer, up="增加到")
+    ('保持在 24.1', '从 8 增加到 16')
+    """
+    o = order(b, a, fmt)
+    if o == 0:
+        return f"{flat} {fmt(a)}"
+    word = up
+    if o < 0:
+        word = down
+    return f"从 {fmt(a)} {word} {fmt(b)}"
+
+
+def rel_change(before, after, nd=0, less="少了", more="多了", flat="几乎没变"):
+    """相对变化，按印出来的百分数说方向："少了 59%" / "多了 5%" / "几乎没变（0%）"。不会说"少了 -5%"。
+
+    >>> rel_change(5.74, 2.35), rel_change(2.0, 2.1), rel_change(3.0, 3.001), rel_change(0, 0)
+    ('少了 59%', '多了 5%', '几乎没变（0%）', '几乎没变（0%）')
+    """
+    if before == 0:
+        frac = 0.0
+        if after != 0:
+            frac = math.copysign(math.inf, after)
+    else:
+        frac = (after - before) / abs(before)
+    if math.isinf(frac):
+        return f"{more}（原来是 0）"
+    text = pct(abs(frac), nd)
+    if value(text) == 0:
+        return f"{flat}（{text}）"
+    if frac < 0:
+        return f"{less} {text}"
+    return f"{more} {text}"
+
+
+def ratio(a, b, nd=1, more="倍", same_word="一样"):
+    """a 是 b 的几倍，按印出来的倍数说："是 2.4 倍" / "一样（1.0 倍）"；b = 0 时说不出倍数。
+
+    >>> ratio(2.44, 1.0), ratio(1.02, 1.0), ratio(0.5, 1.0), ratio(1, 0)
+    ('是 2.4 倍', '一样（1.0 倍）', '是 0.5 倍', '无法相比（分母是 0）')
+    """
+    if b == 0:
+        return "无法相比（分母是 0）"
+    r = _no_neg_zero(f"{a / b:,.{nd}f}")
+    if float(r.replace(",", "")) == 1:
+        return f"{same_word}（{r} {more}）"
+    return f"是 {r} {more}"
+
+
+def rank(names_values, fmt, more=" > ", tie=" = "):
+    """从高到低排一排，印出来相同的用 "="：rank([("LRU", .46), ("LFU", .391), ("LA", .389)], fixed(2))
+    == 'LRU > LFU = LA'。
+
+    >>> rank([("LRU", 0.46), ("LFU", 0.391), ("LA", 0.389)], fixed(2))
+    'LRU > LFU = LA'
+    """
+    items = sorted(names_values, key=lambda nv: -value(fmt(nv[1])))
+    out = str(items[0][0])
+    for (_, prev), (name, v) in zip(items, items[1:]):
+        sep = more
+        if same(prev, v, fmt):
+            sep = tie
+        out += sep + str(name)
+    return out

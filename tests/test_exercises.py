@@ -1,0 +1,273 @@
+"""练习、检查器和 --mine：
+- 绑定参考实现时检查器全部通过；原样的练习文件（起始代码）干净地失败（退出码 1，没有 traceback）；
+- exercises/buggy.py 里的每个错误写法都被抓住，而且是被它名下的那个用例抓住；
+- --mine 对写对的 LRU 说"完全一致"，对淘汰最新块的 LRU 列出不同的数；换上的对象跑完都换回来。
+"""
+import os
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+from conftest import ROOT
+
+from exercises.buggy import BUGGY
+from exercises.check import check_exercise, main as check_main, variant_impl
+from kv_cache_policies import BlockCache
+import kv_cache_policies
+import paged_kv
+from lab_common import mine
+from lab_common.mine import EXERCISES, Impl, bind, compare, run_with_mine
+
+CHECK = os.path.join(ROOT, "exercises", "check.py")
+
+
+def _check(argv, capsys):
+    code = check_main(argv)
+    return code, capsys.readouterr().out
+
+
+def test_reference_passes_every_case(capsys):
+    code, out = _check(["--reference"], capsys)
+    assert code == 0, out
+    assert "没通过" not in out and "还没写" not in out
+    assert out.strip().endswith("合计：练习 1、2、3、4、5、6 通过。")
+
+
+def test_starters_fail_cleanly():
+    """起始代码：每个练习一行"还没写"，退出码 1，stderr 是空的（没有 traceback）。"""
+    env = {k: v for k, v in os.environ.items() if k != mine.EXERCISES_ENV}
+    p = subprocess.run([sys.executable, CHECK], capture_output=True, text=True, cwd=ROOT, env=env)
+    assert p.returncode == 1
+    assert p.stderr == ""
+    for n, ex in EXERCISES.items():
+        assert f"练习 {n} 还没写（exercises/{ex.stem}.py）" in p.stdout
+    assert "Traceback" not in p.stdout
+
+
+def test_starters_are_unwritten_by_probe():
+    for n in EXERCISES:
+        impl = mine.student_impl(n, os.path.join(ROOT, "exercises"))
+        assert impl.error is None and impl.untouched, (n, impl.status)
+
+
+@pytest.mark.parametrize("name", sorted(BUGGY))
+def test_buggy_variant_is_caught_by_its_case(name):
+    number, impl = variant_impl(name)
+    lines = []
+    assert check_exercise(number, impl, out=lines.append, fail_fast=True) == "没通过"
+    first = [x for x in lines if "第一个没过的用例" in x]
+    assert first and first[0].split("：", 1)[1].startswith(BUGGY[name].caught_by), lines
+    assert any(x.startswith("     提示：") or x.startswith("     出错：") for x in lines), lines
+
+
+def test_at_least_two_buggy_variants_per_exercise():
+    for n in EXERCISES:
+        assert sum(b.exercise == n for b in BUGGY.values()) >= 2, n
+
+
+def test_bad_arguments_are_one_line(capsys):
+    with pytest.raises(SystemExit) as e:
+        check_main(["7"])
+    assert e.value.code == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "练习号是 1–6" in err
+
+
+# ---------------------------------------------------------------- 学生写的文件：写了一半、写错、文件坏了
+def _student_dir(tmp_path, files):
+    """起始代码复制一份，再用 files = {文件名: 新内容} 覆盖几个。"""
+    for ex in EXERCISES.values():
+        src = os.path.join(ROOT, "exercises", ex.stem + ".py")
+        (tmp_path / (ex.stem + ".py")).write_text(pathlib.Path(src).read_text(encoding="utf-8"), encoding="utf-8")
+    for name, text in files.items():
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    return str(tmp_path)
+
+
+LRU_OK = '''
+from collections import OrderedDict
+from kv_cache_policies import BlockCache
+
+
+class LRUCache(BlockCache):
+    NAME, SHORT = "LRU", "LRU"
+
+    def __init__(self, capacity):
+        super().__init__(capacity, OrderedDict())
+
+    def touch(self, block, pos):
+        if block in self.entries:
+            self.entries.move_to_end(block)
+        else:
+            self.entries[block] = None
+
+    def evict(self):
+        return self.entries.popitem(last=False)[0]
+'''
+LRU_NEWEST = LRU_OK.replace("popitem(last=False)", "popitem(last=True)")
+
+
+def test_correct_student_lru_passes(tmp_path, capsys):
+    d = _student_dir(tmp_path, {"ex5_lru.py": LRU_OK})
+    code, out = _check(["5", "--dir", d], capsys)
+    assert code == 0, out
+    assert "全部 5 个用例通过" in out
+
+
+def test_partly_written_class_names_the_missing_method(tmp_path, capsys):
+    src = pathlib.Path(ROOT, "exercises", "ex3_cow.py").read_text(encoding="utf-8")
+    fork = '''        """返回一条共享全部块的新 PagedSequence（每块 incref）。"""
+        child = PagedSequence(self.pool)
+        child.blocks, child.length = list(self.blocks), self.length
+        for b in self.blocks:
+            self.pool.incref(b)
+        return child
+'''
+    start = src.index('        """返回一条共享全部块')
+    end = src.index("    def reserve")
+    d = _student_dir(tmp_path, {"ex3_cow.py": src[:start] + fork + "\n" + src[end:]})
+    code, out = _check(["3", "--dir", d], capsys)
+    assert code == 1
+    assert "  通过    fork：" in out
+    assert "用到的 PagedSequence.reserve 还没写" in out
+
+
+def test_broken_file_is_one_line(tmp_path, capsys):
+    d = _student_dir(tmp_path, {"ex1_kv_bytes.py": "def kv_bytes_per_token(:\n"})
+    code, out = _check(["1", "--dir", d], capsys)
+    assert code == 1
+    assert "加载出错：SyntaxError" in out and "ex1_kv_bytes.py 第 1 行" in out
+    assert "Traceback" not in out
+
+
+def test_student_exception_names_file_and_line(tmp_path, capsys):
+    text = "def kv_bytes_per_token(attention, n_layers, *a, **k):\n    return [][n_layers]\n"
+    d = _student_dir(tmp_path, {"ex1_kv_bytes.py": text})
+    code, out = _check(["1", "--dir", d], capsys)
+    assert code == 1
+    assert "IndexError: list index out of range（ex1_kv_bytes.py 第 2 行）" in out
+
+
+# ---------------------------------------------------------------- --mine
+def _hit_table():
+    """一个小"演示"：make_cache("lru") 在几个容量下的命中块数（04 演示 3 的同一条路：CACHE_POLICIES）。"""
+    trace = [(1, 2, 3), (1, 2, 4), (5,), (1, 2, 3), (6, 7), (1, 2, 4), (5, 6), (1, 2, 3)] * 3
+    for cap in (2, 3, 5):
+        c = kv_cache_policies.make_cache(cap, "lru")
+        hits = 0
+        for blocks in trace:
+            hits += c.match(blocks)
+            c.insert(blocks)
+        print(f"容量 {cap}：LRU 命中 {hits} 块，命中率 {hits / sum(map(len, trace)):.2f}")
+    return 0
+
+
+def _impl_from_source(tmp_path, text):
+    d = _student_dir(tmp_path, {"ex5_lru.py": text})
+    return {n: mine.student_impl(n, d) for n in EXERCISES}
+
+
+def test_mine_identical_for_correct_lru(tmp_path, capsys):
+    impls = _impl_from_source(tmp_path, LRU_OK)
+    assert run_with_mine(_hit_table, "04_prefix_caching", impls=impls) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines()[0].startswith("--mine：用了你在 ") and "里写的 LRUCache（练习 5）" in out
+    assert "和参考实现完全一致（3 行输出逐字相同）。" in out
+
+
+def test_mine_shows_differences_for_buggy_lru(tmp_path, capsys):
+    impls = _impl_from_source(tmp_path, LRU_NEWEST)
+    assert run_with_mine(_hit_table, "04_prefix_caching", impls=impls) == 0
+    out = capsys.readouterr().out
+    assert "有 3 行和参考实现不同（参考共 3 行）" in out
+    table = out.split("有 3 行和参考实现不同")[1].splitlines()
+    assert table[1].split()[0] == "行" and table[2].split()[0] == "1"
+    assert kv_cache_policies.CACHE_POLICIES["lru"] is kv_cache_policies.LRUCache      # 换回来了
+    assert [x for x in out.splitlines() if x.startswith("容量 2：")] == ["容量 2：LRU 命中 0 块，命中率 0.00"]
+    # ↑ 只打印了学生那一遍（参考那一遍留着比较，不显示）
+
+
+def test_mine_nothing_written_runs_once(capsys):
+    impls = {n: mine.student_impl(n, os.path.join(ROOT, "exercises")) for n in EXERCISES}
+    assert run_with_mine(_hit_table, "04_prefix_caching", impls=impls) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines()[0].startswith("--mine：exercises/ 里还没有写好的练习")
+    assert len([x for x in out.splitlines() if x.startswith("容量 2：")]) == 1 and "和参考实现" not in out
+
+
+def test_mine_student_error_is_one_line(tmp_path, capsys):
+    bad = LRU_OK.replace("return self.entries.popitem(last=False)[0]", "return [][0]")
+    impls = _impl_from_source(tmp_path, bad)
+    impls[5].status["LRUCache"] = "写好了"              # 探针只插 3 块，容量 2：也会淘汰——这里强行当作写好了
+    assert run_with_mine(_hit_table, "04_prefix_caching", impls=impls) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert "IndexError" in err and "ex5_lru.py 第 19 行" in err and "make check EX=5" in err
+
+
+def test_bind_swaps_every_reference_and_restores():
+    class Mine(BlockCache):
+        pass
+
+    def gather(*a):
+        return None
+    ref_lru, ref_gather = kv_cache_policies.LRUCache, paged_kv.gather_kv
+    with bind([(ref_lru, Mine), (ref_gather, gather)]):
+        assert kv_cache_policies.LRUCache is Mine and kv_cache_policies.CACHE_POLICIES["lru"] is Mine
+        assert paged_kv.gather_kv is gather
+    assert kv_cache_policies.LRUCache is ref_lru and kv_cache_policies.CACHE_POLICIES["lru"] is ref_lru
+    assert paged_kv.gather_kv is ref_gather
+
+
+def test_compare_lists_numbers_and_text():
+    ref = "表\n容量 1,000：命中率 0.61，省下 12%\n结论：LRU 最好\n"
+    same = compare(ref, ref)
+    assert same[-1] == "和参考实现完全一致（3 行输出逐字相同）。"
+    got = compare(ref, "表\n容量 1,000：命中率 0.12，省下 3%\n结论：FIFO 最好\n")
+    text = "\n".join(got)
+    assert "有 2 行和参考实现不同（参考共 3 行）" in text
+    assert any(line.split()[-3:] == ["0.61", "0.12", "-0.49"] for line in got), got
+    assert any(line.split()[-3:] == ["12", "3", "-9"] for line in got), got
+    assert "第 3 行的文字也不同" in text and "你的：结论：FIFO 最好" in text
+
+
+def test_mine_doctests():
+    import doctest
+    assert doctest.testmod(mine).failed == 0
+
+
+GATHER_OK = '''
+import numpy as np
+
+
+def gather_kv(pool, layer, blocks, length):
+    out = []
+    for x in (pool.k, pool.v):
+        parts = [x[layer, b] for b in blocks]                 # 每块 (KV 头, 块内位置, 头维度)
+        out.append(np.concatenate(parts, axis=1)[:, :length])
+    return out[0], out[1]
+'''
+GATHER_NO_TRANSPOSE = '''
+def gather_kv(pool, layer, blocks, length):
+    k, v = pool.k[layer, blocks], pool.v[layer, blocks]
+    H, hd = k.shape[1], k.shape[3]
+    return k.reshape(H, -1, hd)[:, :length], v.reshape(H, -1, hd)[:, :length]
+'''
+
+
+@pytest.mark.parametrize("text, same", [(GATHER_OK, True), (GATHER_NO_TRANSPOSE, False)], ids=["ok", "no_transpose"])
+def test_mine_through_the_script_runner(tmp_path, monkeypatch, capsys, text, same):
+    """02 --mine --demo 2（run_lecture 的 --mine）：写对的 gather_kv 和参考完全一致；写错的列出 logits 的差。"""
+    from conftest import load_script
+    monkeypatch.setenv(mine.EXERCISES_ENV, _student_dir(tmp_path, {"ex2_gather_kv.py": text}))
+    s02 = load_script("02_paged_attention")
+    assert s02.main(["--mine", "--demo", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "里写的 gather_kv（练习 2）。" in out.splitlines()[0]
+    if same:
+        assert "和参考实现完全一致" in out
+    else:
+        assert "行和参考实现不同" in out and "+3.0e+00" in out
+    assert paged_kv.gather_kv is mine.reference(2)["gather_kv"]

@@ -1,0 +1,89 @@
+"""lab_common.say：句子的共用词汇，每个边界情况一个小测试（答案手算得出）。"""
+import pytest
+
+from lab_common import say
+from lab_common.console import observation_lines
+
+
+def test_no_negative_zero():
+    assert say.fixed(0)(-0.3) == "0"
+    assert say.fixed(1)(-0.04) == "0.0"
+    assert say.pct(-0.004) == "0%"
+    assert say.times(-0.001) == "0.00×"
+    assert say.integer(-0.4) == "0"
+    assert say.fixed(0, "µs")(-0.2) == "0 µs"
+    assert say.fixed(2)(-0.01) == "-0.01"          # 真正的负数保留
+
+
+def test_equal_printed_values_are_the_same():
+    f2 = say.fixed(2)
+    assert say.order(0.541, 0.538, f2) == 0
+    assert say.vs("全局", 0.541, "本地", 0.538, say.fixed(2, "s")) == "全局和本地一样（都是 0.54 s）"
+    assert say.vs("LRU", 0.46, "LFU", 0.39, f2) == "LRU 比 LFU 高（0.46 对 0.39）"
+    assert say.vs("LRU", 0.39, "LFU", 0.46, f2, less="少") == "LRU 比 LFU 少（0.39 对 0.46）"
+
+
+def test_span_collapses_equal_ends():
+    assert say.span([0.041, 0.044], say.fixed(2)) == "0.04"
+    assert say.span([353, 353.2], say.integer) == "353"
+    assert say.span([0.04, 0.3], say.fixed(2)) == "0.04–0.30"
+    with pytest.raises(ValueError):
+        say.span([], say.integer)
+
+
+def test_change_collapses_equal_ends():
+    f1 = say.fixed(1)
+    assert say.change(24.12, 24.08, f1) == "保持在 24.1"
+    assert say.change(24.1, 3.0, f1) == "从 24.1 降到 3.0"
+    assert say.change(0.129, 0.1291, say.pct1) == "保持在 12.9%"
+    assert say.change(8, 16, say.integer) == "从 8 升到 16"
+
+
+def test_rel_change_direction_and_flat():
+    assert say.rel_change(5.74, 2.35) == "少了 59%"
+    assert say.rel_change(1.0, 20.23) == "多了 1,923%"     # 不会说"少 -1923%"
+    assert say.rel_change(3.0, 3.001) == "几乎没变（0%）"
+    assert say.rel_change(0, 5) == "多了（原来是 0）"
+
+
+def test_size_picks_unit():
+    assert say.size(160 * 2**20) == "160 MiB"               # 不是 "0 GiB"
+    assert say.size(1562 * 2**30) == "1.53 TiB"
+    assert say.size(512) == "512 B"
+    assert say.size(0) == "0 B"
+    assert say.size(128e9, binary=False) == "128 GB"
+    assert say.value(say.size(160 * 2**20)) == 160 * 2**20
+
+
+def test_counts_zero_and_one():
+    assert say.count(0, "个请求") == "没有请求"
+    assert say.count(1, "个请求") == "1 个请求"
+    assert say.count(12_031, "个请求") == "12,031 个请求"
+
+
+def test_ratio_and_rank_ties():
+    assert say.ratio(1.02, 1.0) == "一样（1.0 倍）"
+    assert say.ratio(2.44, 1.0) == "是 2.4 倍"
+    assert say.ratio(1, 0) == "无法相比（分母是 0）"
+    assert say.rank([("LRU", 0.46), ("LFU", 0.391), ("LA", 0.389)], say.fixed(2)) == "LRU > LFU = LA"
+    assert say.rank([("A", 1)], say.fixed(2)) == "A"
+
+
+def test_listing_and_words():
+    assert say.listing([]) == ""
+    assert say.listing(["LRU"]) == "LRU"
+    assert say.listing(["LRU", "LFU"]) == "LRU 和 LFU"
+    assert say.words("块", "16", "个") == "块 16 个"
+    assert say.words("本地", "和", "全局") == "本地和全局"
+
+
+def test_value_parses_what_was_printed():
+    assert say.value("1,234.5") == 1234.5
+    assert say.value("−3") == -3
+    with pytest.raises(ValueError):
+        say.value("-")
+
+
+def test_observation_lines():
+    assert observation_lines("短句。") == 1
+    assert observation_lines("很长的句子。" * 30) > 3
