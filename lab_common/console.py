@@ -153,12 +153,17 @@ def print_text(text=""):
 
 
 _TOKEN = re.compile(r"[A-Za-z0-9_.,%×µ/+\-:()'~]+")   # 数字、英文单词：折行时不拆开（和 wrap_cjk 一样）
+_GAP = 3                                                # 表的列之间 3 格：两边的内边距和一格分隔（表的两边不留）
+
+
+def _least_widths(headers, rows):
+    """每列至少多宽：它里面最长的数字 / 英文单词（表头可以折行，不算），至少 2 格（一个汉字）。"""
+    return [max([2] + [cell_len(t) for r in rows for t in _TOKEN.findall(r[j])]) for j in range(len(headers))]
 
 
 def plan_column_widths(headers, rows, room):
     """表太宽时的列宽：从最宽的列起一格一格地收窄，但每列不窄于它里面最长的数字 / 英文单词，中文和表头可以折行。
-    room = 能给各列内容的总宽度（不含列之间的空格）。本来就放得下时返回 None（照 rich 的排法，输出不变）；
-    怎么收都放不下时返回每列的最小宽度（表比终端宽，但数字仍是完整的）。
+    room = 能给各列内容的总宽度（不含列之间的空格）。本来就放得下时返回 None（照 rich 的排法，输出不变）。
 
     >>> plan_column_widths(["名字", "数"], [["一个很长的名字", "1,234,567"]], 16)
     [7, 9]
@@ -169,7 +174,7 @@ def plan_column_widths(headers, rows, room):
     want = [max(cell_len(line) for c in col for line in c.split("\n")) for col in cells]
     if sum(want) <= room:
         return None
-    least = [max([2] + [cell_len(t) for c in col[1:] for t in _TOKEN.findall(c)]) for col in cells]
+    least = _least_widths(headers, rows)
     width = [max(w, m) for w, m in zip(want, least)]
     while sum(width) > room:
         slack = [(w, j) for j, (w, m) in enumerate(zip(width, least)) if w > m]
@@ -179,9 +184,36 @@ def plan_column_widths(headers, rows, room):
     return width
 
 
+def column_groups(headers, rows, width):
+    """终端太窄、收窄到每个数字刚好放下也放不下整张表时，把表竖着切成几张：每张都带着第 1 列（行的名字）。
+
+    >>> column_groups(["名字", "a", "b", "c"], [["x", "1,000,000", "2,000,000", "3,000,000"]], 30)
+    [[0, 1, 2], [0, 3]]
+    """
+    least = _least_widths(headers, rows)
+    groups, cur = [], [0]
+    for j in range(1, len(headers)):
+        if len(cur) > 1 and sum(least[k] for k in cur + [j]) + _GAP * len(cur) > width:
+            groups.append(cur)
+            cur = [0]
+        cur.append(j)
+    return groups + [cur]
+
+
 def print_table(headers, rows, title=None, caption=None):
-    """打印一张表；数字列自动右对齐。rows 的每个元素都会被 str() 一次。窄终端上表格收窄时数字不会被拆开。"""
+    """打印一张表；数字列自动右对齐。rows 的每个元素都会被 str() 一次。
+    窄终端上表格收窄时数字不会被拆开；实在放不下时竖着切成几张（每张都带第 1 列）。"""
     rows = [[str(x) for x in r] for r in rows]
+    c = _console()
+    for cols in column_groups(headers, rows, c.width):
+        _print_table(c, [headers[j] for j in cols], [[r[j] for j in cols] for r in rows], title)
+        title = None
+    if caption:
+        for line in wrap_cjk(caption, c.width - 2, indent=2):
+            c.print(line, markup=False, highlight=False, soft_wrap=True)
+
+
+def _print_table(c, headers, rows, title):
     table = Table(title=title, caption=None, box=box.SIMPLE_HEAD, header_style="bold",
                   show_edge=False, pad_edge=False)
     for j, h in enumerate(headers):
@@ -189,18 +221,11 @@ def print_table(headers, rows, title=None, caption=None):
         table.add_column(str(h), justify="right" if numeric else "left", overflow="fold")
     for r in rows:
         table.add_row(*r)
-    c = _console()
-    gaps = 3 * (len(headers) - 1)                # 列之间 3 格：两边的内边距和一格分隔（表的两边不留）
-    widths = plan_column_widths(headers, rows, c.width - gaps)
-    if widths is None:
-        c.print(table)
-    else:
+    widths = plan_column_widths(headers, rows, c.width - _GAP * (len(headers) - 1))
+    if widths is not None:
         for col, w in zip(table.columns, widths):
             col.width = w
-        c.print(table, width=max(c.width, sum(widths) + gaps))
-    if caption:
-        for line in wrap_cjk(caption, c.width - 2, indent=2):
-            c.print(line, markup=False, highlight=False, soft_wrap=True)
+    c.print(table)
 
 
 SHOW_MORE = False   # --more：也印出"更多"的观察（由 script_tools 的运行器设置，跑完复原）

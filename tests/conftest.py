@@ -107,17 +107,33 @@ def pytest_unconfigure(config):
 
 # ---------------------------------------------------------------- 跑一遍脚本：本进程里
 _RUNS = {}
+TABLES = {}     # 脚本名 → 它打印过的每张表 [(表头, 各行)]：窄终端的测试拿它们重排，不必再跑一遍演示
+
+
+@contextlib.contextmanager
+def recording_tables(name):
+    """在这段时间里 print_table 打印的每张表记进 TABLES[name]（print_table 每次都调 console.plan_column_widths）。"""
+    from lab_common import console
+    tables = TABLES.setdefault(name, [])
+    plan = console.plan_column_widths
+
+    def record(headers, rows, room):
+        tables.append((list(headers), [list(r) for r in rows]))
+        return plan(headers, rows, room)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(console, "plan_column_widths", record)
+        yield tables
 
 
 def run_main(name):
     """main([]) 在本进程里跑一遍（每个进程每个脚本只跑一次）：返回 (打印的文字, {演示号: 演示返回的 dict})。
 
-    冒烟测试和"换一个进程输出也一样"的测试共用这一遍（它们在同一个 xdist 组里）。
+    冒烟测试、"换一个进程输出也一样"和窄终端的测试共用这一遍（它们在同一个 xdist 组里）。
     """
     if name not in _RUNS:
         m = load_script(name)
         got = {}
-        with pytest.MonkeyPatch.context() as mp:
+        with pytest.MonkeyPatch.context() as mp, recording_tables(name):
             for k, fn in list(m.DEMOS.items()):
                 mp.setitem(m.DEMOS, k, lambda *a, fn=fn, k=k: got.setdefault(k, fn(*a)))
             buf = io.StringIO()
