@@ -6,7 +6,7 @@
 #   make check     —— 检查 exercises/ 里的练习（EX=3 只查练习 3）
 #   make all       —— 重新生成 figures/ 里的图（增量；要 GNU make ≥ 4.3）
 #   make clean     —— 只删除生成的图
-# 要求：Python ≥ 3.10 和 pip（环境装在 .venv/ 里，约 1 GB；第一次安装几分钟，没有进度输出）。
+# 要求：Python ≥ 3.10 和 pip（环境装在 .venv/ 里约 0.4 GB，加 torch、triton 约 1.8 GB；第一次安装几分钟，没有进度输出）。
 PY ?= python3
 VENV := .venv
 ifeq ($(OS),Windows_NT)

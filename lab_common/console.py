@@ -152,7 +152,7 @@ def print_text(text=""):
         c.print(line, markup=False, highlight=False, soft_wrap=True)
 
 
-_TOKEN = re.compile(r"[A-Za-z0-9_.,%×µ/+\-:()'~]+")   # 数字、英文单词：折行时不拆开（和 wrap_cjk 一样）
+_TOKEN = re.compile(r"[A-Za-z0-9_.,%×µ/+\-–:()'~]+")   # 数字（含 11–341 这样的范围）、英文单词：表格折行时不拆开
 _GAP = 3                                                # 表的列之间 3 格：两边的内边距和一格分隔（表的两边不留）
 
 

@@ -29,6 +29,11 @@ REAL_TRACE_MISSING = (f"没有真实 trace：把 Mooncake 的公开 trace moonca
                       f"放到 {REAL_TRACE}（仓库旁边的 shared/traces/）")
 
 
+# kernel 测试（Triton 解释器）没装 torch / triton 时跳过的理由
+NO_KERNEL = ("没有安装 {}：kernel 测试跳过。make test 只在 Linux x86_64 上装 torch（CPU 版）和 triton"
+             "（triton 3.6.0 没有 macOS、Windows 的 wheel）；make test KERNEL=1 一定装")
+
+
 # ---------------------------------------------------------------- 真实 trace
 def pytest_collection_modifyitems(config, items):
     """标了 real_trace 的测试：trace 文件不在时跳过，理由里写明文件该放在哪里。"""
