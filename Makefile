@@ -71,11 +71,11 @@ PAGED := lecture07/paged_kv.py lab_common/transformer_lab.py lab_common/settings
 # 04、05 用到的 lecture07 共用模块（物理量、trace、缓存策略、模拟器）
 STORE := lecture07/kv_physics.py lecture07/kv_trace.py lecture07/kv_trace_io.py lecture07/kv_cache_policies.py lecture07/kv_cache_sim.py lecture07/kv_sim_base.py lecture07/kv_sim_lfu.py lecture07/kv_sim_lru.py lecture07/kv_sim_min.py $(PAGED)
 
-F01 := figures/01_kv_memory_breakdown.png
+F01 := figures/01_kv_memory_breakdown.png figures/01_kv_per_token.png figures/01_recompute_vs_swap.png
 F02 := figures/02_block_table.png
 F03 := figures/03_blocks_over_steps.png
 F04 := figures/04_block_popularity.png figures/04_hit_ratio.png figures/04_prefill_time.png
-F05 := figures/05_load_vs_recompute.png figures/05_ttft_by_scheduler.png figures/05_pd_transfer.png
+F05 := figures/05_load_vs_recompute.png figures/05_hot_nic.png figures/05_ttft_by_scheduler.png figures/05_pd_transfer.png
 F06 := figures/06_triton_cow_clone.png
 FIGS := $(F01) $(F02) $(F03) $(F04) $(F05) $(F06)
 
@@ -87,9 +87,9 @@ $(error 画图的规则要 GNU make ≥ 4.3，这里是 $(MAKE_VERSION)：macOS 
 endif
 endif
 
-$(F01) &: figures/plot_01.py lecture07/01_kv_cache_memory.py $(STORE) $(LAB)
+$(F01) &: figures/plot_01.py lecture07/01_kv_cache_memory.py lecture07/kv_alloc_sim.py lab_common/say.py $(STORE) $(LAB)
 	$(VPY) figures/plot_01.py
-$(F02) &: figures/plot_02.py lecture07/02_paged_attention.py $(STORE) $(LAB)
+$(F02) &: figures/plot_02.py lecture07/02_paged_attention.py lab_common/say.py $(STORE) $(LAB)
 	$(VPY) figures/plot_02.py
 $(F03) &: figures/plot_03.py lecture07/03_sharing_and_cow.py $(PAGED) $(LAB)
 	$(VPY) figures/plot_03.py

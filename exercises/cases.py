@@ -3,6 +3,7 @@
 一个用例 = (名字, 函数)；函数拿到 {名字: 学生的对象}，不对就 raise Fail(输入, 应当, 实际, 一句提示)。
 参考实现一律从讲义的模块里取（lab_common.mine.reference），这里不写第二份。
 """
+import contextlib
 from types import SimpleNamespace
 
 import numpy as np
@@ -14,6 +15,25 @@ class Fail(Exception):
     def __init__(self, given, expected, got, hint):
         super().__init__(hint)
         self.given, self.expected, self.got, self.hint = given, expected, got, hint
+
+
+class Crash(Exception):
+    """学生的代码在一个手算的用例里抛了异常：记下当时的输入（异常本身是 __cause__）。"""
+
+    def __init__(self, given):
+        super().__init__(given)
+        self.given = given
+
+
+@contextlib.contextmanager
+def calling(given):
+    """with calling("输入的说明")：里面学生的代码抛异常时，带着这个说明报出去（没写、没通过照常往外抛）。"""
+    try:
+        yield
+    except (Fail, NotImplementedError):
+        raise
+    except Exception as e:
+        raise Crash(given) from e
 
 
 def show(x):
@@ -50,7 +70,10 @@ def same(got, expected, given, hint):
 def _kv_case(args, kwargs, expected, hint):
     def case(m):
         call = ", ".join([repr(a) for a in args] + [f"{k}={v!r}" for k, v in kwargs.items()])
-        same(m["kv_bytes_per_token"](*args, **kwargs), expected, f"kv_bytes_per_token({call})", hint)
+        given = f"kv_bytes_per_token({call})"
+        with calling(given):
+            got = m["kv_bytes_per_token"](*args, **kwargs)
+        same(got, expected, given, hint)
     return case
 
 
@@ -106,16 +129,17 @@ def _contiguous(pool, layer, blocks, length):
 def _gather_case(pool_kw, layer, blocks, length, hint, what="k"):
     def case(m):
         pool = _toy_pool(**pool_kw)
-        got = m["gather_kv"](pool, layer, blocks, length)
-        exp = _contiguous(pool, layer, blocks, length)
         given = (f"块池 {pool.k.shape}（层, 块, KV 头, 块内位置, 头维度），k = 1000·层 + 100·块 + 10·头 + 位置 "
                  f"+ 0.1·维，v = -k；gather_kv(pool, layer={layer}, blocks={blocks}, length={length})")
+        with calling(given):
+            got = m["gather_kv"](pool, layer, blocks, length)
+        exp = _contiguous(pool, layer, blocks, length)
         if not isinstance(got, tuple) or len(got) != 2:
             raise Fail(given, "(k, v) 两个数组", show(got), "返回 (k, v)")
         i = 0 if what == "k" else 1
         if np.shape(got[i]) != exp[i].shape:
             raise Fail(given, f"{what} 的形状 {exp[i].shape}", f"{np.shape(got[i])}",
-                       "形状是 (n_kv_heads, length, head_dim)：最后一块没写满的部分要切掉")
+                       "形状应当是 (n_kv_heads, length, head_dim)：拼接的是块内位置那一维吗？最后一块没写满的部分切掉了吗？")
         same(got[i], exp[i], given, hint)
     return case
 
@@ -186,9 +210,10 @@ def _filled(cls, pool, n_tokens):
 
 def _case_fork(m):
     pool, copies = _pool()
-    a = _filled(m["PagedSequence"], pool, 3)
-    b = a.fork()
     given = "块池 4 块、块大小 2；a 写了 3 个 token（块表 [0, 1]）；b = a.fork()"
+    with calling(given):
+        a = _filled(m["PagedSequence"], pool, 3)
+        b = a.fork()
     same(_state(pool, a, b), dict(blocks=[[0, 1], [0, 1]], lengths=[3, 3], ref_count=[2, 2, 0, 0], n_free=2),
          given, "fork 不拷数据：新序列用同样的块表和 length，每块 pool.incref 一次")
     same(copies, [], given + " 之后的写时复制", "fork 时不复制任何块")
@@ -199,40 +224,45 @@ def _case_fork(m):
 
 def _case_reserve(m):
     pool, _ = _pool(n_blocks=4, block_size=4)
-    a = m["PagedSequence"](pool)
-    blk, off = a.reserve(5)
     given = "块池 4 块、块大小 4；a = PagedSequence(pool)；a.reserve(5)"
+    with calling(given):
+        a = m["PagedSequence"](pool)
+        blk, off = a.reserve(5)
     same(list(a.blocks), [0, 1], given + " 之后的 a.blocks", "5 个 token 要 2 块：用 pool.alloc() 按需分配")
     same((np.asarray(blk).tolist(), np.asarray(off).tolist()), ([0, 0, 0, 0, 1], [0, 1, 2, 3, 0]),
          given + " 的返回值 (物理块, 偏移)", "位置 p = length + 0..n-1：物理块 = blocks[p // 块大小]，偏移 = p % 块大小")
     same(a.length, 0, given + " 之后的 a.length", "reserve 不改 length：写完 K/V 以后由调用者加")
     a.length = 5
-    blk, off = a.reserve(3)
+    with calling(given + "；a.length = 5；a.reserve(3)"):
+        blk, off = a.reserve(3)
     same((list(a.blocks), np.asarray(blk).tolist(), np.asarray(off).tolist()), ([0, 1], [1, 1, 1], [1, 2, 3]),
          given + "；a.length = 5；a.reserve(3)", "块 1 还有 3 个空位：不用分配新块")
 
 
 def _case_cow(m):
     pool, copies = _pool()
-    a = _filled(m["PagedSequence"], pool, 3)
-    b = a.fork()
-    b.reserve(1)
     given = "块大小 2；a 写了 3 个 token（块 0 满、块 1 写了 1 个）；b = a.fork()；b.reserve(1)"
+    with calling(given):
+        a = _filled(m["PagedSequence"], pool, 3)
+        b = a.fork()
+        b.reserve(1)
     same(copies, [(1, 2)], given + " 时的写时复制 (源块, 新块)",
          "最后一块没写满、ref_count > 1：要 pool.copy_block(旧块) 换成自己的一份")
     same(_state(pool, a, b), dict(blocks=[[0, 1], [0, 2]], lengths=[3, 3], ref_count=[2, 1, 1, 0], n_free=1),
          given, "复制以后旧块要 pool.decref 一次（b 不再用它）；a 的块表不变")
-    a.reserve(1)
+    with calling(given + "；a.reserve(1)"):
+        a.reserve(1)
     same((copies, list(a.blocks)), ([(1, 2)], [0, 1]), given + "；a.reserve(1)",
          "块 1 现在只有 a 在用（ref_count 1）：直接写，不再复制")
 
 
 def _case_full_block(m):
     pool, copies = _pool()
-    a = _filled(m["PagedSequence"], pool, 4)
-    b = a.fork()
-    b.reserve(1)
     given = "块大小 2；a 写了 4 个 token（两块都满）；b = a.fork()；b.reserve(1)"
+    with calling(given):
+        a = _filled(m["PagedSequence"], pool, 4)
+        b = a.fork()
+        b.reserve(1)
     same(copies, [], given + " 时的写时复制", "最后一块已经写满：新 token 写进新块，不用复制共享的块")
     same(_state(pool, a, b), dict(blocks=[[0, 1], [0, 1, 2]], lengths=[4, 4], ref_count=[2, 2, 1, 0], n_free=1),
          given, "只给 b 分配一个新块")
@@ -240,18 +270,21 @@ def _case_full_block(m):
 
 def _case_free(m):
     pool, _ = _pool()
-    a = _filled(m["PagedSequence"], pool, 3)
-    a.free()
     given = "块大小 2；a 写了 3 个 token（块表 [0, 1]）；a.free()"
+    with calling(given):
+        a = _filled(m["PagedSequence"], pool, 3)
+        a.free()
     same(_state(pool, a), dict(blocks=[[]], lengths=[0], ref_count=[0, 0, 0, 0], n_free=4),
          given, "free：每块 pool.decref（降到 0 的回到空闲表），然后 blocks = []、length = 0")
-    a = _filled(m["PagedSequence"], pool, 4)
-    b = a.fork()
-    a.free()
     given = "块大小 2；a 写了 4 个 token；b = a.fork()；a.free()"
+    with calling(given):
+        a = _filled(m["PagedSequence"], pool, 4)
+        b = a.fork()
+        a.free()
     same(_state(pool, a, b), dict(blocks=[[], [2, 3]], lengths=[0, 4], ref_count=[0, 0, 1, 1], n_free=2),
          given, "还有别的序列在用的块只 decref，不回空闲表")
-    b.free()
+    with calling(given + "；b.free()"):
+        b.free()
     same(_state(pool, a, b), dict(blocks=[[], []], lengths=[0, 0], ref_count=[0, 0, 0, 0], n_free=4),
          given + "；b.free()", "全部释放以后所有块都回到空闲表")
 
@@ -323,8 +356,9 @@ SYS_PROMPT = [101, 7, 7, 3, 55, 2, 9, 14]         # 04 演示 1 的两块长的"
 
 def _case_tail(m):
     toks = list(range(1, 11))
-    got = m["block_hashes"](toks, 4)
     given = f"block_hashes({toks}, block=4)"
+    with calling(given):
+        got = m["block_hashes"](toks, 4)
     same(len(got), 2, given + " 的个数", "10 个 token、块大小 4：两个完整块，结尾 2 个 token 不算哈希")
     if not all(isinstance(h, str) and len(h) == 12 for h in got):
         raise Fail(given, "两个 12 位的十六进制字符串", show(got), "返回 digest 的 .hex()[:12]")
@@ -333,7 +367,8 @@ def _case_tail(m):
 def _case_prefix_same(m):
     a = SYS_PROMPT + [21, 22, 23, 24, 25, 26, 27, 28]
     b = SYS_PROMPT + [21, 22, 23, 24, 31, 32, 33, 34]
-    ha, hb = m["block_hashes"](a, 4), m["block_hashes"](b, 4)
+    with calling(f"block_hashes({a}, 4) 和 block_hashes({b}, 4)"):
+        ha, hb = m["block_hashes"](a, 4), m["block_hashes"](b, 4)
     same([x == y for x, y in zip(ha, hb)], [True, True, True, False],
          f"A = {a}，B = {b}，块大小 4：A、B 的哈希逐块是否相同", "前 3 块 token 相同 → 前 3 个哈希相同；第 4 块不同")
 
@@ -341,7 +376,8 @@ def _case_prefix_same(m):
 def _case_chain(m):
     a = [1, 2, 3, 4, 5, 6, 7, 8]
     c = [9, 2, 3, 4, 5, 6, 7, 8]
-    ha, hc = m["block_hashes"](a, 4), m["block_hashes"](c, 4)
+    with calling(f"block_hashes({a}, 4) 和 block_hashes({c}, 4)"):
+        ha, hc = m["block_hashes"](a, 4), m["block_hashes"](c, 4)
     same([x == y for x, y in zip(ha, hc)], [False, False], f"A = {a}，C = {c}，块大小 4：哈希逐块是否相同",
          "第 2 块的 token 虽然一样，但第 1 块不同：链式哈希要把前一块的哈希算进去（sha256(前一块的 digest + 这一块)）")
 
@@ -359,7 +395,10 @@ def _case_exact(m):
 
 def _match_case(hashes, cache, expected, hint):
     def case(m):
-        same(m["match_prefix"](hashes, cache), expected, f"match_prefix({hashes}, {cache})", hint)
+        given = f"match_prefix({hashes}, {cache})"
+        with calling(given):
+            got = m["match_prefix"](hashes, cache)
+        same(got, expected, given, hint)
     return case
 
 
@@ -449,22 +488,30 @@ def _lru_ops(capacity, ops, expected, hint, what="match"):
     """ops：要 insert 的请求列表；最后比较 match(what 的请求) 或 entries 的顺序。"""
     def case(m):
         given = f"LRUCache({capacity})；" + "；".join(f"insert({o})" for o in ops)
-        c = _new_cache(m["LRUCache"], capacity, given)
-        for o in ops:
-            c.insert(o)
         if what == "entries":
+            with calling(given):
+                c = _new_cache(m["LRUCache"], capacity, given)
+                for o in ops:
+                    c.insert(o)
             same(list(c.entries), expected, given + " 之后 entries（从旧到新）", hint)
         else:
-            same(c.match(what), expected, given + f"；match({what})", hint)
+            given += f"；match({what})"
+            with calling(given):
+                c = _new_cache(m["LRUCache"], capacity, given)
+                for o in ops:
+                    c.insert(o)
+                got = c.match(what)
+            same(got, expected, given, hint)
     return case
 
 
 def _case_evict_returns(m):
     given = "LRUCache(3)；insert([1, 2, 3])；touch(4, 0)；evict()"
-    c = _new_cache(m["LRUCache"], 3, given)
-    c.insert([1, 2, 3])
-    c.touch(4, 0)
-    got = c.evict()
+    with calling(given):
+        c = _new_cache(m["LRUCache"], 3, given)
+        c.insert([1, 2, 3])
+        c.touch(4, 0)
+        got = c.evict()
     same((got, sorted(c.entries)), (3, [1, 2, 4]), given + " 的返回值和剩下的块",
          "insert 从最后一块往前 touch，所以块 3 最旧；evict 删掉它并返回 3")
 
@@ -510,16 +557,25 @@ def _radix_case(inserts, checks, hint, capacity=None, lock=False):
     """inserts：依次插入的序列；checks：[(要 match 的序列, 期望)] 和最后的树（画出来比）。期望由参考实现算。"""
     def case(m):
         ref_cls = reference(6)["RadixCache"]
-        t, r = m["RadixCache"](capacity), ref_cls(capacity)
-        given = f"RadixCache({capacity})；" + "；".join(
-            f"insert({s}{', lock=True' if lock else ''})" for s in inserts)
+        r = ref_cls(capacity)
+        given = f"t = RadixCache({capacity})"
+        with calling(given):
+            t = m["RadixCache"](capacity)
+        flag = ""
+        if lock:
+            flag = ", lock=True"
         for s in inserts:
+            given += f"；t.insert({s}{flag})"
             want = r.insert(list(s), lock=lock)
-            got = t.insert(list(s), lock=lock)
-            same(tuple(got) if isinstance(got, (tuple, list)) else got, want,
-                 given + f"：insert({s}) 的返回值 (已经在树里的长度, 拆了几个节点)", hint)
+            with calling(given):
+                got = t.insert(list(s), lock=lock)
+            if isinstance(got, list):
+                got = tuple(got)
+            same(got, want, given + " 的返回值 (已经在树里的长度, 拆了几个节点)", hint)
         for q in checks:
-            same(t.match(list(q)), r.match(list(q)), given + f"；match({q})", hint)
+            with calling(given + f"；t.match({q})"):
+                got = t.match(list(q))
+            same(got, r.match(list(q)), given + f"；t.match({q})", hint)
         st, sr = _tree_state(t), _tree_state(r)
         for key, label in (("size", "树里存的 token 数 size"), ("n_splits", "拆过几次 n_splits"),
                            ("render", "树的样子（render()）")):

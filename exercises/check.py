@@ -10,6 +10,7 @@
 import os
 import signal
 import sys
+import threading
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # 仓库根目录：lab_common、exercises
 from lab_common.console import ArgParser  # noqa: E402
@@ -17,7 +18,7 @@ from lab_common.mine import (EXERCISES, Impl, exercises_dir, one_line, reference
                              short_path, student_impl)
 
 setup_path()
-from exercises.cases import CASES, Fail  # noqa: E402
+from exercises.cases import CASES, Crash, Fail  # noqa: E402
 
 CASE_SECONDS = 20      # 一个用例最多跑多久（多半是死循环）；只在有 SIGALRM 的系统上（Linux、macOS）
 
@@ -32,7 +33,7 @@ def _on_alarm(signum, frame):
 
 def run_case(fn, objs, path):
     """跑一个用例：返回 (状态, 细节)。状态：通过 / 没通过 / 还没写 / 出错 / 超时。"""
-    alarm = hasattr(signal, "SIGALRM")
+    alarm = hasattr(signal, "SIGALRM") and threading.current_thread() is threading.main_thread()
     if alarm:
         old = signal.signal(signal.SIGALRM, _on_alarm)
         signal.setitimer(signal.ITIMER_REAL, CASE_SECONDS)
@@ -45,8 +46,10 @@ def run_case(fn, objs, path):
         return "还没写", e
     except _Timeout:
         return "超时", None
+    except Crash as c:
+        return "出错", (c.given, one_line(c.__cause__, path))
     except Exception as e:
-        return "出错", one_line(e, path)
+        return "出错", (None, one_line(e, path))
     finally:
         if alarm:
             signal.setitimer(signal.ITIMER_REAL, 0)
@@ -76,7 +79,10 @@ def check_exercise(number, impl, out=print, fail_fast=False):
     label = short_path(path) if path else "参考实现"
     missing = [n for n, _ in ex.names if n not in impl.objs]
     if impl.error or missing:
-        out(f"练习 {number} · {ex.title}：{impl.error or impl.status[missing[0]]}")
+        reason = impl.error
+        if reason is None:
+            reason = impl.status[missing[0]]
+        out(f"练习 {number} · {ex.title}：{reason}")
         return "没通过"
     results = []
     for name, fn in CASES[number]:
@@ -111,9 +117,14 @@ def _explain(first, impl, out):
     elif state == "还没写":
         out(f"     用到的 {_not_written_name(detail, impl)} 还没写（还在 raise NotImplementedError）")
     elif state == "超时":
-        out(f"     {CASE_SECONDS} 秒还没跑完：多半是死循环（比如 while 循环里的下标没有前进）")
+        out(f"     {CASE_SECONDS} 秒还没跑完：多半是死循环（比如 while 循环里的下标没有前进），或者每次操作太慢"
+            "（比如在 list 里查找、删除：换成 dict / OrderedDict）")
     else:
-        out(f"     出错：{detail}")
+        given, error = detail
+        if given is not None:
+            out(f"     输入：{given}")
+        out(f"     出错：{error}")
+        out("     提示：在 python 里用这个输入调用你的代码，从出错的那一行往回看")
 
 
 def variant_impl(name):

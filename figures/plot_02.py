@@ -2,6 +2,9 @@
 
 运行：python figures/plot_02.py [--out DIR]     （约 1 秒；make all 会调用它）
 数据和配置全部来自 lecture07/02_paged_attention.py 的 demo1_block_table() 返回的 dict（同一次 prefill + 解码）。
+
+版面：上面一排是各条序列的逻辑块（从左到右 A、B、C…），下面一排是块池；每支箭头从它所属的逻辑块的
+下边出发，落在物理块的上边——箭头只走两排之间的空白，不穿过任何格子。
 """
 import os
 import sys
@@ -12,13 +15,25 @@ import figlib
 from figlib import caption, plt, save_png
 
 FIGURES = ("02_block_table.png",)
-SEQ_COLORS = ("tab:blue", "tab:orange", "tab:green", "tab:purple", "tab:brown")
+SEQ_COLORS = ("tab:blue", "tab:orange", "tab:green", "tab:purple", "tab:brown", "tab:olive")
+W = 16.0                     # 横向的画布（数据坐标 = 英寸）
+TOP, POOL = 5.6, 1.3         # 逻辑块一排、块池一排的下沿 y
+ROW_H = 0.9                  # 两排格子的高度
 
 
 def _light(color):
-    """同一颜色的浅色版（不透明：压在箭头上面）。"""
+    """同一颜色的浅色版（格子的底色）。"""
     from matplotlib.colors import to_rgb
     return tuple(0.45 * c + 0.55 for c in to_rgb(color))
+
+
+def _fit(texts, room, pt):
+    """从长到短挑第一个放得下 room 英寸宽的标签（估算：汉字约 1 个字号宽，其余半个）；都放不下返回 ""。"""
+    for t in texts:
+        width = sum(1.0 if ord(ch) > 0x2E80 else 0.55 for ch in t) * pt / 72
+        if width <= room * 0.95:
+            return t
+    return ""
 
 
 def compute():
@@ -30,52 +45,81 @@ def compute():
                 events=r["events"], config=config)
 
 
+def finding(tables):
+    """标题：挑第一条物理块不相邻的序列说"逻辑上连续、物理上分散"；都相邻时照实说。"""
+    for n, t in tables.items():
+        if t and t != list(range(t[0], t[0] + len(t))):
+            logical = "、".join(str(i) for i in range(len(t)))
+            return f"{n} 的逻辑块 {logical} 落在物理块 {'、'.join(map(str, t))}：逻辑上连续，物理上分散"
+    return "这次每条序列的物理块恰好相邻；块表允许它们落在块池的任何地方"
+
+
 def plot_block_table(tables, lengths, block_size, n_blocks, events, out, config):
-    """左：每条序列的逻辑块（格子 = token 位置，涂色的已写入）；右：块池；箭头 = 块表的一项。"""
-    fig, ax = plt.subplots(figsize=(16, 9))
-    ax.set_xlim(0, 19)
-    ax.set_ylim(0.4, 10.4)
+    """上：每条序列的逻辑块（格子 = token 位置，涂色的已写入）；下：块池；箭头 = 块表的一项。"""
+    fig, ax = plt.subplots(figsize=(16, 8))
+    ax.set_xlim(0, W)
+    ax.set_ylim(0, 8)
     ax.axis("off")
-    when = {b: step for step, _, new in events for b in new}        # 物理块 → 在哪一步分配的
-    owner = {b: (n, i) for n, t in tables.items() for i, b in enumerate(t)}
-    # 块池：一列物理块
-    ph = min(0.75, 9.6 / n_blocks)
-    px, pw = 12.2, 1.6
-    py = {b: 9.9 - (b + 1) * ph for b in range(n_blocks)}
     colors = {n: SEQ_COLORS[k % len(SEQ_COLORS)] for k, n in enumerate(tables)}
-    ax.text(px + pw / 2, 10.1, "块池（物理块）", ha="center", fontsize=14)
-    for b in range(n_blocks):
-        seq = owner.get(b)
-        ax.add_patch(Rectangle((px, py[b] + 0.06), pw, ph - 0.12, facecolor=_light(colors[seq[0]]) if seq else "0.92",
-                               edgecolor="0.3", zorder=3))
-        ax.text(px + pw / 2, py[b] + ph / 2, f"物理块 {b}", ha="center", va="center", fontsize=12, zorder=4)
-        note = f"{seq[0]} 的逻辑块 {seq[1]}" + (f"（{when[b]}）" if b in when else "") if seq else "空闲"
-        ax.text(px + pw + 0.2, py[b] + ph / 2, note, va="center", fontsize=12, color="0.2" if seq else "0.5")
-    # 序列：一行逻辑块
-    rows = len(tables)
-    cw = 0.42                                   # 一个 token 格子的宽度
-    for k, (n, table) in enumerate(tables.items()):
-        y = 9.0 - k * (9.4 / rows)
-        ax.text(0.1, y + 0.45, f"序列 {n}", fontsize=14, color=colors[n])
-        ax.text(0.1, y - 0.05, f"长度 {lengths[n]}", fontsize=12)
-        ax.text(1.6, y - 1.0, "块表 [" + " ".join(map(str, table)) + "]", fontsize=13, family="monospace")
+    owner = {b: (n, i) for n, t in tables.items() for i, b in enumerate(t)}
+    when = {b: step for step, _, new in events for b in new}          # 物理块 → 在哪一步分配的
+    # 上排：序列一组一组从左到右；每个逻辑块一样宽，空隙跟着块宽缩放（块多时也排得下）
+    n_logical = sum(len(t) for t in tables.values())
+    lw = min(1.6, (W - 0.4) / (1.15 * n_logical + 0.6 * (len(tables) - 1)))
+    gap_blk, gap_seq = 0.15 * lw, 0.6 * lw
+    x, centers = 0.2, {}
+    for n, table in tables.items():
+        x_start = x
         for i, b in enumerate(table):
-            x0 = 1.6 + i * (block_size * cw + 0.35)
             used = min(block_size, lengths[n] - i * block_size)
-            for c in range(block_size):
-                ax.add_patch(Rectangle((x0 + c * cw, y - 0.2), cw, 0.8, edgecolor="0.3", zorder=3,
-                                       facecolor=_light(colors[n]) if c < used else "white"))
-            ax.text(x0 + block_size * cw / 2, y + 0.75, f"逻辑块 {i}", ha="center", fontsize=12)
-            ax.text(x0 + block_size * cw / 2, y - 0.45, f"→ {b}", ha="center", va="center", fontsize=12,
-                    color=colors[n])
-            # 箭头画在格子下面（zorder 小）：从这个逻辑块出发，穿到块池里它的物理块
-            ax.add_patch(FancyArrowPatch((x0 + block_size * cw / 2, y + 0.2), (px, py[b] + ph / 2),
-                                         arrowstyle="-|>", mutation_scale=14, color=colors[n], lw=1.4,
-                                         alpha=0.8, zorder=1, shrinkA=0))
-    ax.set_title("块表：逻辑上连续，物理上分散\n" + config, fontsize=14)
-    caption(fig, "涂色的格子 = 已写入 K/V 的 token 位置；只有最后一块可能没写满。注意力时按块表把物理块拼回连续的 K/V"
-                 "（paged_kv.gather_kv）。")
-    fig.tight_layout(rect=(0, 0.04, 1, 1))
+            if block_size <= 16 and lw / block_size >= 0.08:          # 小块：一格一个 token 位置
+                cw = lw / block_size
+                for c in range(block_size):
+                    ax.add_patch(Rectangle((x + c * cw, TOP), cw, ROW_H, edgecolor="0.35", lw=0.8,
+                                           facecolor=_light(colors[n]) if c < used else "white"))
+            else:                                                     # 大块或很窄：按写入的比例涂色
+                ax.add_patch(Rectangle((x, TOP), lw * used / block_size, ROW_H, facecolor=_light(colors[n]), lw=0))
+                ax.add_patch(Rectangle((x, TOP), lw, ROW_H, fill=False, edgecolor="0.35"))
+            label = _fit([f"逻辑块 {i}", str(i)], lw, 12)
+            if label:
+                ax.text(x + lw / 2, TOP + ROW_H + 0.12, label, ha="center", va="bottom", fontsize=12)
+            centers[b] = x + lw / 2
+            x += lw + gap_blk
+        mid, room = (x_start + x - gap_blk) / 2, x - gap_blk - x_start + gap_seq
+        name = _fit([f"序列 {n}（长度 {lengths[n]}）", f"{n}（{lengths[n]}）", n], room, 14)
+        ax.text(mid, TOP + ROW_H + 0.55, name, ha="center", va="bottom", fontsize=14, color=colors[n])
+        table_text = _fit(["块表 [" + " ".join(map(str, table)) + "]"], room, 13)
+        if table_text:
+            ax.text(mid, TOP + ROW_H + 1.0, table_text, ha="center", va="bottom", fontsize=13, family="monospace")
+        x += gap_seq - gap_blk
+    # 下排：块池，物理块 0 … n_blocks-1 从左到右铺满
+    left = 1.4                                                        # 左边留给"块池"两个字
+    pw = (W - left - 0.2) / n_blocks
+    for b in range(n_blocks):
+        px = left + b * pw
+        seq = owner.get(b)
+        face = "0.92"
+        if seq:
+            face = _light(colors[seq[0]])
+        ax.add_patch(Rectangle((px + 0.05, POOL), pw - 0.1, ROW_H, facecolor=face, edgecolor="0.3"))
+        number = _fit([str(b)], pw, 14)
+        if number:
+            ax.text(px + pw / 2, POOL + ROW_H / 2, number, ha="center", va="center", fontsize=14)
+        if n_blocks <= 16:
+            note = "空闲"
+            if seq:
+                note = f"{seq[0]} 的 {seq[1]}\n{when.get(b, '')}"
+            ax.text(px + pw / 2, POOL - 0.12, note, ha="center", va="top", fontsize=12,
+                    color="0.25" if seq else "0.55")
+        if seq:                                                       # 箭头：逻辑块的下沿 → 物理块的上沿
+            ax.add_patch(FancyArrowPatch((centers[b], TOP), (px + pw / 2, POOL + ROW_H), arrowstyle="-|>",
+                                         mutation_scale=16, color=colors[seq[0]], lw=1.6, shrinkA=0, shrinkB=0))
+    ax.text(0.2, POOL + ROW_H / 2, "块池\n物理块号", fontsize=13, va="center", color="0.3")
+    fig.suptitle(f"块表：{finding(tables)}", fontsize=16, y=0.985)
+    ax.set_title(config, fontsize=12, color="0.3", pad=2)
+    caption(fig, "涂色的格子 = 已写入 K/V 的 token 位置，只有最后一块可能没写满；块池下面：属于哪条序列的第几个逻辑块、"
+                 "在哪一步分配。")
+    fig.tight_layout(rect=(0, 0.05, 1, 0.96))
     return save_png(fig, out)
 
 

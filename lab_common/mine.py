@@ -199,10 +199,14 @@ def student_impl(number, directory=None):
     if mod is None:
         return Impl(number, {}, {}, path, err)
     objs, status = {}, {}
-    for name, _ in EXERCISES[number].names:
+    ref = reference(number)
+    for name, home in EXERCISES[number].names:
         obj = getattr(mod, name, None)
         if obj is None:
             status[name] = f"{short_path(path)} 里没有 {name}"
+            continue
+        if obj is ref[name]:
+            status[name] = f"{short_path(path)} 里的 {name} 是从 {home} import 的讲义实现，不是你写的"
             continue
         objs[name] = obj
         try:
@@ -211,7 +215,7 @@ def student_impl(number, directory=None):
         except NotImplementedError:
             status[name] = "还没写"
         except Exception as e:
-            status[name] = one_line(e, path)
+            status[name] = f"{name} 在一个很小的输入上就出错：{one_line(e, path)}"
     return Impl(number, objs, status, path)
 
 
@@ -371,7 +375,7 @@ def mine_line(impls, script_name):
     """一行："--mine：用了你在 exercises/ 里写的 LRUCache（练习 5）；这个脚本的练习 4 还没写，用参考实现。"。"""
     used = [f"{name}（练习 {n}）" for n, i in impls.items() for name in i.written]
     mine_scripts = [n for n, e in EXERCISES.items() if script_name in e.scripts]
-    left = [n for n in mine_scripts if not impls[n].written]
+    left = [n for n in mine_scripts if not (n in impls and impls[n].written)]
     broken = [f"练习 {n}（{i.problem}）" for n, i in impls.items() if not i.written and i.problem]
     paths = [i.path for i in impls.values() if i.path]
     where_dir = exercises_dir()
@@ -384,7 +388,7 @@ def mine_line(impls, script_name):
     if left and used:
         text += f"；这个脚本的练习 {'、'.join(map(str, left))} 还没写，用参考实现"
     if broken:
-        text += "；没有用（在很小的输入上就出错）：" + "；".join(broken)
+        text += "；没有用上的：" + "；".join(broken)
     return text + "。"
 
 
@@ -426,7 +430,10 @@ def run_with_mine(run, script_name, directory=None, impls=None):
     mine_here = [n for n, e in EXERCISES.items() if script_name in e.scripts]
     idle = [f"{name}（练习 {n}）" for (_, _, (n, name)), hit in zip(bound, flags) if n in mine_here and not hit]
     if idle:
-        print(f"注意：这一遍没有用到你写的 {'、'.join(idle)}——这次跑的演示不经过它，上面的比较说明不了它写得对不对。")
+        it = "它"
+        if len(idle) > 1:
+            it = "它们"
+        print(f"注意：这一遍没有用到你写的 {'、'.join(idle)}——这次跑的演示不经过{it}，上面的比较说明不了{it}写得对不对。")
     return code
 
 
@@ -485,6 +492,12 @@ def _skeleton(line):
     return " ".join(NUMBER.sub("#", line).split())
 
 
+def _alike(a, b):
+    """两行去掉数字以后大体相同（只差几个字，比如"逐个相同"和"不同"）：它们的数可以一一对照；
+    换了一种说法的句子，数字的位置对不上，只当文字不同列出来。"""
+    return difflib.SequenceMatcher(None, _skeleton(a), _skeleton(b), autojunk=False).ratio() >= 0.75
+
+
 def _pad(text, width, right=False):
     """按显示宽度补空格（中文占 2 列）。"""
     from rich.cells import cell_len
@@ -508,7 +521,7 @@ def compare(ref_text, mine_text):
             a = ref[i1 + k] if i1 + k < i2 else None
             b = mine[j1 + k] if j1 + k < j2 else None
             na, nb = _numbers(a or ""), _numbers(b or "")
-            if a is not None and b is not None and len(na) == len(nb):
+            if a is not None and b is not None and len(na) == len(nb) and _alike(a, b):
                 for idx, ((_, x), (_, y)) in enumerate(zip(na, nb)):
                     if x != y:
                         nums.append((i1 + k + 1, _context(a, idx), x, y, _diff(x, y)))

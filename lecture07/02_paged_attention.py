@@ -26,8 +26,8 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.realpath(__file__))))  # 仓库根目录：让 lab_common 包可以 import
 from lab_common import console  # noqa: E402
-from lab_common.console import print_header, print_observations, print_table, print_text  # noqa: E402
-from lab_common.say import count, fixed, integer, listing, order, pct1, size, span  # noqa: E402
+from lab_common.console import print_header, print_observations, print_table  # noqa: E402
+from lab_common.say import count, fixed, integer, order, pct1, size, span  # noqa: E402
 from lab_common.script_tools import run_lecture  # noqa: E402
 from lab_common.settings import check_setting, is_int, is_sorted_ints  # noqa: E402
 from kv_physics import LLAMA2_70B  # noqa: E402
@@ -112,7 +112,7 @@ def demo1_block_table():
         for n, s in seqs.items():
             for i, b in enumerate(s.blocks):
                 used = min(block_size, s.length - i * block_size)
-                rows.append([n, i, b, f"{i * block_size}–{i * block_size + used - 1}", f"{used}/{block_size}"])
+                rows.append([n, i, b, span([i * block_size, i * block_size + used - 1], integer), f"{used}/{block_size}"])
         print_table(["序列", "逻辑块", "物理块", "token 位置", "已用"], rows,
                     caption="逻辑块 i 存第 i·B 到 (i+1)·B − 1 个 token 的 K/V。")
     decode_events = [e for e in events if e[0].startswith("解码")]
@@ -134,7 +134,11 @@ def observations_1(d):
     """演示 1 的观察 → (默认印的, --more 才印的)。每个数都取自 d（和上面的表同一份数据）。"""
     block_size, tables = d["block_size"], d["tables"]
     split = [n for n, t in tables.items() if not is_contiguous(t)]
-    if split:
+    if len(tables) == 1 and not split:
+        (name, table), = tables.items()
+        lines = [f"只有一条序列：它的块 [{' '.join(map(str, table))}] 依次从空闲表里取出，自然相邻；"
+                 "几条序列交替写入时，块才会交错。"]
+    elif split:
         example = " ".join(map(str, tables[split[0]]))
         lines = [f"物理块按请求的先后从空闲表里取，同一序列的块并不相邻（{split[0]} 的块表 [{example}]）："
                  "逻辑上连续、物理上分散，全靠块表对应。"]
@@ -232,7 +236,9 @@ def layout_sentence(d):
     """物理块是否交错：按块表判断，不假定。"""
     if d["interleaved"]:
         return f"块池用了 {count(d['used'], '块')}，各序列的物理块交错：PagedAttention 不要求 KV 连续。"
-    if d["decode_alloc"] == 0:
+    if d["n_steps"] == 1:
+        why = "这次没有解码，每条序列的块都是 prefill 时一次拿到的。"
+    elif d["decode_alloc"] == 0:
         why = "解码期间没有序列写满一块、需要新块。"
     else:
         why = f"解码时新分配的 {d['decode_alloc']} 块恰好都接在各自序列的后面。"
@@ -277,7 +283,7 @@ def read_segments(model, length, block_size):
     if block_size is None:
         table_len, seg_tokens = 1, length
     else:
-        table_len, seg_tokens = n_blocks(length, block_size), block_size
+        table_len, seg_tokens = n_blocks(length, block_size), min(block_size, length)   # 序列比块短：只有一段
     return dict(table_len=table_len, segments=model.n_layers * model.n_kv_heads * 2 * table_len,
                 segment_bytes=seg_tokens * model.head_dim * model.dtype_bytes)
 
@@ -317,7 +323,7 @@ def observations_3(d):
         text += f"；块 {bmax} 时 {pct1(sg[bmax]['waste_frac'])} 和 {pct1(al[bmax]['waste_frac'])}"
     o = order(al[bmax]["waste_frac"], sg[bmax]["waste_frac"], pct1)
     if o > 0:
-        text += "：短序列更怕大块。"
+        text += "：短序列浪费的比例更高。"
     elif o == 0:
         text += f"：块 {bmax} 时长短序列浪费得一样多。"
     else:
@@ -336,6 +342,8 @@ def observations_3(d):
     over = [b for b in sizes if al[b]["waste_frac"] > 0.5]
     half = "表里没有哪个块大小让 Alpaca 浪费超过一半。"
     if over:
+        half = f"Alpaca 在块 {over[0]} 时浪费超过一半。"
+    if len(over) > 1:
         half = f"Alpaca 在块 ≥ {over[0]} 时浪费超过一半。"
     L, h, hd = d["read_len"], d["shape"][1], d["shape"][2]
     more = [f"最后一块平均空着约 (B − 1)/2 个位置：ShareGPT 每条 {span([sg[b]['waste'] for b in sizes], fixed(1))} 个。"
@@ -353,7 +361,7 @@ def observations_3(d):
     big = [b for b in sizes if b > 16]
     if big:
         more.append("Alpaca 在块 " + "、".join(map(str, big)) + " 时浪费 " + "、".join(pct1(al[b]["waste_frac"]) for b in big)
-                    + f"；ShareGPT 到块 {bmax} 也只浪费 {pct1(sg[bmax]['waste_frac'])}。")
+                    + f"；ShareGPT 在块 {bmax} 时浪费 {pct1(sg[bmax]['waste_frac'])}。")
     return lines, more
 
 

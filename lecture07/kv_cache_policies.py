@@ -207,7 +207,7 @@ class LengthAwareEarlyCache(LFUCache):
     """对照组，不是论文的策略：次数相同时先淘汰位置靠前的块（另一种读法）。它先拆掉前缀的父块，
     而前缀命中要求从第一块起连续：父块没了，留在缓存里的子块也用不上。"""
 
-    NAME, SHORT = "对照：先淘汰靠前的块", "对照:先淘靠前"
+    NAME, SHORT = "对照：先淘汰靠前的块", "对照：先淘汰靠前"
 
     def rank(self, pos):
         return min(pos, MAX_RANK)

@@ -3,13 +3,14 @@ from conftest import load_script
 
 m = load_script("04_prefix_caching")
 _cache = {}
+_trace_sweep = m.trace_sweep      # 原来的函数：测试会把 m.trace_sweep 换成"返回这里缓存的那一份"，这里不能跟着换
 
 
 def trace_data(path=None, block_size=512):
     """m.trace_sweep(...)：演示 3、4 的参数。path=None 是合成 trace。调用方只读，不改。"""
     key = (path, block_size)
     if key not in _cache:
-        _cache[key] = m.trace_sweep(m.read_trace(path, block_size), path, block_size)
+        _cache[key] = _trace_sweep(m.read_trace(path, block_size), path, block_size)
     return _cache[key]
 
 

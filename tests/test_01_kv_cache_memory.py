@@ -84,7 +84,7 @@ def test_smoke_main_and_budget():
 
 def test_more_prints_everything_and_default_at_most_three(d1, d2, d3, d4):
     more = run(["--more"])
-    for fact in ("14,648", "2.50 MiB", "178 个 8,192 token", "\"320 KB\"", "介于 Max 和 Oracle",
+    for fact in ("14,648", "2.50 MiB", "178 个 8,192 token", "\"320 KB\"",
                  "2.25 组的 GQA", "25.3 KiB/token", "0.61–0.65", "435.8 ms", "0.04、0.14、0.41、0.82、1.09",
                  "6.8%", "平均 155 / 319"):
         assert fact in more.replace("\n     ", ""), fact
@@ -159,7 +159,7 @@ def test_demo1_claims(d1):
     assert "62,633 个 token（30 个这样的请求）" in lines[0] and "1.56 GiB" in lines[0]
     assert "一张卡都放不下" in lines[2] and "1,460,190" in lines[2]
     assert "与 vLLM 论文表 1 的 12 GB → 15.7K 一致" in flat(more) and "14,648" in flat(more)
-    assert "gqa = 8 是查询头数与 KV 头数之比" in flat(more) and "\"320 KB\"" in flat(more)
+    assert "gqa = 8（查询头数 / KV 头数）" in flat(more) and "\"320 KB\"" in flat(more)
 
 
 def test_tokens_that_fit_hand_checked():
@@ -209,7 +209,7 @@ def test_units_are_binary_and_labelled(d1):
     lines, more = m.observations_1(d1)
     text = flat(lines) + flat(more)
     assert "800 KiB" in text and "320 KiB/token" in text
-    assert re.sub(r"\"[^\"]*\"|写作 800 KB|12 GB|1\.6 GB|的 KB、GB", "", text).count(" KB") == 0   # 只有引用论文原文时才写 KB、GB
+    assert re.sub(r"\"[^\"]*\"|写作 800 KB|12 GB|1\.6 GB|的 KB、GB|的 KB 是", "", text).count(" KB") == 0   # 只有引用论文原文时才写 KB、GB
 
 
 def test_one_gpu_sentence_follows_the_utilization():
@@ -221,10 +221,11 @@ def test_one_gpu_sentence_follows_the_utilization():
 
 # ---------------------------------------------------------------- 演示 2
 def test_reservation_rules():
-    assert m.reservation("Max", 10, 25, 2048) == 2048
-    assert m.reservation("Pow2", 10, 25, 2048) == 10 + 32                  # 论文：输出 25 → 预留 32
-    assert m.reservation("Oracle", 10, 25, 2048) == 35
-    assert m.reservation("Pow2", 1000, 1040, 2048) == 2048                  # 不超过最大长度
+    from kv_alloc_sim import reservation
+    assert reservation("Max", 10, 25, 2048) == 2048
+    assert reservation("Pow2", 10, 25, 2048) == 10 + 32                  # 论文：输出 25 → 预留 32
+    assert reservation("Oracle", 10, 25, 2048) == 35
+    assert reservation("Pow2", 1000, 1040, 2048) == 2048                  # 不超过最大长度
 
 
 def test_lengths_deterministic_and_bounded():
@@ -269,7 +270,7 @@ def test_demo2_claims(d2):
     assert "97.3% 的 KV 池存着 token，零头 1.6% 和空闲 1.0%" in lines[0] and "是 4.9 倍" in lines[0]
     assert "4 个系统从高到低的顺序与论文图 2 相同" in lines[2]
     assert "真实系统" not in flat(lines + more) and "ShareGPT 请求流" not in flat(lines + more)
-    assert "图 11 的 ShareGPT：161 / 338" in flat(more) and "介于 Max 和 Oracle 之间" in flat(more)
+    assert "图 11(a) 的 ShareGPT 均值：161 / 338" in flat(more)
 
 
 def fake_d2(shares, conc, **kw):
@@ -298,7 +299,7 @@ def test_observations_2_degenerate_cases():
     same = [0.5, 0.1, 0.3, 0.1]
     d = fake_d2({k: same for k in names}, {k: 10.0 for k in names})
     lines, _ = m.observations_2(d)
-    assert "Orca (Max) 也是 50.0%" in lines[0] and "（一样（1.0 倍））" in lines[0]
+    assert "Orca (Max) 也是 50.0%" in lines[0] and "并发一样（都是 10.0）" in lines[0]
     assert "这里 " in lines[2] and " = " in lines[2] and "论文图 2 是 vLLM > Orca (Oracle)" in lines[2]
 
 
@@ -356,7 +357,7 @@ def test_swap_versus_recompute(d4):
     assert len({round(r["recompute"], 12) for r in bb.values()}) == 1        # 重算与块大小无关
     assert bb[16]["copies"] == 40 * 2 * 32
     assert m.swap_seconds(m.OPT_13B, 512, 16, 16.0, 10.0)[1] == pytest.approx(2560 * 10e-6 + 512 * 800 * 1024 / 16e9)
-    assert m.recompute_seconds(m.OPT_13B, 512) == pytest.approx(m.OPT_13B.prefill_flops(512) / (312e12 * 0.6))
+    assert m.recompute_seconds(m.OPT_13B, 512, m.SWAP_GPU) == pytest.approx(m.OPT_13B.prefill_flops(512) / (312e12 * 0.6))
     lines, _ = m.observations_4(d4)
     assert "16 GB/s 时块 1、4、16、64 重算更快，块 256 换出再换入更快" in lines[1]
 
@@ -369,8 +370,9 @@ def test_bandwidth_sensitivity_and_the_papers_20_percent(d4):
     assert (round(b64["ratio_gbps"][25.0], 2), round(b64["ratio_gbps"][32.0], 2)) == (1.39, 1.65)
     assert (round(b64["ratio_overhead"][0.0], 2), round(b64["ratio_overhead"][20.0], 2)) == (1.23, 0.82)
     lines, more = m.observations_4(d4)
-    assert "重算最多比换出再换入慢 20%" in lines[2] and "16 / 25 / 32 GB/s 时重算最多慢 15% / 75% / 118%" in lines[2]
-    assert "取决于带宽这个假设" in lines[2]
+    assert "块大时换出更快，但重算最多慢 20%" in lines[2]
+    assert "16 / 25 / 32 GB/s 时重算最多慢 15% / 75% / 118%：只有 16 GB/s 在 20% 以内" in lines[2]
+    assert "取决于带宽这个假设" in flat(more)
     assert "16 GB/s 是本实验的假设" in flat(more) and "25–32 GB/s" in flat(more)
     assert "0 µs 时都是 1.23" in flat(more)
 
@@ -392,7 +394,7 @@ def fake_d4(ratios, **kw):
     d = dict(n_preempt=0, n_requests=0, n_total=1, mean_len=None, recomputed_tokens=0, total_tokens=10,
              load=dict(recompute=0, round_trip=0), by_block=bb, by_len={128: dict(ratio=0.6)}, attn_share=0.01,
              block_size=16, swap_len=512, gbps=16.0, alt_gbps=[25.0], overhead_us=10.0, alt_overhead_us=[0.0],
-             paper=dict(m.PAPER))
+             gbps_note=m.gbps_note(16.0), paper=dict(m.PAPER))
     d.update(kw)
     return d
 
@@ -402,10 +404,13 @@ def test_observations_4_degenerate_cases():
     lines, more = m.observations_4(fake_d4({16: 0.999}))
     check_shape(lines, more)
     assert "一次也没有抢占" in lines[0] and "1 个请求" in lines[0]
-    assert "每个块大小下都是两者一样" in lines[1] and "块从" not in flat(lines)
+    assert "16 GB/s 时块 16 两者一样" in lines[1] and "块从" not in flat(lines)
+    assert "只比较了一个长度（128 个 token，块 16）：重算 / 来回 0.60" in flat(more)
     # 每个块大小下都是换出更快；没有别的带宽
     lines, _ = m.observations_4(fake_d4({1: 1.2, 4: 1.3}, alt_gbps=[]))
-    assert "每个块大小下都是换出再换入更快" in lines[1] and "16 GB/s 时重算最多慢 30%" in lines[2]
+    assert "每个块大小下都是换出再换入更快" in lines[1] and "16 GB/s 时重算最多慢 30%：都超出论文的 20%" in lines[2]
+    lines, _ = m.observations_4(fake_d4({1: 0.5, 4: 1.2}, alt_gbps=[]))
+    assert "16 GB/s 时重算最多慢 20%：都在论文的 20% 以内" in lines[2]
     # 全部重算和全部换出印出来一样
     lines, _ = m.observations_4(fake_d4({1: 0.5, 4: 1.5}, n_preempt=3, n_requests=1, mean_len=5.0,
                                         recomputed_tokens=15, load=dict(recompute=1.04, round_trip=0.96)))
@@ -422,3 +427,79 @@ def test_settings_are_checked():
 def test_docstring_and_console_state():
     assert m.__doc__.splitlines()[0].endswith("？") and "【运行】" in m.__doc__ and "【试一试】" in m.__doc__
     assert console.SHOW_MORE is False
+
+
+# ---------------------------------------------------------------- 01 的三张图（数字全部来自演示返回的 dict）
+def load_plot():
+    import importlib.util
+    from lab_common import plotting
+    plotting.setup_matplotlib()
+    path = os.path.join(os.path.dirname(LECTURE), "figures", "plot_01.py")
+    spec = importlib.util.spec_from_file_location("plot_01_under_test", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_plot_01_draws_every_figure_from_the_demo_dicts(tmp_path, monkeypatch, d3, d4):
+    p = load_plot()
+    assert p.FIGURES == ("01_kv_memory_breakdown.png", "01_kv_per_token.png", "01_recompute_vs_swap.png")
+    # compute() 只转交演示返回的 dict：把演示换成返回记号的假函数，图拿到的就是记号
+    marker3, marker4 = dict(d3, base="记号 3"), dict(d4, model="记号 4")
+    monkeypatch.setattr(m, "demo3_smaller_kv", lambda: marker3)
+    monkeypatch.setattr(m, "demo4_preemption", lambda sim=None: marker4)
+    got = p.compute()
+    assert got["d3"] is marker3 and got["d4"] is marker4
+    src = pathlib.Path(p.__file__).read_text(encoding="utf-8")
+    assert set(re.findall(r"s01\.(\w+)", src)) == {"simulate_load", "demo2_fragmentation", "demo3_smaller_kv",
+                                                   "demo4_preemption"}
+    paths = [p.plot_kv_per_token(d3, str(tmp_path / "b.png")), p.plot_recompute_vs_swap(d4, str(tmp_path / "c.png"))]
+    shares = {"Orca (Max)": [0.2, 0.1, 0.6, 0.1], "vLLM": [0.96, 0.0, 0.02, 0.02]}
+    paths.append(p.plot_breakdown(shares, {"Orca (Max)": 7, "vLLM": 30}, {"Orca (Max)": 20.4, "vLLM": 96.3},
+                                  str(tmp_path / "a.png"), "小数据"))
+    for path in paths:
+        assert os.path.getsize(path) > 10_000
+
+
+def test_plot_01_titles_state_the_finding(d4):
+    p = load_plot()
+    assert p.breakdown_title({"vLLM": [0.973], "Orca (Max)": [0.218]}) == \
+        "分页让 97.3% 的 KV 池存着 token，按最大长度预留只有 21.8%"
+    assert "连续预留与分页" in p.breakdown_title({"Orca (Max)": [0.2]})          # 分页从未满载：不说结论
+    assert p.swap_title(d4) == "块 ≤ 64 时重算更快，块 256 时换出再换入更快（PCIe 16 GB/s 的假设下）"
+    one = dict(d4, by_block={16: dict(d4["by_block"][16])})
+    assert p.swap_title(one).startswith("每个块大小下都是重算更快")
+    tie = dict(d4, by_block={16: dict(d4["by_block"][16], ratio=0.999)})
+    assert p.swap_title(tie).startswith("重算与换出再换入：谁更快取决于块大小")
+
+
+def test_plot_01_without_room_for_weights(tmp_path, d3):
+    """一张卡放不下权重时，右图照实说，不画空条。"""
+    p = load_plot()
+    t = {k: dict(v, fit={g: None for g in v["fit"]}, fit_fp8={g: None for g in v["fit"]}) for k, v in d3["table"].items()}
+    assert os.path.getsize(p.plot_kv_per_token(dict(d3, table=t), str(tmp_path / "x.png"))) > 10_000
+
+
+def test_bandwidth_source_only_claimed_for_16():
+    assert m.gbps_note(16.0).startswith("FAST'25 表 1 整机")
+    assert m.gbps_note(20.0).startswith("改过的值")
+
+
+def test_probe_fixes_formatting_and_duplicates(monkeypatch):
+    """探针里找到的问题：带宽千分位、和主值相同的敏感性列不重复、MLA 维度改了时的"x 组"、KiB 格子。"""
+    monkeypatch.setattr(m, "PCIE_GBPS", 10_000)
+    monkeypatch.setattr(m, "PCIE_GBPS_ALT", (10_000, 32.0))
+    out = run(["--demo", "4"])
+    assert re.search(r"^ *块 .*重算 ms +10,000 GB/s +32 GB/s$", out, flags=re.M) and "10000" not in out
+    monkeypatch.setattr(m, "MLA_KV_LORA_RANK", 1)
+    out = run(["--demo", "3", "--more"]).replace("\n     ", "")
+    assert re.search(r"^MLA +65 +5\.08 +2\.54 ", out, flags=re.M) and "0.25 × (2 × 头维度)；DeepSeek-V2 用" in out
+    assert "就少了 98.0%" in out
+    assert m.kib(46080) == "45" and m.kib(23040) == "22.5" and m.num(16.0) == "16"
+
+
+def test_kv_alloc_sim_doctests():
+    import doctest
+    import kv_alloc_sim
+    assert doctest.testmod(kv_alloc_sim).failed == 0
+    assert m.simulate_paged is kv_alloc_sim.simulate_paged          # 01 用的就是这一份

@@ -182,9 +182,9 @@ def test_walkthrough_wording(d1):
 
 def test_layout_sentence_follows_the_tables():
     """"交错"只在块表真的交错时说；[0] [1] [2] [3] 时说没有交错，并说明原因。"""
-    d = dict(used=4, tables=[[0], [1], [2], [3]], interleaved=False, decode_alloc=0)
+    d = dict(used=4, tables=[[0], [1], [2], [3]], interleaved=False, decode_alloc=0, n_steps=13)
     assert "没有交错：解码期间没有序列写满一块" in m.layout_sentence(d)
-    d = dict(used=9, tables=[[0, 4], [1, 5], [2], [3]], interleaved=True, decode_alloc=2)
+    d = dict(used=9, tables=[[0, 4], [1, 5], [2], [3]], interleaved=True, decode_alloc=2, n_steps=13)
     assert "物理块交错" in m.layout_sentence(d)
     assert m.is_contiguous([3, 4, 5]) and not m.is_contiguous([0, 1, 7])
 
@@ -216,14 +216,21 @@ def test_observations_1_degenerate_cases():
     # 一条序列、不解码、块 1：块连成一段，没有分配，没有浪费
     lines, more = m.observations_1(walk_data({"A": 5}, 0, 1))
     check_shape(lines, more)
-    assert "prefill 时一次拿到的" in lines[0] and "WALK_DECODE = 0" in lines[1]
+    assert lines[0].startswith("只有一条序列") and "WALK_DECODE = 0" in lines[1]
     assert "1 条序列一共 5 个 token，占 5 块" in lines[2] and "一个位置也没浪费" in lines[2]
-    # 每条都正好写满
+    # 每条都正好写满；两条序列、不解码：块是 prefill 时一次拿到的
     lines, _ = m.observations_1(walk_data({"A": 4, "B": 8}, 0, 4))
-    assert "一个位置也没浪费" in lines[2]
+    assert "一个位置也没浪费" in lines[2] and "prefill 时一次拿到的" in lines[0]
     # 解码了但没写满一块
     lines, _ = m.observations_1(walk_data({"A": 1}, 2, 8))
-    assert "没有分配新块" in lines[1]
+    assert "没有分配新块" in lines[1] and lines[0].startswith("只有一条序列：它的块 [0]")
+    # 只有一条序列、解码时又分配了块：相邻不是"巧合"
+    lines, more = m.observations_1(walk_data({"X": 1}, 4, 4))
+    assert lines[0].startswith("只有一条序列：它的块 [0 1]") and "巧合" not in lines[0]
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(m, "WALK_PROMPTS", {"X": 1})
+        out = run(["--demo", "1", "--more"])
+    assert re.search(r"^X +1 +1 +4 +1/4", out, flags=re.M) and "4–4" not in out     # 只有一个位置：不印 "4–4"
 
 
 def test_observations_2_degenerate_cases(d2):
@@ -231,6 +238,8 @@ def test_observations_2_degenerate_cases(d2):
                                         used=1))
     check_shape(lines, more)
     assert "1 条序列" in lines[0] and "超过了 1e-12" in lines[0] and "没有交错" in lines[1]
+    lines, _ = m.observations_2(dict(d2, n_steps=1, interleaved=False, decode_alloc=0))
+    assert "这次没有解码" in lines[1]
 
 
 def test_observations_3_degenerate_cases(monkeypatch):
@@ -243,4 +252,57 @@ def test_observations_3_degenerate_cases(monkeypatch):
     check_shape(lines, more)
     assert lines[0].startswith("块 2048 时") and "；块 2048" not in lines[0]
     assert "连续存放也是 1,280 段" in lines[1] and "块 2048 时每步要读" in lines[1]
-    assert "表里没有大于 16 的块" not in flat(more)
+    assert "表里没有大于 16 的块" not in flat(more) and "Alpaca 在块 2048 时浪费超过一半" in flat(more)
+    assert d["reads"][2048]["segment_bytes"] == 100 * 128 * 2          # 序列比块短：一段只有 100 个 token
+
+
+# ---------------------------------------------------------------- 02 的图：块表
+def load_plot():
+    import importlib.util
+    from lab_common import plotting
+    plotting.setup_matplotlib()
+    path = os.path.join(os.path.dirname(LECTURE), "figures", "plot_02.py")
+    spec = importlib.util.spec_from_file_location("plot_02_under_test", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_plot_02_comes_from_the_demo_dict(tmp_path, monkeypatch, d1):
+    p = load_plot()
+    marker = dict(d1, tables={"Q": [5, 2]}, lengths={"Q": 7}, prompts={"Q": 3})
+    monkeypatch.setattr(m, "demo1_block_table", lambda: marker)
+    got = p.compute()
+    assert got["tables"] == {"Q": [5, 2]} and "Q 3" in got["config"]
+    assert p.finding(d1["tables"]) == "A 的逻辑块 0、1、2 落在物理块 0、1、7：逻辑上连续，物理上分散"
+    assert p.finding({"A": [0, 1], "B": [2]}).startswith("这次每条序列的物理块恰好相邻")
+    path = p.plot_block_table(d1["tables"], d1["lengths"], d1["block_size"], d1["n_pool"], d1["events"],
+                              str(tmp_path / "a.png"), "配置")
+    assert os.path.getsize(path) > 10_000
+
+
+def test_plot_02_arrows_leave_their_logical_block_and_cross_no_box(tmp_path, monkeypatch, d1):
+    """每支箭头从它的逻辑块的下沿出发、落在物理块的上沿；两排之间没有格子，所以箭头不穿过任何格子。"""
+    from matplotlib.patches import FancyArrowPatch, Rectangle
+    p = load_plot()
+    seen = {}
+    real_save = p.save_png
+
+    def grab(fig, out):
+        ax = fig.axes[0]
+        seen["arrows"] = [a for a in ax.patches if isinstance(a, FancyArrowPatch)]
+        seen["boxes"] = [r for r in ax.patches if isinstance(r, Rectangle)]
+        return real_save(fig, out)
+
+    monkeypatch.setattr(p, "save_png", grab)
+    big = quiet(lambda: walk_data({"A": 6, "B": 3, "C": 9, "D": 5, "E": 1, "F": 12}, 10, 2))
+    for d in (d1, big):
+        p.plot_block_table(d["tables"], d["lengths"], d["block_size"], d["n_pool"], d["events"],
+                           str(tmp_path / "b.png"), "配置")
+        assert len(seen["arrows"]) == sum(len(t) for t in d["tables"].values())
+        for a in seen["arrows"]:
+            (x0, y0), (x1, y1) = a._posA_posB
+            assert y0 == p.TOP and y1 == p.POOL + p.ROW_H
+        for r in seen["boxes"]:                                 # 每个格子都在上排或下排，不在箭头走的空白里
+            y, h = r.get_y(), r.get_height()
+            assert y >= p.TOP or y + h <= p.POOL + p.ROW_H

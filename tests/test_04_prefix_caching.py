@@ -1,22 +1,48 @@
-"""04_prefix_caching.py：每个演示打印的每条结论都在这里检查。"""
+"""04_prefix_caching.py：每个演示打印的每条结论都在这里检查；观察函数用手写的数据测退化的情形。"""
 import ast
-import math
+import json
 import os
 import pathlib
 import re
 import subprocess
 import sys
 
+import numpy as np
 import pytest
-from conftest import LECTURE
+from artefacts import find_artefacts
+from conftest import LECTURE, ROOT
 from helpers_04 import demo2_results, m, synthetic_data
 
-pytestmark = pytest.mark.xdist_group("s04")   # 04 的三个测试文件在同一个 pytest 进程里：命中表只算一遍
+from lab_common.console import observation_lines
+
+pytestmark = pytest.mark.xdist_group("s04")   # 04 的测试文件在同一个 pytest 进程里：命中表只算一遍
 
 
 def flat(s):
     """去掉全部空白：观察会按 80 列折行，比较时不管在哪里折的。"""
     return re.sub(r"\s+", "", s)
+
+
+def text(lines_more):
+    """(lines, more) → 一个去掉空白的字符串。"""
+    lines, more = lines_more
+    return flat("".join(lines) + "|" + "".join(more))
+
+
+def observations(out):
+    """输出里每个"观察"块的条目：[[第 1 条的各行, ...], ...]（一块一个演示）。"""
+    blocks, cur = [], None
+    for line in out.splitlines():
+        if line == "观察":
+            cur = []
+            blocks.append(cur)
+        elif cur is not None and re.match(r"  \d+\. ", line):
+            cur.append([line])
+        elif cur is not None and line.startswith("     ") and cur:
+            cur[-1].append(line)
+        else:
+            cur = None
+    return blocks
 
 
 @pytest.fixture(scope="module")
@@ -44,6 +70,18 @@ def d4(data):
     return m.demo4_compute_saved(data)
 
 
+@pytest.fixture(scope="module")
+def default_out(data):
+    """main([]) 的默认输出（命中表用测试共享的那一份）。"""
+    import contextlib
+    import io
+    buf = io.StringIO()
+    with pytest.MonkeyPatch.context() as mp, contextlib.redirect_stdout(buf):
+        mp.setattr(m, "trace_sweep", lambda *a, **k: data)
+        assert m.main([]) == 0
+    return buf.getvalue()
+
+
 # ---------------------------------------------------------------- 代码本身
 @pytest.mark.parametrize("name", ["04_prefix_caching.py", "04b_radix_cache.py", "radix_cache.py"])
 def test_no_conditional_expressions(name):
@@ -52,119 +90,321 @@ def test_no_conditional_expressions(name):
     assert [n.lineno for n in ast.walk(tree) if isinstance(n, ast.IfExp)] == []
 
 
+# ---------------------------------------------------------------- 默认输出：预算
+def test_default_output_budget(default_out):
+    """默认输出 ≤ 100 行；每个演示至多 3 条观察，每条至多 3 行；没有句子的假象。"""
+    assert len(default_out.splitlines()) <= 100
+    blocks = observations(default_out)
+    assert len(blocks) == 4 and all(1 <= len(b) <= 3 for b in blocks)
+    assert all(len(item) <= 3 for b in blocks for item in b)
+    assert find_artefacts(default_out) == []
+
+
+def test_more_prints_the_dropped_facts(data, monkeypatch, capsys):
+    """--more：演示 2 的 vLLM 图 16 对照、演示 3 的 MIN 差距表和 LengthAware 的原话、演示 4 的远端读都在。"""
+    monkeypatch.setattr(m, "trace_sweep", lambda *a, **k: data)
+    assert m.main(["--more"]) == 0
+    out = capsys.readouterr().out
+    f = flat(out)
+    assert "MIN减去\\容量" in f and flat(m.LENGTHAWARE_DEFINITION) in f and "父块没了" in f and "10,000块时从高到低" in f
+    assert "共享1-shot、5-shot前缀时vLLM的吞吐是Orca(Oracle)的1.67、3.58倍" in f and "块复用率0.61（1−163,070/413,147，块重复出现的比例）" in f
+    assert "超出的部分按远端读" in f and "dummyLLaMA2-70B（arXivv3§1.2）形状相同" in f
+    assert find_artefacts(out) == []
+
+
 # ---------------------------------------------------------------- 演示 1
-def test_demo1_a_and_b_share_first_three_blocks(d1):
+def test_demo1_hashes(d1):
     h = d1["hashes"]
     assert d1["a_b_common"] == 3 and h["A"][:3] == h["B"][:3] and h["A"][3] != h["B"][3]
-
-
-def test_demo1_c_differs_from_its_changed_block_onward(d1):
-    h, k = d1["hashes"], d1["c_first_changed_block"]
-    assert k == 1 and d1["a_c_common"] == k
-    assert all(a != c for a, c in zip(h["A"][k:], h["C"][k:]))
-
-
-def test_demo1_partial_tail_is_not_hashed(d1):
-    h = d1["hashes"]
+    assert d1["c_first_changed_block"] == 1 == d1["a_c_common"] and d1["c_blocks"] == 4
+    assert all(a != c for a, c in zip(h["A"][1:], h["C"][1:]))
     assert len(h["A"]) == 17 // 4 == 4 and d1["a_tail"] == 1
     assert all(re.fullmatch(r"[0-9a-f]{12}", x) for x in h["A"])
 
 
+def test_demo1_observations(d1):
+    t = text(m.observations_1(d1))
+    assert "第2–4块的哈希全变了" in t and "vLLM也只缓存完整的块" in t and "6,955个token→14个ID" in t
+    one = dict(d1, c_first_changed_block=3, a_tail=0)         # 改的是最后一块；没有零头
+    t = text(m.observations_1(one))
+    assert "第4块的哈希全变了" in t and "4–4" not in t and "不满一块" not in t
+
+
 # ---------------------------------------------------------------- 演示 2
-@pytest.mark.parametrize("name,plen", m.FEW_SHOT)
-def test_demo2_logits_equal_full_recompute(d2, name, plen):
-    assert d2[name]["worst"] <= 1e-12
-
-
 @pytest.mark.parametrize("name,plen", m.FEW_SHOT)
 def test_demo2_prefix_blocks_are_mapped_not_recomputed(d2, name, plen):
     r = d2[name]
-    assert r["full_prefix_blocks"] == plen // m.BLOCK_SIZE
-    assert r["mapped"] == (m.N_SHARING - 1) * r["full_prefix_blocks"]      # 后 7 个请求每个都映射全部满块
-    assert r["computed"] == r["total"] - r["mapped"] * m.BLOCK_SIZE         # 只算自己的部分
-    assert r["saved"] == 1 - r["computed"] / r["total"]
+    assert r["worst"] <= 1e-12 and r["full_prefix_blocks"] == plen // m.BLOCK_SIZE
+    assert r["mapped"] == (m.N_SHARING - 1) * r["full_prefix_blocks"]
+    assert r["computed"] == r["total"] - r["mapped"] * m.BLOCK_SIZE
     assert r["used_shared"] < r["used_private"]
 
 
-def test_demo2_longer_prefix_saves_more(d2):
-    assert d2["5-shot"]["saved"] > d2["1-shot"]["saved"]
+def mk2(prefix_len, n=8, bs=16, saved=0.8, mapped=None, shared=10, private=50, worst=0.0, share=0.9):
+    full = prefix_len // bs
+    if mapped is None:
+        mapped = (n - 1) * full
+    return dict(prefix_len=prefix_len, saved=saved, mapped=mapped, used_shared=shared, used_private=private,
+                worst=worst, prefix_share=share, full_prefix_blocks=full, prefix_tail=prefix_len % bs)
+
+
+def test_demo2_observations_default(d2):
+    lines, more = m.observations_2(d2, 8, 16, (10, 30))
+    t = text((lines, more))
+    assert len(lines) == 3 and "5-shot省下82%的计算" in t and "逐位相同（最大差0.0）" in t
+    assert "1-shot81%→71%，5-shot95%→82%" in t and "共享只要36块（20%）" in t
+    assert "5-shot的341个token=21个满块+5个零头" in t and "前缀更长的5-shot比1-shot省得多（82%对71%）" in t
+
+
+def test_demo2_observations_one_request():
+    res = {"p": mk2(80, n=1, saved=0.0, mapped=0, shared=6, private=6)}
+    t = text(m.observations_2(res, 1, 16, (10, 30)))
+    assert "只有1个请求" in t and "每个前缀都省下0%" in t and "显存没有省" in t and "（只有一个请求）" in t
+    assert "省下的比例≈" not in t and "后面0个请求" not in t
+
+
+def test_demo2_observations_prefix_shorter_than_a_block():
+    """7 个别的请求在场，但前缀没有满块：不说"没有别的请求来共享"。"""
+    res = {"p": mk2(10, saved=0.0, mapped=0, shared=8, private=8, worst=3e-15)}
+    t = text(m.observations_2(res, 8, 16, (10, 30)))
+    assert "前缀不满一块（块大小16）" in t and "后面7个请求什么也复用不了" in t and "一致到3.0e-15" in t
+    assert "前缀没有一个满块可以共享" in t and "只有一个请求" not in t and "0个满块" not in t
+
+
+def test_demo2_observations_equal_prefixes_and_savings():
+    """两个前缀一样长：不说谁省得多；省下的比例印出来相同：说"一样"。"""
+    res = {"a": mk2(80, saved=0.711), "b": mk2(80, saved=0.709)}
+    t = text(m.observations_2(res, 8, 16, (10, 30)))
+    assert "省得多" not in t and "省得少" not in t
+    res = {"a": mk2(80, saved=0.711), "b": mk2(96, saved=0.709)}
+    assert "和a一样（都是71%）" in text(m.observations_2(res, 8, 16, (10, 30)))
+
+
+def test_demo2_cites_fig16_as_vllm_vs_orca():
+    v = m.VLLM_FIG16
+    assert v["model"] == "LLaMA-13B" and v["baseline"] == "Orca (Oracle)" and v["throughput_x"] == {"1-shot": 1.67, "5-shot": 3.58}
+    assert dict(m.FEW_SHOT) == v["prefix_tokens"] == {"1-shot": 80, "5-shot": 341}
 
 
 # ---------------------------------------------------------------- 演示 3
-def test_demo3_trace_mimics_public_tool_agent_trace(d3, data):
+def test_demo3_trace_mimics_public_tool_agent_trace(d3):
     st = d3["stats"]
     assert st["n"] == 23_608 and abs(st["minutes"] - 60) < 0.5
     assert abs(st["mean_in"] / 8_596 - 1) <= 0.05 and abs(st["mean_out"] / 182 - 1) <= 0.05
-    tr = data["trace"]
-    assert all(len(r.blocks) == math.ceil(r.input_len / 512) for r in tr)
-    assert all(a.arrival <= b.arrival for a, b in zip(tr, tr[1:]))
+    assert st["once"] > 0.5 and st["hottest"] >= 10_000 and int(st["counts"].sum()) == st["total_blocks"]
 
 
-def test_demo3_infinite_hit_ratio(d3):
-    st, ratio = d3["stats"], d3["ratio"]
-    assert 0.55 <= ratio[("lru", None)] <= 0.62
-    assert ratio[("lru", None)] == pytest.approx(1 - st["distinct"] / st["total_blocks"], abs=1e-12)
-    assert ratio[("lru", None)] == ratio[("lfu", None)] == ratio[("lengthaware", None)]
-
-
-def test_demo3_block_popularity(d3):
-    st = d3["stats"]
-    assert st["once"] > 0.5 and st["hottest"] >= 10_000
-    assert st["counts"][0] == st["hottest"] and int(st["counts"].sum()) == st["total_blocks"]
-
-
-def test_demo3_lru_beats_lfu_at_mid_capacities(d3):
+def test_demo3_hit_table(d3):
     r = d3["ratio"]
+    assert 0.55 <= r[("lru", None)] <= 0.62 and r[("lru", None)] == r[("lfu", None)] == r[("lengthaware", None)]
     for c in (10_000, 30_000, 50_000):
         assert r[("lru", c)] >= r[("lfu", c)]
+    vals = [r[("lru", c)] for c in sorted(c for c in m.CAPACITIES if c is not None)]
+    assert vals == sorted(vals) and r[("lru", 1_000)] >= 0.45 * r[("lru", None)]
+    assert d3["bound_ok"] and all(r[("min", c)] >= r[(p, c)] for p in m.POLICIES for c in m.CAPACITIES)
 
 
-def test_demo3_lru_at_1000_keeps_enough(d3):
-    r = d3["ratio"]
-    assert r[("lru", 1_000)] >= 0.45 * r[("lru", None)]
+def test_demo3_tables_in_output(default_out, d3):
+    """命中率表、论文行、对照行（短名字）；trace 表里前缀命中率和 cache ratio 分两列。"""
+    lines = default_out.splitlines()
+    lru = next(x for x in lines if x.startswith("LRU "))
+    assert lru.split()[1:] == [f"{d3['ratio'][('lru', c)]:.2f}" for c in m.CAPACITIES]
+    contrast = next(x for x in lines if x.startswith("对照：先淘汰靠前 "))
+    assert contrast.split()[1:] == ["-"] * 4 + [f"{d3['ratio'][(m.CONTRAST, 10_000)]:.2f}"] + ["-"] * 2
+    assert "前缀命中率   cache ratio" in default_out
+    assert next(x for x in lines if x.startswith("FAST'25 Tool&Agent")).split()[-2:] == ["-", "0.59"]
+    assert next(x for x in lines if x.startswith("arXiv v3 的 trace")).split()[-2:] == ["0.51", "-"]
 
 
-def test_demo3_hit_ratio_is_monotone_for_lru(d3):
-    r = d3["ratio"]
-    caps = [c for c in m.CAPACITIES if c is not None]
-    vals = [r[("lru", c)] for c in sorted(caps)]
-    assert vals == sorted(vals) and max(vals) <= r[("lru", None)]
+def mk3(ratio, caps, distinct=1_000, reuse=None, policies=("lru", "lfu"), contrast_caps=()):
+    """手写的演示 3 数据：ratio 给每个 (策略, 容量)；MIN 默认等于各策略的最大值。"""
+    r = dict(ratio)
+    for c in caps + (None,):
+        r.setdefault(("min", c), max(r[(p, c)] for p in policies))
+    gap = {(p, c): r[("min", c)] - r[(p, c)] for p in policies for c in caps}
+    if reuse is None:
+        reuse = r[(policies[0], None)]
+    st = dict(n=4, minutes=1.0, mean_in=1000.0, mean_out=10.0, total_blocks=8, distinct=distinct, once=0.5,
+              hottest=5, top1pct=0.1, reuse=reuse)
+    return dict(ratio=r, gap=gap, stats=st, capacities=caps, contrast_caps=contrast_caps, lead=policies[0],
+                real=False, match=None, syn_hit=r[(policies[0], None)], syn_stats=st)
 
 
-def test_demo3_why_lru_wins_is_printed(data, capsys):
-    """观察 3 说完"LRU 不低于 LFU"之后要说出原因（复用在时间上相近），不能停在一个悬空的冒号上。"""
-    m.demo3_trace(data)
-    out = flat(capsys.readouterr().out)
-    assert "LRU都不低于LFU" in out and "LRUCacheperformsbest" in out
-    assert "一致：复用多半发生在时间上相近的请求之间（同一个会话的下一轮）" in out
-    assert "一致：\n" not in out and not re.search(r"：\d+\.\d+,000块时三种策略", out)
+def test_demo3_observations_default(d3):
+    lines, more = m.observations_3(d3, m.POLICIES, m.CONTRAST, m.HOT_ACCESSES)
+    t = text((lines, more))
+    assert len(lines) == 3 and all(observation_lines(x) <= 3 for x in lines)
+    assert "容量从无限降到1,000块，LRU的命中率从0.61降到0.33，保住了54%（论文1,000块时0.30/0.51=59%）" in t
+    assert "在50,000、30,000、10,000块时LRU都不低于LFU" in t and "LRUCacheperformsbest" in t
+    assert "MIN在每个容量都不低于3种在线策略；差距最大（0.24）的是LengthAware在10,000块" in t
+    assert "10,000块时从高到低：LRU>LFU>LengthAware" in t and "块复用率0.61" in t and "和它一样" in t
+
+
+def test_demo3_prefix_hit_and_block_reuse_have_one_meaning_each():
+    """[1,2],[3,2],[5,2],[7,2]：前缀命中 0，块复用 0.38——两个量两个名字，不说"命中率 0.38"。"""
+    ratio = {(p, c): 0.0 for p in ("lru", "lfu") for c in (None, 2)}
+    d = mk3(ratio, (None, 2), distinct=5, reuse=3 / 8)
+    lines, more = m.observations_3(d, ("lru", "lfu"), "lengthaware_early", 1_000)
+    t = text((lines, more))
+    assert len(lines) == 1 and "前缀命中率0：没有一个请求的开头" in t and "块复用率0.38" in t
+    assert "前缀命中率0.38" not in t and "LRU都不低于LFU" not in t and "MIN在" not in t
+
+
+def test_demo3_observations_nothing_evicted_and_only_infinite():
+    ratio = {(p, c): 0.5 for p in ("lru", "lfu") for c in (None, 2_000)}
+    t = text(m.observations_3(mk3(ratio, (None, 2_000)), ("lru", "lfu"), "lengthaware_early", 1_000))
+    assert "最小的容量也装得下全部1,000个不同的块" in t and "MIN在" not in t
+    ratio = {(p, None): 0.5 for p in ("lru", "lfu")}
+    t = text(m.observations_3(mk3(ratio, (None,)), ("lru", "lfu"), "lengthaware_early", 1_000))
+    assert "CAPACITIES里只有无限容量" in t and "保住了" not in t
+
+
+def test_demo3_observations_ties_and_reversals():
+    """LRU、LFU 印出来相同：说相同；LFU 印出来更高：说 LFU 高；保持不变的命中率不说"降到"。"""
+    ratio = {("lru", None): 0.612, ("lfu", None): 0.612, ("lru", 100): 0.608, ("lfu", 100): 0.6051}
+    lines, _ = m.observations_3(mk3(ratio, (None, 100)), ("lru", "lfu"), "lengthaware_early", 1_000)
+    t = flat("".join(lines))
+    assert "LRU的命中率保持在0.61" in t and "LRU和LFU的命中率（两位小数）相同" in t and "0.61降到0.61" not in t
+    ratio = {("lru", None): 0.6, ("lfu", None): 0.6, ("lru", 100): 0.3, ("lfu", 100): 0.4}
+    t = flat("".join(m.observations_3(mk3(ratio, (None, 100)), ("lru", "lfu"), "x", 1_000)[0]))
+    assert "100块时LFU比LRU高（0.40对0.30）" in t and "不完全一致" in t
+
+
+def test_demo3_observations_one_policy_and_other_policies():
+    ratio = {("lru", None): 0.6, ("lru", 100): 0.3, ("lru", 50): 0.2}
+    t = text(m.observations_3(mk3(ratio, (None, 100, 50), policies=("lru",)), ("lru",), "lfu", 1_000))
+    assert "MIN在每个容量都不低于LRU" in t and "种在线策略" not in t and "LFU" not in t
+    ratio.update({("s3fifo", None): 0.6, ("s3fifo", 100): 0.31, ("s3fifo", 50): 0.2})
+    d = mk3(ratio, (None, 100, 50), policies=("lru", "s3fifo"))
+    t = text(m.observations_3(d, ("lru", "s3fifo"), "lfu", 1_000))
+    assert "S3-FIFO（SOSP'23）：在2个要淘汰的容量里，1个高于LRU、1个持平LRU" in t
+
+
+def test_demo3_observations_bound_violated_is_said():
+    ratio = {("lru", None): 0.6, ("lru", 100): 0.3, ("min", 100): 0.2, ("min", None): 0.6}
+    t = text(m.observations_3(mk3(ratio, (None, 100), policies=("lru",)), ("lru",), "lfu", 1_000))
+    assert "上界被违反，程序有错" in t
+
+
+def test_contrast_row_reads_from_the_setting(tmp_path, monkeypatch, capsys):
+    """CONTRAST = "s3fifo"：对照行的名字和说明都来自 S3-FIFO 的类，不再说"先淘汰靠前"。"""
+    path = write_trace(tmp_path / "t.jsonl", [[1, 2, 3], [1, 2, 4], [5, 6], [1, 2, 7], [5, 6, 8]] * 3)
+    monkeypatch.setattr(m, "CONTRAST", "s3fifo")
+    monkeypatch.setattr(m, "CAPACITIES", (None, 4))
+    monkeypatch.setattr(m, "CONTRAST_CAPS", (4,))
+    assert m.main(["--trace", path, "--demo", "3"]) == 0
+    out = capsys.readouterr().out
+    assert any(x.startswith("S3-FIFO ") for x in out.splitlines())
+    assert "对照行（CONTRAST=\"s3fifo\"）：S3-FIFO（Yang等" in flat(out) and "先淘汰靠前" not in out
+
+
+# ---------------------------------------------------------------- 小 trace：一种"命中"
+def write_trace(path, blocks, lens=None):
+    rows = []
+    for i, ids in enumerate(blocks):
+        n = (len(ids) - 1) * 512 + 100
+        if lens is not None:
+            n = lens[i]
+        rows.append(json.dumps({"timestamp": 1000 * i, "input_length": n, "output_length": 5, "hash_ids": ids}))
+    path.write_text("\n".join(rows) + "\n")
+    return str(path)
+
+
+@pytest.mark.parametrize("case", ["suffix_reuse", "one_token"])
+def test_unusable_reuse_is_not_a_hit(tmp_path, capsys, case):
+    """块 2 出现在每个请求里但不在开头；或一个 token 的请求都落在同一块：演示 3、4 都说没有前缀命中。"""
+    if case == "suffix_reuse":
+        path = write_trace(tmp_path / "t.jsonl", [[1, 2], [3, 2], [5, 2], [7, 2]])
+    else:
+        path = write_trace(tmp_path / "t.jsonl", [[9]] * 5, lens=[1] * 5)
+    assert m.main(["--trace", path, "--demo", "3", "--more"]) == 0
+    out3 = flat(capsys.readouterr().out)
+    assert m.main(["--trace", path, "--demo", "4"]) == 0
+    out4 = flat(capsys.readouterr().out)
+    assert "前缀命中率0：" in out3 and "块复用率" in out3
+    assert "你给的trace" in out3 and re.search(r"你给的trace[\d,]+[\d.]+[\d,]+[\d,]+0\.00-", out3)
+    assert "命中的输入token也是0%" in out4 and "前缀缓存省不下计算" in out4
+
+
+def test_sums_do_not_overflow():
+    """3,000 个请求、每个 2^52 个 token：命中的 token 比例用 Python 整数算，不会超过 100%。"""
+    from kv_trace import Trace
+    from kv_trace_io import Request
+    tr = Trace.from_requests([Request(float(i), 2 ** 52, 1, (1, 2, 3)) for i in range(3_000)])
+    hours, frac = m.gpu_hours(tr, m.usable_hits(tr, np.full(3_000, 3), 512))
+    assert frac == 3 * 512 / 2 ** 52 and hours > 0                   # trace 里只有 3 块：命中 1,536 个 token
+    hours, frac = m.gpu_hours(tr, np.full(3_000, 2 ** 43))            # 命中到只剩最后一个 token
+    assert frac == (2 ** 52 - 1) / 2 ** 52 and f"{frac:.0%}" == "100%"
+    lines, _ = m.observations_4(dict(unit=("小时", 1.0), hours={("lru", None): 1.0}, hit_frac={("lru", None): frac},
+                                     base_hours=2.0, stored={None: 1}, hbm_bytes=10, local_hours={}), "lru", (None,),
+                                "本机", 10 ** 12)
+    assert "命中100%的输入token" in flat("".join(lines))
+
+
+def test_usable_hits_follow_vllm():
+    """整个输入都命中时最后一块重算；不满一块的最后一块从不算命中。"""
+    from kv_trace import Trace
+    from kv_trace_io import Request
+    tr = Trace.from_requests([Request(0.0, 1024, 1, (1, 2)), Request(1.0, 1025, 1, (1, 2, 3)), Request(2.0, 1, 1, (1,))])
+    assert m.usable_hits(tr, np.array([2, 3, 1]), 512).tolist() == [1, 2, 0]
 
 
 # ---------------------------------------------------------------- 演示 4
-def test_demo4_cache_saves_gpu_time_in_capacity_order(d4):
+def test_demo4_numbers(d4):
     h = {c: d4["hours"][("lru", c)] for c in m.DEMO4_CAPS}
     assert h[None] < h[10_000] < h[1_000] < d4["base_hours"]
+    assert d4["kv_block_bytes"] == 512 * 320 * 2 ** 10 and d4["hbm_bytes"] == 8 * 80 * 2 ** 30
+    assert d4["stored"][10_000] == 10_000 * d4["kv_block_bytes"] > m.LOCAL_KV_BYTES > d4["stored"][1_000]
 
 
-def test_demo4_storage_for_10k_blocks_exceeds_hbm(d4):
-    assert d4["need_bytes"] == 10_000 * 512 * 327_680
-    assert d4["need_bytes"] > d4["hbm_bytes"] == 8 * 80 * 2**30      # A800 的 "80GB" 是 80 GiB
+def test_demo4_reads_excess_from_remote(d4, data):
+    """超过本机 1 TB 的缓存：超出的部分按远端 DRAM 读；和全部从本机读比，印出来的时间一样（读被计算盖住）。"""
+    for c in (None, 10_000):
+        assert d4["hours"][("lru", c)] >= d4["local_hours"][("lru", c)]
+        assert f"{d4['hours'][('lru', c)]:.2f}" == f"{d4['local_hours'][('lru', c)]:.2f}"
+    assert d4["hours"][("lru", 1_000)] == d4["local_hours"][("lru", 1_000)]
+    tier = m.hit_tier(4e12, m.TIERS[1], m.TIERS[2], 1e12)
+    assert 1 / tier.gb_per_s == pytest.approx(0.25 / 128 + 0.75 / 100)
+
+
+def test_demo4_model_quotes_the_paper_then_converts(default_out):
+    f = flat(default_out)
+    assert flat('gqa = 8（查询头数 / KV 头数）；§5.3.1：每 token 的 KV "320 KB"') in f
+    assert "64个查询头÷8=8个KV头，每token2×80×1,024×2B=320KiB，一块512token=160MiB" in f
+    assert "1.53TiB" in f and "640GiB" in f and "156GiB" in f and "1,562GiB" not in f
+    assert re.findall(r"\d+ ?(?:KB|MB|TB)\b", default_out) == ["320 KB", "1 TB"]   # 十进制的只有论文的原话
+
+
+def mk4(frac_big, frac_small=None, caps=(None, 1_000), stored_small=10 * 2 ** 30):
+    hours = {("lru", None): 2.0, ("lru", 1_000): 2.5}
+    frac = {("lru", None): frac_big, ("lru", 1_000): frac_small or frac_big / 3}
+    stored = {None: 30 * 2 ** 40, 1_000: stored_small}
+    return dict(unit=("小时", 1.0), hours=hours, hit_frac=frac, base_hours=3.0, stored=stored,
+                hbm_bytes=640 * 2 ** 30, local_hours={("lru", None): 2.0, ("lru", 1_000): 2.5}), caps
+
+
+def test_demo4_observations_cases():
+    d, caps = mk4(0.0, 0.0)
+    t = text(m.observations_4(d, "lru", caps, "本机 DRAM", 10 ** 12))
+    assert "无限缓存命中的输入token也是0%" in t and "只有1,000块" not in t and "降到" not in t
+    d, caps = mk4(0.6)
+    lines, more = m.observations_4(d, "lru", caps, "本机 DRAM", 10 ** 12)
+    t = text((lines, more))
+    assert "从3.00降到2.00小时（少了33%）" in t and "省下的时间比例低于命中的token比例" in t
+    assert "容量1,000块要10GiB，放得进一台8卡机器的HBM" in t and "复用分散在许多前缀上" in t
+    assert "无限缓存超过一台机器的1TB" in t and "和表里一样" in t
+    d, caps = mk4(0.6)
+    lines, _ = m.observations_4(d, "lru", (None,), "本机 DRAM", 10 ** 12)
+    assert len(lines) == 1
 
 
 # ---------------------------------------------------------------- 整个脚本
-def test_main_prints_a_number_from_each_demo(d1, d2, d3, d4, data, monkeypatch, capsys):
-    """main() 跑完四个演示；每个演示的一个数出现在输出里（命中表用测试共享的那一份，不再算一遍）。"""
-    monkeypatch.setattr(m, "trace_sweep", lambda *a, **k: data)
-    assert m.main([]) == 0
-    out = capsys.readouterr().out
+def test_main_prints_a_number_from_each_demo(d1, d2, d3, d4, default_out):
     for k in range(1, 5):
-        assert f"演示 {k}" in out
-    assert f"前 {d1['a_b_common']} 块哈希相同" in out
+        assert f"演示 {k}" in default_out
     r5 = d2["5-shot"]
-    assert re.search(rf"5-shot\s+341\s+{r5['total']}\s+{r5['computed']}\s+{r5['saved']:.0%}", out)
-    lru_row = next(x for x in out.splitlines() if x.startswith("LRU "))
-    assert lru_row.split()[1:] == [f"{d3['ratio'][('lru', c)]:.2f}" for c in m.CAPACITIES]
-    assert re.search(rf"不缓存\s+0%\s+{d4['base_hours']:.2f}\s+1\.00×", out)
+    assert re.search(rf"5-shot\s+341\s+{r5['total']:,}\s+{r5['computed']}\s+{r5['saved']:.0%}", default_out)
+    assert re.search(rf"不缓存\s+-\s+0%\s+{d4['base_hours']:.2f}\s+1\.00×", default_out)
 
 
 def test_bad_argument_is_one_line_and_exit_2():
@@ -174,116 +414,81 @@ def test_bad_argument_is_one_line_and_exit_2():
     assert len(p.stderr.strip().splitlines()) == 1 and "--demo" in p.stderr and "Traceback" not in p.stderr
 
 
-@pytest.mark.parametrize("cwd", ["lecture07", "/"])
-def test_runs_from_any_working_directory(cwd, tmp_path):
-    root = os.path.dirname(LECTURE)
-    where = os.path.join(root, cwd) if cwd != "/" else str(tmp_path)
-    p = subprocess.run([sys.executable, os.path.join(LECTURE, "04_prefix_caching.py"), "--demo", "1"],
-                       capture_output=True, text=True, cwd=where, env=dict(os.environ, NO_COLOR="1"))
-    assert p.returncode == 0 and "演示 1" in p.stdout
+@pytest.mark.parametrize("name,value,args", [
+    ("BLOCK_SIZE", "64", ["--demo", "2"]),
+    ("CONTRAST", '"s3fifo"', ["--demo", "3", "--trace", "SMALL"]),
+    ("DEMO4_CAPS", "(5_000, 500)", ["--demo", "4", "--trace", "SMALL"]),
+])
+def test_setting_an_attribute_equals_editing_the_source(name, value, args, tmp_path, monkeypatch, capsys):
+    """m.SETTING = v; m.main(...) 印出的和改源文件一字不差（设置在演示运行时才读，不在 import 时）。"""
+    small = write_trace(tmp_path / "small.jsonl", [[1, 2, 3], [1, 2, 4], [5, 6], [1, 2, 7], [5, 6, 8]] * 4)
+    args = [small if a == "SMALL" else a for a in args]
+    src = pathlib.Path(LECTURE, "04_prefix_caching.py").read_text(encoding="utf-8")
+    edited, n = re.subn(rf"^{name} = .*?(?=\s+#)", f"{name} = {value}", src, count=1, flags=re.M)
+    assert n == 1
+    script = tmp_path / "04_prefix_caching.py"
+    script.write_text(edited, encoding="utf-8")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([ROOT, LECTURE]), NO_COLOR="1")
+    p = subprocess.run([sys.executable, str(script), *args], capture_output=True, text=True, env=env, cwd=LECTURE)
+    assert p.returncode == 0, p.stderr
+    monkeypatch.setattr(m, name, eval(value))
+    assert m.main(args) == 0
+    assert capsys.readouterr().out == p.stdout
 
 
-def test_lengthaware_keeps_chains_and_contrast_breaks_them():
-    """次数相同时：LengthAware（本课的读法）先淘汰靠后的子块，前缀还能命中；对照（先淘汰靠前的）先丢父块。"""
-    from kv_cache_policies import make_cache
-    la, early = make_cache(2, "lengthaware"), make_cache(2, m.CONTRAST)
-    for c in (la, early):
-        c.insert([1, 2])
-        c.insert([3])
-    assert la.match([1, 2]) == 1                                   # 父块 1 还在
-    assert early.match([1, 2]) == 0 and early.count([1, 2]) == 1   # 父块 1 没了，子块 2 留着也用不上
+# ---------------------------------------------------------------- 图（figures/plot_04.py）
+def load_plot04():
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("plot_04", os.path.join(ROOT, "figures", "plot_04.py"))
+    mod = importlib.util.module_from_spec(spec)
+    sys.path.insert(0, os.path.join(ROOT, "figures"))
+    spec.loader.exec_module(mod)
+    return mod
 
 
-def test_lengthaware_definition_and_contrast_row_are_printed(d3, data, capsys):
-    """表注里是论文的原话（从常量打印）；对照行有自己的标签，数和命中表同一份。"""
-    from kv_cache_policies import LENGTHAWARE_DEFINITION
-    assert LENGTHAWARE_DEFINITION == "similar to LFU but prioritizing cache blocks occurring later in requests"
-    m.demo3_trace(data)
-    raw = capsys.readouterr().out
-    out = flat(raw)
-    assert flat(LENGTHAWARE_DEFINITION) in out and "本课读作：访问次数相同时先淘汰请求里靠后的块" in out
-    assert "对照行：另一种读法，不是论文的策略" in out
-    r = d3["ratio"]
-    row = next(x for x in raw.splitlines() if x.startswith("对照："))
-    assert row.split()[1:] == ["-"] * 4 + [f"{r[(m.CONTRAST, 10_000)]:.2f}"] + ["-"] * 2
-    la, lfu, c = r[("lengthaware", 10_000)], r[("lfu", 10_000)], r[(m.CONTRAST, 10_000)]
-    assert f"10,000块时它是LFU的{la / lfu:.0%}" in out and "（论文表1：0.35/0.35=100%）" in out
-    assert c < la and f"只有{c:.2f}，是LFU的{c / lfu:.0%}" in out and "父块没了" in out
-    assert la / lfu > 0.9                    # 本课的读法跟得上论文"和 LFU 差不多"的趋势
+def test_plot_04_titles_state_the_finding(tmp_path, monkeypatch):
+    """小数据画三张图：标题是由数算出的结论；每个面板至多 4 条线；没有缺字的警告；PNG ≥ 1600 像素宽。"""
+    import warnings
+    from lab_common import plotting
+    plot = load_plot04()
+    figs = []
+    monkeypatch.setattr(plot, "save_png", lambda fig, out: figs.append(fig) or plotting.save_png(fig, out))
+    caps = (300, 1_000, 10_000, None)
+    names = {"lru": "LRU", "lfu": "LFU", "lengthaware": "LengthAware", "min": "MIN"}
+    ratio = {"lru": [0.2, 0.3, 0.4, 0.5], "lfu": [0.1, 0.3, 0.35, 0.5], "lengthaware": [0.1, 0.2, 0.3, 0.5],
+             "min": [0.3, 0.4, 0.5, 0.5]}
+    hours = {p: [5 - 4 * r for r in v] for p, v in ratio.items()}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        plotting.setup_matplotlib()
+        plot.plot_block_popularity([50, 7, 3, 2, 1, 1, 1, 1], str(tmp_path / "a.png"), "小数据")
+        plot.plot_hit_ratio(caps, ratio, names, {"lru": {1_000: 0.3, None: 0.51}}, str(tmp_path / "b.png"), "小数据", "表 1")
+        plot.plot_prefill_time(caps, hours, names, 5.0, str(tmp_path / "c.png"), "配置", "小数据")
+    titles = [f._suptitle.get_text() for f in figs]
+    assert titles == ["50% 的块只用过一次，最热 1% 的块却占了 76% 的访问",
+                      "容量降到 10,000 块，LRU 仍保住 0.40（无限容量时 0.50）",
+                      "无限缓存把 prefill 的 GPU 时间从 5.00 降到 3.00 小时（少 40%）"]
+    assert all(len(ax.get_lines()) <= 5 for f in figs for ax in f.axes)    # 4 条线 + 至多一条水平基线
+    for name in "abc":
+        head = (tmp_path / f"{name}.png").read_bytes()[:24]
+        assert head[:8] == b"\x89PNG\r\n\x1a\n" and int.from_bytes(head[16:20], "big") >= plotting.MIN_WIDTH_PX
 
 
-# ---------------------------------------------------------------- 引用的论文数字、模型、单位（每一条都在论文里核对过）
-def test_vllm_fig16_constants_are_the_papers():
-    """vLLM 论文 §6.4 / 图 16：LLaMA-13B、WMT16 英译德；前缀 80 / 341 token；吞吐是 Orca (Oracle) 的 1.67 / 3.58 倍。"""
-    v = m.VLLM_FIG16
-    assert v["model"] == "LLaMA-13B" and v["dataset"].startswith("WMT16") and v["baseline"] == "Orca (Oracle)"
-    assert v["prefix_tokens"] == {"1-shot": 80, "5-shot": 341} and dict(m.FEW_SHOT) == v["prefix_tokens"]
-    assert v["throughput_x"] == {"1-shot": 1.67, "5-shot": 3.58}
-
-
-def test_demo2_cites_fig16_as_vllm_vs_orca(capsys):
-    m.demo2_shared_prefix()
-    out = flat(capsys.readouterr().out)
-    assert "OPT-13B" not in out and "LLaMA-13B、WMT16英译德" in out
-    assert "vLLM的吞吐是Orca(Oracle)的1.67倍，5-shot时是3.58倍" in out and "vLLM整体（分页+共享）" in out
-
-
-def test_demo2_explains_what_differs_between_prefixes(d2, capsys):
-    """1-shot 的 80 token 正好 5 个满块、没有零头；差别来自前缀占输入的比例，不是零头。"""
-    r1, r5 = d2["1-shot"], d2["5-shot"]
-    assert (r1["full_prefix_blocks"], r1["prefix_tail"]) == (5, 0) and (r5["full_prefix_blocks"], r5["prefix_tail"]) == (21, 5)
-    m.demo2_shared_prefix()
-    out = flat(capsys.readouterr().out)
-    assert "1-shot的80个token正好是5个满块、没有零头" in out and "5-shot的341个token=21个满块+5个零头" in out
-    assert f"前缀占全部输入的比例：1-shot{r1['prefix_share']:.0%}、5-shot{r5['prefix_share']:.0%}" in out
-    assert r5["prefix_share"] > r1["prefix_share"] and "前缀占比更大，所以省得更多" in out
-
-
-def test_demo1_names_the_changed_blocks_unambiguously(d1, capsys):
-    m.demo1_hashing()
-    out = flat(capsys.readouterr().out)
-    assert "从改动的第2块到最后的第4块（共3块）哈希都变了" in out and "以及之后全部" not in out
-
-
-def test_demo3_arxiv_trace_is_named_and_public(capsys, data):
-    """arXiv v3 表 1 算在 arXiv 版公开的 trace（mooncake_trace.jsonl）上，不是 FAST'25 的 Tool&Agent。"""
-    assert m.PAPER_TRACES[0][1:6] == (23_608, 60, 7_590, 182, 0.51)
-    assert m.PAPER_TRACES[1][0] == "FAST'25 Tool&Agent" and m.PAPER_TRACES[1][1:6] == (23_608, 60, 8_596, 182, 0.59)
-    assert [r[1:6] for r in m.PAPER_TRACES_MORE] == [(12_031, None, 12_035, 343, 0.40), (3_993, None, 15_325, 149, 0.66)]
-    m.demo3_trace(data)
-    out = flat(capsys.readouterr().out)
-    assert "mooncake_trace.jsonl" in out and "不是同一个trace" in out and "今天公开" not in out
-    assert "真实trace" not in out
-
-
-def test_demo3_paper_wording(capsys, data):
-    """arXiv v3 §4.2：tens of thousands → 数万次；中文列表用顿号。"""
-    assert "tens of thousands" in m.BLOCK_HOT_PAPER
-    m.demo3_trace(data)
-    out = capsys.readouterr().out
-    assert "有的块被访问数万次" in out and "上万次" not in out
-    assert "在50,000、30,000、10,000块时LRU都不低于LFU" in flat(out)
-
-
-def test_demo3_lru_gap_shape_follows_the_numbers(d3, capsys, data):
-    """LRU 离 MIN 的差距先增后减（3,000 块最大），句子说的是这个形状，不是只比两端。"""
-    finite = sorted((c for c in m.CAPACITIES if c is not None), reverse=True)
-    g = [d3["gap"][("lru", c)] for c in finite]
-    peak = max(range(len(g)), key=lambda i: g[i])
-    assert finite[peak] == 3_000 and 0 < peak < len(g) - 1
-    m.demo3_trace(data)
-    out = flat(capsys.readouterr().out)
-    assert "、".join(f"{x:.2f}" for x in g) in out
-    assert f"先变大、在{finite[peak]:,}块时最大（{g[peak]:.2f}），再到{finite[-1]:,}块时回落到{g[-1]:.2f}" in out
-    assert "缓存小时，\"留谁\"更要紧" not in out
-
-
-def test_demo4_model_and_units(d4, capsys, data):
-    """FAST'25 的数（式 1、128 GB/s）配 LLaMA3-70B；KV 用二进制单位：512 × 320 KiB = 160 MiB。"""
-    assert d4["model"] == "LLaMA3-70B" and d4["kv_block_bytes"] == 512 * 320 * 2**10 == 160 * 2**20
-    assert d4["hbm_bytes"] == 8 * 80 * 2**30
-    m.demo4_compute_saved(data)
-    out = flat(capsys.readouterr().out)
-    assert "LLaMA3-70B（FAST'25表1、§5.3.1" in out and "dummyLLaMA2-70B（arXivv3§1.2）形状相同" in out
-    assert "一块=512×320KiB=160MiB" in out and "1,562GiB" in out and "640GiB" in out and "156GiB" in out
-    assert not re.search(r"\d(KB|MB|TB)", out)
+def test_plot_04_takes_its_numbers_from_the_demos(monkeypatch):
+    """compute() 只读演示 3、4 返回的字典（不自己重算命中率或 GPU 时间）。"""
+    plot = load_plot04()
+    s04 = plot.figlib.load_script("04_prefix_caching")
+    st = dict(n=3, minutes=1.0, total_blocks=10, counts=np.array([3, 1]))
+    d3 = dict(stats=st, seed=7, block_size=512, policies=("lru", "min"), names={"lru": "LRU", "min": "MIN"}, paper={},
+              ratio={(p, c): 0.123 for p in ("lru", "min") for c in (None, 300)})
+    d4 = dict(base_hours=9.0, hours={("lru", c): 4.5 for c in (None, 300)}, policies=("lru",), model="M", node="N",
+              mfu=0.5, tier="T", tier_gb_per_s=1.0)
+    monkeypatch.setattr(plot, "EXTRA_CAPACITIES", (300,))
+    monkeypatch.setattr(s04, "CAPACITIES", (None, 300))
+    monkeypatch.setattr(s04, "read_trace", lambda *a, **k: None)
+    monkeypatch.setattr(s04, "trace_sweep", lambda *a, **k: "data")
+    monkeypatch.setattr(s04, "demo3_trace", lambda data: d3)
+    monkeypatch.setattr(s04, "demo4_compute_saved", lambda data, caps, policies: d4)
+    d = plot.compute()
+    assert d["ratio"] == {"lru": [0.123, 0.123], "min": [0.123, 0.123]} and d["hours"] == {"lru": [4.5, 4.5]}
+    assert d["base_hours"] == 9.0 and "种子 7" in d["trace_cfg"]

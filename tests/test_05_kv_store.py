@@ -1,6 +1,8 @@
 """05_kv_store.py 和 kv_cluster.py：每个演示打印的每条结论都在这里检查，再加几个手算的小例子。"""
 import ast
+import contextlib
 import doctest
+import io
 import json
 import os
 import re
@@ -11,6 +13,9 @@ import numpy as np
 import pytest
 from conftest import LECTURE, REAL_TRACE, load_script, run_main
 from rich.cells import cell_len
+
+from lab_common.console import observation_lines
+from lab_common.say import integer
 
 import kv_cluster
 from kv_cluster import (BLOCK_BYTES, LOCAL_DRAM, block_homes, fetch_plan, hit_accesses, hit_tokens, nic_fetch,
@@ -79,14 +84,13 @@ def test_demo1_longer_prefix_needs_less_bandwidth(d1, key):
 
 
 def test_demo1_every_tier_beats_recompute_on_a800(d1):
-    assert d1["faster"] == m.SHORT_TIER
-    assert all(r["ratio_a800"] < 1 and r["n_star_a800"] <= 0 for r in d1["tiers"])
+    assert all(r["ratio"] < 1 and r["n_star"] < 1 for r in d1["tiers"])
     ssd = min(d1["tiers"], key=lambda r: r["gbps"])
-    assert ssd["short"] == "SSD" and 0.5 < ssd["ratio_a800"] < 0.52
+    assert ssd["short"] == "SSD" and 0.5 < ssd["ratio"] < 0.52
 
 
 def test_demo1_ssd_break_even_on_h800_solves_the_equation(d1):
-    slow = [r for r in d1["tiers"] if r["n_star_h800"] > 0]
+    slow = [r for r in d1["tiers"] if r["n_star_h800"] >= 1]
     assert [r["short"] for r in slow] == ["SSD"]
     n = slow[0]["n_star_h800"]
     h800 = m.replace(m.H800_X8, mfu=A800_X8.mfu)
@@ -96,59 +100,55 @@ def test_demo1_ssd_break_even_on_h800_solves_the_equation(d1):
 
 def test_demo1_layer_simulation_equals_formula(d1):
     assert d1["worst_diff"] < 1e-12
-    for p in d1["pipeline"]:
-        assert p["hidden"] + p["exposed"] == pytest.approx(p["load"])
-        assert p["formula"] < p["full"]                      # 四个层级都比全部重算快
+    for r in d1["tiers"]:
+        assert r["pipe"] < d1["full"]                     # 四个层级都比全部重算快
 
 
 def test_demo1_dram_load_is_hidden_but_first_layer(d1):
-    dram = d1["pipeline"][1]
-    assert dram["load"] < dram["compute"]
+    dram = d1["tiers"][1]
+    assert dram["load"] < d1["compute"]
     assert dram["exposed"] == pytest.approx(dram["load"] / LLAMA2_70B.n_layers)
-    assert dram["hidden"] / dram["load"] > 0.985
 
 
 def test_demo1_ssd_load_dominates(d1):
-    ssd = d1["pipeline"][3]
-    assert ssd["load"] > ssd["compute"] and ssd["formula"] < ssd["full"]
-    assert ssd["formula"] == pytest.approx(ssd["load"] + ssd["compute"] / LLAMA2_70B.n_layers)
+    ssd = d1["tiers"][3]
+    assert ssd["load"] > d1["compute"] and ssd["pipe"] < d1["full"]
+    assert ssd["pipe"] == pytest.approx(ssd["load"] + d1["compute"] / LLAMA2_70B.n_layers)
 
 
 # ---------------------------------------------------------------- 演示 2
 def test_demo2_hot_nic_load_grows_with_cluster(d2):
-    loads = [d2["by_n"][n]["k1"]["hot_load"] for n in m.NET_NODES]
+    loads = [d2["by"][(n, 1)]["hot_load"] for n in m.NET_NODES]
     assert all(a < b for a, b in zip(loads, loads[1:]))
-    big = d2["by_n"][m.NET_NODES[-1]]["k1"]
+    big = d2["by"][(m.NET_NODES[-1], 1)]
     assert big["hot_load"] > 5 * big["avg_load"] and big["avg_load"] < 0.05
 
 
 def test_demo2_only_the_largest_cluster_saturates_without_replication(d2):
-    assert d2["saturated"] == [128]
-    assert d2["by_k"][1]["mean"] > 1.0                        # 秒级排队
+    assert [n for n in m.NET_NODES if d2["by"][(n, 1)]["hot_load"] > 1] == [128]
+    assert d2["by"][(128, 1)]["mean"] > 1.0                        # 秒级排队
 
 
 def test_demo2_replication_reduces_queueing(d2):
-    by_k = d2["by_k"]
-    means = [by_k[k]["mean"] for k in m.REPLICAS]
-    loads = [by_k[k]["hot_load"] for k in m.REPLICAS]
+    by = d2["by"]
+    means = [by[(128, k)]["mean"] for k in m.REPLICAS]
+    loads = [by[(128, k)]["hot_load"] for k in m.REPLICAS]
     assert all(a >= b for a, b in zip(means, means[1:])) and means[0] > 100 * means[1]
-    assert all(a > b for a, b in zip(loads, loads[1:]))
-    assert d2["ok_replicas"][0] == 2 and loads[1] <= 1 < loads[0]
+    assert all(a > b for a, b in zip(loads, loads[1:])) and loads[1] <= 1 < loads[0]
     for n in m.NET_NODES:
-        assert d2["by_n"][n]["k4"]["mean"] < d2["by_n"][n]["k1"]["mean"]
+        assert by[(n, 4)]["mean"] < by[(n, 1)]["mean"] and by[(n, 4)]["hot_load"] < by[(n, 1)]["hot_load"]
 
 
 def test_demo2_hot_blocks_exist(d2):
-    assert d2["n_hot"] > 0 and 0.2 < d2["hot_share"] < 0.5
+    assert d2["n_hot"] == 21 and 0.2 < d2["hot_access_share"] < 0.5
+    assert d2["hit_blocks"] <= d2["raw_hits"] and d2["reuse"] > 0
 
 
 # ---------------------------------------------------------------- 演示 3
 def test_demo3_order_matches_paper(d3):
     r = d3["results"]
-    assert d3["holds"]
-    assert d3["order"] == ["global_cache", "local_cache", "load_balancing", "random"]
     assert r["global_cache"]["mean"] <= r["local_cache"]["mean"] <= r["load_balancing"]["mean"] <= r["random"]["mean"]
-    assert sorted(m.PAPER_FIG5, key=m.PAPER_FIG5.get) == d3["order"]
+    assert sorted(m.PAPER_FIG5, key=m.PAPER_FIG5.get) == ["global_cache", "local_cache", "load_balancing", "random"]
 
 
 def test_demo3_cache_aware_hits_more_and_works_less(d3):
@@ -299,23 +299,60 @@ def flat(text):
     return "".join(text.split())
 
 
+@pytest.fixture(scope="module")
+def more_out(full_run):
+    """--more 的输出（本进程里再跑一遍）：默认输出挪走的每个事实都在这里。"""
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        assert m.main(["--more"]) == 0
+    return buf.getvalue()
+
+
 def test_smoke_a_number_from_each_demo(d1, d2, d3, out):
     """冒烟：每个演示打印的一个数字，等于它返回的 dict 里的那个数。"""
     assert d1["a800_100"] == pytest.approx(5.86, abs=0.01)
-    assert flat(f"最低带宽 8×A800 是 {d1['a800_100']:.2f} GB/s") in flat(out)
-    assert d2["n_hot"] == 21 and flat(f"用到的块：{d2['n_hot']} 个") in flat(out)
+    assert flat(f"8×A800 要 {d1['a800_100']:.2f}") in flat(out)
+    assert d2["n_hot"] == 21 and flat(f"用到）：{d2['n_hot']} 块") in flat(out)
     glo = d3["results"]["global_cache"]["mean"]
     assert glo == pytest.approx(0.38, abs=0.005) and flat(f"全局缓存感知 {glo:.2f}") in flat(out)
 
 
-def test_main_prints_80_columns(out):
-    assert max(cell_len(line) for line in out.splitlines()) <= 80
-    flat = "".join(out.split())                           # 去掉折行和空白再找
-    for claim in ("≈ 6 GB/s", "≈ 19 GB/s", "与论文的 6 GB/s、19 GB/s 一致", "（共 4/4 个）",
-                  "与论文图 5 的顺序（全局 ≤ 本地 ≤ 负载均衡 ≤ 随机）一致", "随集群规模增长",
-                  "是流量全挤在一台上", "最忙网卡的负载从 151% 降到 76%", "副本数 ≥ 2 时不再超载",
-                  "命中率升到", "省下的计算就是省下的排队", "比只看本地低", "SSD 要前缀超过"):
-        assert "".join(claim.split()) in flat, claim
+def test_default_output_fits_the_budget(out):
+    """默认输出：80 列、至多 90 行；每个演示至多 3 条观察，每条至多 3 行。"""
+    lines = out.splitlines()
+    assert max(cell_len(line) for line in lines) <= 80 and len(lines) <= 90
+    demos = out.split("═" * 80)[1:]
+    assert len(demos) == 4
+    for text in demos:
+        obs = re.findall(r"^  (\d+)\. ", text, flags=re.M)
+        assert obs == ["1", "2", "3"][:len(obs)] and 1 <= len(obs) <= 3
+
+
+def test_each_observation_fits_three_lines(d1, d2, d3, d4):
+    for fn, d in ((m.observations_1, d1), (m.observations_2, d2), (m.observations_3, d3), (m.observations_4, d4)):
+        lines, more = fn(d)
+        assert 1 <= len(lines) <= 3 and not more
+        assert all(observation_lines(x) <= 3 for x in lines), [observation_lines(x) for x in lines]
+
+
+def test_main_prints_the_claims(out):
+    for claim in ("快的层级有 4/4 个", "取整与 FAST'25 §2.2 的 6、19 GB/s 一致", "门槛降到 3.52、11.14 GB/s",
+                  "SSD 总共比全部重算快（390.4 ms 对 875.5 ms）", "负载从 20% 升到 151%（16 → 128 台）",
+                  "是流量挤在持有热门前缀的几台上", "128 台时最忙的网卡超载", "最忙网卡从 151% 降到 76%",
+                  "平均排队从 11,627.1 ms 降到 5.5 ms", "与论文图 5 的顺序一致", "全局比本地低 15%，论文低 14%",
+                  "省下的计算就是省下的排队", "全局调度让 22% 的请求从别的节点拉了 KV（共 42,949 块）"):
+        assert flat(claim) in flat(out), claim
+
+
+def test_more_prints_the_moved_facts(more_out):
+    """--more：今天默认印出的事实都还在（挪到细表和表注里）。"""
+    for claim in ("40,944", "串行", "逐层模拟", "3.9e-16", "8×H800 是 8×A800 的 3.2×（峰值算力之比 3.2×）",
+                  "8×A800（60%）从 4.1 降到 1.1", "gqa = 8，每 token 的 KV “320 KB”", "= 320 KiB",
+                  "2.50 GiB（2.68 GB", "平均要 2.35 台一直做", "42,974.7", "P99", "当成一个 FIFO 队列",
+                  "平均 TTFT 是负载均衡的 4.8×", "不用前缀缓存时平均要 5.75 台", "3,072,000 token", "15.9", "63.6",
+                  "还藏得住 LLaMA2-7B（余量 1.6×）", "0.49 s（线速 0.43 s）", "−91.5%", "从 1,024 token 的 4.1% 到",
+                  "NVIDIA H100 SXM 数据手册"):
+        assert flat(claim) in flat(more_out), claim
 
 
 def test_demo1_same_bytes_from_any_cwd(capsys, tmp_path):
@@ -328,7 +365,7 @@ def test_demo1_same_bytes_from_any_cwd(capsys, tmp_path):
 
 @pytest.mark.real_trace
 def test_runs_on_mooncake_jsonl_trace(tmp_path):
-    p = subprocess.run([sys.executable, SCRIPT, "--trace", REAL_TRACE, "--demo", "3"], cwd=tmp_path,
+    p = subprocess.run([sys.executable, SCRIPT, "--trace", REAL_TRACE, "--demo", "2"], cwd=tmp_path,
                        capture_output=True, text=True)
     assert p.returncode == 0, p.stderr
     assert "3,993 个请求" in p.stdout
@@ -353,8 +390,33 @@ def test_min_bandwidth_is_finite():
     assert np.isfinite(m.min_bandwidth(8192, A800_X8))
 
 
+# ---------------------------------------------------------------- 设置：改模块属性 == 改源码
+def _edited_source_output(const, value, demo):
+    """把脚本源码里 CONST 的赋值换掉（test_student_edits.apply_edit），在本进程里当一个新模块执行，跑 --demo N。"""
+    from test_student_edits import apply_edit
+    with open(SCRIPT, encoding="utf-8") as f:
+        src = apply_edit(f.read(), const, value)
+    ns = {"__name__": "edited_05", "__file__": SCRIPT}
+    exec(compile(src, SCRIPT, "exec"), ns)
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        assert ns["main"](["--demo", str(demo)]) == 0
+    return buf.getvalue()
+
+
+@pytest.mark.parametrize("const,value,demo", [("PREFIX", 4096, 1), ("NET_NODES", (16, 64), 2),
+                                              ("SCHED_CAPACITY", 600, 3), ("PD_HIT", 0.5, 4)])
+def test_setting_an_attribute_equals_editing_the_source(const, value, demo, monkeypatch):
+    monkeypatch.setattr(m, const, value)
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        assert m.main(["--demo", str(demo)]) == 0
+    monkeypatch.undo()
+    assert buf.getvalue() == _edited_source_output(const, repr(value), demo)
+
+
 # ---------------------------------------------------------------- 引用的事实（核对过论文原文）
-def test_model_is_named_as_fast25_and_shares_shape_with_v3_dummy(d1, out):
+def test_model_is_named_as_fast25_and_shares_shape_with_v3_dummy(d1, out, more_out):
     """FAST'25 表 1 是 LLaMA3-70B；arXiv v3 是同形状的 dummy LLaMA2-70B：KV 都是 320 KiB/token。"""
     from kv_physics import LLAMA2_70B, LLAMA3_70B
     shape = lambda s: (s.n_layers, s.d_model, s.n_heads, s.n_kv_heads, s.dtype_bytes)  # noqa: E731
@@ -362,39 +424,47 @@ def test_model_is_named_as_fast25_and_shares_shape_with_v3_dummy(d1, out):
     assert LLAMA3_70B.kv_bytes_per_token() == 320 * 1024
     assert kv_cluster.MODEL is LLAMA3_70B and d1["model"] == "LLaMA3-70B"
     assert "演示1：读还是重算——LLaMA3-70B" in flat(out)
-    assert "LLaMA3-70B" in m.MODEL_NOTE and "dummyLLaMA2-70B形状相同" in flat(m.MODEL_NOTE)
-    assert "LLaMA3-70B" in m.PAPER_MIN_BW_SOURCE and "§2.2" in m.PAPER_MIN_BW_SOURCE
+    assert flat("FAST'25 表 1（gqa = 查询头数 / KV 头数）、§5.3.1：gqa = 8") in flat(more_out)
+    assert flat("64 个查询头 ÷ 8 = 8 个 KV 头，2 × 80 × 1,024 × 2 B = 320 KiB") in flat(more_out)
+    assert "dummyLLaMA2-70B形状相同" in flat(more_out)
 
 
-def test_nic_is_the_node_total_modelled_as_one_fifo(out):
+def test_citations_of_layerwise_streaming_and_placement(out):
+    """FAST'25 §3.1 第 3 步、arXiv v3 §3 第 3 步：逐层发给 decode 节点；v3 §5.2 是 prefill 里逐层读写。
+    DistServe 是不同 GPU（§4.2 低亲和放置可同机经 NVLink）；Mooncake、Splitwise 是不同机器。"""
+    assert flat("（Mooncake：FAST'25 §3.1、arXiv v3 §3 的第 3 步）") in flat(out)
+    assert flat("（逐层读 KV，arXiv v3 §5.2）") in flat(out)
+    assert flat("Mooncake、Splitwise 把 prefill、decode 放在不同机器上（DistServe 是不同 GPU，可同机经 NVLink，§4.2）") \
+        in flat(out)
+    assert "DistServe、Splitwise 都" not in flat(out) and "FAST'25§3第3步" not in flat(out)
+
+
+def test_nic_is_the_node_total_modelled_as_one_fifo(out, more_out):
     """FAST'25 表 1 的 800 Gbps 是一台节点的合计；§3.2.3 每张 A800 配一块 100/200 Gbps 网卡。"""
     assert kv_cluster.NIC_GB_PER_S * 8 == 800
-    assert "每块网卡" not in out and "每台一块" not in out
-    assert "每台节点的网卡合计100GB/s" in flat(out)
-    assert "B_nic=800Gbps=100GB/s是一台节点全部网卡的合计" in flat(out)
-    assert "每张A800配一块100/200Gbps的网卡" in flat(out) and "当成一个FIFO队列" in flat(out)
-    with open(SCRIPT, encoding="utf-8") as f:
-        assert "每台一块 800 Gbps" not in f.read()
+    assert "每块网卡" not in more_out and "每台一块" not in more_out
+    assert "每台合计100GB/s" in flat(out)
+    assert "B_nic=800Gbps=100GB/s是一台节点全部网卡的合计" in flat(more_out)
+    assert "每张A800配一块100/200Gbps的网卡" in flat(more_out) and "当成一个FIFO队列" in flat(more_out)
 
 
-def test_fig5_setup_differences_are_printed(d3, out):
-    """FAST'25 §4.2：图 5 是 16 台 8×A800 回放 Conversation trace；本实验 8 台、仿 Tool&Agent 的合成 trace。"""
+def test_fig5_setup_differences_are_printed(out):
+    """FAST'25 §4.2：16 台 8×A800 的 Mooncake 集群回放 Conversation trace，没说几台做 prefill；本实验全是 prefill。"""
     assert m.PAPER_FIG5_SETUP["nodes"] == 16 and m.PAPER_FIG5_SETUP["trace"] == "Conversation trace"
-    assert "论文在16台8×A800上回放Conversationtrace" in flat(out)
-    assert flat(f"本实验是 {m.SCHED_NODES} 台 8×A800（节点数不同），负载是仿 Tool&Agent 的合成 trace（种子 0）") in flat(out)
-    assert "§4.2图5" in flat(out)
+    assert flat("16 台 8×A800（没说几台做 prefill）回放 Conversation trace；本实验 8 台全做 prefill") in flat(out)
+    assert "§4.2图5" in flat(out) and "节点数不同" not in out
 
 
 def test_trace_is_called_what_it_is(out):
     assert "真实 trace" not in out and "仿Tool&Agent的合成trace（种子0）" in flat(out)
 
 
-def test_units_one_system_per_quantity(out):
-    """KV 字节用 KiB/MiB/GiB/TiB，带宽用 GB/s（10⁹）：8,192 × 320 KiB = 2.50 GiB = 2.68 GB。"""
-    assert flat("8,192 × 320 KiB = 2.50 GiB（= 2.68 GB") in flat(out)
-    assert " KB = " not in out and "320 KB" not in out
-    assert flat("6,000 块 × 512 token = 3,072,000 token × 320 KiB = 0.92 TiB（1.01 TB）") in flat(out)
-    assert BLOCK_BYTES == 160 * 2**20
+def test_units_one_system_per_quantity(out, more_out):
+    """KV 字节用 KiB/MiB/GiB/TiB，带宽用 GB/s（10⁹）：8,192 token 的 KV 2.50 GiB = 2.68 GB。"""
+    assert flat("8,192 token 共 2.50 GiB（2.68 GB") in flat(more_out)
+    assert " KB = " not in more_out
+    assert flat("本地缓存 938 GiB（1.01 TB）") in flat(out)
+    assert flat("16,312") in flat(out) and BLOCK_BYTES == 160 * 2**20
 
 
 def test_local_dram_capacity_matches_fast25_5_3_1(out):
@@ -402,13 +472,7 @@ def test_local_dram_capacity_matches_fast25_5_3_1(out):
     paper = m.PAPER_LOCAL_DRAM
     assert paper["tokens"] * LLAMA2_70B.kv_bytes_per_token() == pytest.approx(paper["tb"] * 1e12, rel=0.02)
     assert m.SCHED_CAPACITY * 512 == pytest.approx(paper["tokens"], rel=0.03)
-    assert "本机留约1TBDRAM做缓存，只能存约300万token" in flat(out)
-
-
-def test_wording_fixes(out):
-    assert "最慢的 SSD" in out and "最慢的SSD" not in out
-    assert "按 04 演示 4 的 60% 算力" in " ".join(out.split())
-    assert flat("（0.38 s、0.44 s、0.74 s、3.56 s）") in flat(out)
+    assert "FAST'25§5.3.1：约1TBDRAM只存约300万token" in flat(out)
 
 
 def test_fig5_paper_values_and_14_percent():
@@ -426,9 +490,25 @@ def _write(path, rows):
     return str(path)
 
 
+ODD = {   # 名字 → 演示 2、3 的输出里必须有的说法
+    "first1": ("同时到达（突发）", "没有任何请求要从别的节点拉 KV", "四种调度的平均 TTFT 都是"),
+    "first2": ("同时到达（突发）", "没有一个块被第二个请求用到", "四种调度的平均 TTFT 都是"),
+    "first5": ("没有任何请求要从别的节点拉 KV", "负载 > 100% 即超载"),
+    "first20": ("没有任何请求要从别的节点拉 KV", "四种调度的命中率都是 0%"),
+    "same_ts": ("同时到达（突发）", "所有请求同时到达，算不出网卡负载"),
+    "burst_1ms": ("同时到达（突发）",),
+    "huge_span": ("分钟",),
+    # 块复用 ≠ 前缀命中：块 2 在每个请求里，但都不在开头（04、05 的"命中"只指前缀命中）
+    "reuse_not_prefix": ("块复用有 3 次，但都不接在相同的开头后面，前缀缓存用不上", "四种调度的命中率都是 0%"),
+    # 一个 token 的请求共用一块：最后一个 token 总要重算，命中的块一个 token 也用不上，不拉 KV
+    "one_token": ("命中的 9 块里没有用得上的 token：最后一个 token 总要重算", "四种调度的命中率都是 0%"),
+}
+
+
 @pytest.fixture(scope="module")
 def odd_traces(tmp_path_factory):
-    """课程 trace 的前 1、2、5、20 行；同一时刻的 20 个请求；1 ms 内的突发；跨度接近 2^53 ms 的两行。"""
+    """课程 trace 的前 1、2、5、20 行；同一时刻的 20 个请求；1 ms 内的突发；跨度接近 2^53 ms 的两行；
+    块复用但前缀不同；一个 token 的请求共用一块。"""
     d = tmp_path_factory.mktemp("odd")
     out = {}
     if os.path.exists(REAL_TRACE):
@@ -442,26 +522,17 @@ def odd_traces(tmp_path_factory):
     out["same_ts"] = _write(d / "same_ts.jsonl", rows)
     out["burst_1ms"] = _write(d / "burst.jsonl", [(0.05 * i, n, ids) for i, (_, n, ids) in enumerate(rows)])
     out["huge_span"] = _write(d / "huge.jsonl", [(0, 1024, [0, 1]), (2 ** 53 - 1, 1024, [0, 1])])
+    out["reuse_not_prefix"] = _write(d / "reuse.jsonl", [(1000 * i, 1024, [2 * i + 1, 2]) for i in range(4)])
+    out["one_token"] = _write(d / "one_token.jsonl", [(1000 * i, 1, [7]) for i in range(10)])
     return out
 
 
 def assert_honest(out):
-    """没有 nan / inf；印出来的百分比超过 100% 时，文字里说了"超载"和它的意思。"""
+    """没有 nan / inf；印出来的百分比超过 100% 时，文字里说了"超载"。"""
     assert not re.search(r"\bnan\b|\binf\b", out)
     over = [float(x.replace(",", "")) for x in re.findall(r"(\d[\d,]*(?:\.\d+)?)%", out) if float(x.replace(",", "")) > 100]
     if over:
-        assert "超载：" in out and "队列越排越长" in out, over
-
-
-ODD = {   # 名字 → 演示 2、3 的输出里必须有的说法
-    "first1": ("当成同一时刻的突发", "没有任何请求要从别的节点拉 KV", "四种调度的平均 TTFT 都是"),
-    "first2": ("当成同一时刻的突发", "没有一个块被第二个请求用到", "四种调度的平均 TTFT 都是"),
-    "first5": ("没有任何请求要从别的节点拉 KV", "但有并列", "四种调度的 GPU 负载超过 100%，超载"),
-    "first20": ("没有任何请求要从别的节点拉 KV", "没有可以命中的前缀"),
-    "same_ts": ("当成同一时刻的突发", "所有请求同时到达，算不出网卡负载"),
-    "burst_1ms": ("当成同一时刻的突发",),
-    "huge_span": ("分钟",),
-}
+        assert "超载" in out, over
 
 
 @pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.real_trace) for n in sorted(ODD) if n.startswith("first")]
@@ -471,13 +542,14 @@ def test_tiny_and_odd_traces_run_with_honest_wording(odd_traces, name, capsys):
         assert m.main(["--trace", odd_traces[name], "--demo", demo]) == 0
     out = capsys.readouterr().out
     assert_honest(out)
+    assert "没有一个块被第二个请求用到" not in out or name.startswith("first")
     for claim in ODD[name]:
         assert flat(claim) in flat(out), claim
 
 
 def test_default_output_is_honest_about_overload(out):
     assert_honest(out)
-    assert "151%" in out and "超载：要发的比带宽能发的多" in flat(out).replace("，", "，")
+    assert "151%" in out and "超载（要发的比能发的多，队列越排越长）" in flat(out)
 
 
 @pytest.mark.parametrize("arg", [["--trace", ""], ["--trace="]])
@@ -508,48 +580,50 @@ def test_demo4_baseline_hides_the_send_behind_prefill(d4, out):
         assert c["hidden"] and c["exposed"] == pytest.approx(c["send"] / 80)
     long_ = d4["base"][-1]
     assert long_["n"] == 131072 and long_["send"] == pytest.approx(0.4295, abs=1e-4)
-    assert flat("按层流水，每个长度的发送都藏在 prefill 后面，只露出最后一层：131,072 token 露出 5.4 ms") in flat(out)
+    assert flat("经 800 Gbps 发完要 429.5 ms，prefill 要 40,409.4 ms：按层流水藏得住，只露出最后一层的 5.4 ms") in flat(out)
 
 
-def test_demo4_needed_bandwidth_is_demo1_min_bandwidth(d1, d4):
-    """不命中时"藏得住所需的带宽"和演示 1 的"读比重算快所需的带宽"是同一个量：KV 字节 / prefill 时间。"""
-    base = d4["need"][d4["configs"][0]]
-    for n, gbps in zip(d4["lens"], base):
-        assert gbps == pytest.approx(m.min_bandwidth(n, A800_X8) * 8)
+def test_demo4_needed_bandwidth_is_demo1_min_bandwidth(d4):
+    """不命中时"藏得住所需的带宽"和演示 1 的"读比重算快所需的带宽"是同一个量：KV 字节 / prefill 时间；
+    藏得住的最短 prompt（cross）就是演示 1 的保本长度（带宽 = Gbps / 8）。"""
+    for c in d4["base"]:
+        assert c["need_gbps"] == pytest.approx(m.min_bandwidth(c["n"], A800_X8) * 8)
+    for g, n in d4["curves"]["cross"].items():
+        assert m.min_bandwidth(n, A800_X8) * 8 == pytest.approx(g)
 
 
-def test_demo4_shorter_prompt_sends_relatively_more(d4, out):
+def test_demo4_shorter_prompt_sends_relatively_more(d4, more_out):
     ratios = [c["send"] / c["prefill"] for c in d4["base"]]
     assert all(a > b for a, b in zip(ratios, ratios[1:]))
-    assert flat("发/prefill 从 131,072 token 的 1.1% 升到 1,024 token 的 4.1%") in flat(out)
+    assert flat("发/prefill 从 1,024 token 的 4.1% 到 131,072 token 的 1.1%") in flat(more_out)
 
 
 def test_demo4_slow_nic_exposes_short_prompts_only(d4, out):
-    """24 Gbps（FAST'25 §5.4.2 模拟的最低带宽）：1K、8K 藏不住（需要 32.5、28.1 Gbps），32K、128K 藏得住。"""
+    """24 Gbps（FAST'25 §5.4.2 模拟了 24–400 Gbps）：1K、8K 藏不住（需要 32.5、28.1 Gbps），32K、128K 藏得住。"""
     assert [c["hidden"] for c in d4["slow"]] == [False, False, True, True]
-    assert flat("1,024、8,192 token 藏不住：最短的露出 30.3 ms") in flat(out)
+    assert flat("1,024 和 8,192 token 藏不住：1,024 token 露出 30.3 ms，是它 prefill 的 37%") in flat(out)
 
 
 def test_demo4_prefix_hits_make_the_network_show(d4, out):
     """命中 95%：计算少了，要发的 KV 没少——需要的带宽是不命中时的 20 倍上下，800 Gbps 仍藏得住。"""
-    hit, base = d4["need"][d4["configs"][1]], d4["need"][d4["configs"][0]]
+    hit, base = [c["need_gbps"] for c in d4["hits"]], [c["need_gbps"] for c in d4["base"]]
     assert all(h > 10 * b for h, b in zip(hit, base))
     assert max(hit) < 800 and min(hit) == pytest.approx(99.5, abs=0.1)
-    assert flat("藏得住要 100–634 Gbps，不命中时只要 9–32 Gbps") in flat(out)
+    assert flat("藏得住要 99.5–634.4 Gbps（不命中 8.5–32.5），800 Gbps 的余量从 24.6× 降到 1.3×") in flat(out)
 
 
-def test_demo4_small_models(d4, out):
+def test_demo4_small_models(d4, more_out):
     """LLaMA3-8B（GQA）一张 A800 要 15.9 Gbps，LLaMA2-7B（MHA，KV 4 倍）要 63.6 Gbps；70B 每张卡只要 4.1 Gbps。"""
-    need = d4["need"]
-    gqa, mha = max(need[d4["configs"][2]]), max(need[d4["configs"][3]])
+    gqa, mha = (max(d4["need"][name]) for name in d4["small"])
     assert gqa == pytest.approx(15.9, abs=0.05) and mha == pytest.approx(63.6, abs=0.05)
-    assert mha < d4["paper"]["a800_nic_gbps"] and max(need[d4["configs"][0]]) / 8 == pytest.approx(4.06, abs=0.01)
-    assert flat("LLaMA2-7B 是 MHA（每 token 的 KV 是 GQA 的 4 倍）要 63.6 Gbps") in flat(out)
+    assert mha < d4["paper"]["a800_nic_gbps"] and d4["per_gpu"] == pytest.approx(4.06, abs=0.01)
+    assert flat("LLaMA2-7B 是 MHA（KV 是 GQA 的 4 倍）") in flat(more_out)
+    assert flat("KV 却是 LLaMA3-70B 的 1/2.5") in flat(more_out) and flat("还藏得住 LLaMA2-7B（余量 1.6×）") in flat(more_out)
 
 
 def test_demo4_paper_values_checked_in_fast25(d4):
     """FAST'25 §5.4.1：128K token 的 KV 40 GB、87 / 190 GB/s；§5.4.2：24–400 Gbps、至少 100 Gbps；
-    §5.4.3：命中 95% 时 prefill −92%、TTFT −86%。本实验：40.0 GiB、prefill −91.5%。"""
+    §5.4.3：命中 95% 时 prefill −92%、TTFT −86%。本实验：40 GiB、prefill −91.5%。"""
     p = d4["paper"]
     assert (p["kv_gb"], p["engine_gbs"], p["min_gbps"], p["sweep"]) == (40, {"4×200 Gbps": 87, "8×400 Gbps": 190},
                                                                        100, (24, 400))
@@ -560,9 +634,140 @@ def test_demo4_paper_values_checked_in_fast25(d4):
     assert abs(cut - p["prefill_cut"]) < 0.01
 
 
-def test_plot_pd_transfer_draws_from_the_dict(d4, tmp_path):
+# ---------------------------------------------------------------- 观察函数：手改的输入，退化情形各有说法
+def _tweak(d, **kw):
+    """d 的深拷贝，再改几项（不碰模块级的结果）。"""
+    import copy
+    d = copy.deepcopy(d)
+    d.update(kw)
+    return d
+
+
+def _text(fn, d):
+    lines, more = fn(d)
+    assert 1 <= len(lines) <= 3 and all(observation_lines(x) <= 3 for x in lines)
+    assert not re.search(r"-0(?![.\d])|-0\.0+\b|\b0 GiB|从 (\S+) (?:升|降)到 \1\b", "".join(lines + more))
+    return " ".join(lines + more)
+
+
+def test_observations_1_degenerate(d1):
+    slow = [dict(r, ratio=1.2) for r in d1["tiers"]]
+    assert "快的层级有 0/4 个" in _text(m.observations_1, _tweak(d1, tiers=slow))
+    tie = [dict(r, ratio=0.9996) for r in d1["tiers"]]                      # 印出来 1.000：不算更快
+    assert "快的层级有 0/4 个" in _text(m.observations_1, _tweak(d1, tiers=tie))
+    assert "6、19 GB/s 不一致" in _text(m.observations_1, _tweak(d1, a800_100=7.2))
+    assert "门槛降到" not in _text(m.observations_1, _tweak(d1, a800_60=d1["a800_100"]))
+    tiers = [dict(r) for r in d1["tiers"]]
+    tiers[1]["load"] = 2 * d1["compute"]
+    tiers[3]["pipe"] = 2 * d1["full"]
+    text = _text(m.observations_1, _tweak(d1, tiers=tiers))
+    assert "不比 112.0 ms 的计算短" in text and "SSD 总共比全部重算慢" in text
+    tiers[3]["pipe"] = d1["full"] + 1e-6                                     # 印出来相同：一样
+    assert "SSD 总共和全部重算一样（都是 875.5 ms）" in _text(m.observations_1, _tweak(d1, tiers=tiers))
+
+
+def test_observations_2_no_traffic_says_why(d2):
+    quiet = {key: dict(r, sent=0) for key, r in d2["by"].items()}
+    base = _tweak(d2, by=quiet, hit_blocks=0, raw_hits=0, reuse=0)
+    assert "没有一个块被第二个请求用到" in _text(m.observations_2, base)
+    assert "块复用有 3 次，但都不接在相同的开头后面" in _text(m.observations_2, _tweak(base, reuse=3))
+    assert "命中的 9 块里没有用得上的 token" in _text(m.observations_2, _tweak(base, reuse=9, raw_hits=9))
+    assert "命中的 1 块都在执行它的那台节点上" in _text(m.observations_2, _tweak(base, raw_hits=1, hit_blocks=1))
+
+
+def test_observations_2_degenerate(d2):
+    one = _tweak(d2, nodes=[128])
+    text = _text(m.observations_2, one)
+    assert "负载 151%（128 台）" in text and "→" not in text
+    calm = {key: dict(r, hot_load=min(r["hot_load"], 0.5)) for key, r in d2["by"].items()}
+    assert "没有哪块网卡超过 100%" in _text(m.observations_2, _tweak(d2, by=calm))
+    assert "没有被至少 4% 的请求用到的块" in _text(m.observations_2, _tweak(d2, n_hot=0))
+    assert "REPLICAS 里没有大于 1 的副本数" in _text(m.observations_2, _tweak(d2, replicas=[1]))
+    flat_by = {key: dict(r, hot_load=d2["by"][(128, 1)]["hot_load"], mean=d2["by"][(128, 1)]["mean"])
+               for key, r in d2["by"].items()}
+    text = _text(m.observations_2, _tweak(d2, by=flat_by))
+    assert "平均排队保持在 11,627.1 ms" in text and "最忙网卡保持在 151%" in text
+    burst = {key: dict(r, hot_load=None, avg_load=None) for key, r in d2["by"].items()}
+    text = _text(m.observations_2, _tweak(d2, by=burst, burst=True))
+    assert "所有请求同时到达，算不出网卡负载" in text and "最忙网卡" not in text
+    everywhere = {key: dict(r, avg_load=r["hot_load"]) for key, r in d2["by"].items()}
+    assert "挤在" not in _text(m.observations_2, _tweak(d2, by=everywhere))     # 平均也一样忙：不是热点的问题
+
+
+def test_observations_3_degenerate(d3):
+    res = d3["results"]
+    assert "只有 1 台节点" in _text(m.observations_3, _tweak(d3, nodes=1))
+    same = {s: dict(r, mean=0.5) for s, r in res.items()}
+    text = _text(m.observations_3, _tweak(d3, results=same))
+    assert "四种调度的平均 TTFT 都是 0.50 s" in text and "从高到低" not in text and "几乎没变" in text
+    tie = _tweak(d3, results={**res, "local_cache": dict(res["local_cache"], mean=res["global_cache"]["mean"])})
+    assert "不矛盾，但有并列" in _text(m.observations_3, tie)
+    flip = _tweak(d3, results={**res, "random": dict(res["random"], mean=0.01)})
+    assert "与论文图 5 的顺序不一致" in _text(m.observations_3, flip)
+    none = {s: dict(r, hit=0.0, pulled=0, pulled_share=0.0) for s, r in res.items()}
+    text = _text(m.observations_3, _tweak(d3, results=none))
+    assert "四种调度的命中率都是 0%" in text and "全局调度一次也没有从别的节点拉 KV" in text
+    burst = {s: dict(r, util=None) for s, r in res.items()}
+    assert "负载从" not in _text(m.observations_3, _tweak(d3, results=burst, burst=True))
+
+
+def test_observations_4_degenerate(d4):
+    text = _text(m.observations_4, _tweak(d4, slow=[dict(c, hidden=True) for c in d4["slow"]]))
+    assert "每个长度仍藏得住" in text
+    bad = [dict(c, hidden=False) for c in d4["base"]]
+    assert "1,024、8,192、32,768 和 131,072 token 的发送比 prefill 还长，藏不住" in _text(m.observations_4, _tweak(d4, base=bad))
+    assert "PD_HIT = 0：不考虑前缀命中" in _text(m.observations_4, _tweak(d4, hit=0.0))
+    text = _text(m.observations_4, _tweak(d4, nic_gbps=100))
+    assert "100 Gbps 在 1,024、8,192 和 32,768 token 时藏不住" in text and "余量" not in text
+    one = _tweak(d4, base=d4["base"][:1], hits=d4["hits"][:1], slow=d4["slow"][:1])
+    assert "藏得住要 634.4 Gbps（不命中 32.5）" in _text(m.observations_4, one)
+
+
+# ---------------------------------------------------------------- 图：数字都来自演示返回的 dict
+@pytest.fixture(scope="module")
+def plot05():
     import plot_05
     from figlib import setup_matplotlib
     setup_matplotlib()
-    path = plot_05.plot_pd_transfer(d4["curves"], d4["hit"], str(tmp_path / "pd.png"), "测试")
+    return plot_05
+
+
+def _texts(fig_path_fn, *args):
+    """画一张图，截下它写的所有文字（标题、图注、标注、图例），不落盘以外的东西。"""
+    import matplotlib.figure
+    seen, real = [], matplotlib.figure.Figure.savefig
+
+    def grab(fig, path, *a, **kw):
+        fig.draw_without_rendering()
+        seen.extend(t.get_text() for t in fig.findobj(lambda o: hasattr(o, "get_text")))
+        return real(fig, path, *a, **kw)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(matplotlib.figure.Figure, "savefig", grab)
+        path = fig_path_fn(*args)
     assert os.path.getsize(path) > 10_000
+    return " ".join(seen)
+
+
+def test_plot_pd_transfer_draws_from_the_dict(plot05, d4, tmp_path):
+    text = _texts(plot05.plot_pd_transfer, d4["curves"], d4["hit"], str(tmp_path / "pd.png"), "测试")
+    cross = d4["curves"]["cross"][24]
+    assert f"{integer(cross)} token 起藏得住" in text and "17,344" in text
+    assert f"{integer(d4['curves']['cross_hit'][100])} token 起藏得住" in text
+
+
+def test_plot_hot_nic_draws_from_the_dict(plot05, d2, tmp_path):
+    text = _texts(plot05.plot_hot_nic, d2, str(tmp_path / "nic.png"))
+    assert "从 20% 升到 151%" in text and "128 台复制 2 份：从 151% 降到 76%" in text and "3.9%" in text
+    tweaked = dict(d2, by={key: dict(r, hot_load=r["hot_load"] / 2) for key, r in d2["by"].items()})
+    assert "升到 76%" in _texts(plot05.plot_hot_nic, tweaked, str(tmp_path / "nic2.png"))   # 数字跟着 dict 走
+
+
+def test_plot_load_vs_recompute_titles_the_break_even(plot05, d1, tmp_path):
+    text = _texts(plot05.plot_load_vs_recompute, d1["curves"]["n"], d1["curves"]["by_node"], str(tmp_path / "l.png"),
+                  "测试")
+    assert "8×H800 上 SSD 要前缀超过 40,944 token" in text and "16,312" in text and "16312" not in text
+
+
+def test_plot_ttft_titles_the_finding(plot05, d3, tmp_path):
+    text = _texts(plot05.plot_ttft, d3["results"], d3["names"], d3["paper"], str(tmp_path / "t.png"), "测试")
+    assert "全局缓存感知最快（0.38" in text and "随机最慢（3.56" in text and "3.07\u00a0s" in text

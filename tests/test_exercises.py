@@ -271,3 +271,41 @@ def test_mine_through_the_script_runner(tmp_path, monkeypatch, capsys, text, sam
     else:
         assert "行和参考实现不同" in out and "+3.0e+00" in out
     assert paged_kv.gather_kv is mine.reference(2)["gather_kv"]
+
+
+def test_mine_says_when_the_student_code_was_never_called(tmp_path, capsys):
+    """跑的演示根本不经过学生写的类：输出当然一致，但要说明这说明不了什么。"""
+    impls = _impl_from_source(tmp_path, LRU_NEWEST)
+
+    def run():
+        print("这个演示不用缓存")
+        return 0
+    assert run_with_mine(run, "04_prefix_caching", impls=impls) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[-2] == "和参考实现完全一致（1 行输出逐字相同）。"
+    assert out[-1].startswith("注意：这一遍没有用到你写的 LRUCache（练习 5）")
+    assert impls[5].objs["LRUCache"].__init__.__qualname__ == "LRUCache.__init__"     # 包住的 __init__ 换回来了
+
+
+@pytest.mark.parametrize("script, args, variant", [
+    ("01_kv_cache_memory", ["--demo", "3"], "kv_mla_times_two"),
+    ("03_sharing_and_cow", ["--demo", "2"], "cow_no_decref"),
+    ("04b_radix_cache", ["--demo", "1"], "radix_split_off_by_one"),
+], ids=["01-ex1", "03-ex3", "04b-ex6"])
+def test_mine_on_the_lecture_scripts_shows_a_buggy_variant(capsys, script, args, variant):
+    """讲义的脚本确实经过练习的函数：换上 buggy.py 里的错误写法，--mine 列出不同的数，也不说"没有用到"。"""
+    from conftest import load_script
+    m = load_script(script)
+    v = BUGGY[variant]
+    impls = {v.exercise: Impl(v.exercise, dict(v.objs), {n: "写好了" for n in v.objs},
+                              os.path.join(ROOT, "exercises", "buggy.py"))}
+    assert run_with_mine(lambda: m.main(args), script, impls=impls) == 0
+    out = capsys.readouterr().out
+    assert "行和参考实现不同" in out and "注意：这一遍没有用到" not in out, out[-2000:]
+
+
+def test_importing_the_lecture_class_is_not_an_answer(tmp_path, capsys):
+    d = _student_dir(tmp_path, {"ex5_lru.py": "from kv_cache_policies import LRUCache  # noqa: F401\n"})
+    code, out = _check(["5", "--dir", d], capsys)
+    assert code == 1
+    assert "ex5_lru.py 里的 LRUCache 是从 kv_cache_policies import 的讲义实现，不是你写的" in out
