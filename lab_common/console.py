@@ -152,13 +152,14 @@ def print_text(text=""):
         c.print(line, markup=False, highlight=False, soft_wrap=True)
 
 
-_TOKEN = re.compile(r"[A-Za-z0-9_.,%×µ/+\-–:()'~]+")   # 数字（含 11–341 这样的范围）、英文单词：表格折行时不拆开
+_TOKEN = re.compile(r"[A-Za-z0-9_.,%×µ/+\-–:()'~&]+")   # 数字（含 11–341 这样的范围）、英文单词：表格折行时不拆开
 _GAP = 3                                                # 表的列之间 3 格：两边的内边距和一格分隔（表的两边不留）
 
 
 def _least_widths(headers, rows):
-    """每列至少多宽：它里面最长的数字 / 英文单词（表头可以折行，不算），至少 2 格（一个汉字）。"""
-    return [max([2] + [cell_len(t) for r in rows for t in _TOKEN.findall(r[j])]) for j in range(len(headers))]
+    """每列至少多宽：它里面（含表头）最长的数字 / 英文单词，至少 2 格（一个汉字）。中文可以在任何地方折行。"""
+    return [max([2] + [cell_len(t) for c in [str(h)] + [r[j] for r in rows] for t in _TOKEN.findall(c)])
+            for j, h in enumerate(headers)]
 
 
 def plan_column_widths(headers, rows, room):

@@ -31,8 +31,7 @@ FULL = os.environ.get("LAB_TEST_ALL") == "1"   # make test-all：每条改动都
 # 还在 import 时被取走（当成函数的默认参数）的设置：改属性不算数，本进程里只能改源码。脚本改成"运行时读设置、
 # 一路传下去"以后从这里删掉——test_setting_an_attribute_equals_editing_the_source 对这几条标了 xfail(strict)，
 # 改好了它会失败，提醒删掉。
-CAPTURED_AT_IMPORT = {("04_prefix_caching", "BLOCK_SIZE"), ("04_prefix_caching", "CAPACITIES"),
-                      ("04_prefix_caching", "DEMO4_CAPS")}
+CAPTURED_AT_IMPORT = set()          # 例如 {("04_prefix_caching", "CAPACITIES")}；现在每个设置都在运行时读
 DEMOS_WITHOUT_SETTINGS = {("04_prefix_caching", 1), ("04b_radix_cache", 3)}   # 演示里没有本脚本的设置可改
 
 
