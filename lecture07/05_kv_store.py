@@ -75,6 +75,8 @@ SCHED_NAMES = {"random": "随机", "load_balancing": "负载均衡", "local_cach
 SHORT_TIER = ["HBM", "本机 DRAM", "远端 DRAM", "SSD"]   # 表格里的短名字，顺序同 kv_physics.TIERS
 FIG_PREFIX_RANGE = (256, 131_072)   # 演示 1 返回给 figures/plot_05.py 的曲线：前缀长度范围（token）
 BURST_S = 1e-3      # 全部请求在 1 ms（trace 时间戳的单位）之内到达：当成同一时刻的突发，算不出请求率
+MAX_TOKENS = 1 << 20            # 前缀 / 新算的 token 数的上限：1,048,576（百万 token 级的长上下文）
+MAX_NODES = 4096                # 节点数的上限
 F1, F2, R3, GBPS = fixed(1), fixed(2), fixed(3), fixed(1, "Gbps")   # 表格和句子共用的格式（lab_common.say）
 
 
@@ -287,6 +289,7 @@ def demo2_hot_blocks(cols, source):
                        f"（{gbs(RDMA.gb_per_s)} GB/s）读{change(work[LOCAL_DRAM.name], work[RDMA.name], sec0)}：读被计算盖住。"
                        "简化：只模拟发送方的网卡，每次传输独占网卡；热点块由整个 trace 事先选出，副本事先放好。")
     d = dict(burst=burst, nodes=nodes, replicas=replicas, by=by, node_hours=node_h, util=util, hot_share=hot_share,
+             source=source, nic_gb_per_s=NIC_GB_PER_S,
              n_hot=int(is_hot.sum()), hot_access_share=float(counts[is_hot].sum() / max(1, total)),
              raw_hits=int(raw.sum()), hit_blocks=int(hits.sum()), reuse=total - int(np.count_nonzero(counts)))
     print_observations(*observations_2(d))
@@ -492,13 +495,31 @@ def demo4_pd_transfer():
 
 def pd_curves(model, node, nic, slow_nic, hit):
     """给 figures/plot_05.py：prompt 长度（几何等距）→ prefill 时间（不命中、命中 hit）和几种网卡上发 KV 的时间（秒）；
-    cross：不命中时每种网卡从多长的 prompt 起藏得住（同演示 1 的保本长度，带宽 = Gbps / 8）。"""
+    cross / cross_hit：每种网卡从多长的 prompt 起藏得住（不命中的就是演示 1 的保本长度，带宽 = Gbps / 8）。"""
     n = np.unique(np.geomspace(512, 131_072, 48).astype(int)).tolist()
     nics = sorted({nic, PAPER_PD["min_gbps"], slow_nic}, reverse=True)
     return dict(n=n, prefill=[pd_case(model, node, x, 0.0, nic)["prefill"] for x in n],
                 prefill_hit=[pd_case(model, node, x, hit, nic)["prefill"] for x in n],
                 send={g: [pd_case(model, node, x, 0.0, g)["send"] for x in n] for g in nics},
-                cross={g: break_even_len(g / 8, node, model) for g in nics})
+                cross={g: break_even_len(g / 8, node, model) for g in nics},
+                cross_hit={g: hidden_from(model, node, hit, g) for g in nics})
+
+
+def hidden_from(model, node, hit, gbps, hi=MAX_TOKENS):
+    """最短的、发 KV 藏得住的 prompt 长度（发 ≤ prefill；发/prefill 随长度变小，二分）；hi 也藏不住时返回 None。"""
+    def hides(n):
+        c = pd_case(model, node, n, hit, gbps)
+        return c["send"] <= c["prefill"]
+    if not hides(hi):
+        return None
+    lo = 2                                  # 一个 token 的 prompt 没有可命中的：从 2 起
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if hides(mid):
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo
 
 
 def observations_4(d):
@@ -532,8 +553,6 @@ def observations_4(d):
 # =============================================================================
 DEMOS = {1: demo1_load_or_recompute, 2: demo2_hot_blocks, 3: demo3_scheduling, 4: demo4_pd_transfer}
 TRACE_DEMOS = (2, 3)            # 这几个演示要请求 trace（合成的只生成一次，作为参数传给它们）
-MAX_TOKENS = 1 << 20            # 前缀 / 新算的 token 数的上限：1,048,576（百万 token 级的长上下文）
-MAX_NODES = 4096                # 节点数的上限
 
 
 def all_ints(xs, lo, hi):

@@ -15,6 +15,7 @@ from conftest import LECTURE, ROOT, load_script, run_main
 from rich.cells import cell_len
 
 from lab_common.console import observation_lines
+from lab_common.say import integer
 
 import kv_cluster
 from kv_cluster import (BLOCK_BYTES, LOCAL_DRAM, block_homes, fetch_plan, hit_accesses, hit_tokens, nic_fetch,
@@ -725,9 +726,50 @@ def test_observations_4_degenerate(d4):
 
 
 # ---------------------------------------------------------------- 图：数字都来自演示返回的 dict
-def test_plot_pd_transfer_draws_from_the_dict(d4, tmp_path):
+@pytest.fixture(scope="module")
+def plot05():
     import plot_05
     from figlib import setup_matplotlib
     setup_matplotlib()
-    path = plot_05.plot_pd_transfer(d4["curves"], d4["hit"], str(tmp_path / "pd.png"), "测试")
+    return plot_05
+
+
+def _texts(fig_path_fn, *args):
+    """画一张图，截下它写的所有文字（标题、图注、标注、图例），不落盘以外的东西。"""
+    import matplotlib.figure
+    seen, real = [], matplotlib.figure.Figure.savefig
+
+    def grab(fig, path, *a, **kw):
+        fig.draw_without_rendering()
+        seen.extend(t.get_text() for t in fig.findobj(lambda o: hasattr(o, "get_text")))
+        return real(fig, path, *a, **kw)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(matplotlib.figure.Figure, "savefig", grab)
+        path = fig_path_fn(*args)
     assert os.path.getsize(path) > 10_000
+    return " ".join(seen)
+
+
+def test_plot_pd_transfer_draws_from_the_dict(plot05, d4, tmp_path):
+    text = _texts(plot05.plot_pd_transfer, d4["curves"], d4["hit"], str(tmp_path / "pd.png"), "测试")
+    cross = d4["curves"]["cross"][24]
+    assert f"{integer(cross)} token 起藏得住" in text and "17,344" in text
+    assert f"{integer(d4['curves']['cross_hit'][100])} token 起藏得住" in text
+
+
+def test_plot_hot_nic_draws_from_the_dict(plot05, d2, tmp_path):
+    text = _texts(plot05.plot_hot_nic, d2, str(tmp_path / "nic.png"))
+    assert "从 20% 升到 151%" in text and "128 台复制 2 份：从 151% 降到 76%" in text and "3.9%" in text
+    tweaked = dict(d2, by={key: dict(r, hot_load=r["hot_load"] / 2) for key, r in d2["by"].items()})
+    assert "升到 76%" in _texts(plot05.plot_hot_nic, tweaked, str(tmp_path / "nic2.png"))   # 数字跟着 dict 走
+
+
+def test_plot_load_vs_recompute_titles_the_break_even(plot05, d1, tmp_path):
+    text = _texts(plot05.plot_load_vs_recompute, d1["curves"]["n"], d1["curves"]["by_node"], str(tmp_path / "l.png"),
+                  "测试")
+    assert "8×H800 上 SSD 要前缀超过 40,944 token" in text and "16,312" in text and "16312" not in text
+
+
+def test_plot_ttft_titles_the_finding(plot05, d3, tmp_path):
+    text = _texts(plot05.plot_ttft, d3["results"], d3["names"], d3["paper"], str(tmp_path / "t.png"), "测试")
+    assert "全局缓存感知最快（0.38" in text and "随机最慢（3.56" in text and "3.07\u00a0s" in text
