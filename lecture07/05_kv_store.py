@@ -31,7 +31,7 @@ from lab_common.script_tools import run_lecture  # noqa: E402
 from lab_common.settings import check_setting, is_int, is_number, is_sorted_ints  # noqa: E402
 from kv_cache_sim import simulate  # noqa: E402
 from kv_cluster import (BLOCK_BYTES, LOCAL_DRAM, NIC_GB_PER_S, RDMA, SCHEDULERS, block_homes, fetch_plan,  # noqa: E402
-                        hit_accesses, hit_tokens, nic_fetch, run_prefill, trace_columns)
+                        hit_accesses, hit_tokens, nic_fetch, run_schedulers, trace_columns)
 from kv_physics import (A800_X8, EQ1_A, EQ1_B, LLAMA2_7B, LLAMA3_8B, LLAMA3_70B, TIERS, Node,  # noqa: E402
                         layer_overlap, load_time, prefill_compute_time, prefill_time)
 from kv_trace import load_trace, make_trace  # noqa: E402
@@ -365,8 +365,7 @@ def demo3_scheduling(cols, source):
                f"{PAPER_LOCAL_DRAM['tb']} TB DRAM 只存约 {PAPER_LOCAL_DRAM['tokens'] / 1e4:,.0f} 万 token。")
     total_blocks, res = max(1, sum(len(b) for b in blocks)), {}
     with status(f"模拟 {len(SCHEDULERS)} 种调度、{count(len(arrival), '个请求')}…"):
-        for s in SCHEDULERS:
-            r = run_prefill(arrival, input_len, blocks, s, nodes, cap, scale, seed=seed)
+        for s, r in run_schedulers(arrival, input_len, blocks, SCHEDULERS, nodes, cap, scale, seed=seed).items():
             util = None
             if not burst:
                 util = float(r["service"].sum()) / (nodes * span_s / scale)
