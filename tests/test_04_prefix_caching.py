@@ -108,7 +108,7 @@ def test_more_prints_the_dropped_facts(data, monkeypatch, capsys):
     f = flat(out)
     assert "MIN减去\\容量" in f and flat(m.LENGTHAWARE_DEFINITION) in f and "父块没了" in f and "10,000块时从高到低" in f
     assert "共享1-shot、5-shot前缀时vLLM的吞吐是Orca(Oracle)的1.67、3.58倍" in f and "块复用率0.61（1−163,070/413,147，块重复出现的比例）" in f
-    assert "超出的部分按远端读" in f and "dummyLLaMA2-70B（arXivv3§1.2）形状相同" in f
+    assert "超出的部分按远端读" in f and "dummyLLaMA2-70B（§1.2）和LLaMA3-70B的层数、d、KV头数都相同" in f
     assert find_artefacts(out) == []
 
 
