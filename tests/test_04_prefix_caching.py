@@ -434,3 +434,61 @@ def test_setting_an_attribute_equals_editing_the_source(name, value, args, tmp_p
     monkeypatch.setattr(m, name, eval(value))
     assert m.main(args) == 0
     assert capsys.readouterr().out == p.stdout
+
+
+# ---------------------------------------------------------------- 图（figures/plot_04.py）
+def load_plot04():
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("plot_04", os.path.join(ROOT, "figures", "plot_04.py"))
+    mod = importlib.util.module_from_spec(spec)
+    sys.path.insert(0, os.path.join(ROOT, "figures"))
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_plot_04_titles_state_the_finding(tmp_path, monkeypatch):
+    """小数据画三张图：标题是由数算出的结论；每个面板至多 4 条线；没有缺字的警告；PNG ≥ 1600 像素宽。"""
+    import warnings
+    from lab_common import plotting
+    plot = load_plot04()
+    figs = []
+    monkeypatch.setattr(plot, "save_png", lambda fig, out: figs.append(fig) or plotting.save_png(fig, out))
+    caps = (300, 1_000, 10_000, None)
+    names = {"lru": "LRU", "lfu": "LFU", "lengthaware": "LengthAware", "min": "MIN"}
+    ratio = {"lru": [0.2, 0.3, 0.4, 0.5], "lfu": [0.1, 0.3, 0.35, 0.5], "lengthaware": [0.1, 0.2, 0.3, 0.5],
+             "min": [0.3, 0.4, 0.5, 0.5]}
+    hours = {p: [5 - 4 * r for r in v] for p, v in ratio.items()}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        plotting.setup_matplotlib()
+        plot.plot_block_popularity([50, 7, 3, 2, 1, 1, 1, 1], str(tmp_path / "a.png"), "小数据")
+        plot.plot_hit_ratio(caps, ratio, names, {"lru": {1_000: 0.3, None: 0.51}}, str(tmp_path / "b.png"), "小数据", "表 1")
+        plot.plot_prefill_time(caps, hours, names, 5.0, str(tmp_path / "c.png"), "配置", "小数据")
+    titles = [f._suptitle.get_text() for f in figs]
+    assert titles == ["50% 的块只用过一次，最热 1% 的块却占了 76% 的访问",
+                      "容量降到 10,000 块，LRU 仍保住 0.40（无限容量时 0.50）",
+                      "无限缓存把 prefill 的 GPU 时间从 5.00 降到 3.00 小时（少 40%）"]
+    assert all(len(ax.get_lines()) <= 5 for f in figs for ax in f.axes)    # 4 条线 + 至多一条水平基线
+    for name in "abc":
+        head = (tmp_path / f"{name}.png").read_bytes()[:24]
+        assert head[:8] == b"\x89PNG\r\n\x1a\n" and int.from_bytes(head[16:20], "big") >= plotting.MIN_WIDTH_PX
+
+
+def test_plot_04_takes_its_numbers_from_the_demos(monkeypatch):
+    """compute() 只读演示 3、4 返回的字典（不自己重算命中率或 GPU 时间）。"""
+    plot = load_plot04()
+    s04 = plot.figlib.load_script("04_prefix_caching")
+    st = dict(n=3, minutes=1.0, total_blocks=10, counts=np.array([3, 1]))
+    d3 = dict(stats=st, seed=7, block_size=512, policies=("lru", "min"), names={"lru": "LRU", "min": "MIN"}, paper={},
+              ratio={(p, c): 0.123 for p in ("lru", "min") for c in (None, 300)})
+    d4 = dict(base_hours=9.0, hours={("lru", c): 4.5 for c in (None, 300)}, policies=("lru",), model="M", node="N",
+              mfu=0.5, tier="T", tier_gb_per_s=1.0)
+    monkeypatch.setattr(plot, "EXTRA_CAPACITIES", (300,))
+    monkeypatch.setattr(s04, "CAPACITIES", (None, 300))
+    monkeypatch.setattr(s04, "read_trace", lambda *a, **k: None)
+    monkeypatch.setattr(s04, "trace_sweep", lambda *a, **k: "data")
+    monkeypatch.setattr(s04, "demo3_trace", lambda data: d3)
+    monkeypatch.setattr(s04, "demo4_compute_saved", lambda data, caps, policies: d4)
+    d = plot.compute()
+    assert d["ratio"] == {"lru": [0.123, 0.123], "min": [0.123, 0.123]} and d["hours"] == {"lru": [4.5, 4.5]}
+    assert d["base_hours"] == 9.0 and "种子 7" in d["trace_cfg"]

@@ -123,19 +123,6 @@ def test_narrow_figure_is_refused(tmp_path):
 
 
 # ---------------------------------------------------------------- 每个画图函数，小数据
-def test_plot_04_functions(tmp_path, strict):
-    m = load_plot("plot_04")
-    caps = (300, 1_000, 10_000, None)
-    names = {"lru": "LRU", "lfu": "LFU", "min": "MIN"}
-    ratio = {"lru": [0.2, 0.3, 0.4, 0.5], "lfu": [0.1, 0.3, 0.35, 0.5], "min": [0.3, 0.4, 0.5, 0.5]}
-    check_png(m.plot_block_popularity([50, 7, 3, 2, 1, 1, 1, 1], str(tmp_path / "a.png"), "小数据"))
-    check_png(m.plot_hit_ratio(caps, ratio, names, {"lru": {1_000: 0.3, None: 0.51}}, str(tmp_path / "b.png"),
-                               "小数据", "论文表 1"))
-    hours = {p: [5 - 4 * r for r in v] for p, v in ratio.items()}
-    check_png(m.plot_prefill_time(caps, hours, names, 5.0, str(tmp_path / "c.png"), "配置", "小数据"))
-    assert len(strict) == 3
-
-
 def test_plot_01_functions(tmp_path, strict):
     m = load_plot("plot_01")
     shares = {"Orca (Max)": [0.2, 0.1, 0.6, 0.1], "vLLM": [0.96, 0.0, 0.02, 0.02]}
