@@ -51,11 +51,11 @@ F01 := figures/01_kv_memory_breakdown.png figures/01_kv_per_token.png figures/01
 F02 := figures/02_block_table.png
 F03 := figures/03_blocks_over_steps.png
 F04 := figures/04_block_popularity.png figures/04_hit_ratio.png figures/04_prefill_time.png
-F05 := figures/05_load_vs_recompute.png figures/05_ttft_by_scheduler.png figures/05_pd_transfer.png
-F06 := figures/06_triton_cow_clone.png
+F05 := figures/05_load_vs_recompute.png figures/05_hot_nic.png figures/05_ttft_by_scheduler.png figures/05_pd_transfer.png
+F06 := figures/06_triton_cow_clone.png figures/06_triton_cow_clone_detail.png
 FIGS := $(F01) $(F02) $(F03) $(F04) $(F05) $(F06)
 
-$(F01) &: figures/plot_01.py lecture07/01_kv_cache_memory.py lab_common/say.py $(STORE) $(LAB)
+$(F01) &: figures/plot_01.py lecture07/01_kv_cache_memory.py lecture07/kv_alloc_sim.py lab_common/say.py $(STORE) $(LAB)
 	$(VPY) figures/plot_01.py
 $(F02) &: figures/plot_02.py lecture07/02_paged_attention.py lab_common/say.py $(STORE) $(LAB)
 	$(VPY) figures/plot_02.py

@@ -7,17 +7,12 @@
 【运行】python lecture07/01_kv_cache_memory.py          （约 0.5 秒，2 核笔记本，不需要 GPU）
         python lecture07/01_kv_cache_memory.py --demo 2 （只跑演示 2；--more 印出全部观察，--list 列出演示）
 
-  演示 1：真实模型每个 token 的 KV 字节数，以及一张 GPU（默认 A800 80GB、H200 141GB）放完 fp16 权重后
-          能放多少 token。
-  演示 2：连续预分配（Orca 的 Max / Pow2 / Oracle 三种预留）与按块（默认 16 个 token 一块）分页，
-          在 ShareGPT 式的长度分布下模拟：显存里真正存着 token 状态的比例（对照 vLLM 论文图 2）。
-  演示 3：让 KV 本身变小：同一个 13B 形状下 MHA、GQA、MQA、MLA（DeepSeek-V2）与 FP8 KV，每 token 多少字节、
-          一张卡能放多少 token（对照 DeepSeek-V2 论文的 2.25 组、93.3%）。
-  演示 4：显存不够时的抢占：演示 2 的负载下抢占了多少次；重算与换出到 CPU 内存各要多久，随块大小、
-          PCIe 带宽怎样变（对照 vLLM 论文 §7.3、图 19）。
+  演示 1：真实模型每个 token 的 KV 字节数；一张 GPU 放完 fp16 权重后能放多少 token。
+  演示 2：连续预留（Orca 的 Max / Pow2 / Oracle）与分页：KV 池里多少真正存着 token（对照 vLLM 论文图 2）。
+  演示 3：MHA、GQA、MQA、MLA（DeepSeek-V2）与 FP8：每 token 的 KV 能小多少（对照 DeepSeek-V2 的 2.25 组、93.3%）。
+  演示 4：抢占时重算还是换出到 CPU 内存，随块大小、PCIe 带宽怎样变（对照 vLLM 论文 §7.3、图 19）。
 
-【依赖】numpy、rich；本目录的 kv_physics（ModelSpec、LLAMA2_70B、prefill_compute_time）、paged_kv（n_blocks）；
-        lab_common 的 console、say、settings、script_tools。
+【依赖】numpy、rich；本目录的 kv_physics、paged_kv、kv_alloc_sim（连续预留与分页的模拟）；lab_common。
 
 【试一试】改下面"学生可以改的设置"里的一个值，再运行（不合理的值会被一行拒绝，并说明允许的范围）：
   1. 把 `GPU_MEM_UTIL` 改成 1.0：一张 H200 放得下 LLaMA2-70B 的 fp16 权重了吗？一张 A800 呢？
@@ -26,10 +21,8 @@
   4. 把 `GPUS` 换成 `(("A100 40GB", 40_960 * MiB),)`：一张 A100 40GB 放得下几个 LLaMA2-13B 的 token？
   5. 把 `COPY_OVERHEAD_US` 改成 0（--demo 4）：每次拷贝没有固定开销时，小块还是重算更快吗？
 """
-import heapq
 import os
 import sys
-from collections import deque
 
 import numpy as np
 
@@ -39,8 +32,10 @@ from lab_common.console import print_header, print_observations, print_table, pr
 from lab_common.say import change, count, fixed, integer, listing, order, pct, pct1, rank, ratio, size, span, value, words  # noqa: E402
 from lab_common.script_tools import run_lecture  # noqa: E402
 from lab_common.settings import check_setting, is_int, is_number, is_sorted_ints  # noqa: E402
-from kv_physics import EQ1_B, LLAMA2_70B, ModelSpec, Node, prefill_compute_time  # noqa: E402
+from kv_physics import LLAMA2_70B, ModelSpec, Node  # noqa: E402
 from paged_kv import kv_bytes_per_token, n_blocks  # noqa: E402
+from kv_alloc_sim import make_lengths, recompute_seconds, simulate_contiguous, simulate_paged  # noqa: E402
+from kv_alloc_sim import attention_share, swap_row, swap_seconds  # noqa: E402
 
 KiB, MiB, GiB = 1024, 1024 ** 2, 1024 ** 3   # 本脚本的字节数一律按 1024 进位、标成 KiB/MiB/GiB（vLLM 论文写的
 #                                             "800 KB""12 GB" 也是按 1024 进位：演示 1 的 --more 核对了这一点）
@@ -95,16 +90,20 @@ DEEPSEEK_67B = ModelSpec("DeepSeek 67B", n_layers=95, d_model=8192, n_heads=64, 
 VLLM_73_MEDIUM = (16, 64)           # vLLM 论文 §7.3、图 19：块 16–64 时重算与换出的端到端性能相当
 VLLM_73_RECOMPUTE_MAX = 20          # vLLM 论文 §7.3：块大时换出更快，但重算最多比换出慢 20%（重算 ≤ 1.2 × 换出）
 SWAP_GPU = Node("A100", n_gpus=1, tflops_per_gpu=312, hbm_gb_per_gpu=40)   # 演示 4 重算用的卡：bf16 峰值 312 TFLOPS、MFU 0.6
+VLLM_73_NOTE = ("vLLM 论文没给带宽；一张 A100 独占 PCIe 4.0 ×16 时约 25–32 GB/s（也是假设）。论文的\"换出延迟\"是换出、"
+                "换入还是两者之和，正文没说；这里取来回（换出 + 换入）。和论文对不对得上，取决于带宽这个假设。")
+DEMO2_COLUMNS = ("列的含义：token 状态 = 已经写进去的 token；预留 = 留给以后要生成的 token；内部碎片 = 预留了但到结束也用不到"
+                 "的位置（分页时是最后一块没写满的部分）；外部/空闲 = 没分出去的空间（连续分配时是放不下队首请求那一整段"
+                 "预留的零碎空隙）；- = 从来没有满载。模拟：全部请求一开始就排队、first-fit 连续分配、严格先来先服务，"
+                 "每步每个请求生成一个 token，没有模型计算。")
+ALL_OF = {1: "就"}                  # "N 个请求一开始全部排队"：只有一个请求时不说"全部"
 PAPER = dict(fig2=VLLM_FIG2, sharegpt=SHAREGPT_MEAN, gqa_equiv=DSV2_GQA_EQUIV, dsv2_reduction=DSV2_KV_REDUCTION,
              dsv2_bits=DSV2_KV_BITS, medium=VLLM_73_MEDIUM, recompute_max=VLLM_73_RECOMPUTE_MAX)
 
 
 # =============================================================================
 def tokens_that_fit(model, hbm_bytes, util, n_gpus=1, kv_bytes=None):
-    """n_gpus 张卡（张量并行，权重和 KV 平均切开）放完 fp16 权重后还能放几个 token 的 KV；放不下权重返回 None。
-
-    kv_bytes：每个 token 的 KV 字节数（默认按 model 的 MHA/GQA 形状算；演示 3 换成 MQA、MLA、FP8 的值）。
-    """
+    """n_gpus 张卡（张量并行）放完 fp16 权重后还能放几个 token 的 KV（每个 kv_bytes 字节）；放不下权重返回 None。"""
     if kv_bytes is None:
         kv_bytes = model.kv_bytes_per_token()
     free = n_gpus * hbm_bytes * util - model.n_params * 2      # fp16 权重：每个参数 2 字节
@@ -196,8 +195,8 @@ def observations_1(d):
             "批能开多大、吞吐有多高，取决于 KV 用得多省：这就是后面分页、共享、前缀缓存要解决的事。",
             "容量：" + "，".join(f"{g} 按 {integer(cap / MiB)} MiB" for g, cap in d["gpus"])
             + f"；GPU_MEM_UTIL = {d['util']:g}：能用 " + "、".join(gib(d["usable"][g]) for g, _ in d["gpus"]) + "。"]
-    if long_requests(d):
-        more.append(long_requests(d))
+    if d["l70_tp"] is not None and d["l70_tp"] >= 8192:
+        more.append(f"张量并行后的 {integer(d['l70_tp'])} 个 token 够 {integer(d['l70_tp'] // 8192)} 个 8,192 token 的长请求。")
     return lines, more
 
 
@@ -235,144 +234,7 @@ def tp_sentence(d):
     return f"{d['tp']} 张 {gpu0} 张量并行后还能放 {integer(n)} 个 token。"
 
 
-def long_requests(d):
-    """张量并行后能放几个 8,192 token 的长请求（--more）。"""
-    n = d["l70_tp"]
-    if n is None or n < 8192:
-        return ""
-    return f"张量并行后的 {integer(n)} 个 token 够 {integer(n // 8192)} 个 8,192 token 的长请求。"
-
-
 # =============================================================================
-def make_lengths(n, seed, means, sigma, max_seq):
-    """ShareGPT 式的长度：输入、输出各自服从对数正态分布（均值取论文图 11 的值），总长截到 max_seq。"""
-    rng = np.random.default_rng(seed)
-    mu = [np.log(m) - sigma ** 2 / 2 for m in means]          # 对数正态的均值 = exp(μ + σ²/2)
-    p = np.clip(np.round(rng.lognormal(mu[0], sigma, n)), 1, max_seq - 1).astype(int)
-    o = np.clip(np.round(rng.lognormal(mu[1], sigma, n)), 1, None).astype(int)
-    return p, np.minimum(o, max_seq - p)
-
-
-def next_pow2(x):
-    return 1 << (int(x) - 1).bit_length()
-
-
-def reservation(kind, p, o, max_seq):
-    """Orca 的三种预留（vLLM 论文 §6.1）：Max 按最大长度；Pow2 把输出长度向上取到 2 的幂（最多多留 1 倍）；
-    Oracle 事先知道真实的输出长度，正好预留 p + o。"""
-    if kind == "Max":
-        return max_seq
-    if kind == "Pow2":
-        return min(max_seq, p + next_pow2(o))
-    return p + o
-
-
-def simulate_contiguous(kind, prompts, outputs, pool, max_seq):
-    """连续预分配：每个请求到来时在池里找一段连续的空间（first-fit）放下整段预留，严格先来先服务。
-
-    每一步所有在跑的请求各生成一个 token。只在队列非空（服务器满载）时统计，
-    返回 (各类显存的时间平均占比, 平均同时在跑的请求数)。
-    """
-    queue = deque(range(len(prompts)))
-    segs = []                     # 已分配的连续段 (起点, 大小)，按起点排序
-    finish = []                   # (结束的步, 段的起点, 预留, 请求号)
-    t, tok, fut, inner, reserved = 0, 0, 0, 0, 0
-    n_run, running = 0, 0
-    acc = np.zeros(4)             # token 状态、预留（将来的 token）、内部碎片、外部碎片 / 空闲
-    steps = 0
-    while queue or finish:
-        while queue:              # 先来先服务：排在最前面的放不下，后面的也不放
-            r = queue[0]
-            p, o = int(prompts[r]), int(outputs[r])
-            need = reservation(kind, p, o, max_seq)
-            start, prev_end, at = None, 0, 0
-            for i, (s, size) in enumerate(segs + [(pool, 0)]):
-                if s - prev_end >= need:
-                    start, at = prev_end, i
-                    break
-                prev_end = s + size
-            if start is None:
-                break
-            queue.popleft()
-            segs.insert(at, (start, need))
-            heapq.heappush(finish, (t + o, start, need, r))
-            tok += p
-            fut += o
-            inner += need - p - o
-            reserved += need
-            n_run += 1
-        if queue:                 # 满载时统计这一步的显存构成
-            acc += (tok, fut, inner, pool - reserved)
-            running += n_run
-            steps += 1
-        t += 1                    # 解码一步：每个请求写一个 token
-        tok += n_run
-        fut -= n_run
-        while finish and finish[0][0] == t:
-            _, start, need, r = heapq.heappop(finish)
-            segs.remove((start, need))
-            p, o = int(prompts[r]), int(outputs[r])
-            tok -= p + o
-            inner -= need - p - o
-            reserved -= need
-            n_run -= 1
-    if steps == 0:                # 从来没有人排队：没有满载的步可统计
-        return None, None
-    return acc / (steps * pool), running / steps
-
-
-def simulate_paged(prompts, outputs, pool, block_size):
-    """分页：KV 池切成 block_size 个 token 一块，写到新块时才分配。块不够时抢占最后进来的请求（vLLM 的重算策略：
-    释放它的块、放回队首，再进来时已生成的 token 当作输入重算）。
-
-    返回 (占比, 平均并发, 抢占记录)：前两项与 simulate_contiguous 相同；抢占记录是 [(请求号, 被抢占时的长度)]。
-    """
-    total = pool // block_size    # 池里一共几个块
-    free = total
-    queue = deque((r, int(p), int(o)) for r, (p, o) in enumerate(zip(prompts, outputs)))
-    run = []                      # [请求号, 当前长度, 剩余要生成的 token 数]，按进入的先后
-    preempted = []
-    acc = np.zeros(4)
-    steps, running = 0, 0
-    while queue or run:
-        while queue:              # 放得下输入（再加下一个 token 的一块）就进来
-            r, p, o = queue[0]
-            need = n_blocks(p + 1, block_size)
-            if need > free:
-                break
-            queue.popleft()
-            free -= n_blocks(p, block_size)
-            run.append([r, p, o])
-        if queue:
-            tok = sum(L for _, L, _ in run)
-            held = total - free
-            acc += (tok, 0, held * block_size - tok, free * block_size)
-            running += len(run)
-            steps += 1
-        i = 0                     # 解码一步
-        while i < len(run):
-            r, L, left = run[i]
-            if L % block_size == 0:    # 写满了：要一个新块
-                while free == 0:  # 没有空闲块：抢占最后进来的那个
-                    r2, L2, left2 = run.pop()
-                    preempted.append((r2, L2))
-                    free += n_blocks(L2, block_size)
-                    queue.appendleft((r2, L2, left2))
-                if i >= len(run):
-                    break
-                free -= 1
-            run[i][1] += 1
-            run[i][2] -= 1
-            if run[i][2] == 0:
-                free += n_blocks(run[i][1], block_size)
-                run.pop(i)
-                continue
-            i += 1
-    if steps == 0:
-        return None, None, preempted
-    return acc / (steps * pool), running / steps, preempted
-
-
 def simulate_load():
     """演示 2 和演示 4 共用的一次模拟（设置在这里读一次）：同一批请求、同一个 KV 池，三种连续预留 + 分页。"""
     s = dict(n_requests=N_REQUESTS, seed=SEQ_SEED, sigma=LEN_SIGMA, max_seq=MAX_SEQ, pool_gib=KV_POOL_GIB,
@@ -388,8 +250,8 @@ def simulate_load():
 
 
 def demo2_fragmentation(sim=None):
-    """按最大长度预留连续显存，真正存着 token 的显存占多少？分页能到多少？（sim：simulate_load() 的结果）"""
-    if sim is None:
+    """按最大长度预留连续显存，真正存着 token 的显存占多少？分页能到多少？"""
+    if sim is None:                 # sim：simulate_load() 的结果，和演示 4 共用；不给就自己模拟一次
         sim = simulate_load()
     s, prompts, outputs, pool, res = sim["settings"], sim["prompts"], sim["outputs"], sim["pool"], sim["res"]
     print_header(f"演示 2：连续预留与分页（块 {s['block_size']}）——KV 池里多少真正存着 token")
@@ -397,7 +259,7 @@ def demo2_fragmentation(sim=None):
     if s["pool_gib"] != VLLM_TABLE1_KV_GB:
         source = f"（论文表 1 是 {VLLM_TABLE1_KV_GB} GB，这里改成了 {num(s['pool_gib'])} GiB）"
     print_text(f"OPT-13B，KV 池 {num(s['pool_gib'])} GiB = {integer(pool)} 个 token{source}；"
-               f"{count(s['n_requests'], '个请求')}一开始{all_of(s['n_requests'])}排队。")
+               f"{count(s['n_requests'], '个请求')}一开始{ALL_OF.get(s['n_requests'], '全部')}排队。")
     rows = []
     for name, (share, conc) in res.items():
         cells = ["-"] * 5
@@ -456,27 +318,11 @@ def observations_2(d):
                        "这里是离散模拟，只比量级和顺序。")
         more.append(f"从高到低：{ours}。论文图 2 是 §6.2 实验的平均（图注没说数据集）；这里是合成长度、一开始全部排队"
                     "的离散模拟（没有模型计算），只比量级和顺序。")
-    if {"Orca (Max)", "Orca (Pow2)", "Orca (Oracle)"} <= set(measured):
-        lo, hi = sorted([s["Orca (Max)"][0], s["Orca (Oracle)"][0]])
-        where = "不在"
-        if order(lo, s["Orca (Pow2)"][0], pct1) < 0 < order(hi, s["Orca (Pow2)"][0], pct1):
-            where = "介于"
-        more.append(f"Orca (Pow2)（{pct1(s['Orca (Pow2)'][0])}）{where} Max 和 Oracle 之间。")
-    more.append("列的含义：token 状态 = 已经写进去的 token；预留 = 留给以后要生成的 token；内部碎片 = 预留了但到结束"
-                "也用不到的位置（分页时是最后一块没写满的部分）；外部/空闲 = 没分出去的空间（连续分配时是放不下队首"
-                "请求那一整段预留的零碎空隙）；- = 从来没有满载。模拟：全部请求一开始就排队、first-fit 连续分配、"
-                "严格先来先服务，每步每个请求生成一个 token，没有模型计算。")
+    more.append(DEMO2_COLUMNS)
     more.append(f"长度：输入、输出各自对数正态（种子 {d['seed']}，σ = {d['sigma']:g}），平均 {integer(d['mean_prompt'])} / "
                 f"{integer(d['mean_output'])}（vLLM 论文图 11(a) 的 ShareGPT 均值：{integer(d['sharegpt'][0])} / "
                 f"{integer(d['sharegpt'][1])}），总长不超过 {integer(d['max_seq'])}。")
     return obs[:3], obs[3:] + more
-
-
-def all_of(n):
-    """"一开始全部排队"：只有一个请求时不说"全部"。"""
-    if n == 1:
-        return "就"
-    return "全部"
 
 
 def concurrency(paged, mx):
@@ -488,19 +334,12 @@ def concurrency(paged, mx):
 
 def words_vs(a, b):
     """Orca (Max) 的占比 a 和分页的 b 比（按印出来的值）：'只有' / '也是' / '反而有'。"""
-    o = order(a, b, pct1)
-    if o < 0:
-        return "只有"
-    if o == 0:
-        return "也是"
-    return "反而有"
+    return {-1: "只有", 0: "也是", 1: "反而有"}[order(a, b, pct1)]
 
 
 # =============================================================================
 def kv_variants(base, groups, kv_lora_rank, rope_dim):
-    """同一个形状（层数、查询头数、头维度）下几种存 KV 的方式：[(名字, 种类, 每层每 token 存几个数)]。
-
-    每 token 的字节数由 paged_kv.kv_bytes_per_token(种类, …) 算（练习 1），这里的"每层的数"只给表格看。
+    """同一个形状下几种存 KV 的方式：[(名字, 种类, 每层每 token 存几个数)]（字节数由 kv_bytes_per_token 算）。
 
     >>> [(name, n) for name, _, n in kv_variants(LLAMA2_13B, 8, 512, 64)]      # LLaMA2-13B：40 个头 × 128 维
     [('MHA', 10240), ('GQA-8', 2048), ('MQA', 256), ('MLA', 576)]
@@ -530,9 +369,9 @@ def demo3_smaller_kv():
                  + [fit_cell(t["fit"][g]) for g, _ in gpus] for k, t in table.items()])
     ds67 = DEEPSEEK_67B.kv_bytes_per_token()
     dsv2 = DSV2_LAYERS * (rank_c + rope) * 2
-    d = dict(table=table, gpus=[g for g, _ in gpus], util=util, base=base.name, head_dim=base.head_dim,
-             n_layers=base.n_layers, n_heads=base.n_heads,
-             groups=groups, kv_lora_rank=rank_c, rope_dim=rope, mla_groups=(rank_c + rope) / (2 * base.head_dim),
+    d = dict(table=table, gpus=[g for g, _ in gpus], util=util, base=base.name, head_dim=base.head_dim, groups=groups,
+             n_layers=base.n_layers, n_heads=base.n_heads, kv_lora_rank=rank_c, rope_dim=rope,
+             mla_groups=(rank_c + rope) / (2 * base.head_dim),
              ds67_kv=ds67, dsv2_kv=dsv2, dsv2_kv_quant=DSV2_LAYERS * (rank_c + rope) * DSV2_KV_BITS / 8,
              paper=dict(PAPER))
     d["reduction_bf16"] = 1 - dsv2 / ds67
@@ -569,10 +408,8 @@ def observations_3(d):
     if mla["per_layer"] != paper["gqa_equiv"] * 2 * d["head_dim"]:
         equiv = f"；DeepSeek-V2 用 512 + 64 时是论文 §2.1.4 表 1 说的 {paper['gqa_equiv']} 组，这里改了维度"
     more = [f"MLA 的 {integer(mla['per_layer'])} 个数 = {fixed(2)(d['mla_groups'])} × (2 × 头维度){equiv}。",
-            f"{gqa_name} {size(gqa['kv'])}/token（MHA 的 {pct1(gqa['kv'] / mha['kv'])}），MQA {size(mqa['kv'])}"
-            f"（{pct1(mqa['kv'] / mha['kv'])}）。",
-            f"FP8 KV 每个数 1 字节：MHA {size(mha['kv_fp8'])}、{gqa_name} {size(gqa['kv_fp8'])}/token"
-            + fp8_fit(mha, gqa, gqa_name, g) + "。",
+            f"FP8 KV 每个数 1 字节：MHA {size(mha['kv_fp8'])}、{gqa_name} {size(gqa['kv_fp8'])}、MQA {size(mqa['kv_fp8'])}"
+            "/token" + fp8_fits(t, g) + "。",
             f"DeepSeek 67B（{DEEPSEEK_67B.n_layers} 层 × {DEEPSEEK_67B.n_kv_heads} 组 K/V × {DEEPSEEK_67B.head_dim} 维，"
             f"bf16）{size(d['ds67_kv'])}/token；DeepSeek-V2（{DSV2_LAYERS} 层 × {integer(mla['per_layer'])}，bf16）"
             f"{size(d['dsv2_kv'])}/token，平均 {paper['dsv2_bits']} bit 时 {size(d['dsv2_kv_quant'])}/token。",
@@ -581,50 +418,17 @@ def observations_3(d):
     return lines, more
 
 
-def fp8_fit(mha, gqa, gqa_name, g):
-    """FP8 时一张卡能放多少 token（放不下权重时不说）。"""
-    if mha["fit_fp8"][g] is None:
+def fp8_fits(t, g):
+    """FP8 时一张卡能放多少 token；放不下权重的方式不列。"""
+    fits = [f"{k} {integer(v['fit_fp8'][g])}" for k, v in t.items() if v["fit_fp8"][g] is not None]
+    if not fits:
         return ""
-    return f"；一张 {g} 能放 {integer(mha['fit_fp8'][g])}、{integer(gqa['fit_fp8'][g])} 个 token"
+    return f"；FP8 时一张 {g} 能放 {listing(fits)} 个 token"
 
 
 # =============================================================================
-def swap_seconds(model, n_tokens, block_size, gbps, overhead_us):
-    """换出（或换入）一条 n_tokens 长的序列的 KV：每层、K 和 V 各对每个块调一次 cudaMemcpyAsync（vLLM 的
-    swap_blocks），每次有 overhead_us 的固定开销，字节按 gbps（GB/s）传。返回 (拷贝次数, 秒)。
-
-    >>> n, t = swap_seconds(OPT_13B, 512, 16, 16.0, 10.0)   # 40 层 × K、V × 32 块；512 × 800 KiB 过 PCIe
-    >>> n, round(t * 1e3, 1)
-    (2560, 51.8)
-    """
-    nb = n_blocks(n_tokens, block_size)
-    copies = model.n_layers * 2 * nb
-    nbytes = nb * block_size * model.kv_bytes_per_token()      # 整块搬：最后一块没写满也一样大
-    return copies, copies * overhead_us * 1e-6 + nbytes / (gbps * 1e9)
-
-
-def attention_share(model, n):
-    """式 1 里注意力项（∝ n²）占 prefill FLOPs 的比例：a·n²·d / (a·n²·d + b·n·d²)。"""
-    return 1 - model.n_layers * EQ1_B * n * model.d_model ** 2 / model.prefill_flops(n)
-
-
-def recompute_seconds(model, n_tokens):
-    """把 n_tokens 个 token 当作输入重新 prefill 一遍（kv_physics.prefill_compute_time，FAST'25 式 1）。"""
-    return prefill_compute_time(model, n_tokens, 0, node=SWAP_GPU)
-
-
-def swap_row(model, n_tokens, block_size, gbps, overhead_us, alt_gbps=(), alt_overhead=()):
-    """一行：拷贝次数、单程、来回、重算、重算 / 来回；alt：换一个带宽（或固定开销）时的重算 / 来回。"""
-    copies, one_way = swap_seconds(model, n_tokens, block_size, gbps, overhead_us)
-    rec = recompute_seconds(model, n_tokens)
-    trip = {g: 2 * swap_seconds(model, n_tokens, block_size, g, overhead_us)[1] for g in alt_gbps}
-    return dict(copies=copies, one_way=one_way, round_trip=2 * one_way, recompute=rec, ratio=rec / (2 * one_way),
-                round_trip_gbps=trip, ratio_gbps={g: rec / t for g, t in trip.items()},
-                ratio_overhead={u: rec / (2 * swap_seconds(model, n_tokens, block_size, gbps, u)[1])
-                                for u in alt_overhead})
-
-
 R2 = fixed(2)          # 重算 / 来回：表里和句子里都印两位小数
+MS = fixed(1, "ms")
 
 
 def demo4_preemption(sim=None):
@@ -638,9 +442,9 @@ def demo4_preemption(sim=None):
         sim = simulate_load()
     m, bs = OPT_13B, sim["settings"]["block_size"]
     lens_pre = [L for _, L in sim["preempted"]]
-    by_block = {b: swap_row(m, swap_len, b, gbps, overhead, alt, alt_us) for b in blocks}
-    by_len = {L: swap_row(m, L, bs, gbps, overhead) for L in lens}
-    load = dict(recompute=sum(recompute_seconds(m, L) for L in lens_pre),
+    by_block = {b: swap_row(m, SWAP_GPU, swap_len, b, gbps, overhead, alt, alt_us) for b in blocks}
+    by_len = {L: swap_row(m, SWAP_GPU, L, bs, gbps, overhead) for L in lens}
+    load = dict(recompute=sum(recompute_seconds(m, L, SWAP_GPU) for L in lens_pre),
                 round_trip=sum(2 * swap_seconds(m, L, bs, gbps, overhead)[1] for L in lens_pre))
     print_text(f"{m.name}、{SWAP_GPU.name}、{integer(swap_len)} 个 token。重算 = 式 1 的 FLOPs ÷ "
                f"({SWAP_GPU.tflops_per_gpu:g} TFLOPS × {SWAP_GPU.mfu:g})；来回 = 换出 + 换入，每层 K、V 每块拷一次："
@@ -720,7 +524,6 @@ def observations_4(d):
                     f"已有 {integer(d['mean_len'])} 个 token；要重算的共 {integer(d['recomputed_tokens'])} 个，是全部 "
                     f"{integer(d['total_tokens'])} 个 token 的 {pct(d['recomputed_tokens'] / d['total_tokens'])}。")
     first, last = list(bb)[0], list(bb)[-1]
-    ms = fixed(1, "ms")
     rec_wins, ties, swap_wins = winners({b: r["ratio"] for b, r in bb.items()})
     parts = []
     for blocks, what in ((rec_wins, "重算更快"), (ties, "两者一样"), (swap_wins, "换出再换入更快")):
@@ -732,9 +535,9 @@ def observations_4(d):
     if first == last:
         obs.append(text + "。")
     else:
-        obs.append(text + f"：块从 {first} 到 {last}，来回{change_ms(bb[first]['round_trip'], bb[last]['round_trip'])}，"
-                   f"重算都是 {ms(bb[first]['recompute'] * 1e3)}。")
-        more.append(f"块从 {first} 到 {last}，单程拷贝次数{change_int(bb[first]['copies'], bb[last]['copies'])}；"
+        obs.append(text + f"：块从 {first} 到 {last}，来回{change(bb[first]['round_trip'] * 1e3, bb[last]['round_trip'] * 1e3, MS)}"
+                   f"，重算都是 {MS(bb[first]['recompute'] * 1e3)}。")
+        more.append(f"块从 {first} 到 {last}，单程拷贝次数{change(bb[first]['copies'], bb[last]['copies'], integer)}；"
                     "重算不用 KV 块，与块大小无关。")
     worst = {d["gbps"]: max(r["ratio"] for r in bb.values())}
     worst.update({g: max(r["ratio_gbps"][g] for r in bb.values()) for g in d["alt_gbps"]})
@@ -742,20 +545,18 @@ def observations_4(d):
     obs.append(f"vLLM 论文 §7.3：块大时换出更快，但重算最多慢 {paper['recompute_max']}%。这里按来回算，"
                + " / ".join(num(g) for g in gb) + " GB/s 时" + slowest([worst[g] for g in gb])
                + within(gb, worst, paper["recompute_max"]) + "。")
-    more.append(f"{num(d['gbps'])} GB/s 是本实验的假设：{d['gbps_note']}。vLLM 论文没给带宽；"
-                "一张 A100 独占 PCIe 4.0 ×16 时约 25–32 GB/s（也是假设）。论文的\"换出延迟\"是换出、换入还是两者之和，"
-                "正文没说；这里取来回（换出 + 换入）。和论文对不对得上，取决于带宽这个假设。")
+    more.append(f"{num(d['gbps'])} GB/s 是本实验的假设：{d['gbps_note']}。{VLLM_73_NOTE}")
     medium = [b for b in bb if paper["medium"][0] <= b <= paper["medium"][1]]
     if medium:
         more.append(f"vLLM 论文 §7.3、图 19：块 {paper['medium'][0]}–{paper['medium'][1]} 时两者的端到端性能相当；这里"
                     + "、".join(f"块 {b} 的重算 / 来回 = {R2(bb[b]['ratio'])}" for b in medium)
-                    + "。论文测的是真实 GPU 上的 OPT-13B；这里是按配置和假设算出来的量级，趋势可以对照。")
+                    + "。论文测的是真实 GPU 上的 OPT-13B；这里是按配置和假设算的量级。")
     if d["alt_overhead_us"]:
         more.append(f"每次拷贝的固定开销 {num(d['overhead_us'])} µs 也是假设。块 " + "、".join(map(str, bb)) + " 的重算 / 来回："
                     + "；".join(words(f"{num(u)} µs 时", listed([r["ratio_overhead"][u] for r in bb.values()], R2))
                                for u in d["alt_overhead_us"]) + "。")
     more.append(length_sentence(d))
-    more.append("单程 = 来回 / 2：" + "、".join(f"块 {b} {ms(r['one_way'] * 1e3)}" for b, r in bb.items()) + "。")
+    more.append("单程 = 来回 / 2：" + "、".join(f"块 {b} {MS(r['one_way'] * 1e3)}" for b, r in bb.items()) + "。")
     return obs[:3], obs[3:] + more
 
 
@@ -765,14 +566,6 @@ def listed(values, fmt):
     if len(values) > 1 and len(set(shown)) == 1:
         return f"都是 {shown[0]}"
     return "、".join(shown)
-
-
-def change_ms(a, b):
-    return change(a * 1e3, b * 1e3, fixed(1, "ms"), up="升到", down="降到")
-
-
-def change_int(a, b):
-    return change(a, b, integer)
 
 
 def length_sentence(d):
@@ -831,10 +624,10 @@ LOAD_DEMOS = (2, 4)      # 这两个演示用同一次负载模拟：只模拟�
 def run(todo, args, step):
     """按顺序跑演示；演示 2、4 共用一次 simulate_load()。"""
     sim = None
+    if set(todo) & set(LOAD_DEMOS):
+        sim = simulate_load()
     for i, k in enumerate(todo):
         if k in LOAD_DEMOS:
-            if sim is None:
-                sim = simulate_load()
             DEMOS[k](sim)
         else:
             DEMOS[k]()

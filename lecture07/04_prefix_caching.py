@@ -37,8 +37,8 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # 仓库根目录：让 lab_common 包可以 import
 from lab_common import console  # noqa: E402
 from lab_common.console import ArgParser, fail, print_header, print_observations, print_table, print_text, status  # noqa: E402
-from lab_common.say import (change, count, fixed, integer, listing, order, pct, rank, rel_change, same, size,  # noqa: E402
-                            span, vs, words)
+from lab_common.say import (change, fixed, integer, order, pct, rank, rel_change, same, size, span, vs,  # noqa: E402
+                            words)
 from lab_common.script_tools import run_in_child, run_lecture  # noqa: E402
 from lab_common.settings import check_setting, is_int  # noqa: E402
 from lab_common.transformer_lab import TINY, KVCache, config_like, forward, init_params  # noqa: E402
@@ -99,11 +99,15 @@ VLLM_FIG16_NOTE = (f"对照 vLLM 论文 §6.4 图 16（{_V['model']}、{_V['data
                    f"{_V['throughput_x']['1-shot']}、{_V['throughput_x']['5-shot']} 倍。那是 vLLM 整体（分页 + 共享）和 Orca "
                    "比，省下的显存换成了更大的批；这里数的是 prefill 少算的 token，不是同一个量。")
 FAST25_SHAPE = 'FAST\'25 表 1：l = 80、d = 8192、gqa = 8（查询头数 / KV 头数）；§5.3.1：每 token 的 KV "320 KB"'
-FAST25_DRAM = "一台机器约 1 TB DRAM（FAST'25 §5.3.1）"
+FAST25_DRAM = "FAST'25 §5.3.1：每台约 1 TB DRAM"
 BLOCK_HOT_PAPER = "超过 50% 的块没有被再次使用，有的块被访问数万次（tens of thousands）"   # arXiv v3 §4.2
 MOONCAKE_PARTIAL = "FAST'25 附录 A：6,955 个 token → 14 个 ID"   # 不满的最后一块也有 ID（arXiv v3 §4.1 同样）
 MODEL = LLAMA3_70B        # 演示 4 的模型：式 (1)、128 GB/s 都出自 FAST'25，它的模型是 LLaMA3-70B（表 1）
 f2 = fixed(2)             # 命中率的格式：和表格一样两位小数
+MODEL_NOTE = (f"arXiv v3 用的 dummy LLaMA2-70B（§1.2）和 {MODEL.name} 的层数、d、KV 头数都相同，每 token 的 KV 也一样"
+              * ((LLAMA2_70B.n_layers, LLAMA2_70B.d_model, LLAMA2_70B.n_kv_heads) == (MODEL.n_layers, MODEL.d_model,
+                                                                                      MODEL.n_kv_heads))
+              + "。存储用二进制单位（1 KiB = 1,024 字节），带宽用十进制（1 GB/s = 10⁹ 字节/秒）。")
 HIT_RULE = ("演示 3、4 按 trace 算时，最后那块也算一块访问；但命中只数真实缓存用得上的：完整的块，而且至少重算最后"
             "一个 token（vLLM 的做法：整个输入都命中时，最后一块重算）。")
 
@@ -211,8 +215,9 @@ def demo2_shared_prefix():
     res = {name: run_shared_prefix(params, cfg, prefix, suffixes, bs)
            for name, (prefix, suffixes) in shared_prefix_requests(cfg.vocab).items()}
     print_table(["前缀", "长度", "总输入", "实际算", "省下", "少算", "缓存块", "不共享", "共享", "最大差"],
-                [[k, r["prefix_len"], integer(r["total"]), integer(r["computed"]), pct(r["saved"]), f"{r['speedup']:.1f}×",
-                  r["cached_blocks"], r["used_private"], r["used_shared"], fmt_diff(r["worst"])] for k, r in res.items()],
+                [[k, integer(r["prefix_len"]), integer(r["total"]), integer(r["computed"]), pct(r["saved"]),
+                  f"{r['speedup']:.1f}×", integer(r["cached_blocks"]), integer(r["used_private"]), integer(r["used_shared"]),
+                  fmt_diff(r["worst"])] for k, r in res.items()],
                 caption=f"总输入 / 实际算：{n} 个请求的 token 数；不共享 / 共享：同时在场时占的物理块；"
                         "最大差：最后一个 token 的 logits 与从头算的 max |diff|。")
     print_observations(*observations_2(res, n, bs, SUFFIX_LEN))
@@ -227,7 +232,7 @@ def observations_2(res, n, block_size, suffix_len):
     if worst == 0:
         exact = "logits 与从头算逐位相同（最大差 0.0）"
     parts = "前缀里只有满块能复用：" + "；".join(
-        f"{k} 的 {res[k]['prefix_len']:,} 个 token = {count(res[k]['full_prefix_blocks'], '个满块')} + "
+        f"{k} 的 {res[k]['prefix_len']:,} 个 token = {res[k]['full_prefix_blocks']:,} 个满块 + "
         f"{res[k]['prefix_tail']} 个零头" for k in order) + "。"
     if n == 1:
         lines = [f"只有 1 个请求：完整的块登记进了缓存，却没有后来的请求来用，每个前缀都省下 0%；{exact}。", parts]
@@ -309,10 +314,12 @@ def trace_stats(tr):
     v = np.bincount(dense_ids(tr.hash_ids)[0])
     v = np.sort(v[v > 0])[::-1]
     total = int(v.sum())
-    return dict(n=len(tr), minutes=float(tr.arrival[-1] - tr.arrival[0]) / 60, mean_in=float(np.mean(tr.input_len)),
-                mean_out=float(np.mean(tr.output_len)), total_blocks=total, distinct=len(v),
-                once=float(np.mean(v == 1)), hottest=int(v[0]), top1pct=int(v[:max(1, len(v) // 100)].sum()) / total,
-                reuse=1 - len(v) / total, counts=v)
+    st = dict(n=len(tr), minutes=float(tr.arrival[-1] - tr.arrival[0]) / 60, mean_in=float(np.mean(tr.input_len)),
+              mean_out=float(np.mean(tr.output_len)), total_blocks=total, distinct=len(v), once=float(np.mean(v == 1)),
+              hottest=int(v[0]), top1pct=None, reuse=1 - len(v) / total, counts=v)
+    if len(v) >= 100:                                     # 不到 100 个块时"最热的 1%"不到一块：不说
+        st["top1pct"] = int(v[:len(v) // 100].sum()) / total
+    return st
 
 
 def _short(policy):
@@ -356,7 +363,7 @@ def print_trace_tables(d):
     if real:
         cols = [("你给的 trace", st), ("合成", syn)]
     print_table(["块的热度"] + [c for c, _ in cols] + ["论文（arXiv v3 §4.2）"],
-                [[t] + [f(x[k]) for _, x in cols] + [p] for t, k, f, p in heat])
+                [[t] + [cell(x[k], f) for _, x in cols] + [p] for t, k, f, p in heat])
 
 
 def print_policy_tables(ratio, gap, caps, policies, contrast, contrast_caps):
@@ -365,7 +372,7 @@ def print_policy_tables(ratio, gap, caps, policies, contrast, contrast_caps):
     note = ""
     if contrast_caps:
         rows.append([_short(contrast)] + [cell(ratio.get((contrast, c)), f2) for c in caps])
-        doc = words(*(CACHE_POLICIES[contrast].__doc__ or CACHE_POLICIES[contrast].NAME).split())
+        doc = words(*(CACHE_POLICIES[contrast].__doc__ or CACHE_POLICIES[contrast].NAME).split("\n\n")[0].split())
         if not console.SHOW_MORE:
             doc = doc.split("。")[0]
         note = f"对照行（CONTRAST = \"{contrast}\"）：{doc.rstrip('。')}；只算了 {'、'.join(cap_name(c) for c in contrast_caps)} 块。"
@@ -386,7 +393,8 @@ def print_policy_tables(ratio, gap, caps, policies, contrast, contrast_caps):
 
 
 def demo3_trace(data=None):
-    """块有多热门？缓存要多大、用什么淘汰策略？离最好的（MIN）还差多少？（data：trace_sweep 的结果；None = 自己算）"""
+    """块有多热门？缓存要多大、用什么淘汰策略？离最好的（MIN）还差多少？
+    data：trace_sweep 的结果（main 传进来，和演示 4 共用）；None = 自己算一份。"""
     if data is None:
         data = trace_sweep(read_trace())
     tr, bs, real = data["trace"], data["block_size"], data["path"] is not None
@@ -470,12 +478,14 @@ def observations_3(d, policies, contrast, hot):
             s = f"MIN 在每个容量都不低于 {L}"
         if min(gap.values()) < -1e-12:
             s = "MIN 竟然在某个容量低于在线策略（上界被违反，程序有错）"
-        obs.append(s + f"；差距最大（{f2(top)}）的是 {_short(p)} 在 {c:,} 块（{f2(r[(p, c)])} 对 MIN 的 {f2(r[(BOUND, c)])}）。")
+        obs.append(s + f"；差得最多的是 {_short(p)} 在 {c:,} 块（{f2(r[(p, c)])} 对 MIN 的 {f2(r[(BOUND, c)])}）。")
     more = obs[3:]
     if inf:
         rel = "，比它低：有的重复块不在开头，或是最后一个 token 所在的块（要重算），前缀缓存用不上。"
         if same(inf, st["reuse"], f2):
-            rel = "，和它一样：重复出现的块都在请求的开头；剩下的块是第一次出现，再大的缓存也没用。"
+            rel = "，两位小数上一样：只有极少的重复块不在开头，或是最后一个 token 所在的块。"
+        if abs(inf - st["reuse"]) < 1e-12:
+            rel = "，和它相等：重复出现的块都在请求的开头；剩下的块是第一次出现，再大的缓存也没用。"
         more.append(reuse + f"；无限容量的前缀命中率 {f2(inf)}" + rel)
     if inf and mid:
         more.append(f"{mid[-1]:,} 块时从高到低：{rank([(_short(p), r[(p, mid[-1])]) for p in policies], f2)}。")
@@ -483,7 +493,7 @@ def observations_3(d, policies, contrast, hot):
     if st["hottest"] >= hot:
         more.append(heat + "：热门块值得复制到多台机器上，否则都去一台机器拉 KV，网卡会堵（Mooncake arXiv v3 §6.2，05 脚本演示 2）。")
     else:
-        more.append(heat + f"（不到 {hot:,} 次）：复用分散在许多块上，没有特别热的块。")
+        more.append(heat + f"（不到 {hot:,} 次）：没有特别热的块。")
     return obs[:3], more + [source_sentence(d)]
 
 
@@ -552,15 +562,9 @@ def hit_tier(cache_bytes, local, remote, local_bytes):
                 f"{local.source}；{remote.source}")
 
 
-def cap_size(c):
-    """排序用：无限（None）比任何有限容量都大。"""
-    if c is None:
-        return float("inf")
-    return c
-
-
 def demo4_compute_saved(data=None, caps=None, policies=None):
-    """命中能省多少 prefill 的 GPU 时间？缓存又要多大的存储？（caps、policies：None = DEMO4_CAPS、(DEMO4_POLICY,)）"""
+    """命中能省多少 prefill 的 GPU 时间？缓存又要多大的存储？
+    data 同演示 3；caps、policies：None = DEMO4_CAPS、(DEMO4_POLICY,)。"""
     if data is None:
         data = trace_sweep(read_trace())
     caps, policies = tuple(caps or DEMO4_CAPS), tuple(policies or (DEMO4_POLICY,))
@@ -570,7 +574,7 @@ def demo4_compute_saved(data=None, caps=None, policies=None):
     gqa = MODEL.n_heads // MODEL.n_kv_heads
     print_text(f"{FAST25_SHAPE}。换算：{MODEL.n_heads} 个查询头 ÷ {gqa} = {MODEL.n_kv_heads} 个 KV 头，每 token 2 × "
                f"{MODEL.n_layers} × {MODEL.d_model // gqa:,} × {MODEL.dtype_bytes} B = {size(per_token)}，"
-               f"一块 {bs} token = {size(bs * per_token)}。")
+               f"一块 {bs} token = {size(bs * per_token)}。" + MODEL_NOTE * console.SHOW_MORE)
     with status("正在按 trace 算 prefill 时间……"):
         base, distinct = prefill_hours_no_cache(tr), len(np.unique(tr.hash_ids))
         unit = ("小时", 1.0)
@@ -578,7 +582,7 @@ def demo4_compute_saved(data=None, caps=None, policies=None):
             unit = ("秒", 3600.0)
         rows, hours, frac, local_hours, stored = [["不缓存", "-", "0%", f2(base * unit[1]), "1.00×"]], {}, {}, {}, {}
         for p, c in itertools.product(policies, caps):
-            h, stored[c] = usable_hits(tr, data["hits"][(p, c)], bs), min(cap_size(c), distinct) * bs * per_token
+            h, stored[c] = usable_hits(tr, data["hits"][(p, c)], bs), min(c or distinct, distinct) * bs * per_token
             tier = hit_tier(stored[c], local, remote, LOCAL_KV_BYTES)
             hours[(p, c)], frac[(p, c)] = gpu_hours(tr, h, tier, bs)
             local_hours[(p, c)] = hours[(p, c)]
@@ -589,9 +593,10 @@ def demo4_compute_saved(data=None, caps=None, policies=None):
     which = "你给的 trace 里 " * (data["path"] is not None)
     print_table(["缓存", "存储", "命中的 token", f"GPU 时间（{unit[0]}）", "快了"], rows,
                 caption=f"{which}{integer(len(tr))} 个请求的 prefill 在一台 {node.name} 上的总时间。命中的 KV 从{local.name}"
-                        f"读（{local.gb_per_s:g} GB/s），缓存超过{FAST25_DRAM}的部分按比例从{remote.name}读"
+                        f"读（{local.gb_per_s:g} GB/s），缓存超过一台机器的 {size(LOCAL_KV_BYTES, binary=False)}（{FAST25_DRAM}）"
+                        f"的部分按比例从{remote.name}读"
                         f"（{remote.gb_per_s:g} GB/s），和计算按层重叠。")
-    d = dict(base_hours=base, hours=hours, hit_frac=frac, local_hours=local_hours, stored=stored, unit=unit,
+    d = dict(base_hours=base, hours=hours, hit_frac=frac, local_hours=local_hours, stored=stored, unit=unit, distinct=distinct,
              need_bytes=10_000 * bs * per_token, hbm_bytes=node.hbm_bytes, kv_block_bytes=bs * per_token, caps=caps,
              policies=policies, model=MODEL.name, node=node.name, mfu=node.mfu, tier=local.name,
              tier_gb_per_s=local.gb_per_s, block_size=bs, n_requests=len(tr))
@@ -602,7 +607,7 @@ def demo4_compute_saved(data=None, caps=None, policies=None):
 def observations_4(d, policy, caps, local_name, local_bytes):
     """演示 4 的观察：数都取自表格那一份 hours / hit_frac / stored；时间按 d["unit"] 换算，和表格一样。"""
     (name, k), hours, frac, base, stored = d["unit"], d["hours"], d["hit_frac"], d["base_hours"], d["stored"]
-    caps = sorted(caps, key=cap_size)
+    caps = sorted(caps, key=lambda c: c or float("inf"))      # 无限（None）排在最后
     big, finite, t = caps[-1], [c for c in caps if c is not None], fixed(2, name)
     big_name, h_big, f_big = cache_name(big), hours[(policy, big)], frac[(policy, big)]
     lines = [f"{big_name}命中的输入 token 也是 {pct(f_big)}：这个 trace 里没有真实缓存用得上的前缀，"
@@ -619,6 +624,8 @@ def observations_4(d, policy, caps, local_name, local_bytes):
     if finite:
         c = finite[-1]
         s = f"容量 {c:,} 块要 {size(stored[c])}"
+        if stored[c] < c * d["kv_block_bytes"]:
+            s = f"这个 trace 只有 {d['distinct']:,} 个不同的块，容量 {c:,} 块的缓存也只存 {size(stored[c])}"
         if stored[c] > d["hbm_bytes"]:
             lines.append(s + f"，是一台 8 卡机器全部 HBM（{size(d['hbm_bytes'])}）的 {stored[c] / d['hbm_bytes']:.1f} 倍"
                          "：前缀缓存得放进 CPU 内存、SSD 或整个集群的内存池（Mooncake 的做法，05 脚本）。")
@@ -629,21 +636,19 @@ def observations_4(d, policy, caps, local_name, local_bytes):
         s = (f"只有 {c:,} 块（{size(stored[c])}）时命中 {pct(fc)} 的 token，GPU 时间{rel_change(base, hours[(policy, c)])}，"
              f"是{big_name}命中的 {pct(fc / f_big)}")
         lines.append(s + "：复用分散在许多前缀上，小缓存留不住。")
-        if fc >= f_big / 2:
+        if same(fc, f_big, pct):
+            lines[-1] = s + "：小缓存就留住了全部的复用。"
+        elif fc >= f_big / 2:
             lines[-1] = s + "：热门的前缀很集中。"
     far = [c for c in caps if stored[c] > local_bytes]
     more = []
     if far:
         lh, th = [t(d["local_hours"][(policy, c)] * k) for c in far], [t(hours[(policy, c)] * k) for c in far]
-        s = f"{listing(cache_name(c) for c in far)}超过一台机器的 {size(local_bytes, binary=False)}，超出的部分按远端读；全部从{local_name}读的话是 {'、'.join(lh)}"
+        s = f"{'、'.join(cache_name(c) for c in far)}都超过一台机器的 {size(local_bytes, binary=False)}，超出的部分按远端读；全部从{local_name}读的话是 {'、'.join(lh)}"
         more.append(s + f"（表里是 {'、'.join(th)}）。")
         if lh == th:
             more[-1] = s + "，和表里一样：读 KV 被计算盖住，从哪里读不影响 GPU 时间。"
-    shape = "形状不同"
-    if (LLAMA2_70B.n_layers, LLAMA2_70B.d_model, LLAMA2_70B.n_kv_heads) == (MODEL.n_layers, MODEL.d_model, MODEL.n_kv_heads):
-        shape = "形状相同，每 token 的 KV 也一样"
-    return lines, more + [f"{MODEL.name} 和 arXiv v3 用的 dummy LLaMA2-70B（arXiv v3 §1.2）{shape}。存储用二进制单位："
-                          "1 KiB = 1,024 字节；带宽用十进制：1 GB/s = 10⁹ 字节/秒。"]
+    return lines, more
 
 
 def cache_name(c):

@@ -4,7 +4,8 @@ CUDA graph 捕获、A/B/C/D 计时、tile 扫描、克隆占一步 decode 多少
 
     A  每层新建 long 下标张量 + index_select + index_copy_（博客里的"之前"）
     B  每层新建 int32 下标张量 + 一次 Triton launch（博客里的"之后"）
-    C  所有层 × K/V 一次 launch，下标经锁页缓冲区一次上传（kv_clone_triton.kv_clone_blocks_all）
+    C  所有层 × K/V 一次 launch（kv_clone_triton.kv_clone_blocks_all）：N ≤ 8 时块号是 kernel 参数，否则下标经锁页
+       缓冲区一次上传（N 大时在旁路 stream 上传，与上一步的拷贝重叠）
     D  同样字节数的一次连续 device-to-device 拷贝（带宽上限）
     图  捕获进 CUDA graph 后 replay（H2D 拷贝也在 graph 里）；C图 每步还包括主机上检查下标、写锁页内存
 """
@@ -14,6 +15,7 @@ import platform
 import statistics
 import time
 
+import numpy as np
 import torch
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
@@ -59,14 +61,16 @@ def check_cow_write(dtype, L, H, D, BS, n_cow, device, seed, tile=None):
 
 
 def validation_cases(shapes, on_gpu):
-    """CPU（解释器）：小形状、tile 调到 32，让一块跨几个 tile、最后一个 tile 不满；GPU 再加两种真实形状。"""
+    """CPU（解释器）：小形状、tile 调到 32，让一块跨几个 tile、最后一个 tile 不满；GPU 再加两种真实形状。
+    N 取 0、1、5 和 ARG_PAIRS、ARG_PAIRS + 1（块号当参数传 / 上传下标的分界两侧）。"""
+    k = kvc.ARG_PAIRS                       # N = k 走标量参数，N = k + 1 起上传下标：两边都查
     cases = []
     for i, dt in enumerate(("float16", "bfloat16", "float32")):
-        for n in (0, 1, 5):
+        for n in (0, 1, 5, k, k + 1):
             cases.append((dt, 2, 3, 7, 5, n, 32 * (1 + i % 2)))
-    if on_gpu:
+    if on_gpu:                               # 再加 N ≥ OVERLAP_MIN_PAIRS：旁路 stream 上传
         for name, s in shapes.items():
-            for n in (1, 37, 150):
+            for n in (1, k, k + 1, 150, kvc.OVERLAP_MIN_PAIRS):
                 cases.append((s["dtype"], s["n_layers"], s["n_heads"], s["head_dim"], s["block_size"], n, None))
     return cases
 
@@ -173,8 +177,17 @@ def bytes_per_step(shape, n):
     return 2 * n * shape["n_layers"] * 2 * shape["n_heads"] * shape["block_size"] * shape["head_dim"] * el
 
 
-def sweep_tiles(kv, src_dev, dst_dev, reps, tiles=(1024, 2048, 4096), warps=(1, 2, 4, 8)):
-    """在最大的 N 上扫 (tile, num_warps)，只量 kernel（下标已在 GPU 上）。返回按耗时排好的行。"""
+def rounds_of(fns, reps, rounds):
+    """每个函数测 rounds 轮（轮内按顺序轮流测，各取 reps 个样本的中位数）：{名字: [每轮的 µs]}。"""
+    out = {k: [] for k in fns}
+    for _ in range(rounds):
+        for k, fn in fns.items():
+            out[k].append(statistics.median(time_per_step(fn, reps)))
+    return out
+
+
+def sweep_tiles(kv, src_dev, dst_dev, reps, tiles=(1024, 2048, 4096), warps=(1, 2, 4)):
+    """在最大的 N 上扫 (tile, num_warps)，只量 kernel（下标已在 GPU 上、按 dst 排好）。返回按耗时排好的行。"""
     rows = []
     for t in tiles:
         for w in warps:
@@ -183,9 +196,73 @@ def sweep_tiles(kv, src_dev, dst_dev, reps, tiles=(1024, 2048, 4096), warps=(1, 
     return sorted(rows, key=lambda r: r["us"])
 
 
+# 一次改一处：每一步在上一行（base）的基础上只动一个旋钮；只量 kernel（下标已在 GPU 上）
+LADDER = (
+    ("before", None, "之前：pid → (块对, 层, tile)", dict(order=0, hints=0, tile=2048, num_warps=1)),
+    ("hints", "before", "+ 对齐与连续提示、去掉 mask", dict(order=0, hints=1, tile=2048, num_warps=1)),
+    ("big_tiles", "hints", "+ 大 tile 多 warp（8192、8 warp）", dict(order=0, hints=1, tile=8192, num_warps=8)),
+    ("evict", "hints", "+ evict_first 读写提示", dict(order=0, hints=1, evict=1, tile=2048, num_warps=1)),
+    ("layer_major", "hints", "+ grid 先按 (层, K/V) 分组", dict(order=1, hints=1, tile=2048, num_warps=1)),
+    ("sorted", "layer_major", "+ 块对按 dst 排序", dict(order=1, hints=1, tile=2048, num_warps=1, sort=True)),
+)
+
+if kvc.HAVE_TRITON:
+    @kvc.triton.jit
+    def _contiguous_copy_kernel(a_ptr, b_ptr, BLOCK: kvc.tl.constexpr):
+        """对照：同样写法的 Triton 拷贝，但源和目的各是一整段连续内存。"""
+        off = kvc.tl.program_id(0).to(kvc.tl.int64) * BLOCK + kvc.tl.arange(0, BLOCK)
+        kvc.tl.store(b_ptr + off, kvc.tl.load(a_ptr + off))
+
+
+def ladder(kv, src, dst, flat, half, reps, rounds, best):
+    """N 最大时逐步改 kernel，每步的 C/D（D 在同几轮里量）；再加几条对照：同一个 kernel 拷连续的块、
+    Triton 拷一整段连续内存、torch index_select 把散的块收拢到一段连续内存（读散、写连续）。"""
+    dev = kv.device
+    n = len(src)
+    order = sorted(range(n), key=lambda j: dst[j])
+    plain = [torch.tensor(x, dtype=torch.int32, device=dev) for x in (src, dst)]
+    by_dst = [torch.tensor([x[j] for j in order], dtype=torch.int32, device=dev) for x in (src, dst)]
+    seq = torch.arange(2 * n, dtype=torch.int32, device=dev)
+    L, _, nb, H, BS, D = kv.shape
+    kvg = kv.view(2 * L, nb, H * BS * D)
+    gathered = torch.empty((2 * L, n, H * BS * D), dtype=kv.dtype, device=dev)
+    src_long = plain[0].long()
+    fns = {"D": lambda: flat[half:2 * half].copy_(flat[:half])}
+    for key, _, _, kw in LADDER:
+        kw = dict(kw)
+        s, d = by_dst if kw.pop("sort", False) else plain
+        fns[key] = (lambda s=s, d=d, kw=kw: kvc.launch_all_kernel(kv, s, d, **kw))
+    final = dict(tile=best["tile"], num_warps=best["num_warps"])
+    fns["final"] = lambda: kvc.launch_all_kernel(kv, *by_dst, **final)
+    fns["contiguous_blocks"] = lambda: kvc.launch_all_kernel(kv, seq[:n], seq[n:], **final)
+    fns["triton_contiguous"] = lambda: _contiguous_copy_kernel[(half // 1024,)](flat, flat[half:], BLOCK=1024,
+                                                                               num_warps=1)
+    fns["torch_gather"] = lambda: torch.index_select(kvg, 1, src_long, out=gathered)
+    dst_long = plain[1].long()
+    for key in [k for k, *_ in LADDER] + ["final"]:        # 每一步都先逐位核对一次：毒化 dst → 拷 → 比较
+        ref = kvg[:, src_long].clone()
+        kvg[:, dst_long] = 0
+        fns[key]()
+        assert torch.equal(kvg[:, dst_long].view(torch.uint8), ref.view(torch.uint8)), f"{key}：结果不对"
+    times = rounds_of(fns, reps, rounds)
+    d_us = statistics.median(times["D"])
+    labels = {k: (base, label) for k, base, label, _ in LADDER}
+    labels.update(final=("sorted", f"+ 扫出的 tile {best['tile']}、{best['num_warps']} warp（C 用的配置）"),
+                  contiguous_blocks=(None, "对照：同一个 kernel 拷连续的块"),
+                  triton_contiguous=(None, "对照：Triton 拷一整段连续内存"),
+                  torch_gather=(None, "对照：torch index_select 收拢散的块"))
+    rows = []
+    for key, (base, label) in labels.items():
+        us = statistics.median(times[key])
+        rows.append({"key": key, "base": base, "label": label, "us": us, "rounds_us": times[key],
+                     "c_over_d": d_us / us})
+    return {"D_us": d_us, "D_rounds_us": times["D"], "steps": rows}
+
+
 def host_breakdown(kv, src, dst, d_fn, iters=400, chunks=9):
     """C 与 D 在 N 很小时每步的主机时间（µs，perf_counter；GPU 跟得上，所以就是主机的时间）：C 拆成检查下标、
-    上传下标（写锁页内存、H2D、每 8 步一次 event）、launch 编译好的 kernel；对照走 kernel[grid](...) 通用路径的 launch。
+    launch（块号当标量参数，直接调 Triton 的 C 启动函数）；对照：走 kernel[grid](...) 通用路径的 launch，以及
+    N > 8 时才用的"写锁页内存 + H2D 上传下标"（N ≤ 8 时省掉的那一步）。
     每项 chunks 段、每段 iters 次调用，取各段平均的中位数：主机偶尔整段变慢，一个总平均会被它带偏。"""
     def clock(fn):
         for _ in range(100):
@@ -200,22 +277,23 @@ def host_breakdown(kv, src, dst, d_fn, iters=400, chunks=9):
         torch.cuda.synchronize()
         return statistics.median(out)
     clone = kvc.AllLayersClone(kv, len(src))
-    grid = (len(src) * clone.per_pair, 1, 1)
 
     def upload():
         i = clone.write(src, dst)
-        clone.dev.copy_(clone.host[i], non_blocking=True)
+        clone.dev[i].copy_(clone.host[i], non_blocking=True)
         clone.done(i)
     return {"check": clock(lambda: kvc.check_clone_indices(src, dst, kv.shape[2])),
             "upload": clock(upload),
-            "launch": clock(lambda: clone.kernel[grid](*clone.args)),      # 下标就是 upload 刚写进显存的那一对
-            "launch_jit": clock(lambda: kvc.launch_all_kernel(kv, clone.dev_src, clone.dev_dst, n=len(src))),
+            "launch": clock(lambda: clone.launch_pairs(kv, src, dst)),
+            "launch_jit": clock(lambda: kvc.launch_all_kernel(kv, clone.dev_src[0], clone.dev_dst[0], n=len(src),
+                                                              pairs=(src, dst))),
             "D": clock(d_fn),
             "C": clock(lambda: kvc.kv_clone_blocks_all(kv, src, dst, True))}
 
 
-def bench_shape(name, shape, ns, reps, seed=0):
-    """一种形状上，A/B/C/D 与 A图/C图/D图 在每个 N 下的每步 µs；外加 tile 扫描、主机开销拆分。"""
+def bench_shape(name, shape, ns, reps, rounds, seed=0):
+    """一种形状上，A/B/C/D 与 A图/C图/D图 在每个 N 下的每步 µs（rounds 轮）；外加 tile 扫描、逐步改 kernel 的
+    C/D、主机开销拆分。"""
     dev = torch.device("cuda")
     L, H, BS, D = shape["n_layers"], shape["n_heads"], shape["block_size"], shape["head_dim"]
     maxn = max(ns)
@@ -223,12 +301,14 @@ def bench_shape(name, shape, ns, reps, seed=0):
     kv.view(torch.uint8).random_(0, 64)                 # 随机但有限的数（不会出现 NaN）
     flat = torch.empty(2 * bytes_per_step(shape, maxn) // 2 // kv.element_size(), dtype=kv.dtype, device=dev)
     perm = torch.randperm(kv.shape[2], generator=torch.Generator().manual_seed(seed)).tolist()
-    big_s = torch.tensor(perm[:maxn], dtype=torch.int32, device=dev)
-    big_d = torch.tensor(perm[maxn:2 * maxn], dtype=torch.int32, device=dev)
+    s_np, d_np = kvc.by_destination(np.array(perm[:maxn]), np.array(perm[maxn:2 * maxn]))
+    big_s, big_d = (torch.tensor(x, dtype=torch.int32, device=dev) for x in (s_np, d_np))
     sweep = sweep_tiles(kv, big_s, big_d, reps)
     kvc.TILE, kvc.NUM_WARPS = sweep[0]["tile"], sweep[0]["num_warps"]
     seq = torch.arange(2 * maxn, dtype=torch.int32, device=dev)       # 连续的块：排除"块是散的"这个因素
     seq_us = statistics.median(time_per_step(lambda: kvc.launch_all_kernel(kv, seq[:maxn], seq[maxn:]), reps))
+    half_max = bytes_per_step(shape, maxn) // 2 // kv.element_size()
+    steps = ladder(kv, perm[:maxn], perm[maxn:2 * maxn], flat, half_max, reps, rounds, sweep[0])
     rows = []
     for n in ns:
         src, dst = perm[:n], perm[n:2 * n]              # 源块各不相同：读真的来自 HBM
@@ -240,12 +320,13 @@ def bench_shape(name, shape, ns, reps, seed=0):
         fns.update({m: g.replay for m, g in graphs.items()})
         cg = CloneGraph(kv, n)
         fns["C图"] = lambda: cg(src, dst)
-        for m, fn in fns.items():
-            us = statistics.median(time_per_step(fn, reps))
-            rows.append({"shape": name, "N": n, "method": m, "us": us, "bytes": 2 * half * kv.element_size(),
-                         "GBps": 2 * half * kv.element_size() / us / 1e3})
+        for m, us in rounds_of(fns, reps, rounds).items():
+            rows.append({"shape": name, "N": n, "method": m, "us": statistics.median(us), "rounds_us": us,
+                         "bytes": 2 * half * kv.element_size(),
+                         "GBps": 2 * half * kv.element_size() / statistics.median(us) / 1e3})
         ref = kv.index_select(2, torch.tensor(src, device=dev))   # 计时之后再确认一次：C 的结果逐位正确
-        cg(src, dst)
+        kv.view(torch.uint8)[:, :, dst] = 0xFF
+        kvc.kv_clone_blocks_all(kv, src, dst, True)
         torch.cuda.synchronize()
         ok = torch.equal(kv.index_select(2, torch.tensor(dst, device=dev)).view(torch.uint8), ref.view(torch.uint8))
         assert ok, f"{name} N={n}：计时后的校验失败"
@@ -254,7 +335,8 @@ def bench_shape(name, shape, ns, reps, seed=0):
     host = host_breakdown(kv, perm[:1], perm[1:2], lambda: flat[one:2 * one].copy_(flat[:one]))
     kv = flat = None
     torch.cuda.empty_cache()
-    return rows, {"sweep": sweep, "best": sweep[0], "sequential_blocks_us": seq_us, "host_us_N1": host}
+    return rows, {"sweep": sweep, "best": sweep[0], "sequential_blocks_us": seq_us, "host_us_N1": host,
+                  "ladder": steps}
 
 
 # ─────────────────────────── 克隆占一步 decode 的多少 ───────────────────────────
@@ -336,11 +418,11 @@ def decode_share(cfg, batches, prefix_len, block_size, reps, rounds, seed=0):
     return rows
 
 
-def measure_all(shapes, ns, reps, batches, prefix_len, rounds, seed):
+def measure_all(shapes, ns, reps, batches, prefix_len, rounds, seed, bench_rounds=3):
     """06 的演示 2–4 要的全部数字（只在 CUDA 上）：每种形状的 A/B/C/D 计时，再是克隆占一步 decode 的多少。"""
     results, tuning = [], {}
     for name, shape in shapes.items():
-        rows, tuning[name] = bench_shape(name, shape, ns, reps, seed)
+        rows, tuning[name] = bench_shape(name, shape, ns, reps, bench_rounds, seed)
         results += rows
     kvc.TILE, kvc.NUM_WARPS = tuning["gpt2-small"]["best"]["tile"], tuning["gpt2-small"]["best"]["num_warps"]
     s = shapes["gpt2-small"]     # 模型：transformer_lab 的结构，尺寸取 GPT-2 small（KV 形状与这一种相同）
@@ -348,6 +430,7 @@ def measure_all(shapes, ns, reps, batches, prefix_len, rounds, seed):
                       n_heads=s["n_heads"], n_kv_heads=s["n_heads"], d_ff=2048, max_seq=1024)
     rows = decode_share(cfg, batches, prefix_len, s["block_size"], reps, rounds, seed)
     meta = dict(gpu=torch.cuda.get_device_name(), torch=torch.__version__, triton=kvc.triton.__version__,
-                cuda=torch.version.cuda, python=platform.python_version(), date=datetime.date.today().isoformat())
-    return dict(meta=meta, shapes=shapes, Ns=list(ns), reps=reps, results=results, tuning=tuning,
+                cuda=torch.version.cuda, python=platform.python_version(), date=datetime.date.today().isoformat(),
+                arg_pairs=kvc.ARG_PAIRS, overlap_min_pairs=kvc.OVERLAP_MIN_PAIRS)
+    return dict(meta=meta, shapes=shapes, Ns=list(ns), reps=reps, rounds=bench_rounds, results=results, tuning=tuning,
                 decode=dict(model=dict(vars(cfg)), prefix_len=prefix_len, rounds=rounds, rows=rows))

@@ -25,7 +25,10 @@ except ImportError:          # 没装 triton：模块照样可用，克隆走 in
 HAVE_TRITON = triton is not None
 SUPPORTED_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)   # float64：CPU 上逐位核对用
 TILE = 2048          # 一个 program 搬几个元素（2 的幂；fp16 时 4 KB）：H200 上扫过，见 kv_clone_bench.sweep_tiles
-NUM_WARPS = 4
+NUM_WARPS = 1        # 每个 program 几个 warp：小 program、多个同时在飞，H200 上比大 tile 多 warp 快
+ARG_PAIRS = 8        # N ≤ 8：块对直接当 kernel 的标量参数传（kernel 里写死 8 对），不上传下标：一次驱动调用
+OVERLAP_MIN_PAIRS = 512   # N ≥ 它：下标在旁路 stream 上传，与上一步的拷贝重叠（N 小时多出的主机开销不划算）
+ORDER_LAYER_MAJOR = 1     # grid 顺序：1 = 先按 (层, K/V) 分组（同时在飞的 program 落在同一段缓存里）；0 = 先按块对
 
 
 def kernel_available(device):
@@ -41,6 +44,8 @@ def tile_for(n_elems, tile=None):
     return t, n_blocks(n_elems, t)
 
 
+_SCALARS = [f"s{i}" for i in range(ARG_PAIRS)] + [f"d{i}" for i in range(ARG_PAIRS)]
+
 if HAVE_TRITON:
     @triton.jit
     def _kv_clone_layer_kernel(k_ptr, v_ptr, src_ptr, dst_ptr, H: tl.constexpr, TD: tl.constexpr,
@@ -54,19 +59,49 @@ if HAVE_TRITON:
         tl.store(k_ptr + dst, tl.load(k_ptr + src, mask=mask), mask=mask)
         tl.store(v_ptr + dst, tl.load(v_ptr + src, mask=mask), mask=mask)
 
-    @triton.jit
-    def _kv_clone_all_kernel(kv_ptr, src_ptr, dst_ptr, group_stride, G: tl.constexpr, E: tl.constexpr,
-                             BLOCK: tl.constexpr, TILES: tl.constexpr):
+    # 标量参数不按值特化（否则每换一组块号就重新编译，值为 1 的还会被当成常数）
+    @triton.jit(do_not_specialize=["n_pairs", "from_args"] + _SCALARS)
+    def _kv_clone_all_kernel(kv_ptr, src_ptr, dst_ptr, group_stride, n_pairs, from_args,
+                             s0, s1, s2, s3, s4, s5, s6, s7, d0, d1, d2, d3, d4, d5, d6, d7,
+                             G: tl.constexpr, E: tl.constexpr, BLOCK: tl.constexpr, TILES: tl.constexpr,
+                             ORDER: tl.constexpr, HINTS: tl.constexpr, EVICT: tl.constexpr):
         """一次 launch 搬完所有 (层, K/V) × N 个块：一维 grid = N × G × TILES。kv 看成 [G, n_blocks, E]
-        （G = 层数 × 2，E = H×BS×D，group_stride = n_blocks × E）；相邻的 program 搬同一块的相邻 tile。"""
+        （G = 层数 × 2，E = H×BS×D，group_stride = n_blocks × E）。
+        ORDER=1：pid → (g, n, tile)，同一时刻在飞的 program 都在第 g 段里（H200 上比 ORDER=0 的 (n, g, tile) 快约 2%）。
+        from_args≠0：第 n 对块号取自标量参数 s0..s7 / d0..d7（N ≤ 8，不用上传下标）；否则从 src_ptr / dst_ptr 读。
+        HINTS：E 是 BLOCK 的整数倍时去掉 mask、标明连续与对齐；EVICT：读写都标 evict_first（一次性的拷贝）。"""
         pid = tl.program_id(0)
-        g = ((pid // TILES) % G).to(tl.int64)
-        n = pid // (TILES * G)
+        if ORDER == 1:
+            g = pid // (n_pairs * TILES)
+            n = (pid // TILES) % n_pairs
+        else:
+            g = (pid // TILES) % G
+            n = pid // (TILES * G)
+        if from_args != 0:           # 二分选择：n < 4 ? (n < 2 ? …) : …，8 选 1 只要 3 层
+            s = tl.where(n < 4, tl.where(n < 2, tl.where(n < 1, s0, s1), tl.where(n < 3, s2, s3)),
+                         tl.where(n < 6, tl.where(n < 5, s4, s5), tl.where(n < 7, s6, s7)))
+            d = tl.where(n < 4, tl.where(n < 2, tl.where(n < 1, d0, d1), tl.where(n < 3, d2, d3)),
+                         tl.where(n < 6, tl.where(n < 5, d4, d5), tl.where(n < 7, d6, d7)))
+        else:
+            s = tl.load(src_ptr + n)
+            d = tl.load(dst_ptr + n)
         e = (pid % TILES) * BLOCK + tl.arange(0, BLOCK)
-        mask = e < E
-        base = kv_ptr + g * group_stride
-        x = tl.load(base + tl.load(src_ptr + n).to(tl.int64) * E + e, mask=mask)
-        tl.store(base + tl.load(dst_ptr + n).to(tl.int64) * E + e, x, mask=mask)
+        base = kv_ptr + g.to(tl.int64) * group_stride
+        src = base + s.to(tl.int64) * E
+        dst = base + d.to(tl.int64) * E
+        if HINTS and E % BLOCK == 0:
+            e = tl.max_contiguous(tl.multiple_of(e, BLOCK), BLOCK)
+            if EVICT:
+                tl.store(dst + e, tl.load(src + e, eviction_policy="evict_first"), eviction_policy="evict_first")
+            else:
+                tl.store(dst + e, tl.load(src + e))
+        else:
+            mask = e < E
+            if EVICT:
+                tl.store(dst + e, tl.load(src + e, mask=mask, eviction_policy="evict_first"), mask=mask,
+                         eviction_policy="evict_first")
+            else:
+                tl.store(dst + e, tl.load(src + e, mask=mask), mask=mask)
 
 
 def check_cache(name, t, dim):
@@ -112,7 +147,7 @@ def check_clone_indices(src, dst, n_blocks):
         return src, dst
     if isinstance(src, list) and isinstance(dst, list):      # N 小：纯 Python
         lo, hi, dup = min(src + dst), max(src + dst), len(set(dst)) != len(dst)
-        both = set(src) & set(dst)
+        both = set(src).intersection(dst)
     else:                                                     # N 大：numpy，O(N + n_blocks)
         src, dst = np.asarray(src, dtype=np.int64), np.asarray(dst, dtype=np.int64)
         lo, hi = int(min(src.min(), dst.min())), int(max(src.max(), dst.max()))
@@ -153,23 +188,64 @@ def launch_layer_kernel(k_layer, v_layer, src_dev, dst_dev, tile=None):
                                                          H=H, TD=BS * D, BLOCK=block, num_warps=4)
 
 
-def launch_all_kernel(kv, src_dev, dst_dev, tile=None, num_warps=None, n=None):
-    """不做检查的一次 launch：kv 是 [L, 2, n_blocks, H, BS, D]，前 n（默认 len(src_dev)）个下标已在设备上。"""
+def kernel_args(kv, src_dev, dst_dev, n, pairs=None, tile=None, num_warps=None, order=None, hints=1, evict=0):
+    """(grid, 位置参数, num_warps)：一次 launch 的全部参数。pairs=(src, dst) 两个 ≤ 8 个的 int 列表时块号走标量参数。"""
     L, _, nb, H, BS, D = kv.shape
     block, tiles = tile_for(H * BS * D, tile)
-    _kv_clone_all_kernel[((n or src_dev.shape[0]) * 2 * L * tiles,)](
-        kv, src_dev, dst_dev, nb * H * BS * D, G=2 * L, E=H * BS * D, BLOCK=block, TILES=tiles,
-        num_warps=num_warps or NUM_WARPS)
+    scalars = [0] * (2 * ARG_PAIRS)
+    if pairs is not None:
+        scalars[:len(pairs[0])] = pairs[0]
+        scalars[ARG_PAIRS:ARG_PAIRS + len(pairs[1])] = pairs[1]
+    if order is None:
+        order = ORDER_LAYER_MAJOR
+    args = (kv, src_dev, dst_dev, nb * H * BS * D, n, int(pairs is not None), *scalars, 2 * L, H * BS * D, block,
+            tiles, order, hints, evict)
+    return (n * 2 * L * tiles,), args, num_warps or NUM_WARPS
+
+
+def launch_all_kernel(kv, src_dev, dst_dev, tile=None, num_warps=None, n=None, pairs=None, order=None, hints=1,
+                      evict=0):
+    """不做检查的一次 launch（通用的 kernel[grid](...) 路径）：kv 是 [L, 2, n_blocks, H, BS, D]，前 n（默认
+    len(src_dev)）个块对；pairs 给了就用标量参数、不读 src_dev / dst_dev。order / hints / evict 见 kernel 的说明。"""
+    grid, args, warps = kernel_args(kv, src_dev, dst_dev, n or len(src_dev), pairs, tile, num_warps, order, hints,
+                                    evict)
+    _kv_clone_all_kernel[grid](*args, num_warps=warps)
+
+
+def fast_launcher(compiled, device):
+    """编译好的 kernel → launch(grid_x, *args)：直接调 Triton 生成的 C 启动函数（一次 cuLaunchKernelEx），
+    跳过 CompiledKernel[grid](...) 每次在 Python 里做的事（闭包、取设备、建 launch 元数据、钩子、scratch）；
+    两者各要多少 µs 见 06 演示 3（--more）。拿不到这些内部属性（别的 triton 版本）就退回公开的路径。"""
+    try:
+        compiled._init_handles()               # 之后才有 compiled.run（Triton 的 CudaLauncher）
+        run = compiled.run
+        c_launch, function, meta = run.launch, compiled.function, compiled.packed_metadata
+        flags = (run.launch_cooperative_grid, run.launch_pdl)
+        plain = run.global_scratch_size == 0 and run.profile_scratch_size == 0
+        from triton import knobs                 # 注册了 launch 钩子（比如 profiler）就走公开路径，钩子照常调用
+        plain = plain and all(h is None or not getattr(h, "calls", True)
+                              for h in (knobs.runtime.launch_enter_hook, knobs.runtime.launch_exit_hook))
+        stream_of = torch._C._cuda_getCurrentRawStream
+    except (AttributeError, ImportError):
+        plain = False
+    if not plain:
+        return lambda grid_x, *args: compiled[(grid_x, 1, 1)](*args)
+
+    def launch(grid_x, *args):
+        c_launch(grid_x, 1, 1, stream_of(device), function, *flags, None, None, meta, None, None, None, *args)
+    return launch
 
 
 class AllLayersClone:
-    """一块 KV 缓存的克隆（下标已检查）：下标一次 H2D 上传，一次 launch 搬完所有层、K 和 V。
-    下标：2×GROUP 份锁页内存轮流用 + 一块显存，布局 [src(cap) | dst(cap)]（同 vLLM 的 CpuGpuBuffer）。H2D 读完之前
-    那份锁页内存不能改写：每用完一组记一个 event，下一轮改写这一组前等它（那时早读完了，立即返回）；只每 GROUP 步记
-    一次，因为 torch.cuda.Event.record() 先在 Python 里取当前流，H200 那台主机上约 9 µs。显存一块就够：拷贝和 kernel
-    排在同一个流上。launch：编译结果只取决于 kv 的地址、形状、dtype 和 TILE / NUM_WARPS（即 _clones 的键），所以每块
-    缓存用公开的 JITFunction.warmup 编译一次，之后直接调这个 CompiledKernel、传裸地址（int），省掉 kernel[grid](...)
-    每次的参数绑定、特化查表和逐个张量问驱动。"""
+    """一块 KV 缓存的克隆（下标已检查），每步一次 launch 搬完所有层、K 和 V：
+    - N ≤ ARG_PAIRS：块号当 kernel 的标量参数，一次驱动调用，不上传任何东西；
+    - 否则下标写进锁页内存、一次 H2D 上传再 launch；N ≥ OVERLAP_MIN_PAIRS 时上传放在旁路 stream 上，
+      与上一步还在跑的拷贝重叠（主 stream 只等这次上传的 event），省掉两个 kernel 之间的空档。
+    锁页内存与显存各 2×GROUP 份轮流用，布局 [src(cap) | dst(cap)]（同 vLLM 的 CpuGpuBuffer）。第 i 份在第 i+16 步
+    才再被改写：每用完一组（GROUP 步）在主 stream 上记一个 event，主机改写锁页内存、旁路 stream 改写显存之前先等
+    这一组上一轮的 event（那时早完成了，立即返回）；只每 GROUP 步记一次，因为 torch.cuda.Event.record() 在 H200
+    那台主机上约 9 µs。launch：编译结果只取决于 kv 的地址、形状、dtype 和 TILE / NUM_WARPS（即 _clones 的键），
+    所以每块缓存用公开的 JITFunction.warmup 编译一次，之后走 fast_launcher、传裸地址（int）。"""
     GROUP = 8
 
     def __init__(self, kv, capacity):
@@ -177,19 +253,26 @@ class AllLayersClone:
         e, (block, tiles) = H * BS * D, tile_for(H * BS * D)
         self.cuda, self.count, self.per_pair, self.kernel = kv.is_cuda, 0, 2 * L * tiles, None
         self.cap = 16 * n_blocks(max(1, capacity), 16)      # 16 的倍数：dst 段起点也按 64 字节对齐
-        self.host = [torch.empty(2 * self.cap, dtype=torch.int32, pin_memory=self.cuda) for _ in range(2 * self.GROUP)]
+        k = 2 * self.GROUP
+        self.host = [torch.empty(2 * self.cap, dtype=torch.int32, pin_memory=self.cuda) for _ in range(k)]
         self.host_np = [h.numpy() for h in self.host]
+        self.dev = [torch.empty(2 * self.cap, dtype=torch.int32, device=kv.device) for _ in range(k)]
+        self.dev_src = [d[:self.cap] for d in self.dev]      # 视图事先建好：每步不切片
+        self.dev_dst = [d[self.cap:] for d in self.dev]
         self.events = [torch.cuda.Event() for _ in range(2 * self.cuda)]
-        self.dev = torch.empty(2 * self.cap, dtype=torch.int32, device=kv.device)
-        self.dev_src, self.dev_dst = self.dev[:self.cap], self.dev[self.cap:]   # 视图事先建好：每步不切片
+        self.uploaded = [torch.cuda.Event() for _ in range(k * self.cuda)]
+        self.side = torch.cuda.Stream(kv.device) if self.cuda else None
         if self.cuda:
-            self.args = (kv.data_ptr(), self.dev_src.data_ptr(), self.dev_dst.data_ptr(), nb * e, 2 * L, e, block,
-                         tiles)
-            self.kernel = _kv_clone_all_kernel.warmup(kv, self.dev_src, self.dev_dst, *self.args[3:], grid=(1,),
-                                                      num_warps=NUM_WARPS)
+            grid, args, warps = kernel_args(kv, self.dev_src[0], self.dev_dst[0], 1)
+            self.kernel = _kv_clone_all_kernel.warmup(*args, grid=grid, num_warps=warps)
+            self.launch_fn = fast_launcher(self.kernel, kv.device.index)
+            self.head = (kv.data_ptr(), [(s.data_ptr(), d.data_ptr()) for s, d in zip(self.dev_src, self.dev_dst)],
+                         args[3])
+            self.tail = args[6 + 2 * ARG_PAIRS:]
+            self.zeros = (0,) * (2 * ARG_PAIRS)
 
     def write(self, src, dst):
-        """把下标写进下一份锁页内存（新一组的第一份：先等这一组上一轮的上传读完），返回它的编号。"""
+        """把下标写进下一份锁页内存（新一组的第一份：先等这一组上一轮用完），返回它的编号。"""
         i = self.count % len(self.host)
         self.count += 1
         if self.cuda and i % self.GROUP == 0:
@@ -198,35 +281,74 @@ class AllLayersClone:
         self.host_np[i][self.cap:self.cap + len(dst)] = dst
         return i
 
-    def launch(self, kv, i, n):
-        """第 i 份锁页内存整块一次 H2D，再 launch 一次（前 n 个块对）；两步都可以捕获进 CUDA graph。"""
-        self.dev.copy_(self.host[i], non_blocking=True)
-        if self.kernel is None:
-            launch_all_kernel(kv, self.dev_src, self.dev_dst, n=n)
+    def launch(self, kv, i, n, overlap=False):
+        """第 i 份锁页内存整块 H2D 到第 i 份显存，再 launch 一次（前 n 个块对）。overlap=False 时两步都在当前 stream
+        上，可以捕获进 CUDA graph；overlap=True 时上传在旁路 stream 上（先等这一组上一轮的 kernel 读完）。"""
+        if overlap:
+            main = torch.cuda.current_stream(kv.device)
+            if i % self.GROUP == 0:
+                self.side.wait_event(self.events[i // self.GROUP])
+            with torch.cuda.stream(self.side):
+                self.dev[i].copy_(self.host[i], non_blocking=True)
+                self.uploaded[i].record()
+            main.wait_event(self.uploaded[i])
         else:
-            self.kernel[(n * self.per_pair, 1, 1)](*self.args)
+            self.dev[i].copy_(self.host[i], non_blocking=True)
+        if self.kernel is None:
+            launch_all_kernel(kv, self.dev_src[i], self.dev_dst[i], n=n)
+        else:
+            kv_ptr, dev_ptrs, stride = self.head
+            self.launch_fn(n * self.per_pair, kv_ptr, *dev_ptrs[i], stride, n, 0, *self.zeros, *self.tail)
+
+    def launch_pairs(self, kv, src, dst):
+        """N ≤ ARG_PAIRS：块号直接当标量参数，一次 launch，不碰锁页内存和显存里的下标。"""
+        if self.kernel is None:
+            launch_all_kernel(kv, self.dev_src[0], self.dev_dst[0], n=len(src), pairs=(src, dst))
+            return
+        kv_ptr, dev_ptrs, stride = self.head
+        pad = (0,) * (ARG_PAIRS - len(src))
+        self.launch_fn(len(src) * self.per_pair, kv_ptr, *dev_ptrs[0], stride, len(src), 1, *src, *pad, *dst, *pad,
+                       *self.tail)
 
     def done(self, i):
         if self.cuda and i % self.GROUP == self.GROUP - 1:
             self.events[i // self.GROUP].record()
 
     def __call__(self, kv, src, dst):
+        if len(src) <= ARG_PAIRS:
+            if isinstance(src, np.ndarray):
+                src, dst = src.tolist(), dst.tolist()
+            self.launch_pairs(kv, src, dst)
+            return
         i = self.write(src, dst)
-        self.launch(kv, i, len(src))
+        self.launch(kv, i, len(src), self.cuda and len(src) >= OVERLAP_MIN_PAIRS)
         self.done(i)
 
 
 _clones = {}
 
 
+def by_destination(src, dst):
+    """块对按 dst 升序排（写出去的地址接近顺序；H200 上 N=2048 时快约 1%）。只对 numpy 数组（N > 64）排：N 小时不值。
+
+    >>> [a.tolist() for a in by_destination(np.array([7, 8, 9]), np.array([5, 2, 4]))]
+    [[8, 9, 7], [2, 4, 5]]
+    """
+    if isinstance(dst, np.ndarray):
+        order = np.argsort(dst, kind="stable")
+        return src[order], dst[order]
+    return src, dst
+
+
 def kv_clone_blocks_all(kv, src_block_idx, dst_block_idx, use_kernel=None):
-    """所有层、K 和 V、N 个块对：检查 → 一次 H2D 上传下标 → 一次 launch（没有 kernel 时 index_copy_ 回退）。"""
+    """所有层、K 和 V、N 个块对：检查 → 一次 launch（N ≤ 8 时块号是 kernel 参数，否则先一次 H2D 上传下标；
+    没有 kernel 时 index_copy_ 回退）。"""
     check_cache("kv", kv, 6)
     if kv.shape[1] != 2:
         raise ValueError(f"整块 KV 缓存必须是 [L, 2, n_blocks, H, BS, D]，收到形状 {tuple(kv.shape)}")
     src, dst = check_clone_indices(src_block_idx, dst_block_idx, kv.shape[2])
     if use_kernel is None:
-        use_kernel = kernel_available(kv.device)
+        use_kernel = HAVE_TRITON if kv.is_cuda else kernel_available(kv.device)   # CUDA 上省掉建 device 对象
     elif use_kernel:
         _need_kernel(kv.device)
     if len(src) == 0:
@@ -241,5 +363,4 @@ def kv_clone_blocks_all(kv, src_block_idx, dst_block_idx, use_kernel=None):
         if len(_clones) >= 16:
             _clones.pop(next(iter(_clones)))
         clone = _clones[key] = AllLayersClone(kv, max(64, len(src)))
-    clone(kv, src, dst)
-
+    clone(kv, *by_destination(src, dst))

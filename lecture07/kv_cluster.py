@@ -7,6 +7,7 @@
   出口网卡拉过来。热点块可以复制到 k 台节点，请求从网卡最闲的副本拉（本机有副本就不走网络）。
 - run_prefill()：M 个 prefill 实例，各有本地前缀缓存（LRU），一次做一个 prefill；
   调度器（random / load-balancing / local cache-aware / global cache-aware）决定每个请求去哪台。
+  run_schedulers() 把几个调度器分给几个核同时跑（互不相干，结果和逐个 run_prefill 相同）。
 
 prefill 时间只有一个公式：kv_physics.prefill_time（FAST'25 式 1 + 按层流水），04、05 和这里共用。
 集群的配置：MODEL 在 NODE 上做 prefill，命中的 KV 从本机 DRAM（LOCAL_DRAM）读。
@@ -20,7 +21,7 @@ blocks（每个请求的块 id 序列）。trace_columns() 从列式的 Trace（
 import numpy as np
 
 from kv_cache_policies import LRUCache
-from kv_sim_base import columns, first_request
+from kv_sim_base import columns, first_request, fork_map, n_cores
 from kv_trace import CHUNK
 from kv_physics import A800_X8, LLAMA3_70B, TIERS, prefill_time
 from kv_trace_io import BLOCK_SIZE  # Mooncake trace 的块大小：512 token
@@ -120,33 +121,38 @@ def nic_fetch(arrival, plan, n_nodes, k, rate_scale, nic_gb_per_s=NIC_GB_PER_S):
     """
     per_block = BLOCK_BYTES / (nic_gb_per_s * 1e9)
     step = max(1, n_nodes // k)
+    replicas = [[(h + j * step) % n_nodes for j in range(k)] for h in range(n_nodes)]   # 家在 h 的热点块的副本
     free_at = [0.0] * n_nodes
     busy = [0.0] * n_nodes
-    wait = np.zeros(len(arrival))
+    wait = [0.0] * len(arrival)
     sent = 0
     homes, nbs, hots, groups = plan["home"], plan["nb"], plan["hot"], plan["start"]
+    free_time = free_at.__getitem__
     for i, t0 in enumerate(arrival):
         t = t0 / rate_scale
         dst = i % n_nodes
         w = 0.0
         for g in range(groups[i], groups[i + 1]):
-            home, nb, is_hot = homes[g], nbs[g], hots[g]
-            src = home
-            if is_hot and k > 1:
-                reps = [(home + j * step) % n_nodes for j in range(k)]
+            src = homes[g]
+            if k > 1 and hots[g]:
+                reps = replicas[src]
                 if dst in reps:
                     src = dst
                 else:
-                    src = min(reps, key=free_at.__getitem__)
+                    src = min(reps, key=free_time)
             if src == dst:
                 continue                            # 本机的 DRAM 里就有，不走网络
-            start = max(t, free_at[src])
-            dur = nb * per_block
+            start = free_at[src]
+            if start < t:
+                start = t
+            dur = nbs[g] * per_block
             free_at[src] = start + dur
             busy[src] += dur
-            w = max(w, start - t)
-            sent += nb
+            if start - t > w:
+                w = start - t
+            sent += nbs[g]
         wait[i] = w
+    wait = np.array(wait)
     span = max(max(free_at), arrival[-1] / rate_scale) - arrival[0] / rate_scale
     return dict(wait=wait, busy=np.array(busy), span=span, blocks_sent=sent)
 
@@ -214,3 +220,36 @@ def run_prefill(arrival, input_len, blocks, scheduler, n_nodes, capacity, rate_s
     ttft, service = np.array(ttft, dtype=float), np.array(service, dtype=float)
     hits, pulled, where = (np.array(x, dtype=np.int64) for x in (hits, pulled, where))
     return dict(ttft=ttft, hits=hits, pulled=pulled, where=where, service=service)
+
+
+_JOB = None   # run_schedulers 的参数：fork 出的子进程直接继承（三列数据不用序列化）
+
+
+def _one_scheduler(scheduler):
+    args, kwargs = _JOB
+    return run_prefill(*args, scheduler=scheduler, **kwargs)
+
+
+def run_schedulers(arrival, input_len, blocks, schedulers, n_nodes, capacity, rate_scale, seed=0,
+                   rdma_gb_per_s=NIC_GB_PER_S, workers=None):
+    """{调度器: run_prefill(..., 调度器, ...) 的结果}：各调度器互不相干，分给 workers 个进程同时跑
+    （None：本机的核数；1：在本进程里逐个跑）。
+
+    >>> from kv_trace import Trace
+    >>> from kv_trace_io import Request
+    >>> arrival, n_in, blocks = trace_columns(Trace.from_requests([Request(0.0, 1024, 1, (1, 2)), Request(1.0, 1024, 1, (1, 2))]))
+    >>> r = run_schedulers(arrival, n_in, blocks, ("random", "global_cache"), 2, 10, 1.0, workers=1)
+    >>> r["global_cache"]["hits"].tolist()             # 第二个请求去了有这两块的那台
+    [0, 2]
+    """
+    global _JOB
+    schedulers = list(schedulers)
+    if workers is None:
+        workers = n_cores()
+    _JOB = ((arrival, input_len, blocks), dict(n_nodes=n_nodes, capacity=capacity, rate_scale=rate_scale, seed=seed,
+                                                rdma_gb_per_s=rdma_gb_per_s))
+    try:
+        results = fork_map(_one_scheduler, schedulers, min(workers, len(schedulers)))
+    finally:
+        _JOB = None
+    return dict(zip(schedulers, results))

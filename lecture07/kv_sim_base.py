@@ -31,13 +31,32 @@ def columns(trace):
 
 
 def dense_ids(ids):
-    """把块 id 换成 0..D-1 的小整数（访问的模式不变），返回 (新 id, D)。id 本来就不大时原样用。"""
+    """把块 id 换成 0..D-1 的小整数（访问的模式不变），返回 (新 id, D)。id 本来就不大时原样用。
+
+    同一个 trace 的 id 会被好几处换（sweep 的准备、MIN、04 的统计）：记住最近一次的结果（只读数组），
+    同一个数组再来时直接给。大 trace 上换一次要排序几百万个数，内存按 int32 的结果另加一份排好的不同 id。
+    """
     if len(ids) == 0:
         return ids, 0
     if ids.min() >= 0 and ids.max() < 4 * len(ids) + 1024:
         return ids, int(ids.max()) + 1
-    uniq, inv = np.unique(ids, return_inverse=True)
-    return inv.astype(np.int64), len(uniq)
+    if _DENSE[0] is ids:
+        return _DENSE[1]
+    uniq = np.sort(ids)                                      # 排序再去重（比 np.unique 省内存，numpy 2.4 上也快得多）
+    keep = np.empty(len(uniq), dtype=bool)
+    keep[0] = True
+    np.not_equal(uniq[1:], uniq[:-1], out=keep[1:])
+    uniq = uniq[keep]
+    dense = np.empty(len(ids), dtype=_index_type(len(uniq)))
+    for k in range(0, len(ids), _PIECE):                     # 分段查：不建整列的 int64 临时数组
+        dense[k:k + _PIECE] = np.searchsorted(uniq, ids[k:k + _PIECE])
+    dense.flags.writeable = False
+    _DENSE[:] = [ids, (dense, len(uniq))]
+    return dense, len(uniq)
+
+
+_DENSE = [None, None]     # (最近一次的 ids 数组, dense_ids 的结果)
+_PIECE = 1 << 18
 
 
 def _chunks(offsets):
@@ -65,12 +84,19 @@ def _prefix_counts(levels, seg, n_seg, n_levels):
 
 # ---------------------------------------------------------------- 无限容量：不用模拟
 def first_request(ids, offsets):
-    """(dense, first)：dense 是 dense_ids(ids)[0]；first[d] = 块 d 第一次出现的请求号。"""
+    """(dense, first)：dense 是 dense_ids(ids)[0]；first[d] = 块 d 第一次出现的请求号。同一对数组再来时直接给上次的结果。"""
+    if _FIRST[0] is ids and _FIRST[1] is offsets:
+        return _FIRST[2]
     dense, n_ids = dense_ids(ids)
     first = np.full(n_ids, len(offsets), dtype=np.int64)
     for a, b, lo, hi, seg in _chunks(offsets):
         np.minimum.at(first, dense[lo:hi], seg + a)
+    first.flags.writeable = False
+    _FIRST[:] = [ids, offsets, (dense, first)]
     return dense, first
+
+
+_FIRST = [None, None, None]   # (ids, offsets, first_request 的结果)
 
 
 def infinite_hits(trace, per_block=False):

@@ -127,6 +127,10 @@ def _constant(name):
     raise _Bad(f"{name} 不是合法的 JSON 数（JSON 里没有 NaN / Infinity）")
 
 
+_DECODER = json.JSONDecoder(object_pairs_hook=_object, parse_constant=_constant)   # 建一次（每行新建一个很慢）
+_INT_ONLY = {int}
+
+
 def _check_depth(text):
     """嵌套超过 MAX_DEPTH 层就报错。先数括号（合法的一行只有 2 个），多了才逐个数（字符串里的括号不算）。
 
@@ -156,7 +160,7 @@ def _parse_line(text, block_size):
     """一行文本 → (timestamp 毫秒, input_length, output_length, hash_ids 列表)；有问题抛 _Bad(说明)。"""
     _check_depth(text)
     try:
-        d = json.loads(text, object_pairs_hook=_object, parse_constant=_constant)
+        d = _DECODER.decode(text)
     except json.JSONDecodeError as e:
         raise _Bad(f"不是合法的 JSON（第 {e.colno} 列：{e.msg}）") from None
     except ValueError as e:                                   # 超过 4300 位的整数
@@ -186,7 +190,7 @@ def _parse_line(text, block_size):
     if not isinstance(ids, list):
         raise _Bad(f"hash_ids 应该是整数列表，读到 {type(ids).__name__}")
     # 快路径一次查完整行（type(True) 是 bool，不是 int）；有问题再逐个找出第一个坏元素
-    if not (all(type(h) is int for h in ids) and (not ids or (min(ids) >= 0 and max(ids) < MAX_EXACT))):
+    if ids and not (set(map(type, ids)) == _INT_ONLY and min(ids) >= 0 and max(ids) < MAX_EXACT):
         for k, h in enumerate(ids):
             if not is_int(h, 0, MAX_EXACT - 1):
                 raise _Bad(f"hash_ids 的第 {k + 1} 个元素应该是 [0, 2^53) 里的整数，读到 {_show(h)}")

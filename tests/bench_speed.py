@@ -3,15 +3,19 @@
     .venv/bin/python tests/bench_speed.py            # 全部，各跑 5 次（12 万请求的两项各跑 1 次）
     .venv/bin/python tests/bench_speed.py --runs 3 04_prefix_caching "sweep 7×3"
     .venv/bin/python tests/bench_speed.py "04 vs baseline"       # 只做和旧版本（721b4fd）的 04 交替计时
+    .venv/bin/python tests/bench_speed.py "大 trace 各策略"       # 大 trace 上每种策略 7 个容量各算多久（不在默认里）
 
-三类项目：
+几类项目：
 - 每个脚本默认运行（合成 trace）：墙钟时间对照预算；
-- 大 trace：把课程的公开 trace（FAST'25 Synthetic，3,993 个请求）首尾相接重复 30 遍（时间戳往后平移、
-  hash id 加偏移，互不重叠），约 12 万个请求，写到临时文件；04、05 用 --trace 读它：墙钟 ≤ 12 s、
-  峰值内存 ≤ 200 MB，并报告每 1 万个请求占多少 MB；
+- 大 trace：FAST'25 的 Conversation trace（Mooncake 仓库 FAST25-release/traces/conversation_trace.jsonl，
+  12,031 个请求）首尾相接 10 遍——第 k 遍（k = 0..9）的时间戳加 k × 整个 trace 的时长、hash id 加 k × 10⁷，
+  共 120,310 个请求、288.5 万次块访问；第一次用时从 .bench/conversation_trace.jsonl 建到 .bench/ 里
+  （源文件不在就打印一行下载命令，不联网）；04、05 用 --trace 读它：墙钟 ≤ 12 s、峰值内存 ≤ 200 MB，
+  并报告每 1 万个请求占多少 MB；
 - 和旧版本比（默认 721b4fd，--baseline none 不比）：把 git 里那个版本的 lecture07/ 和 lab_common/ 导出到临时目录，
   用同一个 Python 交替运行新旧 04（默认设置），新的要 ≤ 旧的 60%。
 峰值内存 = os.wait4 给出的 ru_maxrss：进程树里最大的那个进程（sweep 的工作进程各算各的），和 /usr/bin/time 的 %M 相同。
+机器上同时还有别的负载时墙钟会变长：表头印出开始时的 1 分钟平均负载。
 不在单元测试里计时（机器忙的时候会误报）；有一项超出预算时退出码为 1。
 """
 import argparse
@@ -40,8 +44,13 @@ SCRIPT_BUDGET_S = {              # 每个脚本的墙钟预算（秒，中位数
 SWEEP_CAPACITIES = (None, 100_000, 50_000, 30_000, 10_000, 3_000, 1_000)   # 和 04 演示 3 一样
 ONLINE = ("lru", "lfu", "lengthaware")
 
-SHARED_TRACE = os.path.join(ROOT, "..", "shared", "traces", "mooncake_fast25_synthetic_trace.jsonl")
-BIG_COPIES = 30                  # 重复几遍：3,993 × 30 = 119,790 个请求
+BENCH_DIR = os.path.join(ROOT, ".bench")            # 不进 git（.gitignore）
+BIG_SOURCE = os.path.join(BENCH_DIR, "conversation_trace.jsonl")
+BIG_SOURCE_URL = ("https://raw.githubusercontent.com/kvcache-ai/Mooncake/main/FAST25-release/traces/"
+                  "conversation_trace.jsonl")
+BIG_COPIES = 10                  # 重复几遍：12,031 × 10 = 120,310 个请求
+BIG_ID_SHIFT = 10 ** 7           # 第 k 遍的 hash id 加 k × 10⁷（原 trace 的 id < 10⁷：各遍互不重叠）
+BIG_TRACE = os.path.join(BENCH_DIR, f"conversation_x{BIG_COPIES}.jsonl")
 BIG_BUDGET_S, BIG_BUDGET_MB = 12.0, 200.0
 BASELINE_RATIO = 0.60            # 新的默认 04 ≤ 旧的 60%
 BASELINE_REV = "721b4fd"         # 旧版本：trace 还是 Request 对象的列表、逐个容量模拟的时候
@@ -69,19 +78,50 @@ def run_script(name, args=(), cwd=ROOT, python=sys.executable):
     return wall, rss_mb, usage.ru_utime + usage.ru_stime
 
 
-def write_big_trace(path, src=SHARED_TRACE, copies=BIG_COPIES):
-    """把 src 重复 copies 遍写到 path：第 k 遍的时间戳加 k × (时长 + 1 秒)，hash id 加 k × (最大 id + 1)。返回请求数。"""
+def write_big_trace(path, src=BIG_SOURCE, copies=BIG_COPIES, id_shift=BIG_ID_SHIFT):
+    """把 src 重复 copies 遍写到 path：第 k 遍的时间戳加 k × (最后一个 − 第一个时间戳)，hash id 加 k × id_shift。
+    返回 (请求数, 块访问数)。先写临时文件再改名：中途失败不会留下半个 trace。"""
     with open(src, encoding="utf-8") as f:
         rows = [json.loads(line) for line in f if line.strip()]
-    span = rows[-1]["timestamp"] - rows[0]["timestamp"] + 1000
-    shift = max(max(r["hash_ids"]) for r in rows) + 1
-    with open(path, "w", encoding="utf-8") as f:
+    span = rows[-1]["timestamp"] - rows[0]["timestamp"]
+    if max(max(r["hash_ids"], default=0) for r in rows) >= id_shift:
+        raise ValueError(f"{src}：hash id 不小于 {id_shift}，各遍会重叠")
+    tmp = path + ".part"
+    with open(tmp, "w", encoding="utf-8") as f:
         for k in range(copies):
             for r in rows:
                 f.write(json.dumps({"timestamp": r["timestamp"] + k * span, "input_length": r["input_length"],
                                     "output_length": r["output_length"],
-                                    "hash_ids": [h + k * shift for h in r["hash_ids"]]}) + "\n")
-    return len(rows) * copies
+                                    "hash_ids": [h + k * id_shift for h in r["hash_ids"]]}) + "\n")
+    os.replace(tmp, path)
+    return len(rows) * copies, sum(len(r["hash_ids"]) for r in rows) * copies
+
+
+def big_trace():
+    """(路径, 说明)：大 trace 已经建好或能建就返回它的路径；源文件不在时路径是 None，说明里是下载命令。"""
+    if not os.path.exists(BIG_TRACE):
+        if not os.path.exists(BIG_SOURCE):
+            return None, (f"跳过大 trace 的几项：没有 {os.path.relpath(BIG_SOURCE, ROOT)}；"
+                          f"下载：mkdir -p .bench && curl -L -o {os.path.relpath(BIG_SOURCE, ROOT)} {BIG_SOURCE_URL}")
+        os.makedirs(BENCH_DIR, exist_ok=True)
+        write_big_trace(BIG_TRACE)
+    with open(BIG_TRACE, encoding="utf-8") as f:
+        n = sum(1 for _ in f)
+    return BIG_TRACE, (f"大 trace：{n:,} 个请求（FAST'25 Conversation × {BIG_COPIES}，"
+                       f"{os.path.relpath(BIG_TRACE, ROOT)}）。")
+
+
+def time_policy_cells(path):
+    """大 trace 上每种策略（04 的 7 个容量）逐个算完的时间：一个进程、一格接一格（看哪种策略最慢）。"""
+    from kv_cache_sim import sweep
+    from kv_trace import load_trace
+    tr = load_trace(path)
+    out = []
+    for policy in ONLINE + ("min",):
+        t = time.perf_counter()
+        sweep(tr, SWEEP_CAPACITIES, (policy,), workers=1)
+        out.append((f"大 trace 各策略：{policy}", time.perf_counter() - t))
+    return out
 
 
 def time_sweep(policies):
@@ -117,6 +157,7 @@ def main(argv=None):
         return not args.only or name in args.only
 
     rows, notes, over = [], [], 0
+    load = os.getloadavg()[0]
 
     def record(name, samples, budget_s, budget_mb=None, extra=""):
         nonlocal over
@@ -141,22 +182,23 @@ def main(argv=None):
             record(name, [time_sweep(policies) for _ in range(args.runs)], budget)
 
     big = [n for n in ("04 大 trace", "05 大 trace") if wanted(n)]
-    if big and not os.path.exists(SHARED_TRACE):
-        notes.append(f"跳过大 trace 的两项：没有 {SHARED_TRACE}")
-        big = []
+    cells = args.only and "大 trace 各策略" in args.only          # 只在点名时做（一个核上逐格算，要 20 秒以上）
+    if big or cells:
+        path, note = big_trace()
+        notes.append(note)
+        if path is None:
+            big, cells = [], False
     if big:
-        tmp = tempfile.mkdtemp(prefix="bench_trace_")
-        try:
-            path = os.path.join(tmp, "big.jsonl")
-            n = write_big_trace(path)
-            for label in big:
-                script = {"04": "04_prefix_caching", "05": "05_kv_store"}[label[:2]]
-                samples = [run_script(script, ("--trace", path)) for _ in range(args.big_runs)]
-                per10k = max(m for _, m, _ in samples) / (n / 10_000)
-                record(label, samples, BIG_BUDGET_S, BIG_BUDGET_MB, f"{per10k:.1f} MB/万")
-            notes.append(f"大 trace：{n:,} 个请求（{os.path.basename(SHARED_TRACE)} × {BIG_COPIES}）。")
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
+        with open(path, encoding="utf-8") as f:
+            n = sum(1 for _ in f)
+        for label in big:
+            script = {"04": "04_prefix_caching", "05": "05_kv_store"}[label[:2]]
+            samples = [run_script(script, ("--trace", path)) for _ in range(args.big_runs)]
+            per10k = max(m for _, m, _ in samples) / (n / 10_000)
+            record(label, samples, BIG_BUDGET_S, BIG_BUDGET_MB, f"{per10k:.1f} MB/万")
+    if cells:
+        for label, sec in time_policy_cells(path):
+            record(label, [(sec, None, None)], None)
 
     have_rev = subprocess.run(["git", "-C", ROOT, "cat-file", "-e", f"{args.baseline}^{{commit}}"],
                               capture_output=True).returncode == 0
@@ -178,7 +220,8 @@ def main(argv=None):
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
 
-    print_header(f"make bench：墙钟时间（秒），每项 {args.runs} 次（大 trace {args.big_runs} 次），{os.cpu_count()} 个核")
+    print_header(f"make bench：墙钟时间（秒），每项 {args.runs} 次（大 trace {args.big_runs} 次），{os.cpu_count()} 个核，"
+                 f"开始时 1 分钟平均负载 {load:.1f}")
     print_table(["项目", "墙钟（最快–最慢）", "CPU", "预算", "MB", "上限", "备注", ""], rows,
                 caption=" ".join(notes + ["墙钟、CPU（用户 + 内核，含工作进程）单位秒；MB：峰值内存，进程树里最大的那个进程的"
                                           " ru_maxrss（脚本项；sweep 项不测）；MB/万：每 1 万个请求的峰值内存。"]))

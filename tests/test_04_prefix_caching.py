@@ -108,7 +108,7 @@ def test_more_prints_the_dropped_facts(data, monkeypatch, capsys):
     f = flat(out)
     assert "MIN减去\\容量" in f and flat(m.LENGTHAWARE_DEFINITION) in f and "父块没了" in f and "10,000块时从高到低" in f
     assert "共享1-shot、5-shot前缀时vLLM的吞吐是Orca(Oracle)的1.67、3.58倍" in f and "块复用率0.61（1−163,070/413,147，块重复出现的比例）" in f
-    assert "超出的部分按远端读" in f and "dummyLLaMA2-70B（arXivv3§1.2）形状相同" in f
+    assert "超出的部分按远端读" in f and "dummyLLaMA2-70B（§1.2）和LLaMA3-70B的层数、d、KV头数都相同" in f
     assert find_artefacts(out) == []
 
 
@@ -168,7 +168,7 @@ def test_demo2_observations_prefix_shorter_than_a_block():
     res = {"p": mk2(10, saved=0.0, mapped=0, shared=8, private=8, worst=3e-15)}
     t = text(m.observations_2(res, 8, 16, (10, 30)))
     assert "前缀不满一块（块大小16）" in t and "后面7个请求什么也复用不了" in t and "一致到3.0e-15" in t
-    assert "前缀没有一个满块可以共享" in t and "只有一个请求" not in t and "0个满块" not in t
+    assert "前缀没有一个满块可以共享" in t and "只有一个请求" not in t and "=0个满块+10个零头" in t
 
 
 def test_demo2_observations_equal_prefixes_and_savings():
@@ -236,8 +236,8 @@ def test_demo3_observations_default(d3):
     assert len(lines) == 3 and all(observation_lines(x) <= 3 for x in lines)
     assert "容量从无限降到1,000块，LRU的命中率从0.61降到0.33，保住了54%（论文1,000块时0.30/0.51=59%）" in t
     assert "在50,000、30,000、10,000块时LRU都不低于LFU" in t and "LRUCacheperformsbest" in t
-    assert "MIN在每个容量都不低于3种在线策略；差距最大（0.24）的是LengthAware在10,000块" in t
-    assert "10,000块时从高到低：LRU>LFU>LengthAware" in t and "块复用率0.61" in t and "和它一样" in t
+    assert "MIN在每个容量都不低于3种在线策略；差得最多的是LengthAware在10,000块（0.37对MIN的0.61）" in t
+    assert "10,000块时从高到低：LRU>LFU>LengthAware" in t and "块复用率0.61" in t and "和它相等" in t
 
 
 def test_demo3_prefix_hit_and_block_reuse_have_one_meaning_each():
@@ -335,7 +335,7 @@ def test_sums_do_not_overflow():
     assert frac == 3 * 512 / 2 ** 52 and hours > 0                   # trace 里只有 3 块：命中 1,536 个 token
     hours, frac = m.gpu_hours(tr, np.full(3_000, 2 ** 43))            # 命中到只剩最后一个 token
     assert frac == (2 ** 52 - 1) / 2 ** 52 and f"{frac:.0%}" == "100%"
-    lines, _ = m.observations_4(dict(unit=("小时", 1.0), hours={("lru", None): 1.0}, hit_frac={("lru", None): frac},
+    lines, _ = m.observations_4(dict(unit=("小时", 1.0), hours={("lru", None): 1.0}, hit_frac={("lru", None): frac}, kv_block_bytes=1,
                                      base_hours=2.0, stored={None: 1}, hbm_bytes=10, local_hours={}), "lru", (None,),
                                 "本机", 10 ** 12)
     assert "命中100%的输入token" in flat("".join(lines))
@@ -372,14 +372,15 @@ def test_demo4_model_quotes_the_paper_then_converts(default_out):
     assert flat('gqa = 8（查询头数 / KV 头数）；§5.3.1：每 token 的 KV "320 KB"') in f
     assert "64个查询头÷8=8个KV头，每token2×80×1,024×2B=320KiB，一块512token=160MiB" in f
     assert "1.53TiB" in f and "640GiB" in f and "156GiB" in f and "1,562GiB" not in f
-    assert re.findall(r"\d+ ?(?:KB|MB|TB)\b", default_out) == ["320 KB", "1 TB"]   # 十进制的只有论文的原话
+    assert re.findall(r"\d+ ?(?:KB|MB|TB)\b", default_out) == ["320 KB", "1 TB", "1 TB"]   # 论文的原话和 LOCAL_KV_BYTES
 
 
 def mk4(frac_big, frac_small=None, caps=(None, 1_000), stored_small=10 * 2 ** 30):
     hours = {("lru", None): 2.0, ("lru", 1_000): 2.5}
     frac = {("lru", None): frac_big, ("lru", 1_000): frac_small or frac_big / 3}
     stored = {None: 30 * 2 ** 40, 1_000: stored_small}
-    return dict(unit=("小时", 1.0), hours=hours, hit_frac=frac, base_hours=3.0, stored=stored,
+    return dict(unit=("小时", 1.0), hours=hours, hit_frac=frac, base_hours=3.0, stored=stored, kv_block_bytes=1,
+                distinct=10 ** 9,
                 hbm_bytes=640 * 2 ** 30, local_hours={("lru", None): 2.0, ("lru", 1_000): 2.5}), caps
 
 
@@ -392,7 +393,7 @@ def test_demo4_observations_cases():
     t = text((lines, more))
     assert "从3.00降到2.00小时（少了33%）" in t and "省下的时间比例低于命中的token比例" in t
     assert "容量1,000块要10GiB，放得进一台8卡机器的HBM" in t and "复用分散在许多前缀上" in t
-    assert "无限缓存超过一台机器的1TB" in t and "和表里一样" in t
+    assert "无限缓存都超过一台机器的1TB" in t and "和表里一样" in t
     d, caps = mk4(0.6)
     lines, _ = m.observations_4(d, "lru", (None,), "本机 DRAM", 10 ** 12)
     assert len(lines) == 1

@@ -15,6 +15,7 @@ from conftest import LECTURE, ROOT, load_script, run_main
 from rich.cells import cell_len
 
 from lab_common.console import observation_lines
+from lab_common.say import integer
 
 import kv_cluster
 from kv_cluster import (BLOCK_BYTES, LOCAL_DRAM, block_homes, fetch_plan, hit_accesses, hit_tokens, nic_fetch,
@@ -340,7 +341,7 @@ def test_main_prints_the_claims(out):
                   "SSD 总共比全部重算快（390.4 ms 对 875.5 ms）", "负载从 20% 升到 151%（16 → 128 台）",
                   "是流量挤在持有热门前缀的几台上", "128 台时最忙的网卡超载", "最忙网卡从 151% 降到 76%",
                   "平均排队从 11,627.1 ms 降到 5.5 ms", "与论文图 5 的顺序一致", "全局比本地低 15%，论文低 14%",
-                  "省下的计算就是省下的排队", "全局调度让 22% 的请求从别的节点拉了 KV（共 42,949 块）"):
+                  "省下了计算，也就少了排队", "全局调度让 22% 的请求从别的节点拉了 KV（共 42,949 块）"):
         assert flat(claim) in flat(out), claim
 
 
@@ -717,7 +718,10 @@ def test_observations_4_degenerate(d4):
     assert "每个长度仍藏得住" in text
     bad = [dict(c, hidden=False) for c in d4["base"]]
     assert "1,024、8,192、32,768 和 131,072 token 的发送比 prefill 还长，藏不住" in _text(m.observations_4, _tweak(d4, base=bad))
-    assert "PD_HIT = 0：不考虑前缀命中" in _text(m.observations_4, _tweak(d4, hit=0.0))
+    no_hit = _tweak(d4, hit=0.0, hits=[dict(c, hit=0) for c in d4["hits"]])
+    assert "前缀命中 0% 时一个 token 也没命中" in _text(m.observations_4, no_hit)
+    assert "网卡换成" not in _text(m.observations_4, _tweak(d4, slow_gbps=d4["nic_gbps"]))
+    assert "前缀命中 99.9%" in _text(m.observations_4, _tweak(d4, hit=0.999))
     text = _text(m.observations_4, _tweak(d4, nic_gbps=100))
     assert "100 Gbps 在 1,024、8,192 和 32,768 token 时藏不住" in text and "余量" not in text
     one = _tweak(d4, base=d4["base"][:1], hits=d4["hits"][:1], slow=d4["slow"][:1])
@@ -725,9 +729,50 @@ def test_observations_4_degenerate(d4):
 
 
 # ---------------------------------------------------------------- 图：数字都来自演示返回的 dict
-def test_plot_pd_transfer_draws_from_the_dict(d4, tmp_path):
+@pytest.fixture(scope="module")
+def plot05():
     import plot_05
     from figlib import setup_matplotlib
     setup_matplotlib()
-    path = plot_05.plot_pd_transfer(d4["curves"], d4["hit"], str(tmp_path / "pd.png"), "测试")
+    return plot_05
+
+
+def _texts(fig_path_fn, *args):
+    """画一张图，截下它写的所有文字（标题、图注、标注、图例），不落盘以外的东西。"""
+    import matplotlib.figure
+    seen, real = [], matplotlib.figure.Figure.savefig
+
+    def grab(fig, path, *a, **kw):
+        fig.draw_without_rendering()
+        seen.extend(t.get_text() for t in fig.findobj(lambda o: hasattr(o, "get_text")))
+        return real(fig, path, *a, **kw)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(matplotlib.figure.Figure, "savefig", grab)
+        path = fig_path_fn(*args)
     assert os.path.getsize(path) > 10_000
+    return " ".join(seen)
+
+
+def test_plot_pd_transfer_draws_from_the_dict(plot05, d4, tmp_path):
+    text = _texts(plot05.plot_pd_transfer, d4["curves"], d4["hit"], str(tmp_path / "pd.png"), "测试")
+    cross = d4["curves"]["cross"][24]
+    assert f"{integer(cross)} token 起藏得住" in text and "17,344" in text
+    assert f"{integer(d4['curves']['cross_hit'][100])} token 起藏得住" in text
+
+
+def test_plot_hot_nic_draws_from_the_dict(plot05, d2, tmp_path):
+    text = _texts(plot05.plot_hot_nic, d2, str(tmp_path / "nic.png"))
+    assert "从 20% 升到 151%" in text and "128 台复制 2 份：从 151% 降到 76%" in text and "3.9%" in text
+    tweaked = dict(d2, by={key: dict(r, hot_load=r["hot_load"] / 2) for key, r in d2["by"].items()})
+    assert "升到 76%" in _texts(plot05.plot_hot_nic, tweaked, str(tmp_path / "nic2.png"))   # 数字跟着 dict 走
+
+
+def test_plot_load_vs_recompute_titles_the_break_even(plot05, d1, tmp_path):
+    text = _texts(plot05.plot_load_vs_recompute, d1["curves"]["n"], d1["curves"]["by_node"], str(tmp_path / "l.png"),
+                  "测试")
+    assert "8×H800 上 SSD 要前缀超过 40,944 token" in text and "16,312" in text and "16312" not in text
+
+
+def test_plot_ttft_titles_the_finding(plot05, d3, tmp_path):
+    text = _texts(plot05.plot_ttft, d3["results"], d3["names"], d3["paper"], str(tmp_path / "t.png"), "测试")
+    assert "全局缓存感知最快（0.38" in text and "随机最慢（3.56" in text and "3.07\u00a0s" in text

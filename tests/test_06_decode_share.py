@@ -78,19 +78,20 @@ def test_decode_rows_arithmetic():
 
 
 def test_decode_observations_follow_numbers():
-    text = "\n".join(s06.decode_observations(d := _data(), s06.decode_rows(d)))
-    assert "A 的克隆占一步的 13.0%（大头）" in text and "相差 0.1 个百分点（在 2 个百分点以内）" in text
-    assert "最多相差 1.0%（不超过 5%）" in text and "逐位相同" in text and "cuDNN" not in text
-    small = _data(a=(1050.0, 1230.0), c=(1040.0, 1203.0))             # A 4.8%：小头；C 的差分 3.8% vs 估算 0.5%
-    text = "\n".join(s06.decode_observations(small, s06.decode_rows(small)))
-    assert "4.8%（小头）" in text and "超过 2 个百分点" in text
+    text = "\n".join(s06.decode_observations(d := _data(), s06.decode_rows(d))[0])
+    assert "A 的克隆占一步 decode 的 2.4%–13.0%，C 占 0.2%–0.4%" in text and "各轮最多相差 1.0%" in text
+    assert "几乎看不出来" in text and "逐位相同" in text and "cuDNN" not in text
+    big = _data(c=(1100.0, 1300.0))                                   # C 占 9.1%、7.7%：看得出来
+    text = "\n".join(s06.decode_observations(big, s06.decode_rows(big))[0])
+    assert "C 占 7.7%–9.1%" in text and "仍看得出来" in text
     swapped = _data(attention="不用 cuDNN", identical=False)
-    text = "\n".join(s06.decode_observations(swapped, s06.decode_rows(swapped)))
-    assert "只用 cuDNN 的注意力后端时同样不可复现" in text and "选了不同的 kernel" in text and "最多差 0.5" in text
+    lines, more = s06.decode_observations(swapped, s06.decode_rows(swapped))
+    assert "选了不同的 kernel" in "".join(lines) and "最多差 0.5" in "".join(lines)
+    assert "只用 cuDNN 的注意力后端时同样不可复现" in "".join(more)
 
 
 def test_saved_results_meet_the_decode_targets():
-    """保存的 H200 结果：每种做法 3 轮的波动 ≤ 5%，C 的差分与估算相差 ≤ 2 个百分点，三种做法 logits 逐位相同。"""
+    """保存的 H200 结果：每种做法几轮的波动 ≤ 5%，C 的差分与估算相差 ≤ 2 个百分点，三种做法 logits 逐位相同。"""
     rows = s06.decode_rows(SAVED)
     assert [r["B"] for r in rows] == list(s06.DECODE_BATCHES)
     assert all(r["spread"] <= 0.05 for r in rows)
@@ -98,23 +99,65 @@ def test_saved_results_meet_the_decode_targets():
     assert all(r["logits_identical"] and r["kv_identical"] for r in SAVED["decode"]["rows"])
 
 
+def test_validation_observations_cover_both_paths_and_failures():
+    ok = dict(cases=15, passed=15, checks=75, arg_pairs=8, ns=[0, 1, 5, 8, 9])
+    lines, more = s06.validation_observations(ok)
+    assert "15 个用例、75 项检查全部通过" in lines[0] and "N = 8 块号当 kernel 参数传，N = 9 起" in lines[1]
+    lines, _ = s06.validation_observations(dict(ok, passed=14, ns=[1]))
+    assert lines == ["1 个用例失败（共 15 个）：后面的计时没有意义。"]
+
+
+def test_bound_observations_name_the_change_that_mattered():
+    """逐步改 kernel：作用最大的一步按各形状里最小的提升选；变慢的步骤点名；对照行的数字照表印。"""
+    d = copy.deepcopy(SAVED)
+    for name in d["shapes"]:
+        for r in d["tuning"][name]["ladder"]["steps"]:
+            r["c_over_d"] = dict(before=0.90, hints=0.90, big_tiles=0.85, evict=0.91, layer_major=0.92, sorted=0.96,
+                                 final=0.96, contiguous_blocks=0.99, triton_contiguous=0.995,
+                                 torch_gather=0.3)[r["key"]]
+    lines, more = s06.bound_observations(d)
+    assert "作用最大的一步是“块对按 dst 排序”" in lines[0] and "+4.0" in lines[0]
+    assert "“大 tile 多 warp（8192、8 warp）”反而更慢" in lines[0] and "evict" not in lines[0]
+    assert "99.0%" in lines[1] and "30.0%" in lines[1]
+    assert len(lines) <= 3 and any("99.5%" in m for m in more)
+
+
+def _cpu_output(argv, monkeypatch, capsys, width=80):
+    monkeypatch.setattr(console, "DEFAULT_WIDTH", width)
+    assert s06.main(argv) == 0
+    return capsys.readouterr().out
+
+
 @pytest.mark.skipif(ON_GPU, reason="GPU 上 main() 会重新测量")
-def test_main_on_cpu_validates_then_prints_every_saved_table(capsys):
-    assert s06.main([]) == 0
-    out = capsys.readouterr().out
+def test_main_on_cpu_validates_then_prints_every_saved_table(monkeypatch, capsys):
+    out = _cpu_output([], monkeypatch, capsys)
     flat = "".join(out.split())
-    assert "Triton解释器" in flat and "9个用例、45项检查，通过9个用例" in flat
+    assert "Triton解释器" in flat and "15个用例、75项检查全部通过" in flat
     m = SAVED["meta"]
     assert "".join(f"{m['gpu']}，torch{m['torch']}，triton{m['triton']}，{m['date']}".split()) in flat
-    assert "不是本机测的" in flat
+    assert "保存的结果" in flat
     for head in ("演示 2", "演示 3", "演示 4"):
         assert head in out
     a1 = s06.get(SAVED, "gpt2-small", 1, "A")
     assert s06.fmt_us(a1) in out                                          # 演示 2 的一个数
     r = s06.ratios(SAVED, "llama3-8b")
-    assert f"C 的带宽是 D 的 {100 * r['c_over_d_bw']:.1f}%" in "".join(out.split("\n"))   # 演示 3
+    assert f"llama3-8b{100 * r['c_over_d_bw']:.1f}%" in flat               # 演示 2 的观察
     row = s06.decode_rows(SAVED)[0]
-    assert s06.fmt_us(row["us"]["none"]) in out and s06.pct(row["share_C"]) in out   # 演示 4
+    assert s06.fmt_us(row["us"]["none"]) in out and s06.pct1(row["share_C"]) in out   # 演示 4
+
+
+@pytest.mark.skipif(ON_GPU, reason="GPU 上 main() 会重新测量")
+def test_cpu_output_budget_and_no_pass_fail_words(monkeypatch, capsys):
+    """默认输出（80 列、管道）至多 80 行、每个演示至多 3 条观察、每条至多 3 行；没有目标和达标与否的字样。"""
+    out = _cpu_output([], monkeypatch, capsys)
+    assert len(out.splitlines()) <= 80, len(out.splitlines())
+    for word in ("目标", "达标", "大头", "小头", "prefix"):
+        assert word not in out, word
+    for part in out.split("观察\n")[1:]:
+        items = [ln for ln in part.split("═")[0].splitlines() if ln.startswith("  ") and ln[2:3].isdigit()]
+        assert len(items) <= 3
+    more = _cpu_output(["--more", "--demo", "3"], monkeypatch, capsys)
+    assert "launch（通用路径）" in more and "Triton 拷一整段连续内存" in more
 
 
 @pytest.mark.parametrize("width", [80, 100])
@@ -125,10 +168,9 @@ def test_tables_never_break_inside_a_number(width, monkeypatch, capsys):
     s06.demo_4(SAVED)
     out = capsys.readouterr().out
     assert max(console.cell_len(x) for x in out.splitlines()) <= width
-    cells = [s06.fmt_us(r["us"]) for r in SAVED["results"]] + [f"{r['GBps']:,.0f}" for r in SAVED["results"]
-                                                                if r["method"] in ("C", "D", "C图")]
+    cells = [s06.fmt_us(r["us"]) for r in SAVED["results"] if r["method"] in ("A", "B", "C", "D", "C图")]
     for r in s06.decode_rows(SAVED):
-        cells += [s06.fmt_us(v) for v in r["us"].values()] + [s06.pct(r[k]) for k in ("share_A", "est_A", "spread")]
+        cells += [s06.fmt_us(v) for v in r["us"].values()] + [s06.pct1(r[k]) for k in ("share_A", "spread")]
     missing = [c for c in cells if c not in out]
     assert not missing, missing[:5]
 

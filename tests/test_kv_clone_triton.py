@@ -73,6 +73,51 @@ def test_one_cow_write_step_bit_exact(dtype, n_cow):
     assert ok and n_checks == 5
 
 
+@pytest.mark.parametrize("n", [kvc.ARG_PAIRS, kvc.ARG_PAIRS + 1], ids=["N=k", "N=k+1"])
+def test_pairs_as_kernel_arguments_boundary(n):
+    """N ≤ ARG_PAIRS：块号当 kernel 的标量参数，不写锁页内存、不上传；N = ARG_PAIRS + 1 起上传下标。两边都逐位对。"""
+    g = torch.Generator().manual_seed(100 + n)
+    kv = torch.randn((2, 2, 2 * n + 7, 3, 5, 7), generator=g).to(torch.float16).to(DEVICE)
+    perm = torch.randperm(kv.shape[2], generator=g).tolist()
+    src, dst = perm[:n], perm[n:2 * n]
+    kv.view(torch.uint8)[:, :, dst] = 0xFF
+    exp = kv.clone()
+    exp[:, :, dst] = kv[:, :, src]
+    clone = kvc.AllLayersClone(kv, 64)
+    old, kvc.TILE = kvc.TILE, 32
+    try:
+        clone(kv, src, dst)
+    finally:
+        kvc.TILE = old
+    assert torch.equal(bits(kv), bits(exp))
+    assert clone.count == int(n > kvc.ARG_PAIRS)              # 上传路径才用一份锁页内存
+
+
+@pytest.mark.parametrize("order,hints,evict,tile", [(0, 0, 0, 32), (1, 1, 0, 32), (0, 1, 1, 64), (1, 1, 1, 16),
+                                                    (1, 0, 0, 128)])
+@pytest.mark.parametrize("n", [3, 9])
+def test_kernel_variants_of_the_ladder_are_bit_exact(order, hints, evict, tile, n):
+    """演示 3 逐步改的每个版本（grid 顺序、提示、evict、tile；E = 2×4×8 = 64 时 tile 16/32/64 不用 mask、128 要 mask），
+    下标读显存或走标量参数（n = 3），结果都逐位相同。"""
+    g = torch.Generator().manual_seed(order * 10 + n)
+    kv = torch.randn((2, 2, 2 * n + 4, 2, 4, 8), generator=g).to(DEVICE)
+    perm = torch.randperm(kv.shape[2], generator=g).tolist()
+    src, dst = perm[:n], perm[n:2 * n]
+    exp = kv.clone()
+    exp[:, :, dst] = kv[:, :, src]
+    sd = torch.tensor(src + dst, dtype=torch.int32, device=DEVICE)
+    pairs = (src, dst) if n <= kvc.ARG_PAIRS else None
+    kvc.launch_all_kernel(kv, sd[:n], sd[n:], tile=tile, num_warps=1, pairs=pairs, order=order, hints=hints,
+                          evict=evict)
+    assert torch.equal(bits(kv), bits(exp))
+
+
+def test_large_n_is_ordered_by_destination():
+    s, d = kvc.by_destination(np.array([7, 8, 9]), np.array([5, 2, 4]))
+    assert s.tolist() == [8, 9, 7] and d.tolist() == [2, 4, 5]
+    assert kvc.by_destination([1, 2], [9, 3]) == ([1, 2], [9, 3])          # 短列表（N ≤ 64）不排
+
+
 def test_repeated_src_is_allowed_and_fallback_agrees():
     """几个子序列从同一个共享块 COW：src 可以重复；没有 kernel 时的 index_copy_ 回退结果一样。"""
     kv = torch.randn((1, 2, 6, 2, 3, 4)).to(DEVICE)
@@ -130,6 +175,24 @@ def test_clone_graph_matches_reference():
     assert torch.equal(kv, ref)
     with pytest.raises(ValueError, match="N=3"):
         cg([1], [2])
+
+
+@pytest.mark.skipif(DEVICE != "cuda", reason="旁路 stream 与直接调 C 启动函数只在 CUDA 上")
+def test_overlapped_upload_many_steps_without_sync():
+    """N ≥ OVERLAP_MIN_PAIRS：下标在旁路 stream 上传；连续 40 步（锁页内存与显存各 16 份、轮换两圈多）、每步不同的
+    块对、中间不同步，和逐步重放的结果逐位相同；N 在 1…2×阈值之间变，三条路径交替出现。"""
+    g = torch.Generator().manual_seed(1)
+    nb = 4 * kvc.OVERLAP_MIN_PAIRS + 8
+    kv = torch.randn((2, 2, nb, 2, 4, 8), generator=g).to("cuda")
+    ref = kv.cpu().clone()
+    clone = kvc.AllLayersClone(kv, 2 * kvc.OVERLAP_MIN_PAIRS)
+    assert clone.launch_fn.__name__ == "launch"                     # 直接调 C 启动函数，不是退回的通用路径
+    for step in range(40):
+        n = [1, kvc.ARG_PAIRS, kvc.OVERLAP_MIN_PAIRS, 2 * kvc.OVERLAP_MIN_PAIRS, 100][step % 5]
+        perm = torch.randperm(nb, generator=g).tolist()
+        kvc.kv_clone_blocks_all(kv, perm[:n], perm[n:2 * n], use_kernel=True)
+        ref[:, :, perm[n:2 * n]] = ref[:, :, perm[:n]]
+    assert torch.equal(kv.cpu(), ref)
 
 
 def _stacked(nb=8, dtype=torch.float32):

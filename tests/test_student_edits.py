@@ -422,7 +422,7 @@ EDITS_05 = [
     Edit(S05, "PD_LENS", "(512,)", 4,
          says("藏得住要 635.6 Gbps（不命中 32.9）", "按层流水藏得住", absent=("635.6–635.6",)),
          "一个长度：范围只写一个数"),
-    Edit(S05, "PD_HIT", "0", 4, says("PD_HIT = 0：不考虑前缀命中", absent=("余量从",)), "不命中：另有说法"),
+    Edit(S05, "PD_HIT", "0", 4, says("前缀命中 0% 时一个 token 也没命中", absent=("余量从",)), "不命中：另有说法"),
     Edit(S05, "PD_HIT", "1.0", 4, refused("PD_HIT"), "全部命中就没有 token 可算"),
     Edit(S05, "PD_SLOW_GBPS", "-24", 4, refused("PD_SLOW_GBPS")),
 ]

@@ -113,3 +113,14 @@ def test_chunk_size_does_not_change_results(monkeypatch):
     ref = {p: simulate(tr, 500, p).tolist() for p in ("lru", "lfu", "lengthaware", "s3fifo", "min")}
     monkeypatch.setattr(kv_sim_base, "CHUNK", 7)
     assert {p: simulate(tr, 500, p).tolist() for p in ref} == ref
+
+
+def test_run_schedulers_in_parallel_equals_one_by_one():
+    """kv_cluster.run_schedulers：几个调度器分给两个进程同时跑，每个的结果和单独 run_prefill 逐位相同。"""
+    from kv_cluster import SCHEDULERS, run_prefill, run_schedulers, trace_columns
+    arrival, n_in, blocks = trace_columns(make_trace(0)[:400])
+    both = run_schedulers(arrival, n_in, blocks, SCHEDULERS, 4, 50, 30.0, seed=3, workers=2)
+    assert list(both) == list(SCHEDULERS)
+    for s in SCHEDULERS:
+        one = run_prefill(arrival, n_in, blocks, s, 4, 50, 30.0, seed=3)
+        assert one.keys() == both[s].keys() and all(np.array_equal(one[k], both[s][k]) for k in one)
