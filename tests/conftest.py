@@ -35,13 +35,17 @@ NO_KERNEL = ("没有安装 {}：kernel 测试跳过。make test 只在 Linux x86
 
 
 # ---------------------------------------------------------------- 真实 trace
+TEST_ALL = os.environ.get("LAB_TEST_ALL") == "1"      # make test-all
+
+
 def pytest_collection_modifyitems(config, items):
-    """标了 real_trace 的测试：trace 文件不在时跳过，理由里写明文件该放在哪里。"""
-    if os.path.exists(REAL_TRACE):
-        return
+    """标了 real_trace 的测试：trace 文件不在时跳过，理由里写明文件该放在哪里。
+    标了 test_all 的测试只在 make test-all 里跑（make test 是每天用的那一遍）。"""
     for item in items:
-        if item.get_closest_marker("real_trace"):
+        if item.get_closest_marker("real_trace") and not os.path.exists(REAL_TRACE):
             item.add_marker(pytest.mark.skip(reason=REAL_TRACE_MISSING))
+        if item.get_closest_marker("test_all") and not TEST_ALL:
+            item.add_marker(pytest.mark.skip(reason="只在 make test-all 里跑"))
 
 
 # ---------------------------------------------------------------- 两个 pytest 进程：按组分配

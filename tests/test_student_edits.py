@@ -23,10 +23,9 @@ from dataclasses import dataclass
 
 import pytest
 
-from conftest import LECTURE, call_main, fresh_env, load_script
+from conftest import LECTURE, TEST_ALL, call_main, fresh_env, load_script
 
 pytestmark = pytest.mark.spread          # 每条改动自己跑自己的：两个 pytest 进程一条一条地分
-FULL = os.environ.get("LAB_TEST_ALL") == "1"   # make test-all：每条改动都既比"改属性 = 改源码"，又在新解释器里跑
 
 # 还在 import 时被取走（当成函数的默认参数）的设置：改属性不算数，本进程里只能改源码。脚本改成"运行时读设置、
 # 一路传下去"以后从这里删掉——test_setting_an_attribute_equals_editing_the_source 对这几条标了 xfail(strict)，
@@ -465,7 +464,7 @@ def _param(edit):
 
 
 def _attribute_checks():
-    if not FULL:
+    if not TEST_ALL:                   # make test-all：每条能跑通的改动都比
         return _one_setting_per_demo()
     return [e for e in EDITS if e.demo is not None and "refused" not in e.check.__qualname__]
 
@@ -491,7 +490,7 @@ def test_setting_an_attribute_equals_editing_the_source(edit):
         edit.check(*got)
 
 
-@pytest.mark.skipif(not FULL, reason="完整的改设置矩阵只在 make test-all 里跑（每条改动再在新解释器里跑一遍）")
+@pytest.mark.test_all                  # 每条改动再在新解释器里跑一遍
 @pytest.mark.parametrize("edit", [e for e in EDITS if not e.end_to_end], ids=[e.id for e in EDITS if not e.end_to_end])
 def test_student_edit_end_to_end(edit):
     edit.check(*run_fresh(edit))
