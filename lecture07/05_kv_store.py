@@ -342,7 +342,9 @@ def observations_2(d):
 
 # =============================================================================
 def demo3_scheduling(cols, source):
-    """请求该发给哪台 prefill 节点：排队最短的，还是缓存命中最多的？（cols：同演示 2）"""
+    """请求该发给哪台 prefill 节点：排队最短的，还是缓存命中最多的？
+
+    cols：同演示 2。"""
     arrival, input_len, blocks = cols
     nodes, cap, load, seed = SCHED_NODES, SCHED_CAPACITY, SCHED_LOAD, SCHED_SEED
     span_s, cap_bytes = arrival[-1] - arrival[0], cap * BLOCK_BYTES
