@@ -250,8 +250,8 @@ def simulate_load():
 
 
 def demo2_fragmentation(sim=None):
-    """按最大长度预留连续显存，真正存着 token 的显存占多少？分页能到多少？（sim：simulate_load() 的结果）"""
-    if sim is None:
+    """按最大长度预留连续显存，真正存着 token 的显存占多少？分页能到多少？"""
+    if sim is None:                 # sim：simulate_load() 的结果，和演示 4 共用；不给就自己模拟一次
         sim = simulate_load()
     s, prompts, outputs, pool, res = sim["settings"], sim["prompts"], sim["outputs"], sim["pool"], sim["res"]
     print_header(f"演示 2：连续预留与分页（块 {s['block_size']}）——KV 池里多少真正存着 token")
