@@ -11,7 +11,7 @@ import sys
 
 import numpy as np
 import pytest
-from conftest import LECTURE, ROOT, load_script, run_main
+from conftest import LECTURE, REAL_TRACE, load_script, run_main
 from rich.cells import cell_len
 
 from lab_common.console import observation_lines
@@ -26,7 +26,6 @@ from kv_trace import Trace
 
 m = load_script("05_kv_store")
 SCRIPT = os.path.join(LECTURE, "05_kv_store.py")
-REAL_TRACE = os.path.join(ROOT, "..", "shared", "traces", "mooncake_fast25_synthetic_trace.jsonl")
 
 
 def prefill_s(n_in, hit_blocks):
@@ -364,7 +363,7 @@ def test_demo1_same_bytes_from_any_cwd(capsys, tmp_path):
     assert p.returncode == 0 and p.stdout == here         # 任何目录、两次运行，逐字节相同
 
 
-@pytest.mark.skipif(not os.path.exists(REAL_TRACE), reason="没有 ../shared/traces/mooncake_fast25_synthetic_trace.jsonl")
+@pytest.mark.real_trace
 def test_runs_on_mooncake_jsonl_trace(tmp_path):
     p = subprocess.run([sys.executable, SCRIPT, "--trace", REAL_TRACE, "--demo", "2"], cwd=tmp_path,
                        capture_output=True, text=True)
@@ -536,10 +535,9 @@ def assert_honest(out):
         assert "超载" in out, over
 
 
-@pytest.mark.parametrize("name", sorted(ODD))
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.real_trace) for n in sorted(ODD) if n.startswith("first")]
+                         + [n for n in sorted(ODD) if not n.startswith("first")])    # first*：课程 trace 的前几行
 def test_tiny_and_odd_traces_run_with_honest_wording(odd_traces, name, capsys):
-    if name not in odd_traces:
-        pytest.skip("没有 ../shared/traces/mooncake_fast25_synthetic_trace.jsonl")
     for demo in ("2", "3"):
         assert m.main(["--trace", odd_traces[name], "--demo", demo]) == 0
     out = capsys.readouterr().out
