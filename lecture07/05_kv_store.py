@@ -421,7 +421,9 @@ def observations_3(d):
     elif not d["burst"]:
         text += f"，负载从 {share(lb['util'])} 变为 {share(loc['util'])}、{share(glo['util'])}"
     if max(utils) < 0:
-        text += "：省下了计算，也就少了排队"
+        text += "：省下了计算"
+    if max(utils) < 0 and value(share(lb["util"])) >= 50:     # 忙的集群里，省下的计算就是省下的排队
+        text += "，也就少了排队"
     if order(max(r["hit"] for r in res.values()), 0, pct) == 0:
         text = "四种调度的命中率都是 0%：这个 trace 里没有用得上的前缀，看缓存的调度没有缓存可用"
     obs.append(text + "。")
