@@ -185,8 +185,8 @@ def observations_1(d):
              f"每头一组{ratio(d['mha_70'], l70_b, 0)}。",
              one_gpu_sentence(d) + tp_sentence(d)]
     more = [pool_sentence(d),
-            f"vLLM 论文 §3 把 OPT-13B 的 {size(opt_b)} 写作 800 KB，2048 token 的请求写作"
-            f"\"可达 {VLLM_REQ_GB} GB\"（我们算 {size(2048 * opt_b)}）。",
+            f"OPT-13B：2 × {OPT_13B.d_model} × {OPT_13B.n_layers} 层 × 2 B = {integer(opt_b)} B = {size(opt_b)}，vLLM 论文 §3 "
+            f"写作 800 KB；2048 token 的请求 {integer(2048 * opt_b / MiB)} MiB，论文写作\"可达 {VLLM_REQ_GB} GB\"。",
             f"Mooncake FAST'25 表 1：l = 80、d = 8192、gqa = {FAST25_GQA}（查询头数 / KV 头数）；§5.3.1：LLaMA3-70B 每个 "
             f"token 的 KV \"{FAST25_KV_KB} KB\"。我们的换算：64 个查询头 ÷ {FAST25_GQA} = 8 个 KV 头，2 × 80 × 1,024 × 2 B = "
             f"{integer(l70_b)} B = {size(l70_b)}（论文的 KB 是 1024 B）。",

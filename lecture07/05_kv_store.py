@@ -306,13 +306,11 @@ def observations_2(d):
     by, nodes, n_big = d["by"], d["nodes"], d["nodes"][-1]
     small, big, ks = by[(nodes[0], 1)], by[(n_big, 1)], [k for k in d["replicas"] if k > 1]
     if not any(r["sent"] for r in by.values()):
-        why = "没有一个块被第二个请求用到"
-        if d["reuse"]:          # 块复用 ≠ 前缀命中：[1,2]、[3,2] 里块 2 复用了，可前缀不同
-            why = f"块复用有 {count(d['reuse'], '次')}，但都不接在相同的开头后面，前缀缓存用不上"
-        if d["raw_hits"]:
-            why = f"命中的 {count(d['raw_hits'], '块')}里没有用得上的 token：最后一个 token 总要重算"
-        if d["hit_blocks"]:
-            why = f"命中的 {count(d['hit_blocks'], '块')}都在执行它的那台节点上"
+        why = next(text for found, text in (          # 第一条成立的理由；块复用 ≠ 前缀命中（[1,2]、[3,2]）
+            (d["hit_blocks"], f"命中的 {count(d['hit_blocks'], '块')}都在执行它的那台节点上"),
+            (d["raw_hits"], f"命中的 {count(d['raw_hits'], '块')}里没有用得上的 token：最后一个 token 总要重算"),
+            (d["reuse"], f"块复用有 {count(d['reuse'], '次')}，但都不接在相同的开头后面，前缀缓存用不上"),
+            (True, "没有一个块被第二个请求用到")) if found)
         return [f"没有任何请求要从别的节点拉 KV（{why}）：网卡都空着，排队都是 0。"], []
     wait = f"{n_big:,} 台不复制时平均排队 {ms(big['mean'])}、最长 {ms(big['max'])}"
     obs = [f"所有请求同时到达，算不出网卡负载：{wait}。"]
@@ -342,7 +340,9 @@ def observations_2(d):
 
 # =============================================================================
 def demo3_scheduling(cols, source):
-    """请求该发给哪台 prefill 节点：排队最短的，还是缓存命中最多的？（cols：同演示 2）"""
+    """请求该发给哪台 prefill 节点：排队最短的，还是缓存命中最多的？
+
+    cols：同演示 2。"""
     arrival, input_len, blocks = cols
     nodes, cap, load, seed = SCHED_NODES, SCHED_CAPACITY, SCHED_LOAD, SCHED_SEED
     span_s, cap_bytes = arrival[-1] - arrival[0], cap * BLOCK_BYTES
@@ -419,7 +419,9 @@ def observations_3(d):
     elif not d["burst"]:
         text += f"，负载从 {share(lb['util'])} 变为 {share(loc['util'])}、{share(glo['util'])}"
     if max(utils) < 0:
-        text += "：省下了计算，也就少了排队"
+        text += "：省下了计算"
+    if max(utils) < 0 and value(share(lb["util"])) >= 50:     # 忙的集群里，省下的计算就是省下的排队
+        text += "，也就少了排队"
     if order(max(r["hit"] for r in res.values()), 0, pct) == 0:
         text = "四种调度的命中率都是 0%：这个 trace 里没有用得上的前缀，看缓存的调度没有缓存可用"
     obs.append(text + "。")

@@ -404,7 +404,7 @@ def _edited_source_output(const, value, demo):
     return buf.getvalue()
 
 
-@pytest.mark.parametrize("const,value,demo", [("PREFIX", 4096, 1), ("NET_NODES", (16, 64), 2),
+@pytest.mark.parametrize("const,value,demo", [("PREFIX", 4096, 1), ("NET_NODES", (16,), 2),
                                               ("SCHED_CAPACITY", 600, 3), ("PD_HIT", 0.5, 4)])
 def test_setting_an_attribute_equals_editing_the_source(const, value, demo, monkeypatch):
     monkeypatch.setattr(m, const, value)
