@@ -34,7 +34,7 @@ import sys
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # 仓库根目录：让 lab_common 包可以 import
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.realpath(__file__))))  # 仓库根目录：让 lab_common 包可以 import
 from lab_common import console  # noqa: E402
 from lab_common.console import ArgParser, fail, print_header, print_observations, print_table, print_text, status  # noqa: E402
 from lab_common.say import (change, fixed, integer, order, pct, rank, rel_change, same, size, span, vs,  # noqa: E402
