@@ -21,7 +21,7 @@ import statistics
 import subprocess
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # 仓库根目录：lab_common
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.realpath(__file__))))  # 仓库根目录：lab_common
 
 from lab_common import console  # noqa: E402
 from lab_common.console import fail, print_header, print_observations, print_table, print_text, status  # noqa: E402

@@ -314,7 +314,6 @@ CACHE_POLICIES = {
 }
 PAPER_POLICIES = ("lru", "lfu", "lengthaware")       # Mooncake arXiv v3 表 1 比较的三种
 MIN_NAME = "MIN（Belady，离线最优）"
-POLICY_NAMES = {**{k: c.NAME for k, c in CACHE_POLICIES.items()}, "min": MIN_NAME}
 
 
 def policy_name(policy):

@@ -16,7 +16,7 @@ import pytest
 import kv_cache_policies
 from conftest import ROOT, load_script
 from kv_cache_policies import (CACHE_POLICIES, LENGTHAWARE_DEFINITION, LENGTHAWARE_SOURCE, PAPER_POLICIES,
-                               POLICY_NAMES, BlockCache, LengthAwareCache, LRUCache, S3FIFOCache, make_cache,
+                               BlockCache, LengthAwareCache, LRUCache, S3FIFOCache, make_cache,
                                policy_name)
 from kv_cache_sim import class_hits, hit_ratio, simulate, sweep
 from kv_sim_base import infinite_hits
@@ -35,9 +35,9 @@ def test_registry():
     assert PAPER_POLICIES == ("lru", "lfu", "lengthaware")
     for p, cls in CACHE_POLICIES.items():
         assert issubclass(cls, BlockCache) and cls.NAME != "?" and cls.SHORT != "?"
-        assert POLICY_NAMES[p] == policy_name(p) == cls.NAME
-    assert POLICY_NAMES["lengthaware"] == "LengthAwareCache"
-    assert "对照" in POLICY_NAMES["lengthaware_early"] and "对照" in CACHE_POLICIES["lengthaware_early"].SHORT
+        assert policy_name(p) == cls.NAME
+    assert policy_name("lengthaware") == "LengthAwareCache"
+    assert "对照" in policy_name("lengthaware_early") and "对照" in CACHE_POLICIES["lengthaware_early"].SHORT
     assert "MIN" in policy_name("min")
 
 
@@ -398,12 +398,20 @@ def demo3_of_04(policies=None):
     return buf.getvalue(), got[3]
 
 
-def class_ratios(cls, caps):
-    """直接跑类：合成 trace 上每个容量的命中率（04 演示 3 的口径：命中块数 / 全部块访问）。"""
+def ratios_of(hits, policy):
+    """{容量: 命中率}：04 演示 3 自己的口径（m.hit_table：用得上的前缀命中块 / 全部块访问）。hits：{容量: 每个请求的命中}。"""
     from kv_trace import make_trace
     m = load_script("04_prefix_caching")
     tr = make_trace(m.TRACE_SEED)
-    return {c: class_hits(tr, c, cls).sum() / len(tr.hash_ids) for c in caps}
+    table = m.hit_table(tr, {(policy, c): h for c, h in hits.items()}, 512)
+    return {c: table[(policy, c)] for c in hits}
+
+
+def class_ratios(cls, caps, policy="lru"):
+    """直接跑类：合成 trace 上每个容量的命中率（04 演示 3 的口径）。"""
+    from kv_trace import make_trace
+    tr = make_trace(load_script("04_prefix_caching").TRACE_SEED)
+    return ratios_of({c: class_hits(tr, c, cls) for c in caps}, policy)
 
 
 @pytest.fixture(scope="module")
@@ -427,8 +435,8 @@ def test_edited_lru_changes_04s_hit_table(default_demo3, newest_demo3):
     caps = [c for c in base["capacities"] if c is not None]
     from kv_trace import make_trace
     tr = make_trace(load_script("04_prefix_caching").TRACE_SEED)
-    stack = lru_stack_hits(tr, caps)
-    assert all(base["ratio"][("lru", c)] == stack[c].sum() / len(tr.hash_ids) for c in caps)
+    stack = ratios_of(lru_stack_hits(tr, caps), "lru")
+    assert all(base["ratio"][("lru", c)] == stack[c] for c in caps)
     out, res, want = newest_demo3
     assert all(res["ratio"][("lru", c)] == want[c] for c in caps)
     assert sum(f"{res['ratio'][('lru', c)]:.2f}" != f"{base['ratio'][('lru', c)]:.2f}" for c in caps) >= 3
@@ -453,9 +461,8 @@ def test_a_registered_policy_gets_its_row_in_04(monkeypatch, default_demo3):
     _, base = default_demo3
     caps = [c for c in base["capacities"] if c is not None]
     monkeypatch.setitem(CACHE_POLICIES, "fifo", FIFOCache)
-    monkeypatch.setitem(POLICY_NAMES, "fifo", FIFOCache.NAME)     # 改文件时 POLICY_NAMES 由注册表算出；本进程里一起加
     out, res = demo3_of_04(policies=("lru", "fifo"))
-    want = class_ratios(FIFOCache, caps)
+    want = class_ratios(FIFOCache, caps, "fifo")
     assert all(res["ratio"][("fifo", c)] == want[c] for c in caps) and "FIFO" in out
 
 
