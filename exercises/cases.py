@@ -324,10 +324,11 @@ def _case_sampling(m):
     params = init_params(cfg, seed=0)
     prompt = np.random.default_rng(2).integers(0, cfg.vocab, 9)
     out_lens = (3, 6, 5, 1)
+    given = "TINY 模型，提示 9 个 token，块大小 4，块池 24 块，fork 出 4 个样本，各生成 3、6、5、1 个 token，采完就 free"
     ref = _sampling_run(reference(3)["PagedSequence"], params, cfg, prompt, out_lens)
-    got = _sampling_run(m["PagedSequence"], params, cfg, prompt, out_lens)
+    with calling(given):
+        got = _sampling_run(m["PagedSequence"], params, cfg, prompt, out_lens)
     names = ("logits", "ref_count", "空闲块数", "写时复制次数", "各样本的块表")
-    given = "TINY 模型，提示 9 个 token，块大小 4，fork 出 4 个样本，各生成 3、6、5、1 个 token，采完就 free"
     for step, (r, g) in enumerate(zip(ref, got)):
         for name, x, y in zip(names, r, g):
             if x is None:

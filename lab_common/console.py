@@ -11,6 +11,7 @@
 - 中文在终端里占 2 列；rich 按显示宽度排版，所以中英混排的表格在 80 列里也是对齐的。
 """
 import argparse
+import codecs
 import os
 import re
 import sys
@@ -23,16 +24,69 @@ from rich.text import Text
 
 DEFAULT_WIDTH = 80  # 不是终端时（管道、文件、测试）的固定宽度：保证输出可复现
 
+# ---- 编不出某些字符的终端（GBK 的中文 Windows、ASCII）：换成看得懂的替代写法，而不是抛 UnicodeEncodeError ----
+_PLAIN = {"−": "-", "–": "-", "—": "-", "‖": "||", "≈": "~", "≤": "<=", "≥": ">=", "×": "x", "µ": "u", "…": "...",
+          "→": "->", "←": "<-", "·": ".", "σ": "sigma", "²": "^2", "³": "^3", "⁹": "^9"}
+_SUPERSCRIPT = dict(zip("⁰¹²³⁴⁵⁶⁷⁸⁹⁻", "0123456789-"))
+
+
+def plain_fallback(err):
+    """编码错误处理（codecs 的名字 "lab_plain"）：编不出的字符换成 ASCII 的写法，上标写成 ^，其余换成 ?。
+
+    >>> "10⁹ B，−3 µs，2¹⁰".encode("ascii", "lab_plain")
+    b'10^9 B?-3 us?2^10'
+    """
+    text, out = err.object, []
+    for i in range(err.start, err.end):
+        ch = text[i]
+        if ch in _SUPERSCRIPT:
+            lead = "" if i > 0 and text[i - 1] in _SUPERSCRIPT else "^"     # 一串上标只在前面写一个 ^
+            out.append(lead + _SUPERSCRIPT[ch])
+        else:
+            out.append(_PLAIN.get(ch, "?"))
+    return "".join(out), err.end
+
+
+codecs.register_error("lab_plain", plain_fallback)
+
+
+def use_plain_fallback(stream):
+    """stream 的编码不是 UTF（例如 PYTHONIOENCODING=gbk、中文 Windows 上重定向到文件时的 cp936）时，
+    让它把编不出的字符换成替代写法（plain_fallback），而不是在第一个 '³' 上崩溃。"""
+    enc = getattr(stream, "encoding", None) or "utf-8"
+    try:
+        unicode = codecs.lookup(enc).name.startswith("utf")
+    except LookupError:
+        unicode = False
+    if not unicode and getattr(stream, "errors", "strict") in ("strict", "backslashreplace") \
+            and hasattr(stream, "reconfigure"):
+        stream.reconfigure(errors="lab_plain")
+
+
+use_plain_fallback(sys.stdout)     # 所有脚本都 import 这个模块：在打印任何东西之前就装好
+use_plain_fallback(sys.stderr)
+
+
+class _Console(Console):
+    @property
+    def encoding(self):
+        """排版一律按 UTF-8（表格线不因为终端是 GBK 就换成 ASCII），所以不同编码的输出只差那几个被换掉的字符。"""
+        return "utf-8"
+
+
+def _on_terminal():
+    return sys.stdout.isatty()
+
 
 def _console():
     """每次按当前的 sys.stdout 新建：pytest 的 capsys 替换 stdout 后也能抓到输出。"""
-    tty = sys.stdout.isatty()
+    tty = _on_terminal()
     width = None if tty else DEFAULT_WIDTH
     if tty and os.environ.get("COLUMNS") is None:
         width = min(Console().width, 120)  # 投影仪上的超宽终端：表格太宽反而难读
-    return Console(file=sys.stdout, width=width, highlight=False, soft_wrap=False,
-                   no_color=bool(os.environ.get("NO_COLOR")) or not tty,
-                   force_terminal=False if not tty else None, emoji=False)
+    return _Console(file=sys.stdout, width=width, highlight=False, soft_wrap=False,
+                    no_color=bool(os.environ.get("NO_COLOR")) or not tty,
+                    force_terminal=False if not tty else None, emoji=False)
 
 
 def _is_number(s):
@@ -98,9 +152,69 @@ def print_text(text=""):
         c.print(line, markup=False, highlight=False, soft_wrap=True)
 
 
+_TOKEN = re.compile(r"[A-Za-z0-9_.,%×µ/+\-–:()'~&]+")   # 数字（含 11–341 这样的范围）、英文单词：表格折行时不拆开
+_GAP = 3                                                # 表的列之间 3 格：两边的内边距和一格分隔（表的两边不留）
+
+
+def _least_widths(headers, rows):
+    """每列至少多宽：它里面（含表头）最长的数字 / 英文单词，至少 2 格（一个汉字）。中文可以在任何地方折行。"""
+    return [max([2] + [cell_len(t) for c in [str(h)] + [r[j] for r in rows] for t in _TOKEN.findall(c)])
+            for j, h in enumerate(headers)]
+
+
+def plan_column_widths(headers, rows, room):
+    """表太宽时的列宽：从最宽的列起一格一格地收窄，但每列不窄于它里面最长的数字 / 英文单词，中文和表头可以折行。
+    room = 能给各列内容的总宽度（不含列之间的空格）。本来就放得下时返回 None（照 rich 的排法，输出不变）。
+
+    >>> plan_column_widths(["名字", "数"], [["一个很长的名字", "1,234,567"]], 16)
+    [7, 9]
+    >>> plan_column_widths(["名字", "数"], [["短", "1"]], 16) is None
+    True
+    """
+    cells = [[str(h)] + [r[j] for r in rows] for j, h in enumerate(headers)]
+    want = [max(cell_len(line) for c in col for line in c.split("\n")) for col in cells]
+    if sum(want) <= room:
+        return None
+    least = _least_widths(headers, rows)
+    width = [max(w, m) for w, m in zip(want, least)]
+    while sum(width) > room:
+        slack = [(w, j) for j, (w, m) in enumerate(zip(width, least)) if w > m]
+        if not slack:
+            break
+        width[max(slack)[1]] -= 1
+    return width
+
+
+def column_groups(headers, rows, width):
+    """终端太窄、收窄到每个数字刚好放下也放不下整张表时，把表竖着切成几张：每张都带着第 1 列（行的名字）。
+
+    >>> column_groups(["名字", "a", "b", "c"], [["x", "1,000,000", "2,000,000", "3,000,000"]], 30)
+    [[0, 1, 2], [0, 3]]
+    """
+    least = _least_widths(headers, rows)
+    groups, cur = [], [0]
+    for j in range(1, len(headers)):
+        if len(cur) > 1 and sum(least[k] for k in cur + [j]) + _GAP * len(cur) > width:
+            groups.append(cur)
+            cur = [0]
+        cur.append(j)
+    return groups + [cur]
+
+
 def print_table(headers, rows, title=None, caption=None):
-    """打印一张表；数字列自动右对齐。rows 的每个元素都会被 str() 一次。"""
+    """打印一张表；数字列自动右对齐。rows 的每个元素都会被 str() 一次。
+    窄终端上表格收窄时数字不会被拆开；实在放不下时竖着切成几张（每张都带第 1 列）。"""
     rows = [[str(x) for x in r] for r in rows]
+    c = _console()
+    for cols in column_groups(headers, rows, c.width):
+        _print_table(c, [headers[j] for j in cols], [[r[j] for j in cols] for r in rows], title)
+        title = None
+    if caption:
+        for line in wrap_cjk(caption, c.width - 2, indent=2):
+            c.print(line, markup=False, highlight=False, soft_wrap=True)
+
+
+def _print_table(c, headers, rows, title):
     table = Table(title=title, caption=None, box=box.SIMPLE_HEAD, header_style="bold",
                   show_edge=False, pad_edge=False)
     for j, h in enumerate(headers):
@@ -108,11 +222,11 @@ def print_table(headers, rows, title=None, caption=None):
         table.add_column(str(h), justify="right" if numeric else "left", overflow="fold")
     for r in rows:
         table.add_row(*r)
-    c = _console()
+    widths = plan_column_widths(headers, rows, c.width - _GAP * (len(headers) - 1))
+    if widths is not None:
+        for col, w in zip(table.columns, widths):
+            col.width = w
     c.print(table)
-    if caption:
-        for line in wrap_cjk(caption, c.width - 2, indent=2):
-            c.print(line, markup=False, highlight=False, soft_wrap=True)
 
 
 SHOW_MORE = False   # --more：也印出"更多"的观察（由 script_tools 的运行器设置，跑完复原）

@@ -26,7 +26,7 @@ import sys
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # 仓库根目录：让 lab_common 包可以 import
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.realpath(__file__))))  # 仓库根目录：让 lab_common 包可以 import
 from lab_common import console  # noqa: E402
 from lab_common.console import print_header, print_observations, print_table, print_text, status  # noqa: E402
 from lab_common.say import change, count, fixed, integer, listing, order, pct, pct1, rank, ratio, size, span, value, words  # noqa: E402
@@ -185,8 +185,8 @@ def observations_1(d):
              f"每头一组{ratio(d['mha_70'], l70_b, 0)}。",
              one_gpu_sentence(d) + tp_sentence(d)]
     more = [pool_sentence(d),
-            f"vLLM 论文 §3 把 OPT-13B 的 {size(opt_b)} 写作 800 KB，2048 token 的请求写作"
-            f"\"可达 {VLLM_REQ_GB} GB\"（我们算 {size(2048 * opt_b)}）。",
+            f"OPT-13B：2 × {OPT_13B.d_model} × {OPT_13B.n_layers} 层 × 2 B = {integer(opt_b)} B = {size(opt_b)}，vLLM 论文 §3 "
+            f"写作 800 KB；2048 token 的请求 {integer(2048 * opt_b / MiB)} MiB，论文写作\"可达 {VLLM_REQ_GB} GB\"。",
             f"Mooncake FAST'25 表 1：l = 80、d = 8192、gqa = {FAST25_GQA}（查询头数 / KV 头数）；§5.3.1：LLaMA3-70B 每个 "
             f"token 的 KV \"{FAST25_KV_KB} KB\"。我们的换算：64 个查询头 ÷ {FAST25_GQA} = 8 个 KV 头，2 × 80 × 1,024 × 2 B = "
             f"{integer(l70_b)} B = {size(l70_b)}（论文的 KB 是 1024 B）。",
@@ -250,8 +250,8 @@ def simulate_load():
 
 
 def demo2_fragmentation(sim=None):
-    """按最大长度预留连续显存，真正存着 token 的显存占多少？分页能到多少？（sim：simulate_load() 的结果）"""
-    if sim is None:
+    """按最大长度预留连续显存，真正存着 token 的显存占多少？分页能到多少？"""
+    if sim is None:                 # sim：simulate_load() 的结果，和演示 4 共用；不给就自己模拟一次
         sim = simulate_load()
     s, prompts, outputs, pool, res = sim["settings"], sim["prompts"], sim["outputs"], sim["pool"], sim["res"]
     print_header(f"演示 2：连续预留与分页（块 {s['block_size']}）——KV 池里多少真正存着 token")

@@ -24,7 +24,7 @@ import sys
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # 仓库根目录：让 lab_common 包可以 import
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.realpath(__file__))))  # 仓库根目录：让 lab_common 包可以 import
 from lab_common import console  # noqa: E402
 from lab_common.console import print_header, print_observations, print_table  # noqa: E402
 from lab_common.say import count, fixed, integer, order, pct1, size, span  # noqa: E402
@@ -54,6 +54,9 @@ VLLM_DEFAULT_BLOCK = 16              # vLLM 论文 §7.2：默认块大小 16
 VLLM_BEST_SHAREGPT = (16, 128)       # vLLM 论文 §7.2：ShareGPT 上 16–128 最好（Alpaca 上 16、32 好，更大明显变差）
 VLLM_KERNEL_OVERHEAD = (20, 26)      # vLLM 论文 §7.1、图 18(a)：注意力 kernel 延迟比 FasterTransformer 高 20–26%
 READ_MODEL = LLAMA2_70B              # 演示 3 数"每步读几段"用的模型（kv_physics 里的配置）
+VLLM_71_NOTE = "vLLM 论文 §7.1、图 18(a)：开销来自查块表、多出的分支、处理变长序列；论文认为不大，因为只影响注意力算子。"
+GATHER_NOTE = ("本讲的 numpy 版为了和连续版逐位比较，先按块表把块拼回连续的 K/V（gather_kv）再算；真实的 PagedAttention "
+               "kernel 不拼接，直接按块表逐块读进来算（vLLM 论文 §4.1）。段越短，每次能连续读的字节越少，查块表的次数也越多。")
 PAPER = dict(default_block=VLLM_DEFAULT_BLOCK, best_sharegpt=VLLM_BEST_SHAREGPT, kernel_overhead=VLLM_KERNEL_OVERHEAD,
              means=LENGTH_MEANS)
 
@@ -354,10 +357,7 @@ def observations_3(d):
             f"{d['read_model']}（{d['shape'][0]} 层 × {h} 个 KV 头 × 头维度 {hd}，fp16）：块表长 = ⌈{L}/B⌉；每段 = 一个块里"
             f"一个头的 K（或 V）= B × {hd} × 2 B；一步读几段 = {d['shape'][0]} 层 × {h} 头 × K、V × 块表长。全部由配置算出，"
             "不计时。",
-            "本讲的 numpy 版为了和连续版逐位比较，先按块表把块拼回连续的 K/V（gather_kv）再算；真实的 PagedAttention "
-            "kernel 不拼接，直接按块表逐块读进来算（vLLM 论文 §4.1）。段越短，每次能连续读的字节越少，查块表的次数也越多。",
-            "vLLM 论文 §7.1、图 18(a)：开销来自查块表、多出的分支、处理变长序列；论文认为不大，因为只影响注意力算子。"
-            f"§7.2：默认取 {paper['default_block']}——足够大能用满 GPU，又足够小不至于浪费。"]
+            GATHER_NOTE, VLLM_71_NOTE + f"§7.2：默认取 {paper['default_block']}——足够大能用满 GPU，又足够小不至于浪费。"]
     big = [b for b in sizes if b > 16]
     if big:
         more.append("Alpaca 在块 " + "、".join(map(str, big)) + " 时浪费 " + "、".join(pct1(al[b]["waste_frac"]) for b in big)

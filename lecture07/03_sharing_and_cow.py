@@ -14,6 +14,7 @@
         python lecture07/03_sharing_and_cow.py --demo 2 （只跑演示 2；--more 印出全部观察，--list 列出演示）
 【依赖】numpy、rich；本目录的 paged_kv；lab_common 的 transformer_lab、console。
 
+【练习】exercises/ex3_cow.py：自己写 PagedSequence 的 fork、reserve（写时复制）、free；make check EX=3，再加 --mine 运行本脚本。
 【试一试】改下面"学生可以改的设置"里的一个值，再运行（不合理的值会被一行拒绝，并说明允许的范围）：
   1. 把 `COW_PROMPT` 改成 8（--demo 2）：最后一块正好写满时，还会发生写时复制吗？
   2. 把 `COW_PROMPT` 改成 14（--demo 2）：共享的序列更长时，要复制的还是只有一块吗？
@@ -25,7 +26,7 @@ import sys
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # 仓库根目录：让 lab_common 包可以 import
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.realpath(__file__))))  # 仓库根目录：让 lab_common 包可以 import
 from lab_common import console  # noqa: E402
 from lab_common.console import print_header, print_observations, print_table, print_text, status  # noqa: E402
 from lab_common.say import change, count, integer, order, pct, pct1, value, words  # noqa: E402

@@ -34,7 +34,7 @@ import sys
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # 仓库根目录：让 lab_common 包可以 import
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.realpath(__file__))))  # 仓库根目录：让 lab_common 包可以 import
 from lab_common import console  # noqa: E402
 from lab_common.console import ArgParser, fail, print_header, print_observations, print_table, print_text, status  # noqa: E402
 from lab_common.say import (change, fixed, integer, order, pct, rank, rel_change, same, size, span, vs,  # noqa: E402
@@ -104,6 +104,10 @@ BLOCK_HOT_PAPER = "超过 50% 的块没有被再次使用，有的块被访问�
 MOONCAKE_PARTIAL = "FAST'25 附录 A：6,955 个 token → 14 个 ID"   # 不满的最后一块也有 ID（arXiv v3 §4.1 同样）
 MODEL = LLAMA3_70B        # 演示 4 的模型：式 (1)、128 GB/s 都出自 FAST'25，它的模型是 LLaMA3-70B（表 1）
 f2 = fixed(2)             # 命中率的格式：和表格一样两位小数
+MODEL_NOTE = (f"arXiv v3 用的 dummy LLaMA2-70B（§1.2）和 {MODEL.name} 的层数、d、KV 头数都相同，每 token 的 KV 也一样"
+              * ((LLAMA2_70B.n_layers, LLAMA2_70B.d_model, LLAMA2_70B.n_kv_heads) == (MODEL.n_layers, MODEL.d_model,
+                                                                                      MODEL.n_kv_heads))
+              + "。存储用二进制单位（1 KiB = 1,024 字节），带宽用十进制（1 GB/s = 10⁹ 字节/秒）。")
 HIT_RULE = ("演示 3、4 按 trace 算时，最后那块也算一块访问；但命中只数真实缓存用得上的：完整的块，而且至少重算最后"
             "一个 token（vLLM 的做法：整个输入都命中时，最后一块重算）。")
 
@@ -389,7 +393,8 @@ def print_policy_tables(ratio, gap, caps, policies, contrast, contrast_caps):
 
 
 def demo3_trace(data=None):
-    """块有多热门？缓存要多大、用什么淘汰策略？离最好的（MIN）还差多少？（data：trace_sweep 的结果；None = 自己算）"""
+    """块有多热门？缓存要多大、用什么淘汰策略？离最好的（MIN）还差多少？
+    data：trace_sweep 的结果（main 传进来，和演示 4 共用）；None = 自己算一份。"""
     if data is None:
         data = trace_sweep(read_trace())
     tr, bs, real = data["trace"], data["block_size"], data["path"] is not None
@@ -497,7 +502,8 @@ def source_sentence(d):
     st, m, hit = d["stats"], d["match"], d["ratio"][(d["lead"], None)]
     if not d["real"]:
         return "这是合成负载，只模仿了论文的几个统计量；Mooncake 公开的 trace 可以用 --trace 换进来对比。"
-    s = f"你给的 trace：{integer(st['n'])} 个请求、{st['minutes']:.0f} 分钟；" + vs("它的前缀命中率", hit, "合成负载", d["syn_hit"], f2) + "。"
+    w = {1: "高于", 0: "等于", -1: "低于"}[order(hit, d["syn_hit"], f2)]      # 按印出来的两位小数比
+    s = f"你给的 trace：{integer(st['n'])} 个请求、{st['minutes']:.0f} 分钟；前缀命中率 {f2(hit)}，{w}合成负载的 {f2(d['syn_hit'])}。"
     if m is None:
         return s + "它和论文列出的 trace 都对不上；论文的表 1 是在另一个 trace 上算的，只能看趋势，不能逐格比。"
     s += f"请求数和平均输入、输出都和 {m[0]} 一致，它就是那个 trace（{m[7]}）。"
@@ -557,15 +563,9 @@ def hit_tier(cache_bytes, local, remote, local_bytes):
                 f"{local.source}；{remote.source}")
 
 
-def cap_size(c):
-    """排序用：无限（None）比任何有限容量都大。"""
-    if c is None:
-        return float("inf")
-    return c
-
-
 def demo4_compute_saved(data=None, caps=None, policies=None):
-    """命中能省多少 prefill 的 GPU 时间？缓存又要多大的存储？（caps、policies：None = DEMO4_CAPS、(DEMO4_POLICY,)）"""
+    """命中能省多少 prefill 的 GPU 时间？缓存又要多大的存储？
+    data 同演示 3；caps、policies：None = DEMO4_CAPS、(DEMO4_POLICY,)。"""
     if data is None:
         data = trace_sweep(read_trace())
     caps, policies = tuple(caps or DEMO4_CAPS), tuple(policies or (DEMO4_POLICY,))
@@ -575,7 +575,7 @@ def demo4_compute_saved(data=None, caps=None, policies=None):
     gqa = MODEL.n_heads // MODEL.n_kv_heads
     print_text(f"{FAST25_SHAPE}。换算：{MODEL.n_heads} 个查询头 ÷ {gqa} = {MODEL.n_kv_heads} 个 KV 头，每 token 2 × "
                f"{MODEL.n_layers} × {MODEL.d_model // gqa:,} × {MODEL.dtype_bytes} B = {size(per_token)}，"
-               f"一块 {bs} token = {size(bs * per_token)}。")
+               f"一块 {bs} token = {size(bs * per_token)}。" + MODEL_NOTE * console.SHOW_MORE)
     with status("正在按 trace 算 prefill 时间……"):
         base, distinct = prefill_hours_no_cache(tr), len(np.unique(tr.hash_ids))
         unit = ("小时", 1.0)
@@ -583,7 +583,7 @@ def demo4_compute_saved(data=None, caps=None, policies=None):
             unit = ("秒", 3600.0)
         rows, hours, frac, local_hours, stored = [["不缓存", "-", "0%", f2(base * unit[1]), "1.00×"]], {}, {}, {}, {}
         for p, c in itertools.product(policies, caps):
-            h, stored[c] = usable_hits(tr, data["hits"][(p, c)], bs), min(cap_size(c), distinct) * bs * per_token
+            h, stored[c] = usable_hits(tr, data["hits"][(p, c)], bs), min(c or distinct, distinct) * bs * per_token
             tier = hit_tier(stored[c], local, remote, LOCAL_KV_BYTES)
             hours[(p, c)], frac[(p, c)] = gpu_hours(tr, h, tier, bs)
             local_hours[(p, c)] = hours[(p, c)]
@@ -608,7 +608,7 @@ def demo4_compute_saved(data=None, caps=None, policies=None):
 def observations_4(d, policy, caps, local_name, local_bytes):
     """演示 4 的观察：数都取自表格那一份 hours / hit_frac / stored；时间按 d["unit"] 换算，和表格一样。"""
     (name, k), hours, frac, base, stored = d["unit"], d["hours"], d["hit_frac"], d["base_hours"], d["stored"]
-    caps = sorted(caps, key=cap_size)
+    caps = sorted(caps, key=lambda c: c or float("inf"))      # 无限（None）排在最后
     big, finite, t = caps[-1], [c for c in caps if c is not None], fixed(2, name)
     big_name, h_big, f_big = cache_name(big), hours[(policy, big)], frac[(policy, big)]
     lines = [f"{big_name}命中的输入 token 也是 {pct(f_big)}：这个 trace 里没有真实缓存用得上的前缀，"
@@ -649,11 +649,7 @@ def observations_4(d, policy, caps, local_name, local_bytes):
         more.append(s + f"（表里是 {'、'.join(th)}）。")
         if lh == th:
             more[-1] = s + "，和表里一样：读 KV 被计算盖住，从哪里读不影响 GPU 时间。"
-    shape = "形状不同"
-    if (LLAMA2_70B.n_layers, LLAMA2_70B.d_model, LLAMA2_70B.n_kv_heads) == (MODEL.n_layers, MODEL.d_model, MODEL.n_kv_heads):
-        shape = "形状相同，每 token 的 KV 也一样"
-    return lines, more + [f"{MODEL.name} 和 arXiv v3 用的 dummy LLaMA2-70B（arXiv v3 §1.2）{shape}。存储用二进制单位："
-                          "1 KiB = 1,024 字节；带宽用十进制：1 GB/s = 10⁹ 字节/秒。"]
+    return lines, more
 
 
 def cache_name(c):

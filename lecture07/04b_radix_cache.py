@@ -16,6 +16,7 @@ of Structured Language Model Programs"，NeurIPS 2024）把所有请求的 token
 【依赖】numpy、rich；本目录的 radix_cache、kv_physics、kv_cache_sim，以及 04_prefix_caching.py 的请求、trace 和设置
         （演示 2 的请求、演示 3 的 trace 和容量都从 04 取：改 04 的设置，这里跟着变）。
 
+【练习】exercises/ex6_radix.py：自己写基数树的 match、insert 和拆节点；make check EX=6，再加 --mine 运行本脚本。
 【试一试】
   1. 把 TREE_MAX_CHILDREN 改成 8（--demo 1）：把每个后缀叶子都画出来，ref 加起来是多少？
   2. 把 BLOCK_SIZE 改成 1（--demo 2）：块只有一个 token 时，按块和按 token 匹配还差多少？代价呢？
@@ -25,7 +26,7 @@ import sys
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # 仓库根目录：让 lab_common 包可以 import
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.realpath(__file__))))  # 仓库根目录：让 lab_common 包可以 import
 from lab_common.console import print_header, print_observations, print_table, print_text, status  # noqa: E402
 from lab_common.say import change, count, fixed, integer, listing, pct, span  # noqa: E402
 from lab_common.script_tools import load_script, run_lecture  # noqa: E402
@@ -33,7 +34,7 @@ from lab_common.settings import check_setting, is_int  # noqa: E402
 from lab_common.transformer_lab import TINY  # noqa: E402
 from kv_cache_sim import sweep  # noqa: E402
 from kv_physics import block_hashes  # noqa: E402
-from paged_kv import n_blocks  # noqa: E402
+from paged_kv import match_prefix, n_blocks  # noqa: E402
 from radix_cache import RadixCache, radix_sweep  # noqa: E402
 
 S04 = load_script("04_prefix_caching")    # 演示 2 的请求、演示 3 的 trace 和容量都用 04 的（同一份代码、同一组设置）
@@ -125,11 +126,7 @@ def granularity(toks_list, block_size):
     seen, by_block, tree, by_token = set(), 0, RadixCache(), 0
     for toks in toks_list:
         hs = block_hashes(toks, block=block_size)
-        hit = 0
-        for h in hs:                                   # 从第一块起连续命中几块
-            if h not in seen:
-                break
-            hit += 1
+        hit = match_prefix(hs, seen)                   # 从第一块起连续命中几块
         seen.update(hs)
         by_block += len(toks) - min(hit * block_size, len(toks) - 1)     # 至少算最后一个 token
         by_token += len(toks) - min(tree.match(toks), len(toks) - 1)

@@ -17,20 +17,21 @@ prefill 和 decode 分开放时，把 KV 送过去的时间藏得住吗？
 """
 import os
 import sys
+from bisect import bisect_left
 from dataclasses import replace
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # 仓库根目录：让 lab_common 包可以 import
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.realpath(__file__))))  # 仓库根目录：让 lab_common 包可以 import
 from lab_common import console  # noqa: E402
 from lab_common.console import print_header, print_observations, print_table, print_text, status  # noqa: E402
 from lab_common.say import (change, count, fixed, integer, listing, order, pct, pct1, rank, rel_change,  # noqa: E402
                             same, size, span, times, times1, value, vs)
 from lab_common.script_tools import run_lecture  # noqa: E402
-from lab_common.settings import check_setting, is_int, is_number  # noqa: E402
+from lab_common.settings import check_setting, is_int, is_number, is_sorted_ints  # noqa: E402
 from kv_cache_sim import simulate  # noqa: E402
 from kv_cluster import (BLOCK_BYTES, LOCAL_DRAM, NIC_GB_PER_S, RDMA, SCHEDULERS, block_homes, fetch_plan,  # noqa: E402
-                        hit_accesses, hit_tokens, nic_fetch, run_prefill, trace_columns)
+                        hit_accesses, hit_tokens, nic_fetch, run_schedulers, trace_columns)
 from kv_physics import (A800_X8, EQ1_A, EQ1_B, LLAMA2_7B, LLAMA3_8B, LLAMA3_70B, TIERS, Node,  # noqa: E402
                         layer_overlap, load_time, prefill_compute_time, prefill_time)
 from kv_trace import load_trace, make_trace  # noqa: E402
@@ -70,8 +71,7 @@ PAPER_PD = dict(n=131_072, kv_gb=40, engine_gbs={"4×200 Gbps": 87, "8×400 Gbps
                 hit=0.95, prefill_cut=0.92, ttft_cut=0.86, a800_nic_gbps=100,
                 source="Mooncake FAST'25 §5.4.1（128K token 的 KV 40 GB；传输引擎实测 87、190 GB/s）、"
                        "§5.4.2（24–400 Gbps，建议至少 100 Gbps）、§5.4.3 图 14（命中 95%：prefill −92%、TTFT −86%）")
-SCHED_NAMES = {"random": "随机", "load_balancing": "负载均衡", "local_cache": "本地缓存感知",
-               "global_cache": "全局缓存感知"}
+SCHED_NAMES = dict(random="随机", load_balancing="负载均衡", local_cache="本地缓存感知", global_cache="全局缓存感知")
 SHORT_TIER = ["HBM", "本机 DRAM", "远端 DRAM", "SSD"]   # 表格里的短名字，顺序同 kv_physics.TIERS
 FIG_PREFIX_RANGE = (256, 131_072)   # 演示 1 返回给 figures/plot_05.py 的曲线：前缀长度范围（token）
 BURST_S = 1e-3      # 全部请求在 1 ms（trace 时间戳的单位）之内到达：当成同一时刻的突发，算不出请求率
@@ -81,25 +81,30 @@ F1, F2, R3, GBPS = fixed(1), fixed(2), fixed(3), fixed(1, "Gbps")   # 表格和�
 
 
 def ms_cell(sec):
-    """秒 → 表格里的毫秒数：ms_cell(11.6271) == '11,627.1'。"""
+    """秒 → 毫秒，一位小数；不到 0.1 ms 留两位有效数字：ms_cell(11.6271) == '11,627.1'，ms_cell(2.62e-5) == '0.026'。"""
+    if 0 < abs(sec) < 0.95e-4:
+        return f"{sec * 1e3:.2g}"
     return F1(sec * 1e3)
 
 
 def ms(sec):
-    """秒 → 句子里的毫秒数（和表格同样的舍入）：ms(0.0055) == '5.5 ms'。"""
-    return fixed(1, "ms")(sec * 1e3)
+    """秒 → 句子里的毫秒数（和表格同样的格式）：ms(0.0055) == '5.5 ms'。"""
+    return ms_cell(sec) + " ms"
 
 
 def gbs(x):
-    """带宽：gbs(16312) == '16,312'，gbs(6.9) == '6.9'。"""
-    return f"{x:,g}"
+    """带宽：gbs(16312) == '16,312'，gbs(6.9) == '6.9'，gbs(1e6) == '1,000,000'。"""
+    return f"{x:,.10g}"
 
 
-def or_dash(fmt, x):
-    """负载：突发时（x 是 None：算不出负载）印 "-"。"""
+def share(x, nd=0):
+    """比例、负载：0 和 1 之间的值不印成 "0%"、"100%"（多留一位）；None（突发，算不出负载）印 "-"。
+    share(1.514) == '151%'，share(0.004) == '0.4%'，share(0.999) == '99.9%'。"""
     if x is None:
         return "-"
-    return fmt(x)
+    if 0 < x < 1 and value(pct(x, nd)) in (0, 100):
+        return pct(x, nd + 1)
+    return pct(x, nd)
 
 
 def more_table(headers, rows, caption=None):
@@ -142,7 +147,7 @@ def layer_pipeline(load, compute, n_layers):
 
 def demo1_load_or_recompute():
     """一段前缀的 KV：从哪一层读比重算快？最低要多少带宽？读和算重叠以后还剩多少？"""
-    model, node, prefix, suffix, lens = LLAMA3_70B, A800_X8, PREFIX, SUFFIX, sorted(set(PREFIX_LENS))
+    model, node, prefix, suffix, lens = LLAMA3_70B, A800_X8, PREFIX, SUFFIX, list(PREFIX_LENS)
     h800, n_in, kv = replace(H800_X8, mfu=node.mfu), prefix + suffix, prefix * model.kv_bytes_per_token()
     print_header(f"演示 1：读还是重算——{model.name}、{prefix:,} token 的前缀、{node.name}（{pct(node.mfu)} 峰值算力）")
     rec = {m.name: prefill_compute_time(model, prefix, 0, m) for m in (node, h800)}
@@ -168,9 +173,9 @@ def demo1_load_or_recompute():
                        + "；".join(f"{r['short']}——{r['source']}" for r in tiers) + f"。{h800.name}：{H800_SOURCE}。")
     machines, gqa = [replace(node, mfu=1.0), node, replace(H800_X8, mfu=1.0), h800], model.n_heads // model.n_kv_heads
     bw = {(m.name, m.mfu, n): min_bandwidth(n, m) for m in machines for n in set(lens) | {PAPER_PREFIX}}
-    trend = ""
+    trend, ends = "", [bw[(node.name, node.mfu, n)] for n in (lens[0], lens[-1])]
     if len(lens) > 1:       # 重算 ∝ n² + n，读只 ∝ n：前缀越长，门槛越低
-        trend = f"：{node.name}（{pct(node.mfu)}）{change(*(bw[(node.name, node.mfu, n)] for n in (lens[0], lens[-1])), F1)}"
+        trend = f"：{node.name}（{pct(node.mfu)}）{change(*ends, F1)}"
     more_table(["机器", "算力", *(f"{n:,}" for n in lens)],
                [[m.name, pct(m.mfu)] + [F1(bw[(m.name, m.mfu, n)]) for n in lens] for m in machines],
                caption=f"读比重算快的最低带宽（GB/s）= KV 字节 / 重算时间（FAST'25 §2.2 式 2），列是前缀长度{trend}。"
@@ -241,7 +246,7 @@ def demo2_hot_blocks(cols, source):
 
     cols = (到达秒数, 输入 token 数, 每个请求的块 id)：trace 的三列（kv_cluster.trace_columns）。"""
     arrival, input_len, blocks = cols
-    nodes, replicas, util, hot_share = sorted(set(NET_NODES)), sorted(set(REPLICAS)), NET_GPU_UTIL, HOT_SHARE
+    nodes, replicas, util, hot_share = list(NET_NODES), list(REPLICAS), NET_GPU_UTIL, HOT_SHARE
     print_header(f"演示 2：热点块与网络——命中的 KV 从持有它的节点经网卡拉（每台合计 {NIC_GB_PER_S:g} GB/s）")
     span_s = arrival[-1] - arrival[0]
     burst, node_h, by = span_s < BURST_S, None, {}
@@ -275,15 +280,15 @@ def demo2_hot_blocks(cols, source):
                f"次算出它的节点上。热点块（至少 {pct(hot_share)} 且至少 2 个请求用到）：{count(int(is_hot.sum()), '块')}，"
                f"占块访问的 {pct(counts[is_hot].sum() / max(1, total))}。")
     print_table(["副本数", *(f"{n:,} 台" for n in nodes), f"{n_big:,} 台排队"],
-                [[k, *(or_dash(pct, by[(n, k)]["hot_load"]) for n in nodes), ms_cell(by[(n_big, k)]["mean"])]
+                [[k, *(share(by[(n, k)]["hot_load"]) for n in nodes), ms_cell(by[(n_big, k)]["mean"])]
                  for k in replicas],
                 caption="单元格：最忙那块网卡的负载 = 要发的字节 / (带宽 × 时长)，> 100% 即超载；末列：平均排队（ms）。"
                         f"请求率按 GPU 忙到 {pct(util)} 放大；热点块复制到 k 台。")
     more_table(["节点", "k", "倍率", "平均负载", "平均排队", "P99", "最长"],
-               [[n, k, F1(r["scale"]), or_dash(pct1, r["avg_load"]), ms_cell(r["mean"]), ms_cell(r["p99"]),
+               [[n, k, F1(r["scale"]), share(r["avg_load"], 1), ms_cell(r["mean"]), ms_cell(r["p99"]),
                  ms_cell(r["max"])] for (n, k), r in by.items()],
-               caption="倍率：请求率放大的倍数；平均负载：全部网卡的平均；排队（ms）：每个请求几次传输里等得最久的那次。网卡：FAST'25 "
-                       f"表 1 的 B_nic = 800 Gbps = {gbs(NIC_GB_PER_S)} GB/s 是一台节点全部网卡的合计（§3.2.3：每张 A800 配一块"
+               caption="倍率：请求率放大的倍数；平均负载：全部网卡的平均；排队（ms）：每个请求几次传输里等得最久的那次。"
+                       f"网卡：FAST'25 表 1 的 B_nic = 800 Gbps = {gbs(NIC_GB_PER_S)} GB/s 是一台节点全部网卡的合计（§3.2.3：每张 A800 配一块"
                        " 100/200 Gbps 的网卡），这里当成一个 FIFO 队列。命中按无限容量的池算；全部 prefill 在一台 "
                        f"{A800_X8.name} 上要 {sec0(work[LOCAL_DRAM.name])}{avg_nodes}（命中从本机 DRAM 读），改从远端 DRAM"
                        f"（{gbs(RDMA.gb_per_s)} GB/s）读{change(work[LOCAL_DRAM.name], work[RDMA.name], sec0)}：读被计算盖住。"
@@ -301,22 +306,20 @@ def observations_2(d):
     by, nodes, n_big = d["by"], d["nodes"], d["nodes"][-1]
     small, big, ks = by[(nodes[0], 1)], by[(n_big, 1)], [k for k in d["replicas"] if k > 1]
     if not any(r["sent"] for r in by.values()):
-        why = "没有一个块被第二个请求用到"
-        if d["reuse"]:          # 块复用 ≠ 前缀命中：[1,2]、[3,2] 里块 2 复用了，可前缀不同
-            why = f"块复用有 {count(d['reuse'], '次')}，但都不接在相同的开头后面，前缀缓存用不上"
-        if d["raw_hits"]:
-            why = f"命中的 {count(d['raw_hits'], '块')}里没有用得上的 token：最后一个 token 总要重算"
-        if d["hit_blocks"]:
-            why = f"命中的 {count(d['hit_blocks'], '块')}都在执行它的那台节点上"
+        why = next(text for found, text in (          # 第一条成立的理由；块复用 ≠ 前缀命中（[1,2]、[3,2]）
+            (d["hit_blocks"], f"命中的 {count(d['hit_blocks'], '块')}都在执行它的那台节点上"),
+            (d["raw_hits"], f"命中的 {count(d['raw_hits'], '块')}里没有用得上的 token：最后一个 token 总要重算"),
+            (d["reuse"], f"块复用有 {count(d['reuse'], '次')}，但都不接在相同的开头后面，前缀缓存用不上"),
+            (True, "没有一个块被第二个请求用到")) if found)
         return [f"没有任何请求要从别的节点拉 KV（{why}）：网卡都空着，排队都是 0。"], []
     wait = f"{n_big:,} 台不复制时平均排队 {ms(big['mean'])}、最长 {ms(big['max'])}"
     obs = [f"所有请求同时到达，算不出网卡负载：{wait}。"]
     if not d["burst"]:
-        text = f"不复制时最忙那块网卡的负载 {pct(big['hot_load'])}（{n_big:,} 台）"
-        if len(nodes) > 1:
-            text = f"不复制时最忙那块网卡的负载{change(small['hot_load'], big['hot_load'], pct)}（{nodes[0]:,} → {n_big:,} 台）"
-        text += f"，全部网卡平均 {pct1(big['avg_load'])}"
-        if value(pct(big["hot_load"])) >= 5 * value(pct1(big["avg_load"])):
+        text = f"不复制时最忙那块网卡的负载{change(small['hot_load'], big['hot_load'], share)}（{nodes[0]:,} → {n_big:,} 台）"
+        if len(nodes) == 1:
+            text = f"不复制时最忙那块网卡的负载 {share(big['hot_load'])}（{n_big:,} 台）"
+        text += f"，全部网卡平均 {share(big['avg_load'], 1)}"
+        if 0 < 5 * value(share(big["avg_load"], 1)) <= value(share(big["hot_load"])):      # 最忙的是平均的 5 倍以上
             text += "：不是总带宽不够，是流量挤在持有热门前缀的几台上"
         over = [f"{n:,}" for n in nodes if value(pct(by[(n, 1)]["hot_load"])) > 100]
         obs = [text + "。", f"{listing(over)} 台时最忙的网卡超载（要发的比能发的多，队列越排越长）：{wait}。"]
@@ -330,14 +333,16 @@ def observations_2(d):
         k2 = by[(n_big, ks[0])]
         text = f"把热点块复制 {ks[0]} 份，{n_big:,} 台时平均排队{change(big['mean'], k2['mean'], ms)}"
         if not d["burst"]:
-            text += f"、最忙网卡{change(big['hot_load'], k2['hot_load'], pct)}"
+            text += f"、最忙网卡{change(big['hot_load'], k2['hot_load'], share)}"
         obs.append(text + "；代价是多占 DRAM。")
     return obs, []
 
 
 # =============================================================================
 def demo3_scheduling(cols, source):
-    """请求该发给哪台 prefill 节点：排队最短的，还是缓存命中最多的？（cols：同演示 2）"""
+    """请求该发给哪台 prefill 节点：排队最短的，还是缓存命中最多的？
+
+    cols：同演示 2。"""
     arrival, input_len, blocks = cols
     nodes, cap, load, seed = SCHED_NODES, SCHED_CAPACITY, SCHED_LOAD, SCHED_SEED
     span_s, cap_bytes = arrival[-1] - arrival[0], cap * BLOCK_BYTES
@@ -360,8 +365,7 @@ def demo3_scheduling(cols, source):
                f"{PAPER_LOCAL_DRAM['tb']} TB DRAM 只存约 {PAPER_LOCAL_DRAM['tokens'] / 1e4:,.0f} 万 token。")
     total_blocks, res = max(1, sum(len(b) for b in blocks)), {}
     with status(f"模拟 {len(SCHEDULERS)} 种调度、{count(len(arrival), '个请求')}…"):
-        for s in SCHEDULERS:
-            r = run_prefill(arrival, input_len, blocks, s, nodes, cap, scale, seed=seed)
+        for s, r in run_schedulers(arrival, input_len, blocks, SCHEDULERS, nodes, cap, scale, seed=seed).items():
             util = None
             if not burst:
                 util = float(r["service"].sum()) / (nodes * span_s / scale)
@@ -370,7 +374,7 @@ def demo3_scheduling(cols, source):
                           pulled_share=float(np.mean(r["pulled"] > 0)), pulled=int(r["pulled"].sum()))
     g, pg, ps = res["global_cache"]["mean"], PAPER_FIG5["global_cache"], PAPER_FIG5_SETUP
     print_table(["调度", "TTFT", "命中", "负载", "×全局", "论文", "论文×"],
-                [[SCHED_NAMES[s], F2(r["mean"]), pct(r["hit"]), or_dash(pct, r["util"]),
+                [[SCHED_NAMES[s], F2(r["mean"]), pct(r["hit"]), share(r["util"]),
                   times(r["mean"] / g), F2(PAPER_FIG5[s]), times(PAPER_FIG5[s] / pg)] for s, r in res.items()],
                 caption="TTFT：平均（s，含排队和拉 KV）；命中：用得上的前缀命中块 / 全部块；负载 > 100% 即超载；×全局："
                         f"相对全局缓存感知。论文：{ps['source']}，{ps['nodes']} 台 {ps['node']}（没说几台做 prefill）回放 "
@@ -396,25 +400,28 @@ def observations_3(d):
     rnd, lb, loc, glo = (res[s] for s in ("random", "load_balancing", "local_cache", "global_cache"))
     if d["nodes"] == 1:
         return [f"只有 1 台节点：四种调度都只能发给它（平均 TTFT 都是 {F2(glo['mean'])} s），要比较调度至少要 2 台。"], []
-    means = sorted((r["mean"] for r in res.values()), key=lambda x: -value(F2(x)))
-    ranking = rank([(names[s], r["mean"]) for s, r in res.items()], F2)
-    text = f"平均 TTFT 从高到低：{ranking}（{'、'.join(F2(x) for x in means)} s），与论文图 5 的顺序"
+    ranking, means = rank([(names[s], r["mean"]) for s, r in res.items()], F2), sorted(r["mean"] for r in res.values())
+    agree = "一致"
+    if " = " in ranking:
+        agree = "不矛盾，但有并列"
     if not all(order(a["mean"], b["mean"], F2) <= 0 for a, b in zip((glo, loc, lb), (loc, lb, rnd))):
-        text += "不一致"
-    elif " = " in ranking:
-        text += "不矛盾，但有并列"
-    else:
-        text += "一致"
+        agree = "不一致"
+    text = f"平均 TTFT 从高到低：{ranking}（{'、'.join(F2(x) for x in means[::-1])} s），与论文图 5 的顺序{agree}"
     if ranking.count(" = ") == len(res) - 1:
         text = f"四种调度的平均 TTFT 都是 {F2(glo['mean'])} s：在这个 trace 上调度方式没有带来差别"
     obs = [text + f"；全局比本地{rel_change(loc['mean'], glo['mean'], less='低', more='高')}"
            f"，论文{rel_change(p['local_cache'], p['global_cache'], less='低', more='高')}。"]
     text = (f"看缓存的调度把下一轮送回有它前缀的节点：命中率从 {pct(lb['hit'])}（负载均衡）变为 {pct(loc['hit'])}（本地）、"
             f"{pct(glo['hit'])}（全局）")
-    if not d["burst"]:
-        text += f"，负载从 {pct(lb['util'])} 变为 {pct(loc['util'])}、{pct(glo['util'])}"
-        if max(order(loc["util"], lb["util"], pct), order(glo["util"], lb["util"], pct)) < 0:
-            text += "：省下的计算就是省下的排队"
+    utils = [order(r["util"] or 0, lb["util"] or 0, share) for r in (loc, glo)]     # 突发时没有负载（None）
+    if not d["burst"] and utils == [0, 0]:
+        text += f"，负载都是 {share(lb['util'])}"
+    elif not d["burst"]:
+        text += f"，负载从 {share(lb['util'])} 变为 {share(loc['util'])}、{share(glo['util'])}"
+    if max(utils) < 0:
+        text += "：省下了计算"
+    if max(utils) < 0 and value(share(lb["util"])) >= 50:     # 忙的集群里，省下的计算就是省下的排队
+        text += "，也就少了排队"
     if order(max(r["hit"] for r in res.values()), 0, pct) == 0:
         text = "四种调度的命中率都是 0%：这个 trace 里没有用得上的前缀，看缓存的调度没有缓存可用"
     obs.append(text + "。")
@@ -429,10 +436,8 @@ def observations_3(d):
 def pd_case(model, node, n, hit, gbps):
     """P/D 分离里的一个请求：prefill 节点算（命中的前缀从本机 DRAM 读），算完一层就把这一层的 KV 发给
     decode 节点。decode 节点要整个请求的 KV（命中的前缀也要）。返回秒、字节和藏得住所需的带宽（Gbps）。"""
-    h = min(int(round(hit * n)), n - 1)                      # 最后一个 token 总要算
-    prefill = prefill_time(model, n, h, LOCAL_DRAM, node)
-    kv = n * model.kv_bytes_per_token()
-    send = kv * 8 / (gbps * 1e9)
+    h, kv = min(int(round(hit * n)), n - 1), n * model.kv_bytes_per_token()     # 最后一个 token 总要算
+    prefill, send = prefill_time(model, n, h, LOCAL_DRAM, node), kv * 8 / (gbps * 1e9)
     total = layer_overlap(prefill, send, model.n_layers)      # 算一层、发一层，流水
     return dict(n=n, hit=h, kv=kv, prefill=prefill, send=send, total=total, exposed=total - prefill,
                 sim=layer_pipeline(prefill, send, model.n_layers), need_gbps=kv * 8 / prefill / 1e9,
@@ -441,15 +446,15 @@ def pd_case(model, node, n, hit, gbps):
 
 def demo4_pd_transfer():
     """prefill 和 decode 分在两台机器上：整个请求的 KV 要经网卡送到 decode 节点，要多久？藏得住吗？"""
-    model, node, lens, nic, slow_nic, hit = LLAMA3_70B, A800_X8, sorted(set(PD_LENS)), PD_NIC_GBPS, PD_SLOW_GBPS, PD_HIT
+    model, node, lens, nic, slow_nic, hit = LLAMA3_70B, A800_X8, list(PD_LENS), PD_NIC_GBPS, PD_SLOW_GBPS, PD_HIT
     print_header(f"演示 4：prefill/decode 分离——把 KV 送到 decode 节点（{model.name}、{node.name}）")
     print_text("Mooncake、Splitwise 把 prefill、decode 放在不同机器上（DistServe 是不同 GPU，可同机经 NVLink，§4.2）；"
-               f"一层算完就发这一层（Mooncake：FAST'25 §3.1、arXiv v3 §3 的第 3 步）。网卡合计 {nic:g} Gbps。")
+               f"一层算完就发这一层（Mooncake：FAST'25 §3.1、arXiv v3 §3 的第 3 步）。网卡合计 {gbs(nic)} Gbps。")
     base, hits, slow = ([pd_case(model, node, n, h, g) for n in lens] for h, g in ((0, nic), (hit, nic), (0, slow_nic)))
-    print_table(["prompt", "KV", "prefill", "发 KV", "露出", "需要", f"命中 {pct(hit)}"],
-                [[integer(c["n"]), F2(c["kv"] / 2**30), ms_cell(c["prefill"]), ms_cell(c["send"]),
+    print_table(["prompt", "KV", "prefill", "发 KV", "露出", "需要", f"命中 {share(hit)}"],
+                [[integer(c["n"]), size(c["kv"]), ms_cell(c["prefill"]), ms_cell(c["send"]),
                   ms_cell(c["exposed"]), F1(c["need_gbps"]), F1(h["need_gbps"])] for c, h in zip(base, hits)],
-                caption=f"单位 ms，KV 单位 GiB。露出 = max(prefill, 发) + min(prefill, 发) / {model.n_layers} − prefill。"
+                caption=f"单位 ms。露出 = max(prefill, 发) + min(prefill, 发) / {model.n_layers} − prefill。"
                         "需要：藏得住的最低网卡带宽（Gbps）= KV / prefill 时间。")
     small = {m.name: m for m in (LLAMA3_8B, LLAMA2_7B)}
     need = {name: [pd_case(m, A800_X1, n, 0.0, nic)["need_gbps"] for n in lens] for name, m in small.items()}
@@ -505,21 +510,16 @@ def pd_curves(model, node, nic, slow_nic, hit):
                 cross_hit={g: hidden_from(model, node, hit, g) for g in nics})
 
 
-def hidden_from(model, node, hit, gbps, hi=MAX_TOKENS):
-    """最短的、发 KV 藏得住的 prompt 长度（发 ≤ prefill；发/prefill 随长度变小，二分）；hi 也藏不住时返回 None。"""
+def hidden_from(model, node, hit, gbps):
+    """最短的、发 KV 藏得住（发 ≤ prefill）的 prompt 长度：发/prefill 随长度变小，所以能二分；都藏不住时返回 None。"""
     def hides(n):
         c = pd_case(model, node, n, hit, gbps)
         return c["send"] <= c["prefill"]
-    if not hides(hi):
-        return None
-    lo = 2                                  # 一个 token 的 prompt 没有可命中的：从 2 起
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if hides(mid):
-            hi = mid
-        else:
-            lo = mid + 1
-    return lo
+    ns = range(2, MAX_TOKENS + 1)             # 一个 token 的 prompt 没有可命中的：从 2 起
+    i = bisect_left(ns, True, key=hides)
+    if i < len(ns):
+        return ns[i]
+    return None
 
 
 def observations_4(d):
@@ -529,24 +529,24 @@ def observations_4(d):
     text = f"：按层流水藏得住，只露出最后一层的 {ms(long_['exposed'])}"
     if bad:
         text = f"；{listing(bad)} token 的发送比 prefill 还长，藏不住"
-    obs = [f"{long_['n']:,} token 的 KV 有 {F2(long_['kv'] / 2**30)} GiB，经 {nic:g} Gbps 发完要 {ms(long_['send'])}，"
+    obs = [f"{long_['n']:,} token 的 KV 有 {size(long_['kv'])}，经 {gbs(nic)} Gbps 发完要 {ms(long_['send'])}，"
            f"prefill 要 {ms(long_['prefill'])}{text}。"]
     text = "，每个长度仍藏得住：这个模型算得够久"
-    if exposed:
-        c = exposed[0]
+    for c in exposed[:1]:                                  # 藏不住的最短 prompt 露出多少
         text = (f"，{listing(integer(x['n']) for x in exposed)} token 藏不住：{integer(c['n'])} token 露出 "
                 f"{ms(c['exposed'])}，是它 prefill 的 {pct(c['exposed'] / c['prefill'])}")
     sweep = d["paper"]["sweep"]
-    obs.append(f"网卡换成 {d['slow_gbps']:g} Gbps（FAST'25 §5.4.2 模拟了 {sweep[0]}–{sweep[1]} Gbps）{text}。")
+    if not same(d["slow_gbps"], nic, gbs):                  # 对照的网卡和主网卡一样：这句就是第一句，不说
+        obs.append(f"网卡换成 {gbs(d['slow_gbps'])} Gbps（FAST'25 §5.4.2 模拟了 {sweep[0]}–{sweep[1]} Gbps）{text}。")
     need_b, need_h = [c["need_gbps"] for c in base], [c["need_gbps"] for c in hits]
     over = [integer(c["n"]) for c in hits if order(c["need_gbps"], nic, F1) > 0]
-    text = f"，{nic:g} Gbps 的余量{change(nic / max(need_b), nic / max(need_h), times1)}"
+    text = f"，{gbs(nic)} Gbps 的余量{change(nic / max(need_b), nic / max(need_h), times1)}"
     if over:
-        text = f"，{nic:g} Gbps 在 {listing(over)} token 时藏不住"
-    obs.append(f"前缀命中 {pct(d['hit'])}：算得少了，KV 没少，藏得住要 {span(need_h, F1)} Gbps（不命中 {span(need_b, F1)}）"
+        text = f"，{gbs(nic)} Gbps 在 {listing(over)} token 时藏不住"
+    obs.append(f"前缀命中 {share(d['hit'])}：算得少了，KV 没少，藏得住要 {span(need_h, F1)} Gbps（不命中 {span(need_b, F1)}）"
                f"{text}：网络更容易露出来。")
-    if not d["hit"]:
-        obs[-1] = "PD_HIT = 0：不考虑前缀命中，最后一列和\"需要\"相同。"
+    if not any(c["hit"] for c in hits):                      # PD_HIT = 0，或 prompt 短得命中取整后是 0 个 token
+        obs[-1] = f"前缀命中 {share(d['hit'])} 时一个 token 也没命中（最后一个 token 总要算）：最后一列和“需要”相同。"
     return obs, []
 
 
@@ -555,24 +555,22 @@ DEMOS = {1: demo1_load_or_recompute, 2: demo2_hot_blocks, 3: demo3_scheduling, 4
 TRACE_DEMOS = (2, 3)            # 这几个演示要请求 trace（合成的只生成一次，作为参数传给它们）
 
 
-def all_ints(xs, lo, hi):
-    """xs 是非空的元组或列表，每个元素都是 [lo, hi] 里的整数。"""
-    return isinstance(xs, (tuple, list)) and len(xs) > 0 and all(is_int(x, lo, hi) for x in xs)
-
-
 def check_settings():
     """上面"学生可以改的设置"：不合理的值在开始时一行拒绝（说清常量、值、允许的范围），退出码 2。"""
-    tokens, tuple_of = f"从 1 到 {MAX_TOKENS:,} 的整数（token", "非空的元组，元素是 1 到 "
+    tokens, tuple_of, top = f"从 1 到 {MAX_TOKENS:,} 的整数（token", "非空、从小到大、不重复的元组，元素是 1 到 ", MAX_NODES
+    if is_sorted_ints(NET_NODES, 1, MAX_NODES):   # NET_NODES 先要合理，才谈得上 REPLICAS 的上限
+        top = max(NET_NODES)
     for name, ok, allowed in (
             ("TRACE_SEED", is_int(TRACE_SEED, 0), "非负整数"), ("SCHED_SEED", is_int(SCHED_SEED, 0), "非负整数"),
             ("PREFIX", is_int(PREFIX, 1, MAX_TOKENS), tokens + "）"),
             ("SUFFIX", is_int(SUFFIX, 1, MAX_TOKENS), tokens + "；最后一个 token 总要算，所以至少 1）"),
-            ("PREFIX_LENS", all_ints(PREFIX_LENS, 1, MAX_TOKENS), f"{tuple_of}{MAX_TOKENS:,} 的整数（token）"),
-            ("PD_LENS", all_ints(PD_LENS, 1, MAX_TOKENS), f"{tuple_of}{MAX_TOKENS:,} 的整数（token）"),
-            ("NET_NODES", all_ints(NET_NODES, 1, MAX_NODES), f"{tuple_of}{MAX_NODES:,} 的整数（节点数）"),
+            ("PREFIX_LENS", is_sorted_ints(PREFIX_LENS, 1, MAX_TOKENS), f"{tuple_of}{MAX_TOKENS:,} 的整数（token）"),
+            ("PD_LENS", is_sorted_ints(PD_LENS, 1, MAX_TOKENS), f"{tuple_of}{MAX_TOKENS:,} 的整数（token）"),
+            ("NET_NODES", is_sorted_ints(NET_NODES, 1, MAX_NODES), f"{tuple_of}{MAX_NODES:,} 的整数（节点数）"),
             ("NET_GPU_UTIL", is_number(NET_GPU_UTIL, 0, 1) and NET_GPU_UTIL > 0, "大于 0、不超过 1 的数（GPU 忙碌的比例）"),
             ("HOT_SHARE", is_number(HOT_SHARE, 0, 1) and HOT_SHARE > 0, "大于 0、不超过 1 的数（请求的比例）"),
-            ("REPLICAS", all_ints(REPLICAS, 1, max(NET_NODES)), f"{tuple_of}{max(NET_NODES)}（NET_NODES 里最大的节点数）的整数"),
+            ("REPLICAS", is_sorted_ints(REPLICAS, 1, top) and REPLICAS[0] == 1,
+             f"{tuple_of}{top}（NET_NODES 里最大的节点数）的整数，从 1（不复制，作对照）起"),
             ("SCHED_NODES", is_int(SCHED_NODES, 1, MAX_NODES), f"从 1 到 {MAX_NODES:,} 的整数"),
             ("SCHED_CAPACITY", is_int(SCHED_CAPACITY, 1), "正整数（块）"),
             ("SCHED_LOAD", is_number(SCHED_LOAD, 0, 100) and SCHED_LOAD > 0, "大于 0、不超过 100 的数（不用缓存时的算力需求 / 集群算力）"),
@@ -587,15 +585,15 @@ def run(demos=None, trace=None, source=None, step=None):
     check_settings()
     out, cols, todo = {}, None, list(demos or sorted(DEMOS))
     for i, k in enumerate(todo):
+        if k in TRACE_DEMOS and trace is None:
+            with status("生成合成 trace…"):
+                trace, source = make_trace(TRACE_SEED), f"仿 Tool&Agent 的合成 trace（种子 {TRACE_SEED}）"
         if k in TRACE_DEMOS and cols is None:
-            if trace is None:
-                with status("生成合成 trace…"):
-                    trace, source = make_trace(TRACE_SEED), f"仿 Tool&Agent 的合成 trace（种子 {TRACE_SEED}）"
             cols = trace_columns(trace)          # 只遍历 trace 一次，两个演示共用这三列
+        args = ()
         if k in TRACE_DEMOS:
-            out[k] = DEMOS[k](cols, source)
-        else:
-            out[k] = DEMOS[k]()
+            args = (cols, source)
+        out[k] = DEMOS[k](*args)
         if step is not None and i + 1 < len(todo):
             step()
     return out
@@ -614,10 +612,9 @@ def main(argv=None):
         run(todo, trace, source, step)
         return 0
 
-    def add_args(ap):
-        ap.add_argument("--trace", metavar="PATH", help="Mooncake 格式的 JSONL trace（演示 2、3 用它代替合成 trace）")
-    return run_lecture(DEMOS, "第 7 讲 · 分层 KV 存储与以 KV 为中心的调度", argv, run=go, add_args=add_args,
-                       prog="05_kv_store.py")
+    return run_lecture(DEMOS, "第 7 讲 · 分层 KV 存储与以 KV 为中心的调度", argv, run=go, prog="05_kv_store.py",
+                       add_args=lambda ap: ap.add_argument("--trace", metavar="PATH",
+                                                           help="Mooncake 格式的 JSONL trace（演示 2、3 用它代替合成 trace）"))
 
 
 if __name__ == "__main__":

@@ -1,10 +1,18 @@
-"""测试的唯一路径配置：仓库根目录（lab_common 包）、lecture07/（共用模块）、figures/（画图脚本）放进 sys.path；
-警告一律当错误（filterwarnings = error）。加载数字开头的脚本用 lab_common.script_tools.load_script。"""
+"""测试的共用配置：
+- 路径：仓库根目录（lab_common 包）、lecture07/（共用模块）、figures/（画图脚本）放进 sys.path；
+  加载数字开头的脚本用 lab_common.script_tools.load_script。警告一律当错误（pytest.ini）。
+- 两个 pytest 进程（make test 用 -n 2 --dist loadgroup）：同一个文件、同一个 xdist_group 的测试在同一个进程里，
+  模块级的 fixture 只算一遍；标了 spread 的文件一个测试一个测试地分。
+- 真实 trace（../shared/traces/…）：用到它的测试标 real_trace，文件不在时跳过，并说明文件该放在哪里。
+- 跑脚本：本进程里 main(argv)（run_main / call_main），或新的 Python 解释器里（start_fresh / finish_fresh）。
+"""
 import contextlib
 import io
+import json
 import os
 import subprocess
 import sys
+import tempfile
 
 import pytest
 
@@ -14,35 +22,127 @@ for _p in (os.path.join(ROOT, "figures"), LECTURE, ROOT):
     if _p not in sys.path:
         sys.path.insert(0, _p)
 
-from lab_common.script_tools import load_script  # noqa: E402,F401  测试文件 from conftest import load_script
+from lab_common.script_tools import load_script  # noqa: E402  测试文件 from conftest import load_script
+
+REAL_TRACE = os.path.normpath(os.path.join(ROOT, "..", "shared", "traces", "mooncake_fast25_synthetic_trace.jsonl"))
+REAL_TRACE_MISSING = (f"没有真实 trace：把 Mooncake 的公开 trace mooncake_fast25_synthetic_trace.jsonl "
+                      f"放到 {REAL_TRACE}（仓库旁边的 shared/traces/）")
+
+
+# kernel 测试（Triton 解释器）没装 torch / triton 时跳过的理由
+NO_KERNEL = ("没有安装 {}：kernel 测试跳过。make test 只在 Linux x86_64 上装 torch（CPU 版）和 triton"
+             "（triton 3.6.0 没有 macOS、Windows 的 wheel）；make test KERNEL=1 一定装")
+
+
+# ---------------------------------------------------------------- 真实 trace
+TEST_ALL = os.environ.get("LAB_TEST_ALL") == "1"      # make test-all
+
+
+def pytest_collection_modifyitems(config, items):
+    """标了 real_trace 的测试：trace 文件不在时跳过，理由里写明文件该放在哪里。
+    标了 test_all 的测试只在 make test-all 里跑（make test 是每天用的那一遍）。"""
+    for item in items:
+        if item.get_closest_marker("real_trace") and not os.path.exists(REAL_TRACE):
+            item.add_marker(pytest.mark.skip(reason=REAL_TRACE_MISSING))
+        if item.get_closest_marker("test_all") and not TEST_ALL:
+            item.add_marker(pytest.mark.skip(reason="只在 make test-all 里跑"))
+
+
+# ---------------------------------------------------------------- 两个 pytest 进程：按组分配
+# pytest-xdist 3.8 的 --dist loadgroup 靠改 item 的 nodeid（加上 "@组名"）告诉主进程分组；pytest 9.2 的 nodeid
+# 不再能这样改，于是分组悄悄失效，重的模块级 fixture 在两个进程里各算一遍（pytest-xdist issue 1386）。
+# 这里换一条路：工作进程把 {nodeid: 组名} 写进一个文件，主进程的调度器按它分组。
+_GROUPS_KEY = "lab_xdist_groups"
+
+
+def _group_of(item):
+    """一个测试的组名：xdist_group 标记的名字；没有标记时是它的测试文件；文件标了 spread 时每个测试自成一组（None）。"""
+    names = sorted({str(m.args[0] if m.args else m.kwargs.get("name", "default"))
+                    for m in item.iter_markers("xdist_group")})
+    if names:
+        return "_".join(names)
+    if item.get_closest_marker("spread"):
+        return None
+    return item.nodeid.split("::", 1)[0]
+
+
+@pytest.hookimpl(tryfirst=True)   # 要在 xdist 把"收集完了"报给主进程之前写好
+def pytest_collection_finish(session):
+    """工作进程 gw0 收集完测试后写下分组（各工作进程收集到的测试相同，一个写就够）。"""
+    path = getattr(session.config, "workerinput", {}).get(_GROUPS_KEY)
+    if not path or session.config.workerinput.get("workerid") != "gw0":
+        return
+    groups = {item.nodeid: g for item in session.items if (g := _group_of(item)) is not None}
+    with open(path + ".tmp", "w", encoding="utf-8") as f:
+        json.dump(groups, f)
+    os.replace(path + ".tmp", path)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node):
+    node.workerinput[_GROUPS_KEY] = node.config._lab_groups_path
+
+
+@pytest.hookimpl(optionalhook=True, tryfirst=True)
+def pytest_xdist_make_scheduler(config, log):
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class GroupScheduling(LoadScopeScheduling):
+        """loadgroup：一组的测试整组交给同一个进程；没有组的测试（spread）一个一个地分。"""
+        _groups = None
+
+        def _split_scope(self, nodeid):
+            if self._groups is None:       # 第一次调用时所有工作进程都已收集完，gw0 的分组文件已经写好
+                with open(config._lab_groups_path, encoding="utf-8") as f:
+                    self._groups = json.load(f)
+            return self._groups.get(nodeid, nodeid)
+
+    return GroupScheduling(config, log)
 
 
 def pytest_configure(config):
-    config.addinivalue_line("filterwarnings", "error")
+    if not hasattr(config, "workerinput"):
+        fd, config._lab_groups_path = tempfile.mkstemp(prefix="lab-xdist-groups-", suffix=".json")
+        os.close(fd)
 
 
-# ---------------------------------------------------------------- 两个 pytest 进程（make test 用 -n 2 --dist loadgroup）
-@pytest.hookimpl(tryfirst=True)   # 要在 xdist 读 xdist_group 之前加上
-def pytest_collection_modifyitems(config, items):
-    """同一个测试文件的测试放在同一个进程里（模块级的 fixture 只算一次）；标了 xdist_group 的跟着它的组走。"""
-    for item in items:
-        if not any(True for _ in item.iter_markers("xdist_group")):
-            item.add_marker(pytest.mark.xdist_group(item.module.__name__))
+def pytest_unconfigure(config):
+    path = getattr(config, "_lab_groups_path", None)
+    if path and os.path.exists(path):
+        os.remove(path)
 
 
-# ---------------------------------------------------------------- 跑一遍脚本：本进程里 / 新的解释器里
+# ---------------------------------------------------------------- 跑一遍脚本：本进程里
 _RUNS = {}
+TABLES = {}     # 脚本名 → 它打印过的每张表 [(表头, 各行)]：窄终端的测试拿它们重排，不必再跑一遍演示
+
+
+@contextlib.contextmanager
+def recording_tables(name):
+    """在这段时间里 print_table 打印的每张表记进 TABLES[name]（print_table 每次都调 console.plan_column_widths）。"""
+    from lab_common import console
+    tables = TABLES.setdefault(name, [])
+    plan = console.plan_column_widths
+
+    def record(headers, rows, room):
+        tables.append((list(headers), [list(r) for r in rows]))
+        return plan(headers, rows, room)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(console, "plan_column_widths", record)
+        yield tables
 
 
 def run_main(name):
     """main([]) 在本进程里跑一遍（每个进程每个脚本只跑一次）：返回 (打印的文字, {演示号: 演示返回的 dict})。
 
-    冒烟测试和"换一个进程输出也一样"的测试共用这一遍。
+    冒烟测试、"换一个进程输出也一样"和窄终端的测试共用这一遍（它们在同一个 xdist 组里）。
     """
     if name not in _RUNS:
         m = load_script(name)
         got = {}
-        with pytest.MonkeyPatch.context() as mp:
+        with pytest.MonkeyPatch.context() as mp, recording_tables(name):
             for k, fn in list(m.DEMOS.items()):
                 mp.setitem(m.DEMOS, k, lambda *a, fn=fn, k=k: got.setdefault(k, fn(*a)))
             buf = io.StringIO()
@@ -52,10 +152,35 @@ def run_main(name):
     return _RUNS[name]
 
 
-def start_fresh(name, *args):
+def call_main(module, argv):
+    """module.main(argv) 在本进程里跑，像命令行那样收下结果：(退出码, stdout, stderr)。
+
+    SystemExit 的处理和解释器一样：整数是退出码，None 是 0，别的（文字）打印到 stderr、退出码 1。
+    """
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            rc = module.main(argv)
+        except SystemExit as e:
+            rc = e.code
+            if rc is not None and not isinstance(rc, int):
+                print(rc, file=sys.stderr)
+                rc = 1
+    return rc or 0, out.getvalue(), err.getvalue()
+
+
+# ---------------------------------------------------------------- 跑一遍脚本：新的解释器里
+def fresh_env(**extra):
+    """新解释器的环境：NO_COLOR；去掉 COLUMNS 和 PYTHONIOENCODING（管道输出固定 80 列、UTF-8），再加上 extra。"""
+    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "PYTHONIOENCODING")}
+    env.update(NO_COLOR="1", **extra)
+    return env
+
+
+def start_fresh(name, *args, env=None, text=True):
     """在新的 Python 解释器里启动脚本（新的哈希种子；NO_COLOR，管道输出 80 列），返回 Popen。"""
     return subprocess.Popen([sys.executable, os.path.join(LECTURE, name + ".py"), *args], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, cwd=ROOT, env=dict(os.environ, NO_COLOR="1"))
+                            stderr=subprocess.PIPE, text=text, cwd=ROOT, env=env or fresh_env())
 
 
 def finish_fresh(proc):

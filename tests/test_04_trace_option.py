@@ -5,13 +5,11 @@ import re
 
 import numpy as np
 import pytest
-from conftest import ROOT
+from conftest import REAL_TRACE as REAL
 from helpers_04 import m, trace_data
 
 pytestmark = pytest.mark.xdist_group("s04")   # 04 的三个测试文件在同一个 pytest 进程里：命中表只算一遍
-REAL = os.path.join(ROOT, "..", "shared", "traces", "mooncake_fast25_synthetic_trace.jsonl")
-need_real = pytest.mark.skipif(not os.path.exists(REAL),
-                               reason="../shared/traces 不在（真实 trace 只在有 shared/ 的机器上测）")
+need_real = pytest.mark.real_trace       # 文件不在时跳过，理由里写明它该放在哪里（conftest）
 
 
 def flat(s):

@@ -1,9 +1,20 @@
-"""输出：管道里没有颜色控制符、80 列、中文按 2 列算宽度、观察列表折行。"""
+"""输出：管道里没有颜色控制符、80 列、中文按 2 列算宽度、观察列表折行；编不出某些字符的终端（GBK、ASCII）、
+从符号链接启动的脚本。"""
 import doctest
+import io
+import os
+import subprocess
+import sys
+
+import pytest
 
 from lab_common import console
 from lab_common.console import print_header, print_observations, print_table, wrap_cjk
+from conftest import LECTURE, fresh_env, run_main, start_fresh
 from rich.cells import cell_len
+
+NUMBERED = ["01_kv_cache_memory", "02_paged_attention", "03_sharing_and_cow", "04_prefix_caching", "04b_radix_cache",
+            "05_kv_store", "06_triton_cow_clone"]
 
 
 def test_doctests():
@@ -34,3 +45,54 @@ def test_wrap_keeps_ascii_words_whole_and_indents():
     assert all(cell_len(x) <= 42 for x in lines)
     assert all(x.startswith("     ") for x in lines[1:])
     assert "prefix" in "".join(lines) and "prefi\n" not in "\n".join(lines)
+
+
+# ---------------------------------------------------------------- 任何终端
+def test_unencodable_characters_become_plain_text(monkeypatch):
+    """stdout 是 ASCII / GBK 时，编不出的字符换成看得懂的写法（上标写成 ^），不抛 UnicodeEncodeError。"""
+    for enc, want in (("ascii", b"10^9 B/s, -3 us, n^2 x 2"), ("gbk", "10^9 B/s, -3 us, n^2 × 2".encode("gbk"))):
+        raw = io.BytesIO()
+        stream = io.TextIOWrapper(raw, encoding=enc)
+        console.use_plain_fallback(stream)
+        monkeypatch.setattr(sys, "stdout", stream)
+        print("10⁹ B/s, −3 µs, n² × 2", end="")
+        stream.flush()
+        assert raw.getvalue() == want
+
+
+def test_utf8_stdout_is_left_alone():
+    stream = io.TextIOWrapper(io.BytesIO(), encoding="utf-8")
+    console.use_plain_fallback(stream)
+    assert stream.errors == "strict"
+
+
+def test_tables_look_the_same_on_any_encoding(monkeypatch):
+    """排版不看编码：GBK 的终端上表格线不换成 ASCII，和 UTF-8 的输出只差被换掉的字符。"""
+    outs = []
+    for enc in ("utf-8", "gbk"):
+        raw = io.BytesIO()
+        stream = io.TextIOWrapper(raw, encoding=enc)
+        console.use_plain_fallback(stream)
+        monkeypatch.setattr(sys, "stdout", stream)
+        print_table(["层级", "带宽"], [["HBM", "2,039"], ["SSD", "6.9"]], caption="1 GB/s = 10⁹ B/s")
+        stream.flush()
+        outs.append(raw.getvalue().decode(enc))
+    assert outs[1] == outs[0].replace("10⁹", "10^9") and "─" in outs[1]
+
+
+@pytest.mark.xdist_group("determinism")            # 和 01 的"换进程输出也一样"共用本进程里的那一遍
+def test_ascii_stdout_gets_the_same_output_with_plain_replacements():
+    proc = start_fresh("01_kv_cache_memory", env=fresh_env(PYTHONIOENCODING="ascii"), text=False)
+    out, err = proc.communicate(timeout=300)
+    assert proc.returncode == 0 and b"Traceback" not in err, err[-2000:]
+    assert out == run_main("01_kv_cache_memory")[0].encode("ascii", "lab_plain")
+
+
+@pytest.mark.parametrize("script", NUMBERED)
+def test_a_script_runs_through_a_symlink(script, tmp_path):
+    """ln -s lecture07/0X.py 别处/0X.py 以后照样能跑（找 lab_common 时顺着链接找到真正的文件）。"""
+    link = tmp_path / f"{script}.py"
+    link.symlink_to(os.path.join(LECTURE, f"{script}.py"))
+    p = subprocess.run([sys.executable, str(link), "--help"], capture_output=True, text=True, cwd=tmp_path,
+                       env=fresh_env(), timeout=120)
+    assert p.returncode == 0 and "--demo" in p.stdout, p.stderr[-2000:]     # import 全部成功，才走到参数解析

@@ -1,7 +1,13 @@
-"""同一条命令，换一个进程（新的哈希种子）输出也逐字节相同（NO_COLOR=1，管道输出固定 80 列）。
+"""换一个进程、换一种终端，输出都是对的。
 
-每个 lecture07/0*.py（GPU 脚本除外）：新解释器里跑一遍，和本进程里 main([]) 的输出比。本进程的那一遍由
-conftest.run_main 缓存，和该脚本的冒烟测试共用（xdist_group 让它们在同一个 pytest 进程里）。
+- 同一条命令，换一个进程（新的哈希种子）输出也逐字节相同（NO_COLOR=1，管道输出固定 80 列）——而且新进程的
+  标准输出是 GBK（中文 Windows 上重定向到文件时就是这样）：编不出的字符（'³'、'−'、'⁹'……）换成
+  console.plain_fallback 的写法，不抛 UnicodeEncodeError。
+- 脚本打印的每张表，在 60 列的终端上重排时不把任何一个数字拆到两行。
+
+每个 lecture07/0*.py（GPU 脚本除外）：新解释器里以 PYTHONIOENCODING=gbk 跑一遍，和本进程里 main([]) 的输出
+按同样的规则编成 GBK 的字节比。本进程的那一遍由 conftest.run_main 缓存，和该脚本的冒烟测试共用（xdist_group
+让它们在同一个 pytest 进程里）。
 """
 import contextlib
 import glob
@@ -9,40 +15,75 @@ import io
 import os
 
 import pytest
-from conftest import LECTURE, ROOT, finish_fresh, load_script, run_main, start_fresh
+from conftest import LECTURE, REAL_TRACE, TABLES, fresh_env, load_script, recording_tables, run_main, start_fresh
+from lab_common import console
+from lab_common.console import print_table
+from rich.cells import cell_len
 
-REAL = os.path.join(ROOT, "..", "shared", "traces", "mooncake_fast25_synthetic_trace.jsonl")
 SCRIPTS = sorted(os.path.basename(p)[:-3] for p in glob.glob(os.path.join(LECTURE, "0*.py"))
                  if "triton" not in os.path.basename(p))          # 06_triton_cow_clone 要 GPU
-GROUP = {"03_sharing_and_cow": "test_03_sharing_and_cow", "04_prefix_caching": "s04", "04b_radix_cache": "s04",
-         "05_kv_store": "test_05_kv_store"}                          # 和这几个脚本的测试同一个进程：共用算过的结果
+GROUP = {"03_sharing_and_cow": "tests/test_03_sharing_and_cow.py", "04_prefix_caching": "s04",
+         "04b_radix_cache": "s04", "05_kv_store": "tests/test_05_kv_store.py"}   # 和这几个脚本的测试同一个进程
+
+
+_HERE = {}
 
 
 def output_here(name):
     """本进程里 main([]) 的输出。04 的命中表（最慢的一步）用 04 的测试共享的那一份（helpers_04），不再算一遍。"""
     if name != "04_prefix_caching":
         return run_main(name)[0]
-    import helpers_04
-    m = load_script(name)
-    buf = io.StringIO()
-    with pytest.MonkeyPatch.context() as mp, contextlib.redirect_stdout(buf):
-        mp.setattr(m, "trace_sweep", lambda *a, **k: helpers_04.synthetic_data())
-        assert m.main([]) == 0
-    return buf.getvalue()
+    if name not in _HERE:
+        import helpers_04
+        m = load_script(name)
+        buf = io.StringIO()
+        with pytest.MonkeyPatch.context() as mp, contextlib.redirect_stdout(buf), recording_tables(name):
+            mp.setattr(m, "trace_sweep", lambda *a, **k: helpers_04.synthetic_data())
+            assert m.main([]) == 0
+        _HERE[name] = buf.getvalue()
+    return _HERE[name]
+
+
+def finish_bytes(proc):
+    out, err = proc.communicate(timeout=300)
+    err = err.decode("gbk", "replace")
+    assert proc.returncode == 0 and "Traceback" not in err, err[-2000:]
+    return out
 
 
 @pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.xdist_group(GROUP.get(n, "determinism")))
                                   for n in SCRIPTS])
-def test_same_command_same_output_in_a_fresh_process(name):
-    proc = start_fresh(name)                  # 新进程在另一个核上跑，同时本进程跑（或直接拿缓存的）那一遍
-    here = output_here(name)
-    fresh = finish_fresh(proc)
+def test_same_output_in_a_fresh_process_on_a_gbk_stdout(name):
+    proc = start_fresh(name, env=fresh_env(PYTHONIOENCODING="gbk"), text=False)   # 新进程在另一个核上跑
+    here = output_here(name)                                                      # 同时本进程跑（或拿缓存）
+    fresh = finish_bytes(proc)
     assert here.strip(), f"{name} 什么也没打印"
-    assert fresh == here
+    assert fresh == here.encode("gbk", "lab_plain")
 
 
-@pytest.mark.skipif(not os.path.exists(REAL), reason="../shared/traces 不在（真实 trace 只在有 shared/ 的机器上测）")
+PARAMS = [pytest.param(n, marks=pytest.mark.xdist_group(GROUP.get(n, "determinism"))) for n in SCRIPTS]
+
+
+@pytest.mark.parametrize("name", PARAMS)
+def test_tables_keep_every_number_whole_at_60_columns(name, monkeypatch, capsys):
+    """每张表按 60 列的终端重排：每个数字（和英文单词）完整地出现在某一行里，表不比终端宽。"""
+    output_here(name)
+    monkeypatch.setattr(console, "_on_terminal", lambda: True)
+    monkeypatch.setenv("COLUMNS", "60")
+    monkeypatch.setenv("NO_COLOR", "1")
+    assert TABLES[name], f"{name} 没有打印表"
+    for headers, rows in TABLES[name]:
+        capsys.readouterr()
+        print_table(headers, rows)
+        lines = capsys.readouterr().out.splitlines()
+        assert max(cell_len(x) for x in lines) <= 60, "\n".join(lines)
+        whole = {t for x in lines for t in console._TOKEN.findall(x)}          # 每一行里完整的数字和单词
+        for row in rows:
+            for tok in {t for cell in row for t in console._TOKEN.findall(cell)}:
+                assert tok in whole, (tok, "\n".join(lines))
+
+
+@pytest.mark.real_trace
 def test_real_trace_run_is_deterministic():
-    a, b = start_fresh("04_prefix_caching", "--trace", REAL, "--demo", "3"), \
-        start_fresh("04_prefix_caching", "--trace", REAL, "--demo", "3")
-    assert finish_fresh(a) == finish_fresh(b)
+    a, b = (start_fresh("04_prefix_caching", "--trace", REAL_TRACE, "--demo", "3", text=False) for _ in range(2))
+    assert finish_bytes(a) == finish_bytes(b)

@@ -8,11 +8,12 @@ import os
 import sys
 
 import pytest
+from conftest import NO_KERNEL
 
-torch = pytest.importorskip("torch", reason="没有安装 torch：pip install -r requirements-triton.txt")
+torch = pytest.importorskip("torch", reason=NO_KERNEL.format("torch"))
 if not torch.cuda.is_available():
     os.environ.setdefault("TRITON_INTERPRET", "1")      # 必须在导入 triton 之前
-pytest.importorskip("triton", reason="没有安装 triton：pip install -r requirements-triton.txt")
+pytest.importorskip("triton", reason=NO_KERNEL.format("triton"))
 
 import numpy as np  # noqa: E402
 from conftest import load_script  # noqa: E402

@@ -10,12 +10,11 @@ import subprocess
 import sys
 
 import pytest
-from conftest import LECTURE, ROOT
+from conftest import LECTURE, REAL_TRACE as REAL
 
 from kv_trace import load_trace
 from kv_trace_io import BLOCK_SIZE, Request, TraceError
 
-REAL = os.path.join(ROOT, "..", "shared", "traces", "mooncake_fast25_synthetic_trace.jsonl")
 SCRIPT = os.path.join(LECTURE, "04_prefix_caching.py")
 
 
@@ -38,7 +37,7 @@ def run_cli(*args):
 
 
 # ---------------------------------------------------------------- 真实 trace
-@pytest.mark.skipif(not os.path.exists(REAL), reason="../shared/traces 不在（真实 trace 只在有 shared/ 的机器上测）")
+@pytest.mark.real_trace
 def test_real_mooncake_trace():
     tr = load_trace(REAL)
     assert len(tr) == 3_993
@@ -49,7 +48,7 @@ def test_real_mooncake_trace():
     assert all(a.arrival <= b.arrival for a, b in zip(tr, tr[1:]))
 
 
-@pytest.mark.skipif(not os.path.exists(REAL), reason="../shared/traces 不在（真实 trace 只在有 shared/ 的机器上测）")
+@pytest.mark.real_trace
 def test_real_trace_gz_gives_the_same_requests(tmp_path):
     gz = tmp_path / "t.jsonl.gz"
     with open(REAL, "rb") as f, gzip.open(gz, "wb") as g:
@@ -57,7 +56,7 @@ def test_real_trace_gz_gives_the_same_requests(tmp_path):
     assert load_trace(str(gz)) == load_trace(REAL)
 
 
-@pytest.mark.skipif(not os.path.exists(REAL), reason="../shared/traces 不在（真实 trace 只在有 shared/ 的机器上测）")
+@pytest.mark.real_trace
 def test_columnar_loader_agrees_with_line_reader():
     """kv_trace.load_trace（列式）和逐行检查的读取器 kv_trace_io.iter_trace_records 给出同样的请求。"""
     from kv_trace_io import iter_trace_records

@@ -185,23 +185,27 @@ def test_later_variant_differs_only_while_warming_up():
 
 
 # ---------------------------------------------------------------- 共享 trace 上逐个容量比
+@pytest.mark.real_trace
 @pytest.mark.parametrize("i,capacity", list(enumerate(CAPACITIES)))
 def test_lru_lfu_equal_libcachesim(stream, i, capacity):
     assert lab_hits(LRUCache(capacity), stream) == LIBCACHESIM_HITS["LRU"][i]
     assert lab_hits(LFUCache(capacity), stream) == LIBCACHESIM_HITS["LFU"][i]
 
 
+@pytest.mark.real_trace
 @pytest.mark.parametrize("i,capacity", list(enumerate(CAPACITIES)))
 def test_s3fifo_equals_algorithm1_and_s3fifov0(stream, i, capacity):
     a = Algorithm1(capacity)
     assert lab_hits(S3FIFOCache(capacity), stream) == sum(map(a.read, stream)) == LIBCACHESIM_HITS["S3FIFOv0"][i]
 
 
+@pytest.mark.real_trace
 @pytest.mark.parametrize("i,capacity", list(enumerate(CAPACITIES)))
 def test_later_variant_equals_libcachesim_default(stream, i, capacity):
     assert lab_hits(LaterS3FIFO(capacity), stream) == LIBCACHESIM_HITS["S3FIFO"][i]
 
 
+@pytest.mark.real_trace
 @pytest.mark.parametrize("name", list(LIBCACHESIM_HITS))
 def test_recorded_numbers_are_libcachesims(stream, name):
     """LIBCACHESIM_HITS 就是 libCacheSim 现在算出来的数（装了 libcachesim 才跑）。"""

@@ -14,7 +14,7 @@ from kv_trace_io import BLOCK_SIZE, Request
 from kv_trace_io import iter_trace_records
 
 REQS = [Request(0.0, 1024, 7, (5, 6)), Request(2.5, 1025, 0, (5, 6, 9)), Request(2.5, 1, 3, (11,))]
-REAL = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "traces", "mooncake_fast25_synthetic_trace.jsonl")
+from conftest import REAL_TRACE as REAL
 
 
 def test_columns_and_dtypes():
@@ -100,7 +100,7 @@ def test_load_trace_equals_the_record_reader(tmp_path):
     assert load_trace(str(p), block_size=512) == tr
 
 
-@pytest.mark.skipif(not os.path.exists(REAL), reason="需要 ../shared/traces（课程的公开 trace）")
+@pytest.mark.real_trace
 def test_real_trace_is_compact():
     """公开 trace：3,993 个请求、121,877 次块访问；列式存放每个块 8 字节，共不到 1.1 MiB。"""
     tr = load_trace(REAL)
