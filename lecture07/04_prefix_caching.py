@@ -730,8 +730,10 @@ def _run(todo, args, step):
     wait, data = None, None
     if early and late and not args.step:
         wait = run_in_child([DEMOS[k] for k in early])
+    if late and trace is None:
+        trace = read_trace()
     if late:
-        data = trace_sweep(trace or read_trace(), args.trace, args.block, demo3=3 in todo, background=True)
+        data = trace_sweep(trace, args.trace, args.block, demo3=3 in todo, background=True)
     if wait is not None and wait():
         return 1
     for k in todo:
