@@ -14,6 +14,7 @@
 
 【依赖】numpy、rich；本目录的 kv_physics、paged_kv、kv_alloc_sim（连续预留与分页的模拟）；lab_common。
 
+【练习】exercises/ex1_kv_bytes.py：自己写 kv_bytes_per_token（MHA、GQA、MQA、MLA）；make check EX=1，再加 --mine 运行本脚本。
 【试一试】改下面"学生可以改的设置"里的一个值，再运行（不合理的值会被一行拒绝，并说明允许的范围）：
   1. 把 `GPU_MEM_UTIL` 改成 1.0：一张 H200 放得下 LLaMA2-70B 的 fp16 权重了吗？一张 A800 呢？
   2. 把 `BLOCK_SIZE` 改成 1 和 128（--demo 2）：分页时的内部碎片和平均并发怎样变？

@@ -13,6 +13,7 @@
         python lecture07/02_paged_attention.py --demo 3 （只跑演示 3；--more 印出全部观察，--list 列出演示）
 【依赖】numpy、rich；本目录的 paged_kv、kv_physics（LLaMA2-70B 的配置）；lab_common 的 transformer_lab、console、say。
 
+【练习】exercises/ex2_gather_kv.py：自己写 gather_kv（按块表取回 K/V）；make check EX=2，再加 --mine 运行本脚本。
 【试一试】改下面"学生可以改的设置"里的一个值，再运行（不合理的值会被一行拒绝，并说明允许的范围）：
   1. 把 `WALK_BLOCK_SIZE` 改成 2（--demo 1）：块表变长了多少？解码时多久要分配一个新块？
   2. 把 `EQ_BLOCK_SIZE` 改成 64（--demo 2）：物理块还交错吗？logits 还逐位相同吗？

@@ -18,6 +18,8 @@
         一样至少重算最后一个 token（整个输入都命中时，最后一块重算）。别的计数（块的复用）另有名字。
 【改代码】设置都在下面"学生可以改的设置"里，不合理的值一行拒绝（退出码 2）；淘汰策略的类在 kv_cache_policies.py。
 
+【练习】exercises/ex4_block_hashes.py（block_hashes、match_prefix，演示 1、2）和 exercises/ex5_lru.py（LRUCache，演示 3）；
+        make check EX=4 / EX=5，再加 --mine 运行本脚本。
 【试一试】
   1. 把 N_SHARING 改成 1（--demo 2）：只有一个请求时，前缀缓存还省得下计算和显存吗？
   2. 把 BLOCK_SIZE 改成 64（--demo 2）：块变大以后，前缀的零头变成多少，省下的比例怎样变？
@@ -50,7 +52,7 @@ from kv_physics import (A800_X8, LLAMA2_70B, LLAMA3_70B, TIERS, Tier, block_hash
 from kv_trace import load_trace, make_trace  # noqa: E402
 from kv_trace_io import BLOCK_SIZE as TRACE_BLOCK_SIZE  # noqa: E402  Mooncake trace 的块大小：512 token
 from kv_trace_io import TraceError  # noqa: E402
-from paged_kv import BlockPool, PagedSequence, n_blocks, paged_step  # noqa: E402
+from paged_kv import BlockPool, PagedSequence, match_prefix, n_blocks, paged_step  # noqa: E402
 
 # ---- 学生可以改的设置 ----
 TRACE_SEED = 0                      # 合成 trace 的随机种子
@@ -161,12 +163,11 @@ def run_shared_prefix(params, cfg, prefix, suffixes, block_size):
         toks = np.concatenate([prefix, suf])
         hs = block_hashes(toks, block=block_size)
         seq = PagedSequence(pool)
-        for hsh in hs:                       # 从第一块开始，连续命中几块就映射几块
-            if hsh not in cache:
-                break
+        hit = match_prefix(hs, cache)        # 从第一块开始，连续命中几块就映射几块
+        for hsh in hs[:hit]:
             seq.blocks.append(cache[hsh])
             pool.incref(cache[hsh])          # 共享：只加引用计数，不复制 KV
-            mapped += 1
+        mapped += hit
         seq.length = len(seq.blocks) * block_size
         new = toks[seq.length:]
         last = paged_step(params, cfg, [seq], [new])[0][-1]
@@ -502,7 +503,8 @@ def source_sentence(d):
     st, m, hit = d["stats"], d["match"], d["ratio"][(d["lead"], None)]
     if not d["real"]:
         return "这是合成负载，只模仿了论文的几个统计量；Mooncake 公开的 trace 可以用 --trace 换进来对比。"
-    s = f"你给的 trace：{integer(st['n'])} 个请求、{st['minutes']:.0f} 分钟；" + vs("它的前缀命中率", hit, "合成负载", d["syn_hit"], f2) + "。"
+    w = {1: "高于", 0: "等于", -1: "低于"}[order(hit, d["syn_hit"], f2)]      # 按印出来的两位小数比
+    s = f"你给的 trace：{integer(st['n'])} 个请求、{st['minutes']:.0f} 分钟；前缀命中率 {f2(hit)}，{w}合成负载的 {f2(d['syn_hit'])}。"
     if m is None:
         return s + "它和论文列出的 trace 都对不上；论文的表 1 是在另一个 trace 上算的，只能看趋势，不能逐格比。"
     s += f"请求数和平均输入、输出都和 {m[0]} 一致，它就是那个 trace（{m[7]}）。"
@@ -729,8 +731,10 @@ def _run(todo, args, step):
     wait, data = None, None
     if early and late and not args.step:
         wait = run_in_child([DEMOS[k] for k in early])
+    if late and trace is None:
+        trace = read_trace()
     if late:
-        data = trace_sweep(trace or read_trace(), args.trace, args.block, demo3=3 in todo, background=True)
+        data = trace_sweep(trace, args.trace, args.block, demo3=3 in todo, background=True)
     if wait is not None and wait():
         return 1
     for k in todo:

@@ -13,7 +13,7 @@ batched KV COW clone（替换 index_select/index_copy）》（rosellm 项目的 
 GPU 上的安装、测量方法和 H200 的结果表见 lecture07/GPU.md。
 
 试一试：把 NS 改成 (1, 2, 4, 8, 9, 16)，看块号从 kernel 参数（N ≤ 8）换成上传下标（N = 9）时 C 多了多少 µs；
-在 GPU 上把 kv_clone_triton.ORDER_LAYER_MAJOR 改成 0，看演示 3 里 N 最大时 C/D 掉多少。
+在 GPU 上把 kv_clone_triton.ORDER_LAYER_MAJOR 改成 0，看演示 2 里 N 最大时 C/D 带宽掉多少。
 """
 import json
 import os
@@ -47,8 +47,7 @@ SCRIPT = "06_triton_cow_clone.py"
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEFAULT_JSON = os.path.join(ROOT, "figures", "data", "triton_cow_clone_h200.json")
 BLOG = dict(name="博客《从零实现 LLM Inference：063. Triton batched KV COW clone》",
-            first_token_p99_ms={"之前": (0.59, 0.55, 0.51), "之后": (0.52, 0.49, 0.47)},   # 三次运行
-            ttft_p99_ms={"之前": (26.44, 28.22, 27.97), "之后": (25.14, 28.82, 28.93)})
+            first_token_p99_ms={"之前": (0.59, 0.55, 0.51), "之后": (0.52, 0.49, 0.47)})   # 三次运行
 METHODS = ("A", "B", "C", "D", "A图", "C图", "D图")
 
 
@@ -95,18 +94,14 @@ def import_gpu_stack():
 # ───────────────────────────── 演示 1：校验 ─────────────────────────────
 def validation_observations(v):
     """演示 1 的观察：v 是 demo_1 返回的 dict。"""
-    lines, more = [], []
-    if v["passed"] == v["cases"]:
-        lines.append(f"{count(v['cases'], '个用例')}、{count(v['checks'], '项检查')}全部通过：空闲块先写成 0xFF，"
-                     "整个缓存与按预期重放的结果逐位相同——没有漏写、多写、写错位置。")
-    else:
-        lines.append(f"{count(v['cases'] - v['passed'], '个用例')}失败（共 {v['cases']} 个）：后面的计时没有意义。")
-    k = v["arg_pairs"]
-    sides = [n for n in (k, k + 1) if n in v["ns"]]
-    if len(sides) == 2 and v["passed"] == v["cases"]:
+    ok, k = v["passed"] == v["cases"], v["arg_pairs"]
+    if not ok:
+        return [f"{count(v['cases'] - v['passed'], '个用例')}失败（共 {v['cases']} 个）：后面的计时没有意义。"], []
+    lines = [f"{count(v['cases'], '个用例')}、{count(v['checks'], '项检查')}全部通过：空闲块先写成 0xFF，"
+             "整个缓存与按预期重放的结果逐位相同——没有漏写、多写、写错位置。"]
+    if k in v["ns"] and k + 1 in v["ns"]:
         lines.append(f"N = {k} 块号当 kernel 参数传，N = {k + 1} 起先上传下标：分界两侧都逐位正确。")
-    more.append("共享块本身没被改动，ref_count 回到 1，一步里所有块对只调用了一次克隆。")
-    return lines, more
+    return lines, ["共享块本身没被改动，ref_count 回到 1，一步里所有块对只调用了一次克隆。"]
 
 
 def demo_1(torch, kvc, bench, on_gpu):
@@ -184,7 +179,10 @@ def ratios(data, name):
              cg_over_d_lo=get(data, name, lo, "C图") / get(data, name, lo, "D"))
     roof = r["roof_GBps"] = max(x["GBps"] for x in data["results"] if x["shape"] == name and x["method"] == "D")
     r["cross"] = next((n for n in ns if row(data, name, n, "C")["GBps"] >= roof / 2), None)
+    r["lo_small"], r["hi_small"] = (row(data, name, n, "C")["GBps"] < roof / 2 for n in (lo, hi))   # 没到上限一半
     r["spread_hi"] = max(spread(row(data, name, hi, m)["rounds_us"]) for m in ("C", "D"))
+    r["bytes_hi"] = row(data, name, hi, "C")["bytes"]
+    r["c_rounds_lo"], r["d_rounds_lo"] = (row(data, name, lo, m)["rounds_us"] for m in ("C", "D"))
     return r
 
 
@@ -195,30 +193,28 @@ def spread(values):
 
 def timing_observations(data):
     """演示 2 的观察：N 最小时谁受主机开销 / launch 限制，N 最大时 C 离带宽上限多远，graph 省下什么。"""
-    names = list(data["shapes"])
-    first, r = names[0], {n: ratios(data, n) for n in names}
+    names, (first, *_), r = list(data["shapes"]), data["shapes"], {n: ratios(data, n) for n in data["shapes"]}
     lo, hi, L = r[first]["n_lo"], r[first]["n_hi"], data["shapes"][first]["n_layers"]
-    a, b, c, d = (get(data, first, lo, m) for m in ("A", "B", "C", "D"))
-    lines = [f"N={lo}（{first}）：A {fmt_us(a)} µs、B {fmt_us(b)} µs 受主机开销限制（每步 {6 * L}、{3 * L} 次"
-             f"驱动调用：逐层上传下标、launch）；C {fmt_us(c)} µs、D {fmt_us(d)} µs 各一次调用，受 launch 开销限制。"]
-    bw = "、".join(f"{n} {pct1(r[n]['c_over_d_bw'])}" for n in names)
-    worst = max(r[n]["spread_hi"] for n in names)
-    noise = f"各轮最多相差 {pct(worst, 2)}"
-    if pct(worst, 2) == "0.00%":
+    a, b, c, d, cg = (get(data, first, lo, m) for m in ("A", "B", "C", "D", "C图"))
+    bound = "已过 D 最高带宽的一半"
+    if r[first]["lo_small"]:
+        bound = "受 launch 开销限制"
+    where = "这时受显存带宽限制"
+    if r[first]["hi_small"]:
+        where = "还不到 D 最高带宽的一半，仍受调用开销限制"
+    noise = f"各轮最多相差 {pct(max(r[n]['spread_hi'] for n in names), 2)}"
+    if noise.endswith(" 0.00%"):
         noise = "各轮相差不到 0.01%"
-    lines.append(f"N={hi}：C 的带宽是 D 的 {bw}（{data.get('rounds', 1)} 轮的中位数，{noise}）：一步要搬 "
-                 f"{size(row(data, first, hi, 'C')['bytes'], binary=False)}（{first}），这时受显存带宽限制。")
-    cg = get(data, first, lo, "C图")
+    bw = "、".join(f"{n} {pct1(r[n]['c_over_d_bw'])}" for n in names)
+    lines = [f"N={lo}（{first}）：A {fmt_us(a)} µs、B {fmt_us(b)} µs 受主机开销限制（每步 {6 * L}、{3 * L} 次"
+             f"驱动调用：逐层上传下标、launch）；C {fmt_us(c)} µs、D {fmt_us(d)} µs 各一次调用，{bound}。",
+             f"N={hi}：C 的带宽是 D 的 {bw}（{data.get('rounds', 1)} 轮的中位数，{noise}）：一步要搬 "
+             f"{size(r[first]['bytes_hi'], binary=False)}（{first}），{where}。"]
     more = [f"C 捕获进 CUDA graph 后，N={lo} 时{change(c, cg, fixed(1, 'µs'), up='反而升到', flat='仍是')}"
             "：graph 一次 replay，省掉的是主机上 launch 的开销。"]
     for n in names:
-        dg, dd = get(data, n, r[n]["n_hi"], "D图"), get(data, n, r[n]["n_hi"], "D")
-        more.append(f"{n}，N={r[n]['n_hi']}：D 捕获进 graph 后每步 {fmt_us(dg)} µs，不捕获 {fmt_us(dd)} µs："
-                    "graph 里的拷贝节点不一定和直接调用走同一条实现。")
-        cs = row(data, n, r[n]["n_lo"], "C")["rounds_us"]
-        ds = row(data, n, r[n]["n_lo"], "D")["rounds_us"]
         more.append(f"{n}，N={r[n]['n_lo']}：C/D 耗时 {r[n]['c_over_d_lo']:.2f}，主机计时各轮波动大："
-                    f"C {span(cs, fixed(1))} µs，D {span(ds, fixed(1))} µs。")
+                    f"C {span(r[n]['c_rounds_lo'], fixed(1))} µs，D {span(r[n]['d_rounds_lo'], fixed(1))} µs。")
     return lines, more
 
 
@@ -244,66 +240,51 @@ def demo_2(data):
 
 
 def ladder_rows(data):
-    """演示 3 的表：每一步在各形状上的 C/D（N 最大、只量 kernel）。"""
+    """演示 3 的表：[(key, 说明, 基线 key, {形状: C/D}, {形状: 比基线多几个百分点（按印出的一位小数）})]。"""
     names = list(data["shapes"])
     steps = {n: {r["key"]: r for r in data["tuning"][n]["ladder"]["steps"]} for n in names}
-    return [(r["key"], r["label"], r["base"], {n: steps[n][r["key"]]["c_over_d"] for n in names})
-            for r in data["tuning"][names[0]]["ladder"]["steps"]]
-
-
-def gain_words(rows, key):
-    """一步相对它的基线的变化（百分点，按印出来的一位小数）：'+2.0'、'-2.3'、'不变'。"""
-    k, _, base, v = next(r for r in rows if r[0] == key)
-    b = next(r for r in rows if r[0] == base)[3]
     out = []
-    for n in v:
-        delta = fixed(1)(100 * v[n]) if base is None else fixed(1)(100 * v[n] - 100 * b[n])
-        if same(100 * v[n], 100 * b[n], fixed(1)):
-            out.append(f"{n} 不变")
-        elif 100 * v[n] > 100 * b[n]:
-            out.append(f"{n} +{fixed(1)(abs(value(fixed(1)(100 * v[n])) - value(fixed(1)(100 * b[n]))))}")
-        else:
-            out.append(f"{n} -{fixed(1)(abs(value(fixed(1)(100 * v[n])) - value(fixed(1)(100 * b[n]))))}")
-        del delta
-    return "、".join(out)
+    for r in data["tuning"][names[0]]["ladder"]["steps"]:
+        v = {n: steps[n][r["key"]]["c_over_d"] for n in names}
+        gain = {}
+        if r["base"] is not None:
+            gain = {n: value(pct1(v[n])) - value(pct1(steps[n][r["base"]]["c_over_d"])) for n in names}
+        out.append((r["key"], r["label"], r["base"], v, gain))
+    return out
+
+
+def points_word(x):
+    """百分点的变化：points_word(1.8) == '+1.8'，points_word(-2.3) == '-2.3'，points_word(0.0) == '不变'。"""
+    if fixed(1)(abs(x)) == "0.0":
+        return "不变"
+    if x > 0:
+        return f"+{fixed(1)(x)}"
+    return f"-{fixed(1)(-x)}"
 
 
 def bound_observations(data):
     """演示 3 的观察：哪一步改动起作用、剩下的差距在哪、N 小时主机上的一步花在哪。"""
-    rows = ladder_rows(data)
-    names = list(data["shapes"])
-    steps = [r for r in rows if r[2] is not None]
-
-    def gain(r):
-        base = next(x for x in rows if x[0] == r[2])[3]
-        return min(value(pct1(r[3][n])) - value(pct1(base[n])) for n in names)
-    best = max(steps, key=gain)
-    hurt = [r for r in steps if max(value(pct1(r[3][n])) - value(pct1(next(x for x in rows if x[0] == r[2])[3][n]))
-                                    for n in names) < 0]
-    label = best[1].lstrip("+ ")
-    text = f"作用最大的一步是“{label}”（{gain_words(rows, best[0])} 个百分点）"
+    rows, names, f1 = ladder_rows(data), list(data["shapes"]), fixed(1)
+    ref = {r[0]: r[3] for r in rows}
+    steps = [r for r in rows if r[4]]
+    best = max(steps, key=lambda r: min(r[4].values()))
+    hurt = "、".join(f"“{r[1].lstrip('+ ')}”" for r in steps if max(r[4].values()) < 0)
+    text = f"作用最大的一步是“{best[1].lstrip('+ ')}”（" + "、".join(f"{n} {points_word(best[4][n])}" for n in names)
+    text += " 个百分点）"
     if hurt:
-        text += "；" + "、".join(f"“{r[1].lstrip('+ ')}”" for r in hurt) + "反而更慢"
-    lines = [text + "。"]
-    ref = {k: v for k, _, _, v in rows}
-    if "contiguous_blocks" in ref and "final" in ref:
-        lines.append("剩下的差距来自块是散的：同一个 kernel 拷连续的块是 D 的 "
-                     + "、".join(pct1(ref["contiguous_blocks"][n]) for n in names)
-                     + "，拷散的块是 " + "、".join(pct1(ref["final"][n]) for n in names)
-                     + "；torch index_select 收拢同样散的块只有 "
-                     + "、".join(pct1(ref["torch_gather"][n]) for n in names) + "。")
+        text += f"；{hurt}反而更慢"
+
+    def each(key):
+        return "、".join(pct1(ref[key][n]) for n in names)
     h = data["tuning"][names[0]]["host_us_N1"]
-    f1 = fixed(1)
-    lines.append(f"N=1 时主机上一步（{names[0]}）：C {f1(h['C'])} µs＝检查下标 {f1(h['check'])} + launch "
-                 f"{f1(h['launch'])} + 其余；块号当参数传，省掉上传下标的 {f1(h['upload'])} µs。D {f1(h['D'])} µs。")
+    lines = [text + "。",
+             f"剩下的差距来自块是散的：同一个 kernel 拷连续的块是 D 的 {each('contiguous_blocks')}，拷散的块是 "
+             f"{each('final')}；torch index_select 收拢同样散的块只有 {each('torch_gather')}。",
+             f"N=1 时主机上一步（{names[0]}）：C {f1(h['C'])} µs＝检查下标 {f1(h['check'])} + launch "
+             f"{f1(h['launch'])} + 其余；块号当参数传，省掉上传下标的 {f1(h['upload'])} µs。D {f1(h['D'])} µs。"]
     more = [f"同一次 launch 走 Triton 的通用路径 kernel[grid](...) 要 {f1(h['launch_jit'])} µs（{names[0]}）："
-            "每次在 Python 里绑参数、查特化、取设备、调钩子；直接调它生成的 C 启动函数只剩一次 cuLaunchKernelEx。"]
-    if "triton_contiguous" in ref:
-        more.append("Triton 用同样写法拷一整段连续内存是 D 的 " + "、".join(pct1(ref["triton_contiguous"][n])
-                                                                     for n in names) + "：kernel 的写法本身不是瓶颈。")
-    more.append(f"N 最大时 C（上传下标在旁路 stream 上、与上一步重叠）的 C/D 是 "
-                + "、".join(pct1(ratios(data, n)["c_over_d_bw"]) for n in names)
-                + "，只量 kernel 的最后一步是 " + "、".join(pct1(ref["final"][n]) for n in names) + "。")
+            "每次在 Python 里绑参数、查特化、取设备、调钩子；直接调它生成的 C 启动函数只剩一次 cuLaunchKernelEx。",
+            f"Triton 用同样写法拷一整段连续内存是 D 的 {each('triton_contiguous')}：kernel 的写法本身不是瓶颈。"]
     return lines, more
 
 
@@ -313,7 +294,7 @@ def demo_3(data):
     n_hi = max(data["Ns"])
     print_header(f"演示 3：C 受什么限制——N={n_hi} 时逐步改 kernel 的 C/D（只量 kernel）")
     rows = ladder_rows(data)
-    print_table(["改动（每步只改一处）"] + names, [[label] + [pct1(v[n]) for n in names] for k, label, _, v in rows
+    print_table(["改动（每步只改一处）"] + names, [[label] + [pct1(v[n]) for n in names] for k, label, _, v, _ in rows
                                                if k != "triton_contiguous" or console.SHOW_MORE])
     if console.SHOW_MORE:
         keys = ("check", "launch", "launch_jit", "upload", "C", "D")
@@ -341,54 +322,44 @@ def decode_rows(data):
     return rows
 
 
-def pct_or_dash(x):
-    if x is None:
-        return "-"
-    return pct1(x)
-
-
 def decode_observations(data, rows):
-    """演示 4 的观察：A、C 各占一步多少，波动，logits 是否逐位相同；其余（cuDNN、估算、博客）在 more 里。"""
-    raw = data["decode"]["rows"]
-    worst = max(r["spread"] for r in rows)
-    c_span = span([r["share_C"] for r in rows], pct1)
-    text = (f"A 的克隆占一步 decode 的 {span([r['share_A'] for r in rows], pct1)}，C 占 {c_span}"
-            f"（B = {span([r['B'] for r in rows], integer)}，各轮最多相差 {pct1(worst)}）")
-    if max(abs(value(pct1(r["share_C"]))) for r in rows) <= max(1.0, value(pct1(worst))):
-        text += "：C 的克隆在整步 decode 里几乎看不出来。"
-    else:
-        text += "：C 的克隆在整步 decode 里仍看得出来。"
-    lines = [text]
-    if all(r["logits_identical"] for r in raw):
-        lines.append("不克隆、A、C 算出的 logits 逐位相同：克隆是逐位拷贝，之后的计算一模一样。")
-    elif not all(r["repeatable"][r["attention"]] for r in raw):
-        lines.append("同一个 graph 重放两次 logits 就不同：差别来自结果不确定的 kernel，不是克隆。")
-    elif all(r["kv_identical"] for r in raw):
-        lines.append(f"三种做法之后 KV 缓存逐位相同、同一 graph 重放可复现，logits 却最多差 "
-                     f"{max(r['logits_max_abs_diff'] for r in raw):.3g}：三个 graph 里同样的运算选了不同的 kernel。")
-    else:
-        lines.append("三种做法之后 KV 缓存不同：克隆写出的数据不一样（见演示 1 的逐位校验）。")
-    more = []
-    for r in rows:
-        if r["est_C"] is not None:
-            more.append(f"B={r['B']}：C 的差分 {pct1(r['share_C'])}，按演示 2 单独测的 C图 估算 {pct1(r['est_C'])}"
-                        f"；A 的差分 {pct1(r['share_A'])}，估算 {pct_or_dash(r['est_A'])}。")
+    """演示 4 的观察：A、C 各占一步多少、波动、logits 是否逐位相同；其余（估算、cuDNN、博客）在 more 里。"""
+    raw, worst = data["decode"]["rows"], max(r["spread"] for r in rows)
+    visible = "几乎看不出来"
+    if max(abs(value(pct1(r["share_C"]))) for r in rows) > max(1.0, value(pct1(worst))):
+        visible = "仍看得出来"
+    logits = "不克隆、A、C 算出的 logits 逐位相同：克隆是逐位拷贝，之后的计算一模一样。"
+    if not all(r["logits_identical"] for r in raw):
+        logits = f"三种做法的 logits 最多差 {max(r['logits_max_abs_diff'] for r in raw):.3g}："
+        if not all(r["repeatable"][r["attention"]] for r in raw):
+            logits += "同一个 graph 重放两次就不同，差别来自结果不确定的 kernel，不是克隆。"
+        elif all(r["kv_identical"] for r in raw):
+            logits += "KV 缓存逐位相同、重放可复现，是三个 graph 里同样的运算选了不同的 kernel。"
+        else:
+            logits += "三种做法之后 KV 缓存不同，克隆写出的数据不一样（见演示 1 的逐位校验）。"
+    lines = [f"A 的克隆占一步 decode 的 {span([r['share_A'] for r in rows], pct1)}，C 占 "
+             f"{span([r['share_C'] for r in rows], pct1)}（B = {span([r['B'] for r in rows], integer)}，各轮最多相差 "
+             f"{pct1(worst)}）：C 的克隆在整步 decode 里{visible}。", logits]
+    est = [r for r in rows if r["est_C"] is not None]
+    more = [f"按演示 2 单独测的 C图 估算 C 占 {span([r['est_C'] for r in est], pct1)}，差分是 "
+            f"{span([r['share_C'] for r in est], pct1)}（B = {span([r['B'] for r in est], integer)}）。"] * bool(est)
     swapped = [r for r in raw if r["attention"] != "默认"]
     if swapped:
-        txt = (f"B={'、'.join(str(r['B']) for r in swapped)} 时，用 torch 默认选的注意力 kernel 捕获的 graph 重放"
-               "两次，logits 就不同：这一步里有结果不确定的 kernel，与克隆无关。")
-        if all(r["repeatable"]["只用 cuDNN"] is False for r in swapped):
-            txt += "只用 cuDNN 的注意力后端时同样不可复现，所以不确定的是它；"
-        more.append(txt + "这些 B 不用 cuDNN（flash / efficient / math）重新捕获、计时。")
-    b, ft, tt = BLOG, BLOG["first_token_p99_ms"], BLOG["ttft_p99_ms"]
-    a1 = get(data, "gpt2-small", sorted(data["Ns"])[0], "A")
-    more.append(f"{b['name']} 把“prefill→首 token p99”（三次平均 {statistics.mean(ft['之前']):.2f} → "
-                f"{statistics.mean(ft['之后']):.2f} ms）和 TTFT p99（{statistics.mean(tt['之前']):.2f} → "
-                f"{statistics.mean(tt['之后']):.2f} ms，主要是排队）分开报告。前者三次运行的区间 "
-                f"{min(ft['之前'])}–{max(ft['之前'])} 与 {min(ft['之后'])}–{max(ft['之后'])} ms 重叠，整个指标"
-                f"只有 {1e3 * statistics.mean(ft['之前']):.0f} µs，比我们单独的 A 克隆（{a1:,.0f} µs）还小："
-                "引擎与计时方式都不同，所以这里不拿百分比去比，只比方向——两边都是换成拷贝 kernel 后这一段变短。")
+        why = "（只用 cuDNN 的后端时同样不可复现，是它）"
+        if not all(r["repeatable"].get("只用 cuDNN") is False for r in swapped):
+            why = ""
+        more.append(f"B={'、'.join(str(r['B']) for r in swapped)} 时 torch 默认的注意力 kernel 重放两次 logits 就不同"
+                    f"{why}：这些 B 不用 cuDNN（flash / efficient / math）重新捕获、计时。")
     return lines, more
+
+
+def blog_note(data):
+    """出处对照（--more 时印在演示 4 后面）：博客报告的数字与我们单独测的 A 克隆。"""
+    ft, f2 = BLOG["first_token_p99_ms"], fixed(2)
+    return (f"对照：{BLOG['name']} 的“prefill→首 token p99”三次平均从 {f2(statistics.mean(ft['之前']))} 降到 "
+            f"{f2(statistics.mean(ft['之后']))} ms，但三次的区间 {span(ft['之前'], f2)} 与 {span(ft['之后'], f2)} ms "
+            f"重叠，整个指标只有 {1e3 * statistics.mean(ft['之前']):.0f} µs，比我们单独的 A 克隆（"
+            f"{fmt_us(get(data, 'gpt2-small', min(data['Ns']), 'A'))} µs）还小：引擎和计时都不同，只比方向。")
 
 
 def demo_4(data):
@@ -403,6 +374,8 @@ def demo_4(data):
                 caption=f"µs/步；占 = (有克隆 − 无克隆) / 有克隆；波动 = {data['decode']['rounds']} 轮的 (最大 − 最小) "
                         "/ 中位数")
     print_observations(*decode_observations(data, rows))
+    if console.SHOW_MORE:
+        print_text(blog_note(data))
     return {"rows": rows}
 
 

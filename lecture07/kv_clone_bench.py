@@ -230,7 +230,9 @@ def ladder(kv, src, dst, flat, half, reps, rounds, best):
     fns = {"D": lambda: flat[half:2 * half].copy_(flat[:half])}
     for key, _, _, kw in LADDER:
         kw = dict(kw)
-        s, d = by_dst if kw.pop("sort", False) else plain
+        s, d = plain
+        if kw.pop("sort", False):
+            s, d = by_dst
         fns[key] = (lambda s=s, d=d, kw=kw: kvc.launch_all_kernel(kv, s, d, **kw))
     final = dict(tile=best["tile"], num_warps=best["num_warps"])
     fns["final"] = lambda: kvc.launch_all_kernel(kv, *by_dst, **final)
@@ -341,11 +343,11 @@ def bench_shape(name, shape, ns, reps, rounds, seed=0):
 
 # ─────────────────────────── 克隆占一步 decode 的多少 ───────────────────────────
 def decode_case(cfg, batch, prefix_len, block_size, seed):
-    """B 条序列刚命中同一个 prefix 条目（最后一块没写满）：fork 之后第一次写入，各 COW 一次。"""
+    """B 条序列刚命中同一个前缀条目（最后一块没写满）：fork 之后第一次写入，各 COW 一次。"""
     L, H, hd = cfg.n_layers, cfg.n_kv_heads, cfg.head_dim
     cache = PagedKVCache(L, H, hd, block_size, n_blocks(prefix_len, block_size) + batch + 1, device="cuda")
     g = torch.Generator().manual_seed(seed)
-    prefix = cache.new_sequence()                         # prefix 缓存条目：它自己一直持有这些块
+    prefix = cache.new_sequence()                         # 前缀缓存条目：它自己一直持有这些块
     cache.prefill(prefix, *(torch.randn((L, prefix_len, H, hd), generator=g) for _ in range(2)))
     kids = [prefix.fork() for _ in range(batch)]
     pairs, _, _ = cache.reserve(kids, 1)                  # 第一次写入：每条序列 COW 一次（一次调用拷完）

@@ -244,8 +244,8 @@ class AllLayersClone:
     锁页内存与显存各 2×GROUP 份轮流用，布局 [src(cap) | dst(cap)]（同 vLLM 的 CpuGpuBuffer）。第 i 份在第 i+16 步
     才再被改写：每用完一组（GROUP 步）在主 stream 上记一个 event，主机改写锁页内存、旁路 stream 改写显存之前先等
     这一组上一轮的 event（那时早完成了，立即返回）；只每 GROUP 步记一次，因为 torch.cuda.Event.record() 在 H200
-    那台主机上约 9 µs。launch：编译结果只取决于 kv 的地址、形状、dtype 和 TILE / NUM_WARPS（即 _clones 的键），
-    所以每块缓存用公开的 JITFunction.warmup 编译一次，之后走 fast_launcher、传裸地址（int）。"""
+    那台主机上约 9 µs。launch：编译结果只取决于 kv 的地址、形状、dtype 和 TILE / NUM_WARPS / ORDER_LAYER_MAJOR
+    （即 _clones 的键），所以每块缓存用公开的 JITFunction.warmup 编译一次，之后走 fast_launcher、传裸地址（int）。"""
     GROUP = 8
 
     def __init__(self, kv, capacity):
@@ -261,8 +261,9 @@ class AllLayersClone:
         self.dev_dst = [d[self.cap:] for d in self.dev]
         self.events = [torch.cuda.Event() for _ in range(2 * self.cuda)]
         self.uploaded = [torch.cuda.Event() for _ in range(k * self.cuda)]
-        self.side = torch.cuda.Stream(kv.device) if self.cuda else None
+        self.side = None
         if self.cuda:
+            self.side = torch.cuda.Stream(kv.device)
             grid, args, warps = kernel_args(kv, self.dev_src[0], self.dev_dst[0], 1)
             self.kernel = _kv_clone_all_kernel.warmup(*args, grid=grid, num_warps=warps)
             self.launch_fn = fast_launcher(self.kernel, kv.device.index)
@@ -348,7 +349,9 @@ def kv_clone_blocks_all(kv, src_block_idx, dst_block_idx, use_kernel=None):
         raise ValueError(f"整块 KV 缓存必须是 [L, 2, n_blocks, H, BS, D]，收到形状 {tuple(kv.shape)}")
     src, dst = check_clone_indices(src_block_idx, dst_block_idx, kv.shape[2])
     if use_kernel is None:
-        use_kernel = HAVE_TRITON if kv.is_cuda else kernel_available(kv.device)   # CUDA 上省掉建 device 对象
+        use_kernel = HAVE_TRITON                    # CUDA 上不用 kernel_available：省掉建 device 对象
+        if not kv.is_cuda:
+            use_kernel = kernel_available(kv.device)
     elif use_kernel:
         _need_kernel(kv.device)
     if len(src) == 0:
@@ -357,7 +360,7 @@ def kv_clone_blocks_all(kv, src_block_idx, dst_block_idx, use_kernel=None):
         s = torch.as_tensor(src, device=kv.device)
         kv.index_copy_(2, torch.as_tensor(dst, device=kv.device), kv.index_select(2, s))
         return
-    key = (kv.data_ptr(), kv.shape, kv.dtype, kv.device, TILE, NUM_WARPS)
+    key = (kv.data_ptr(), kv.shape, kv.dtype, kv.device, TILE, NUM_WARPS, ORDER_LAYER_MAJOR)
     clone = _clones.get(key)
     if clone is None or clone.cap < len(src):   # 换掉的锁页内存由 torch 等拷贝读完再回收，显存按流的顺序回收
         if len(_clones) >= 16:

@@ -493,3 +493,13 @@ def test_plot_04_takes_its_numbers_from_the_demos(monkeypatch):
     d = plot.compute()
     assert d["ratio"] == {"lru": [0.123, 0.123], "min": [0.123, 0.123]} and d["hours"] == {"lru": [4.5, 4.5]}
     assert d["base_hours"] == 9.0 and "种子 7" in d["trace_cfg"]
+
+
+@pytest.mark.parametrize("hit,syn,word", [(0.40, 0.61, "低于"), (0.612, 0.608, "等于"), (0.64, 0.61, "高于")])
+def test_given_trace_compared_with_the_synthetic_one(hit, syn, word):
+    """--trace：和合成负载比，按印出来的两位小数说"高于 / 等于 / 低于"（不说"不高于"）。"""
+    d = mk3({("lru", None): hit, ("lfu", None): hit}, (None,))
+    d.update(real=True, syn_hit=syn, match=m.PAPER_TRACES[2])
+    t = flat(m.source_sentence(d))
+    assert f"前缀命中率{hit:.2f}，{word}合成负载的{syn:.2f}" in t and "不高于" not in t
+    assert "FAST'25Conversation一致" in t and "cacheratio是0.40（没给定义）" in t and "Kimi线上一小时的采样" in t

@@ -88,7 +88,7 @@ def test_decode_observations_follow_numbers():
     swapped = _data(attention="不用 cuDNN", identical=False)
     lines, more = s06.decode_observations(swapped, s06.decode_rows(swapped))
     assert "选了不同的 kernel" in "".join(lines) and "最多差 0.5" in "".join(lines)
-    assert "只用 cuDNN 的注意力后端时同样不可复现" in "".join(more)
+    assert "只用 cuDNN 的后端时同样不可复现" in "".join(more)
 
 
 def test_saved_results_meet_the_decode_targets():
@@ -121,6 +121,22 @@ def test_bound_observations_name_the_change_that_mattered():
     assert "“大 tile 多 warp（8192、8 warp）”反而更慢" in lines[0] and "evict" not in lines[0]
     assert "99.0%" in lines[1] and "30.0%" in lines[1]
     assert len(lines) <= 3 and any("99.5%" in m for m in more)
+
+
+def test_timing_observations_say_what_bounds_c_from_the_numbers():
+    """N 最小时 C 没到 D 最高带宽的一半 → 受 launch 开销限制；N 最大时过了一半 → 受显存带宽限制。反过来的数据
+    （学生把 NS 改成都很大 / 都很小）句子跟着变。"""
+    lines, _ = s06.timing_observations(SAVED)
+    assert "受 launch 开销限制" in lines[0] and "这时受显存带宽限制" in lines[1]
+    d = copy.deepcopy(SAVED)
+    for r in d["results"]:
+        r["GBps"] = 1000.0 if r["method"] != "D" else 1500.0            # 每个 N 都过了 D 最高带宽的一半
+    lines, _ = s06.timing_observations(d)
+    assert "已过 D 最高带宽的一半" in lines[0] and "受 launch 开销限制" not in lines[0]
+    for r in d["results"]:
+        r["GBps"] = 100.0 if r["method"] != "D" else 1500.0             # 每个 N 都不到一半
+    lines, _ = s06.timing_observations(d)
+    assert "仍受调用开销限制" in lines[1]
 
 
 def _cpu_output(argv, monkeypatch, capsys, width=80):
