@@ -14,8 +14,8 @@
           （Mooncake arXiv v3 表 1），以及离线最优的 MIN（Belady）。
   演示 4：命中换算成 LLaMA3-70B 在 8×A800 上的 prefill GPU 时间（Mooncake FAST'25 表 1、式 1）。
   另一种认前缀的办法——SGLang 的基数树——在 04b_radix_cache.py。
-【命中】本讲只有一种"命中"：真实的缓存用得上的前缀命中——从第一块起连续在缓存里的完整块，而且和 vLLM
-        一样至少重算最后一个 token（整个输入都命中时，最后一块重算）。别的计数（块的复用）另有名字。
+【命中】本讲只有一种"命中"：真实的缓存用得上的前缀命中——从第一块起连续在缓存里的块，而且最后一个 token
+        总要重算（只装着最后一个 token 的块不算命中；kv_sim_base.usable_hits）。别的计数（块的复用）另有名字。
 【改代码】设置都在下面"学生可以改的设置"里，不合理的值一行拒绝（退出码 2）；淘汰策略的类在 kv_cache_policies.py。
 
 【练习】exercises/ex4_block_hashes.py（block_hashes、match_prefix，演示 1、2）和 exercises/ex5_lru.py（LRUCache，演示 3）；
@@ -46,7 +46,7 @@ from lab_common.settings import check_setting, is_int  # noqa: E402
 from lab_common.transformer_lab import TINY, KVCache, config_like, forward, init_params  # noqa: E402
 from kv_cache_policies import CACHE_POLICIES, LENGTHAWARE_DEFINITION, LENGTHAWARE_SOURCE  # noqa: E402
 from kv_cache_sim import simulate, sweep  # noqa: E402
-from kv_sim_base import dense_ids  # noqa: E402
+from kv_sim_base import dense_ids, usable_hit_tokens, usable_hits  # noqa: E402
 from kv_physics import (A800_X8, LLAMA2_70B, LLAMA3_70B, TIERS, Tier, block_hashes, layer_overlap,  # noqa: E402
                         load_time, prefill_compute_time, prefill_time)
 from kv_trace import load_trace, make_trace  # noqa: E402
@@ -110,8 +110,8 @@ MODEL_NOTE = (f"arXiv v3 用的 dummy LLaMA2-70B（§1.2）和 {MODEL.name} 的�
               * ((LLAMA2_70B.n_layers, LLAMA2_70B.d_model, LLAMA2_70B.n_kv_heads) == (MODEL.n_layers, MODEL.d_model,
                                                                                       MODEL.n_kv_heads))
               + "。存储用二进制单位（1 KiB = 1,024 字节），带宽用十进制（1 GB/s = 10⁹ 字节/秒）。")
-HIT_RULE = ("演示 3、4 按 trace 算时，最后那块也算一块访问；但命中只数真实缓存用得上的：完整的块，而且至少重算最后"
-            "一个 token（vLLM 的做法：整个输入都命中时，最后一块重算）。")
+HIT_RULE = ("演示 3、4 按 trace 算时，不满的最后一块也算一块访问；命中只数真实缓存用得上的：最后一个 token 总要"
+            "重算，只装着它的那块不算命中。")
 
 
 # =============================================================================
@@ -289,23 +289,12 @@ def trace_sweep(trace, trace_path=None, block_size=None, capacities=None, demo3=
     return dict(trace=trace, hits=hits, path=trace_path, block_size=block_size, capacities=caps, contrast_caps=contrast)
 
 
-def usable_hits(tr, hits, block_size):
-    """真实缓存用得上的前缀命中块数：至少重算最后一个 token，所以最多 (输入 − 1) // 块大小 块（vLLM 的规则）。
-
-    >>> from kv_trace import Request, Trace
-    >>> tr = Trace.from_requests([Request(0, 1, 0, (7,)), Request(1, 1, 0, (7,)), Request(2, 1025, 0, (7, 8, 9))])
-    >>> usable_hits(tr, np.array([0, 1, 3]), 512).tolist()     # 一个 token 的请求：命中的那块用不上
-    [0, 0, 2]
-    """
-    return np.minimum(np.asarray(hits, dtype=np.int64), (tr.input_len - 1) // block_size)
-
-
 def hit_table(tr, hits, block_size):
     """{(策略, 容量): 命中率}：在线策略数用得上的前缀命中块 / 全部块访问；MIN 数逐块命中（上界，不截）。"""
     out = {}
     for (p, c), h in hits.items():
         if p != BOUND:
-            h = usable_hits(tr, h, block_size)
+            h = usable_hits(h, tr.input_len, block_size)
         out[(p, c)] = int(h.sum()) / max(1, len(tr.hash_ids))
     return out
 
@@ -522,7 +511,7 @@ def gpu_hours(tr, hits_blocks, tier=None, block_size=None):
     token 数用 Python 整数求和：2^52 个 token 的请求有几千个也不会溢出。
     """
     tier, block_size, n_in = tier or TIERS[TIER_FOR_HITS], block_size or TRACE_BLOCK_SIZE, tr.input_len
-    n_hit = np.minimum(np.asarray(hits_blocks, dtype=np.int64) * block_size, n_in - 1)   # 至少要算最后一个 token
+    n_hit = usable_hit_tokens(hits_blocks, n_in, block_size)        # 至少要算最后一个 token
     if _exact_in_int64(n_in):
         compute = prefill_compute_time(MODEL, n_in, n_hit).tolist()
         total_s = _sum_in_order(map(layer_overlap, compute, load_time(MODEL, n_hit, tier).tolist(),
@@ -584,7 +573,7 @@ def demo4_compute_saved(data=None, caps=None, policies=None):
             unit = ("秒", 3600.0)
         rows, hours, frac, local_hours, stored = [["不缓存", "-", "0%", f2(base * unit[1]), "1.00×"]], {}, {}, {}, {}
         for p, c in itertools.product(policies, caps):
-            h, stored[c] = usable_hits(tr, data["hits"][(p, c)], bs), min(c or distinct, distinct) * bs * per_token
+            h, stored[c] = usable_hits(data["hits"][(p, c)], tr.input_len, bs), min(c or distinct, distinct) * bs * per_token
             tier = hit_tier(stored[c], local, remote, LOCAL_KV_BYTES)
             hours[(p, c)], frac[(p, c)] = gpu_hours(tr, h, tier, bs)
             local_hours[(p, c)] = hours[(p, c)]

@@ -30,6 +30,7 @@ from lab_common.say import (change, count, fixed, integer, listing, order, pct, 
 from lab_common.script_tools import run_lecture  # noqa: E402
 from lab_common.settings import check_setting, is_int, is_number, is_sorted_ints  # noqa: E402
 from kv_cache_sim import simulate  # noqa: E402
+from kv_sim_base import usable_hits  # noqa: E402
 from kv_cluster import (BLOCK_BYTES, LOCAL_DRAM, NIC_GB_PER_S, RDMA, SCHEDULERS, block_homes, fetch_plan,  # noqa: E402
                         hit_accesses, hit_tokens, nic_fetch, run_schedulers, trace_columns)
 from kv_physics import (A800_X8, EQ1_A, EQ1_B, LLAMA2_7B, LLAMA3_8B, LLAMA3_70B, TIERS, Node,  # noqa: E402
@@ -231,16 +232,6 @@ def observations_1(d):
 
 
 # =============================================================================
-def usable_hits(hit_blocks, input_len):
-    """用得上的前缀命中块数：最后一个 token 总要重算（kv_cluster.hit_tokens），装着命中 token 的块才值得读或拉。
-
-    >>> usable_hits([1, 2, 2], [1, 1024, 2000]).tolist()       # 一个 token 的请求：命中的块一个 token 也用不上
-    [0, 2, 2]
-    """
-    tok = np.minimum(np.asarray(hit_blocks, np.int64) * BLOCK_SIZE, np.asarray(input_len, np.int64) - 1)
-    return -(-np.maximum(tok, 0) // BLOCK_SIZE)
-
-
 def demo2_hot_blocks(cols, source):
     """热门前缀只存在一台机器上，它的网卡会不会被挤爆？把热点块复制到 k 台以后呢？
 
@@ -252,7 +243,7 @@ def demo2_hot_blocks(cols, source):
     burst, node_h, by = span_s < BURST_S, None, {}
     with status(f"模拟 {len(nodes)} 种集群 × {len(replicas)} 种副本数的网卡排队…"):
         raw = simulate(blocks, None, "lru")                           # 集群的 KVCache 池：按无限容量
-        hits = usable_hits(raw, input_len)
+        hits = usable_hits(raw, input_len, BLOCK_SIZE)
         work = {tier.name: sum(prefill_time(LLAMA3_70B, n, hit_tokens(int(h), n), tier, A800_X8)
                                for n, h in zip(input_len, raw)) for tier in (LOCAL_DRAM, RDMA)}
         homes = block_homes(blocks)
@@ -370,7 +361,7 @@ def demo3_scheduling(cols, source):
             if not burst:
                 util = float(r["service"].sum()) / (nodes * span_s / scale)
             res[s] = dict(mean=float(r["ttft"].mean()), p90=float(np.percentile(r["ttft"], 90)),
-                          hit=float(usable_hits(r["hits"], input_len).sum() / total_blocks), util=util,
+                          hit=float(usable_hits(r["hits"], input_len, BLOCK_SIZE).sum() / total_blocks), util=util,
                           pulled_share=float(np.mean(r["pulled"] > 0)), pulled=int(r["pulled"].sum()))
     g, pg, ps = res["global_cache"]["mean"], PAPER_FIG5["global_cache"], PAPER_FIG5_SETUP
     print_table(["调度", "TTFT", "命中", "负载", "×全局", "论文", "论文×"],

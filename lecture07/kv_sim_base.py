@@ -194,3 +194,24 @@ def n_cores():
 def _start_methods():
     import multiprocessing as mp
     return mp.get_all_start_methods()
+
+
+def usable_hit_tokens(hit_blocks, input_len, block_size):
+    """命中的前缀里真正用得上的 token 数：最后一个 token 总要重算（才能得到第一个输出），所以最多 输入 − 1 个。
+    全讲的"命中"都按这一条算（04 演示 3、4，04b，05；kv_cluster.hit_tokens 是它的单个请求版）。
+
+    >>> usable_hit_tokens([2, 2, 1, 0], [2000, 1024, 1, 5], 512).tolist()     # 1 个 token 的请求：一个也用不上
+    [1024, 1023, 0, 0]
+    """
+    tokens = np.minimum(np.asarray(hit_blocks, np.int64) * block_size, np.asarray(input_len, np.int64) - 1)
+    return np.maximum(tokens, 0)
+
+
+def usable_hits(hit_blocks, input_len, block_size):
+    """用得上的前缀命中块：装着至少一个用得上的 token 的块（= ceil(usable_hit_tokens / block_size)）。
+    模拟器数的是缓存里找到的块；这个数才是前缀命中率的分子。
+
+    >>> usable_hits([2, 2, 1, 3], [2000, 1024, 1, 1025], 512).tolist()   # 1,024 个 token 全命中：第 2 块还有 511 个能用
+    [2, 2, 0, 2]
+    """
+    return -(-usable_hit_tokens(hit_blocks, input_len, block_size) // block_size)

@@ -331,7 +331,7 @@ def test_sums_do_not_overflow():
     from kv_trace import Trace
     from kv_trace_io import Request
     tr = Trace.from_requests([Request(float(i), 2 ** 52, 1, (1, 2, 3)) for i in range(3_000)])
-    hours, frac = m.gpu_hours(tr, m.usable_hits(tr, np.full(3_000, 3), 512))
+    hours, frac = m.gpu_hours(tr, m.usable_hits(np.full(3_000, 3), tr.input_len, 512))
     assert frac == 3 * 512 / 2 ** 52 and hours > 0                   # trace 里只有 3 块：命中 1,536 个 token
     hours, frac = m.gpu_hours(tr, np.full(3_000, 2 ** 43))            # 命中到只剩最后一个 token
     assert frac == (2 ** 52 - 1) / 2 ** 52 and f"{frac:.0%}" == "100%"
@@ -341,12 +341,12 @@ def test_sums_do_not_overflow():
     assert "命中100%的输入token" in flat("".join(lines))
 
 
-def test_usable_hits_follow_vllm():
-    """整个输入都命中时最后一块重算；不满一块的最后一块从不算命中。"""
+def test_usable_hits_one_rule():
+    """全讲一条规则：最后一个 token 总要重算；只装着最后一个 token 的块不算命中（和 GPU 时间里数的 token 一致）。"""
     from kv_trace import Trace
     from kv_trace_io import Request
     tr = Trace.from_requests([Request(0.0, 1024, 1, (1, 2)), Request(1.0, 1025, 1, (1, 2, 3)), Request(2.0, 1, 1, (1,))])
-    assert m.usable_hits(tr, np.array([2, 3, 1]), 512).tolist() == [1, 2, 0]
+    assert m.usable_hits(np.array([2, 3, 1]), tr.input_len, 512).tolist() == [2, 2, 0]
 
 
 # ---------------------------------------------------------------- 演示 4
