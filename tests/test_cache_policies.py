@@ -20,7 +20,7 @@ from kv_cache_policies import (CACHE_POLICIES, LENGTHAWARE_DEFINITION, LENGTHAWA
                                policy_name)
 from kv_cache_sim import class_hits, hit_ratio, simulate, sweep
 from kv_sim_base import infinite_hits
-from kv_sim_guard import SHIPPED, fast_engine, fingerprint
+from kv_sim_guard import SHIPPED, _compiles_to, fast_engine, fingerprint
 from kv_sim_lru import lru_stack_hits
 from kv_sim_min import min_hits, next_use
 from kv_trace import Trace
@@ -361,6 +361,9 @@ def test_any_change_turns_the_fast_engine_off(monkeypatch):
         mp.setattr(LRUCache, "NAME", "我的 LRU")
         assert fast_engine(LRUCache) == "lru"
     assert fast_engine(LRUCache) == "lru"
+    import inspect
+    src = inspect.getsource(LRUCache.insert)          # import 之后文件改过：文件里的源码不再是正在跑的代码
+    assert _compiles_to(src, LRUCache.insert) and not _compiles_to(src.replace("last=False", "last=True"), LRUCache.insert)
 
 
 def newest_first(mp):
