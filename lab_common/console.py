@@ -109,25 +109,37 @@ _NO_LINE_END = set("（《「“")
 
 def wrap_cjk(text, width, indent=0):
     """按显示宽度折行（中文占 2 列），尽量不把英文单词 / 数字从中间断开。
+    不放在行首的标点（，。）：等）可以挂在行尾超出一格字；第二个也要挂出去时，连同它前面的字挪到下一行。
 
     >>> wrap_cjk("缓存命中率 hit ratio 很高。", 12)
     ['缓存命中率', 'hit ratio 很', '高。']
+    >>> wrap_cjk("一二三四五）。", 10)
+    ['一二三四', '五）。']
     """
-    lines, line, w = [], "", 0
+    lines, toks, w = [], [], 0
     pad = " " * indent
     for word in re.findall(r"[A-Za-z0-9_.,%×µ/+\-:()'~]+ ?|——|.", text):
-        cw = cell_len(word)
-        overflow = w + cell_len(word.rstrip()) > width - (indent if lines else 0)
-        if overflow and line and word not in _NO_LINE_START:
-            carry = line[-1] if line[-1] in _NO_LINE_END else ""     # 开括号不留在行尾
-            lines.append(line[:len(line) - len(carry)].rstrip())
-            word = carry + word.lstrip()
-            line, w = "", 0
-            cw = cell_len(word)
-        line += word
-        w += cw
-    if line.strip():
-        lines.append(line.rstrip())
+        limit = width - (indent if lines else 0)
+        move = None                       # 折行时从这一行末尾挪几个词到下一行
+        if toks and w + cell_len(word.rstrip()) > limit:
+            if word not in _NO_LINE_START:
+                move = int(toks[-1] in _NO_LINE_END)          # 开括号不留在行尾
+            elif w > limit:                                   # 已经有一个标点挂在行尾了
+                move = 1
+                while move < len(toks) and toks[-move] in _NO_LINE_START:
+                    move += 1
+        if move is not None and move < len(toks):
+            lines.append("".join(toks[:len(toks) - move]).rstrip())
+            toks = toks[len(toks) - move:]
+            if toks:
+                toks[0] = toks[0].lstrip()
+            else:
+                word = word.lstrip()
+            w = sum(cell_len(t) for t in toks)
+        toks.append(word)
+        w += cell_len(word)
+    if "".join(toks).strip():
+        lines.append("".join(toks).rstrip())
     return [lines[0]] + [pad + x for x in lines[1:]] if lines else []
 
 
