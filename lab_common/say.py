@@ -118,6 +118,18 @@ def listing(items, last="和"):
     return "、".join(items[:-1]) + f" {last} " + items[-1]
 
 
+def listed(values, fmt, all_same="都是"):
+    """一列数按印出来的值列出（顿号隔开）；印出来都一样时只说一次。
+
+    >>> listed([1.231, 1.229], fixed(2)), listed([0.04, 0.16], fixed(2)), listed([3], integer)
+    ('都是 1.23', '0.04、0.16', '3')
+    """
+    shown = [fmt(v) for v in values]
+    if len(shown) > 1 and len({value(x) for x in shown}) == 1:
+        return f"{all_same} {shown[0]}"
+    return "、".join(shown)
+
+
 # ---------------------------------------------------------------------------
 # 拼句子：中文和中文之间不空格，中文和英文 / 数字之间空一格
 

@@ -30,7 +30,8 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.realpath(__file__))))  # 仓库根目录：让 lab_common 包可以 import
 from lab_common import console  # noqa: E402
 from lab_common.console import print_header, print_observations, print_table, print_text, status  # noqa: E402
-from lab_common.say import change, count, fixed, integer, listing, order, pct, pct1, rank, ratio, size, span, value, words  # noqa: E402
+from lab_common.say import change, count, fixed, integer, listed, listing, order, pct, pct1, rank, ratio, rel_change, size, span  # noqa: E402
+from lab_common.say import value, words  # noqa: E402
 from lab_common.script_tools import run_lecture  # noqa: E402
 from lab_common.settings import check_setting, is_int, is_number, is_sorted_ints  # noqa: E402
 from kv_physics import LLAMA2_70B, ModelSpec, Node  # noqa: E402
@@ -119,8 +120,8 @@ def kib(nbytes):
 
 
 def num(x):
-    """设置里的数照原样印、带千分位：num(16.0) == '16'，num(10000) == '10,000'，num(2.5) == '2.5'。"""
-    return f"{x:,g}"
+    """设置里的数照原样印、带千分位，不用科学计数法：num(16.0) == '16'，num(1e6) == '1,000,000'，num(0.01) == '0.01'。"""
+    return f"{x:,.6f}".rstrip("0").rstrip(".")
 
 
 def fit_cell(n):
@@ -178,9 +179,9 @@ def observations_1(d):
     if l13 is None:
         text += f"一张 {gpu0} 用 {pct(d['util'])} 的显存连 LLaMA2-13B 的权重都放不下。"
     elif l13 < max_seq:
-        text += f"一张 {gpu0} 放完 LLaMA2-13B 的权重只剩 {integer(l13)} 个 token，一个这样的请求都放不下。"
+        text += f"一张 {gpu0} 放完 LLaMA2-13B 的权重还能放 {integer(l13)} 个 token，一个这样的请求都放不下。"
     else:
-        text += f"一张 {gpu0} 放完 LLaMA2-13B 的权重只剩 {integer(l13)} 个 token（{integer(l13 // max_seq)} 个这样的请求）。"
+        text += f"一张 {gpu0} 放完 LLaMA2-13B 的权重还能放 {integer(l13)} 个 token（{integer(l13 // max_seq)} 个这样的请求）。"
     lines = [text,
              f"GQA：LLaMA2-70B {LLAMA2_70B.n_heads} 个查询头共用 {LLAMA2_70B.n_kv_heads} 组 K/V，{size(l70_b)}/token，"
              f"每头一组{ratio(d['mha_70'], l70_b, 0)}。",
@@ -194,8 +195,8 @@ def observations_1(d):
             f"每头一组时 LLaMA2-70B 要 {size(d['mha_70'])}/token。同样，LLaMA3-8B（{LLAMA3_8B.n_kv_heads} 组 K/V）{size(kv[LLAMA3_8B.name])}/token，"
             f"LLaMA2-7B（每头一组）{size(kv[LLAMA2_7B.name])}，{ratio(kv[LLAMA2_7B.name], kv[LLAMA3_8B.name], 0)}。"
             "批能开多大、吞吐有多高，取决于 KV 用得多省：这就是后面分页、共享、前缀缓存要解决的事。",
-            "容量：" + "，".join(f"{g} 按 {integer(cap / MiB)} MiB" for g, cap in d["gpus"])
-            + f"；GPU_MEM_UTIL = {d['util']:g}：能用 " + "、".join(gib(d["usable"][g]) for g, _ in d["gpus"]) + "。"]
+            "容量：" + "，".join(f"{g} 按 {size(cap)}" for g, cap in d["gpus"])
+            + f"；GPU_MEM_UTIL = {num(d['util'])}：能用 " + "、".join(size(d["usable"][g]) for g, _ in d["gpus"]) + "。"]
     if d["l70_tp"] is not None and d["l70_tp"] >= 8192:
         more.append(f"张量并行后的 {integer(d['l70_tp'])} 个 token 够 {integer(d['l70_tp'] // 8192)} 个 8,192 token 的长请求。")
     return lines, more
@@ -230,6 +231,8 @@ def one_gpu_sentence(d):
 def tp_sentence(d):
     """几张卡张量并行以后还能放多少 token（8,192 token 的长请求几个）。"""
     n, gpu0 = d["l70_tp"], d["gpus"][0][0]
+    if d["tp"] == 1:
+        return "TP_GPUS = 1：不做张量并行。"
     if n is None:
         return f"{d['tp']} 张 {gpu0} 张量并行也放不下。"
     return f"{d['tp']} 张 {gpu0} 张量并行后还能放 {integer(n)} 个 token。"
@@ -387,7 +390,7 @@ def observations_3(d):
     mha, mla = t["MHA"], t["MLA"]
     gqa_name = list(t)[1]
     gqa, mqa = t[gqa_name], t["MQA"]
-    text = (f"MLA 每层只存 d_c + d_h^R = {d['kv_lora_rank']} + {d['rope_dim']} 个数，{size(mla['kv'])}/token，"
+    text = (f"MLA 每层存 d_c + d_h^R = {d['kv_lora_rank']} + {d['rope_dim']} 个数，{size(mla['kv'])}/token，"
             f"是 MHA 的 {pct1(mla['kv'] / mha['kv'])}")
     if mha["fit"][g] is None:
         text += f"；但一张 {g} 用 {pct(d['util'])} 的显存连 {d['base']} 的权重都放不下。"
@@ -395,11 +398,10 @@ def observations_3(d):
         text += f"：一张 {g} 能放的 token {ratio(mla['fit'][g], mha['fit'][g])}。"
     lines = [text, f"组越少越省，但更多查询头共用一组 K/V：DeepSeek-V2 论文表 1 把能力标为 MHA 强、GQA 中、MQA 弱，"
                    "MLA 比 MHA 强。"]
-    only = "只少"
-    if order(d["reduction_bf16"], paper["dsv2_reduction"] / 100, pct1) >= 0:
-        only = "就少了"
-    reduction = (f"DeepSeek-V2 说 KV 比 DeepSeek 67B 少 {paper['dsv2_reduction']}%；按配置算 MLA {only} "
-                 f"{pct1(d['reduction_bf16'])}，再加平均 {paper['dsv2_bits']} bit 量化少 {pct1(d['reduction_quant'])}")
+    ds67, cut = d["ds67_kv"], dict(nd=1, less="少了", more="反而多了")
+    reduction = (f"DeepSeek-V2 说 KV 比 DeepSeek 67B 少 {paper['dsv2_reduction']}%；按配置算 MLA "
+                 f"{rel_change(ds67, d['dsv2_kv'], **cut)}，再加平均 {paper['dsv2_bits']} bit 量化"
+                 f"{rel_change(ds67, d['dsv2_kv_quant'], **cut)}")
     if order(d["reduction_quant"], paper["dsv2_reduction"] / 100, pct1) == 0:
         reduction += "：这是我们的重构，论文没写怎么算出的。"
     else:
@@ -481,18 +483,20 @@ def gbps_note(gbps):
 def slowest(worst):
     """每个带宽下最大的重算 / 来回（按印出来的两位小数）→ "重算最多慢 15% / 75%"；不慢的说"重算从不更慢"。
 
-    >>> slowest([1.15, 1.75]), slowest([0.62]), slowest([0.999, 1.3])
-    ('重算最多慢 15% / 75%', '重算从不更慢', '重算最多慢 0% / 30%')
+    >>> slowest([1.15, 1.75]), slowest([0.62]), slowest([0.004, 1.3])
+    ('重算最多慢 15% / 75%', '重算从不更慢', '重算最多慢 不慢 / 30%')
     """
     v = [value(R2(r)) for r in worst]
     if all(x <= 1 for x in v):
         return "重算从不更慢"
-    return "重算最多慢 " + " / ".join(pct(max(x - 1, 0)) for x in v)
+    return "重算最多慢 " + " / ".join(pct(x - 1) if x > 1 else "不慢" for x in v)
 
 
 def within(gb, worst, limit):
     """每个带宽下最慢的重算 / 来回，按印出来的值和论文的"最多慢 limit%"比。"""
     ok = [g for g in gb if value(R2(worst[g])) - 1 <= limit / 100 + 1e-9]
+    if len(ok) == len(gb) == 1:
+        return f"：在论文的 {limit}% 以内"
     if len(ok) == len(gb):
         return f"：都在论文的 {limit}% 以内"
     if not ok:
@@ -557,16 +561,8 @@ def observations_4(d):
                     + "；".join(words(f"{num(u)} µs 时", listed([r["ratio_overhead"][u] for r in bb.values()], R2))
                                for u in d["alt_overhead_us"]) + "。")
     more.append(length_sentence(d))
-    more.append("单程 = 来回 / 2：" + "、".join(f"块 {b} {MS(r['one_way'] * 1e3)}" for b, r in bb.items()) + "。")
+    more.append(f"块 {'、'.join(map(str, bb))} 的单程（= 来回 / 2）：" + listed([r["one_way"] * 1e3 for r in bb.values()], MS) + "。")
     return obs[:3], obs[3:] + more
-
-
-def listed(values, fmt):
-    """一列数按印出来的值列出；都一样时只说一次：listed([1.231, 1.229], R2) == '都是 1.23'。"""
-    shown = [fmt(v) for v in values]
-    if len(values) > 1 and len(set(shown)) == 1:
-        return f"都是 {shown[0]}"
-    return "、".join(shown)
 
 
 def length_sentence(d):

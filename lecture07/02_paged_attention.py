@@ -28,7 +28,7 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.realpath(__file__))))  # 仓库根目录：让 lab_common 包可以 import
 from lab_common import console  # noqa: E402
 from lab_common.console import print_header, print_observations, print_table  # noqa: E402
-from lab_common.say import count, fixed, integer, order, pct1, size, span  # noqa: E402
+from lab_common.say import count, fixed, integer, listing, order, pct1, size, span  # noqa: E402
 from lab_common.script_tools import run_lecture  # noqa: E402
 from lab_common.settings import check_setting, is_int, is_sorted_ints  # noqa: E402
 from kv_physics import LLAMA2_70B  # noqa: E402
@@ -55,6 +55,9 @@ VLLM_DEFAULT_BLOCK = 16              # vLLM 论文 §7.2：默认块大小 16
 VLLM_BEST_SHAREGPT = (16, 128)       # vLLM 论文 §7.2：ShareGPT 上 16–128 最好（Alpaca 上 16、32 好，更大明显变差）
 VLLM_KERNEL_OVERHEAD = (20, 26)      # vLLM 论文 §7.1、图 18(a)：注意力 kernel 延迟比 FasterTransformer 高 20–26%
 READ_MODEL = LLAMA2_70B              # 演示 3 数"每步读几段"用的模型（kv_physics 里的配置）
+VLLM_7_NOTE = (f"vLLM 论文 §7.2：默认块 {VLLM_DEFAULT_BLOCK}，ShareGPT 上 {VLLM_BEST_SHAREGPT[0]}–{VLLM_BEST_SHAREGPT[1]} 最好，"
+               f"Alpaca 上大于 32 明显变差；§7.1：查块表让注意力 kernel 比 FasterTransformer 慢 "
+               f"{VLLM_KERNEL_OVERHEAD[0]}–{VLLM_KERNEL_OVERHEAD[1]}%。")
 VLLM_71_NOTE = "vLLM 论文 §7.1、图 18(a)：开销来自查块表、多出的分支、处理变长序列；论文认为不大，因为只影响注意力算子。"
 GATHER_NOTE = ("本讲的 numpy 版为了和连续版逐位比较，先按块表把块拼回连续的 K/V（gather_kv）再算；真实的 PagedAttention "
                "kernel 不拼接，直接按块表逐块读进来算（vLLM 论文 §4.1）。段越短，每次能连续读的字节越少，查块表的次数也越多。")
@@ -137,38 +140,32 @@ def demo1_block_table():
 def observations_1(d):
     """演示 1 的观察 → (默认印的, --more 才印的)。每个数都取自 d（和上面的表同一份数据）。"""
     block_size, tables = d["block_size"], d["tables"]
-    split = [n for n, t in tables.items() if not is_contiguous(t)]
-    if len(tables) == 1 and not split:
-        (name, table), = tables.items()
-        lines = [f"只有一条序列：它的块 [{' '.join(map(str, table))}] 依次从空闲表里取出，自然相邻；"
-                 "几条序列交替写入时，块才会交错。"]
-    elif split:
-        example = " ".join(map(str, tables[split[0]]))
-        lines = [f"物理块按请求的先后从空闲表里取，同一序列的块并不相邻（{split[0]} 的块表 [{example}]）："
-                 "逻辑上连续、物理上分散，全靠块表对应。"]
-    elif d["n_decode_alloc"] == 0:
-        lines = ["这次每条序列的块都是 prefill 时一次拿到的，恰好连成一段；块表本来就允许它们散在块池的任何地方。"]
-    else:
-        lines = ["这次每条序列的块恰好连成一段（解码时新分配的块正好接在后面），这只是巧合：块表允许它们散在任何地方。"]
+    lines = [layout_sentence(tables)]
     more = [f"物理块的分配顺序：{' '.join(map(str, d['alloc_order']))}（先来先取空闲表的头）。"]
     n_tokens = d["n_decode"] * len(tables)
+    text = f"解码 {d['n_decode']} 步、共写 {count(n_tokens, '个 token')}，分配了 {count(d['n_decode_alloc'], '块')}"
     if d["first_grow"]:
         step, name, new = d["first_grow"]
-        lines.append(f"最后一块写满、又要写下一个 token 时才分配：解码 {d['n_decode']} 步、共写 {count(n_tokens, '个 token')}，"
-                     f"只分配了 {count(d['n_decode_alloc'], '块')}（第一次：第 {step.split()[1]} 步解码时 {name} 拿到物理块 "
-                     f"{new[0]}）。")
-    elif d["n_decode"] == 0:
-        lines.append("这次没有解码（WALK_DECODE = 0），块都是 prefill 时按输入长度分配的。")
+        text += (f"：最后一块写满、又要写下一个 token 时才分配（第一次：第 {step.split()[1]} 步解码时 {name} "
+                 f"拿到物理块 {new[0]}）。")
     else:
-        lines.append(f"解码 {d['n_decode']} 步期间没有序列写满一块，没有分配新块。")
+        text += "：块都是 prefill 时按输入长度分配的，解码时没有序列写满一块。"
+    lines.append(text)
     n_used = sum(len(t) for t in tables.values())
-    head = (f"{count(len(tables), '条序列')}一共 {count(d['total'], '个 token')}，占 {count(n_used, '块')} = "
-            f"{integer(n_used * block_size)} 个位置，")
-    if d["waste"] == 0:
-        lines.append(head + "每条的最后一块都正好写满，一个位置也没浪费。")
-    else:
-        lines.append(head + f"浪费的只是最后一块没写满的 {d['waste']} 个位置（每条至多 {block_size - 1} 个）。")
+    lines.append(f"{count(len(tables), '条序列')}一共 {count(d['total'], '个 token')}，占 {count(n_used, '块')} = "
+                 f"{integer(n_used * block_size)} 个位置；空着的只是各条最后一块没写满的 {integer(d['waste'])} 个"
+                 f"（每条至多 {block_size - 1} 个）。")
     return lines, more
+
+
+def layout_sentence(tables):
+    """物理块是否交错：按块表判断，不假定（演示 1、2 共用）。tables = {名字: 块表}。"""
+    split = [n for n, t in tables.items() if not is_contiguous(t)]
+    if split:
+        return (f"同一序列的物理块并不相邻（{split[0]} 的块表 [{' '.join(map(str, tables[split[0]]))}]）："
+                "逻辑上连续、物理上分散，全靠块表对应。")
+    return ("这次每条序列的物理块都连成一段（块表 " + " ".join(f"[{' '.join(map(str, t))}]" for t in tables.values())
+            + "）：块表允许它们散在块池的任何地方，几条序列交替分配新块时才会交错。")
 
 
 # =============================================================================
@@ -222,33 +219,13 @@ def demo2_equivalence():
 
 def observations_2(d):
     """演示 2 的观察 → (默认印的, --more 才印的)。"""
-    worst = d["worst"]
-    if worst == 0.0:
-        verdict = "：逐位相同。"
-    elif worst <= 1e-12:
-        verdict = "，在 1e-12 以内。"
-    else:
-        verdict = "，超过了 1e-12！"
-    lines = [f"{count(d['n_seqs'], '条序列')}、{d['n_steps']} 步的 logits 最大差 {worst!r}" + verdict
-             + "按块表拼回的 K/V 和连续存放的一样。", layout_sentence(d)]
+    verdict = {True: "逐位相同，按块表拼回的 K/V 和连续存放的一样", False: "不是 0，和连续存放的不完全一样"}
+    lines = [f"{count(d['n_seqs'], '条序列')}、{d['n_steps']} 步的 logits 最大差 {d['worst']!r}："
+             f"{verdict[d['worst'] == 0.0]}。",
+             f"块池用了 {count(d['used'], '块')}。" + layout_sentence({f"序列 {i}": t for i, t in enumerate(d["tables"])})]
     more = ["两边共用同一份层计算（run_layers），只有\"K/V 存在哪、从哪取\"不同，注意力的结果也就相同。",
             f"模型：第 2 讲的 TINY（float64，max_seq = {d['max_seq']}）。"]
     return lines, more
-
-
-def layout_sentence(d):
-    """物理块是否交错：按块表判断，不假定。"""
-    if d["interleaved"]:
-        return f"块池用了 {count(d['used'], '块')}，各序列的物理块交错：PagedAttention 不要求 KV 连续。"
-    if d["n_steps"] == 1:
-        why = "这次没有解码，每条序列的块都是 prefill 时一次拿到的。"
-    elif d["decode_alloc"] == 0:
-        why = "解码期间没有序列写满一块、需要新块。"
-    else:
-        why = f"解码时新分配的 {d['decode_alloc']} 块恰好都接在各自序列的后面。"
-    return (f"块池用了 {count(d['used'], '块')}，这次每条序列的物理块恰好连成一段（块表 "
-            + " ".join("[" + " ".join(map(str, t)) + "]" for t in d["tables"])
-            + "），没有交错：" + why)
 
 
 # =============================================================================
@@ -306,7 +283,7 @@ def demo3_block_size():
     rows.append(["连续", "-", "-", "-", "-", "-", size(contiguous["segment_bytes"]), integer(contiguous["segments"])])
     print_table(["块", "浪费/条", "S 浪费", "A 浪费", "S 块表", "A 块表", "每段", "一步读几段"], rows,
                 caption=f"S / A：ShareGPT / Alpaca 式长度（各 {integer(n)} 条）；浪费：最后一块空着的位置。每段、一步读"
-                        f"几段：{m.name} 上 {integer(read_len)} 个 token 解码一步按块表读的连续段。")
+                        f"几段：{m.name} 上 {integer(read_len)} 个 token 解码一步按块表读的连续段。" + VLLM_7_NOTE)
     d = dict(stats=stats, reads=reads, contiguous=contiguous, mean_len={k: float(v.mean()) for k, v in lens.items()},
              read_len=read_len, read_model=m.name, block_sizes=sizes, n_lengths=n, seed=seed,
              shape=(m.n_layers, m.n_kv_heads, m.head_dim), paper=dict(PAPER))
@@ -325,14 +302,8 @@ def observations_3(d):
     text = f"块 {ref} 时 ShareGPT 每条浪费 {fixed(1)(sg[ref]['waste'])} 个位置（{pct1(sg[ref]['waste_frac'])}），Alpaca {pct1(al[ref]['waste_frac'])}"
     if ref != bmax:
         text += f"；块 {bmax} 时 {pct1(sg[bmax]['waste_frac'])} 和 {pct1(al[bmax]['waste_frac'])}"
-    o = order(al[bmax]["waste_frac"], sg[bmax]["waste_frac"], pct1)
-    if o > 0:
-        text += "：短序列浪费的比例更高。"
-    elif o == 0:
-        text += f"：块 {bmax} 时长短序列浪费得一样多。"
-    else:
-        text += f"：块 {bmax} 时短序列反而浪费得少。"
-    lines = [text]
+    shorter = {1: "短序列浪费的比例更高", 0: "长短序列浪费的比例一样", -1: "短序列反而浪费得少"}
+    lines = [text + f"：块 {bmax} 时{shorter[order(al[bmax]['waste_frac'], sg[bmax]['waste_frac'], pct1)]}。"]
     seg = f"块 {bmin} 时每步要读 {integer(reads[bmin]['segments'])} 段、每段 {size(reads[bmin]['segment_bytes'])}"
     if ref != bmin:
         seg += f"，块 {ref} 时 {integer(reads[ref]['segments'])} 段、{size(reads[ref]['segment_bytes'])}"
@@ -340,18 +311,13 @@ def observations_3(d):
         lines.append(seg + f"；连续存放也是 {integer(c['segments'])} 段：序列不比块长时，分页不多读段。")
     else:
         lines.append(f"小块的代价在读：{seg}；连续存放只要 {integer(c['segments'])} 段。")
-    lines.append(f"vLLM 论文 §7.2 默认块 {paper['default_block']}：ShareGPT 上 {paper['best_sharegpt'][0]}–"
-                 f"{paper['best_sharegpt'][1]} 最好，Alpaca 上大于 32 明显变差；§7.1：查块表让注意力 kernel 比 "
-                 f"FasterTransformer 慢 {paper['kernel_overhead'][0]}–{paper['kernel_overhead'][1]}%。")
     over = [b for b in sizes if al[b]["waste_frac"] > 0.5]
     half = "表里没有哪个块大小让 Alpaca 浪费超过一半。"
     if over:
-        half = f"Alpaca 在块 {over[0]} 时浪费超过一半。"
-    if len(over) > 1:
-        half = f"Alpaca 在块 ≥ {over[0]} 时浪费超过一半。"
+        half = f"Alpaca 在块 {listing(over)} 时浪费超过一半。"
     L, h, hd = d["read_len"], d["shape"][1], d["shape"][2]
-    more = [f"最后一块平均空着约 (B − 1)/2 个位置：ShareGPT 每条 {span([sg[b]['waste'] for b in sizes], fixed(1))} 个。"
-            + half,
+    more = [f"最后一块平均空着的位置（块比序列短得多时约 (B − 1)/2）：ShareGPT 每条 "
+            f"{span([sg[b]['waste'] for b in sizes], fixed(1))} 个。" + half,
             f"长度：各 {integer(d['n_lengths'])} 条（种子 {d['seed']}），输入、输出都是对数正态，均值取 vLLM 论文图 11："
             f"平均总长 ShareGPT {integer(d['mean_len']['ShareGPT'])}、Alpaca {integer(d['mean_len']['Alpaca'])}"
             f"（论文 {integer(sum(paper['means']['ShareGPT']))} / {integer(sum(paper['means']['Alpaca']))}）。",
@@ -361,7 +327,7 @@ def observations_3(d):
             GATHER_NOTE, VLLM_71_NOTE + f"§7.2：默认取 {paper['default_block']}——足够大能用满 GPU，又足够小不至于浪费。"]
     big = [b for b in sizes if b > 16]
     if big:
-        more.append("Alpaca 在块 " + "、".join(map(str, big)) + " 时浪费 " + "、".join(pct1(al[b]["waste_frac"]) for b in big)
+        more.append(f"Alpaca 在块 {listing(big)} 时浪费 " + "、".join(pct1(al[b]["waste_frac"]) for b in big)
                     + f"；ShareGPT 在块 {bmax} 时浪费 {pct1(sg[bmax]['waste_frac'])}。")
     return lines, more
 

@@ -335,7 +335,7 @@ def observations_1(d):
             trend = "不随 n / 宽度单调增加"
             if rising([value(pct1(x)) for x in vals]):
                 trend = "n / 宽度越大省得越多"
-            more.append(f"{kind}：n / 宽度 {widths[0]} 到 {widths[-1]}，省下的比例"
+            more.append(f"{kind}（Alpaca 长度）：n / 宽度 {widths[0]} 到 {widths[-1]}，省下的比例"
                         f"{change(vals[0], vals[-1], pct1, up='升到', flat='都是')}，{trend}。")
     short = "每个请求的提示都至少有一个满块"
     if d["short_prompts"]:
@@ -482,7 +482,7 @@ def observations_2(d):
         lines.append(f"共享序列长 {d['old_len']}，是块大小 {d['block_size']} 的整数倍：最后一块 {last_blk} 已经写满，"
                      f"b、a 写第 {d['old_len'] + 1} 个 token 时各自分配新块（{new_blk}、{d['a_blk']}），"
                      f"这次没有发生写时复制（COW 次数 {d['n_cow']}）。")
-        lines.append(f"想看到写时复制，把 COW_PROMPT 改成不是 {d['block_size']} 的倍数（最后一块只写了一部分）。")
+        lines.append("想看到写时复制，让共享序列的最后一块只写一部分：COW_BLOCK_SIZE 大于 1，且 COW_PROMPT 不是它的倍数。")
         more.append(full_text)
         return lines, more
     lines.append(f"b 写第 {d['old_len'] + 1} 个 token：最后一块 {last_blk} 没写满又被共享，于是先复制成块 {new_blk}"

@@ -182,7 +182,8 @@ def test_observations_1_degenerate_cases():
     # 一种 GPU、显存小：13B 的权重都放不下，70B 张量并行也放不下
     lines, more = m.observations_1(demo1_data(0.3, (("Tiny 40GB", 40 * gib),), tp=1))
     check_shape(lines, more)
-    assert "连 LLaMA2-13B 的权重都放不下" in lines[0] and "1 张 Tiny 40GB 张量并行也放不下" in lines[2]
+    assert "连 LLaMA2-13B 的权重都放不下" in lines[0] and "TP_GPUS = 1：不做张量并行" in lines[2]
+    assert "1 张 Tiny 40GB 张量并行" not in lines[2]                 # 一张卡不叫张量并行
     assert "个 8,192 token 的长请求" not in flat(more)
     # 显存够：70B 一张卡就放得下
     lines, more = m.observations_1(demo1_data(1.0, (("Big 200GB", 200 * gib),)))
@@ -322,7 +323,7 @@ def test_deepseek_v2_reduction_is_presented_as_our_reconstruction(d3):
     assert round(d3["reduction_bf16"] * 100, 1) == 82.2
     assert round(d3["reduction_quant"] * 100, 1) == m.DSV2_KV_REDUCTION == 93.3
     lines, more = m.observations_3(d3)
-    assert "只少 82.2%" in lines[2] and "少 93.3%" in lines[2] and "我们的重构" in lines[2]
+    assert "MLA 少了 82.2%" in lines[2] and "少 93.3%" in lines[2] and "我们的重构" in lines[2]
     assert "17.8 倍" in lines[0] and "§2.1.4 表 1" in flat(more)
 
 
@@ -410,7 +411,7 @@ def test_observations_4_degenerate_cases():
     lines, _ = m.observations_4(fake_d4({1: 1.2, 4: 1.3}, alt_gbps=[]))
     assert "每个块大小下都是换出再换入更快" in lines[1] and "16 GB/s 时重算最多慢 30%：都超出论文的 20%" in lines[2]
     lines, _ = m.observations_4(fake_d4({1: 0.5, 4: 1.2}, alt_gbps=[]))
-    assert "16 GB/s 时重算最多慢 20%：都在论文的 20% 以内" in lines[2]
+    assert "16 GB/s 时重算最多慢 20%：在论文的 20% 以内" in lines[2]     # 一个带宽：不说"都"
     # 全部重算和全部换出印出来一样
     lines, _ = m.observations_4(fake_d4({1: 0.5, 4: 1.5}, n_preempt=3, n_requests=1, mean_len=5.0,
                                         recomputed_tokens=15, load=dict(recompute=1.04, round_trip=0.96)))
@@ -494,7 +495,7 @@ def test_probe_fixes_formatting_and_duplicates(monkeypatch):
     monkeypatch.setattr(m, "MLA_KV_LORA_RANK", 1)
     out = run(["--demo", "3", "--more"]).replace("\n     ", "")
     assert re.search(r"^MLA +65 +5\.08 +2\.54 ", out, flags=re.M) and "0.25 × (2 × 头维度)；DeepSeek-V2 用" in out
-    assert "就少了 98.0%" in out
+    assert "MLA 少了 98.0%" in out
     assert m.kib(46080) == "45" and m.kib(23040) == "22.5" and m.num(16.0) == "16"
 
 
@@ -503,3 +504,28 @@ def test_kv_alloc_sim_doctests():
     import kv_alloc_sim
     assert doctest.testmod(kv_alloc_sim).failed == 0
     assert m.simulate_paged is kv_alloc_sim.simulate_paged          # 01 用的就是这一份
+
+
+def test_probe_p1_sentence_classes():
+    """p1 的探针发现的几类问题，各用手造的数据测一次。"""
+    # MLA 比 DeepSeek 67B 还大：说"多了"，不说"少 -1,923.0%"，也不说"只存"
+    d = dict(quiet(m.demo3_smaller_kv))
+    d["dsv2_kv"], d["dsv2_kv_quant"] = 20.23 * d["ds67_kv"], 7.586 * d["ds67_kv"]
+    d["reduction_bf16"], d["reduction_quant"] = 1 - 20.23, 1 - 7.586
+    text = flat(m.observations_3(d)[0])
+    assert "MLA 反而多了 1,923.0%" in text and "量化反而多了 658.6%" in text and "少 -" not in text
+    assert "只存" not in text
+    # 重算从不更慢的带宽说"不慢"，不说"最多慢 0%"
+    assert m.slowest([0.004, 1.75]) == "重算最多慢 不慢 / 75%"
+    # 设置里的数不用科学计数法
+    assert m.num(1e6) == "1,000,000" and m.num(0.01) == "0.01" and m.num(16.0) == "16"
+    # 容量按大小自己挑单位：1 字节的卡不印 "0 MiB"、"0.0 GiB"
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(m, "GPUS", (("X", 1),))
+        mp.setattr(m, "TP_GPUS", 1)
+        d1 = quiet(m.demo1_bytes_per_token)
+    lines, more = m.observations_1(d1)
+    more = flat(more)
+    assert "不做张量并行" in lines[2] and "1 张 X 张量并行" not in lines[2]
+    from artefacts import find_artefacts
+    assert find_artefacts(more) == [] and "容量：X 按 1 B" in more

@@ -236,3 +236,22 @@ def test_equal_printed_values_and_no_cow():
 def test_settings_are_checked():
     """不合理的设置在 main() 开始时一行拒绝（退出码 2）。"""
     assert_settings_refused(m, (("WIDTHS", ()), ("N_BEAM", 0), ("COW_PROMPT", 100), ("TEMPERATURE", 0)), ["--demo", "2"])
+
+
+def test_cow_hint_is_possible_at_block_size_one(monkeypatch):
+    """块大小 1 时每个整数都是 1 的倍数："把 COW_PROMPT 改成不是 1 的倍数"做不到；提示要说先把块调大。"""
+    import contextlib
+    import io
+    monkeypatch.setattr(m, "COW_BLOCK_SIZE", 1)
+    with contextlib.redirect_stdout(io.StringIO()):
+        d = m.demo2_cow_step_by_step()
+    lines, _ = m.observations_2(d)
+    text = "".join(lines)
+    assert d["n_cow"] == 0 and "不是 1 的倍数" not in text and "COW_BLOCK_SIZE 大于 1" in text
+
+
+def test_trend_sentence_names_the_lengths_it_is_about():
+    """--more 里"n 越大省得越多"说的是 Alpaca 长度的行（ShareGPT 的行可能不单调）。"""
+    d = fake_d1((2, 4, 6), {2: 0.16, 4: 0.2, 6: 0.27}, {2: 0.25, 4: 0.37, 6: 0.41}, {2: 0.14, 4: 0.27, 6: 0.23})
+    more = "".join(m.observations_1(d)[1])
+    assert "并行采样（Alpaca 长度）：n / 宽度 2 到 6" in more

@@ -87,3 +87,11 @@ def test_value_parses_what_was_printed():
 def test_observation_lines():
     assert observation_lines("短句。") == 1
     assert observation_lines("很长的句子。" * 30) > 3
+
+
+def test_listed_says_equal_printed_values_once():
+    from lab_common.say import fixed, listed
+    assert listed([1.231, 1.229], fixed(2)) == "都是 1.23"
+    assert listed([26.21, 26.24, 26.2], fixed(1, "ms")) == "都是 26.2 ms"
+    assert listed([0.04, 0.16], fixed(2)) == "0.04、0.16"
+    assert listed([7], fixed(2)) == "7.00"          # 一个数：不说"都是"
