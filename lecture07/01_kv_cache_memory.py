@@ -166,6 +166,16 @@ def demo1_bytes_per_token():
              opt_slots_decimal=int(pool_gib * 1e9 // opt_b),
              mha_70=kv_bytes_per_token("MHA", LLAMA2_70B.n_layers, LLAMA2_70B.n_heads, LLAMA2_70B.head_dim),
              l70_tp=tokens_that_fit(LLAMA2_70B, gpus[0][1], util, n_gpus=tp, kv_bytes=kv[LLAMA2_70B.name]), l70_weights=LLAMA2_70B.n_params * 2)
+    if console.SHOW_MORE:       # 论文的数和我们按配置算的数并排（论文的 KB、GB 也按 1024 进位）
+        l70_b = kv[LLAMA2_70B.name]
+        print_table(["数", "出处", "论文", "这里"], [
+            ["OPT-13B 每 token 的 KV", "vLLM §3", "800 KB", f"2 × {OPT_13B.d_model} × {OPT_13B.n_layers} 层 × 2 B = {integer(opt_b)} B"],
+            ["OPT-13B 2,048 token 的请求", "vLLM §3", f"可达 {VLLM_REQ_GB} GB", f"{integer(2048 * opt_b / MiB)} MiB"],
+            ["KV 空间 → OPT-13B 的 token", "vLLM 表 1", f"{VLLM_TABLE1_KV_GB} GB → {VLLM_TABLE1_SLOTS / 1e3:g}K",
+             f"{num(pool_gib)} GiB → {integer(d['opt_slots'])}（按 10⁹ B：{integer(d['opt_slots_decimal'])}）"],
+            ["LLaMA3-70B 每 token 的 KV", "FAST'25 §5.3.1", f"{FAST25_KV_KB} KB", f"2 × 80 × 1,024 × 2 B = {integer(l70_b)} B"]],
+            title="论文里的数（KB、GB 按 1024 进位才对得上）",
+            caption=f"FAST'25 表 1：l = 80、d = 8192、gqa = {FAST25_GQA}（查询头数 / KV 头数）：64 个查询头 ÷ {FAST25_GQA} = 8 个 KV 头。")
     print_observations(*observations_1(d))
     return d
 
@@ -186,29 +196,21 @@ def observations_1(d):
              f"GQA：LLaMA2-70B {LLAMA2_70B.n_heads} 个查询头共用 {LLAMA2_70B.n_kv_heads} 组 K/V，{size(l70_b)}/token，"
              f"每头一组{ratio(d['mha_70'], l70_b, 0)}。",
              one_gpu_sentence(d) + tp_sentence(d)]
-    more = [pool_sentence(d),
-            f"OPT-13B：2 × {OPT_13B.d_model} × {OPT_13B.n_layers} 层 × 2 B = {integer(opt_b)} B = {size(opt_b)}，vLLM 论文 §3 "
-            f"写作 800 KB；2048 token 的请求 {integer(2048 * opt_b / MiB)} MiB，论文写作\"可达 {VLLM_REQ_GB} GB\"。",
-            f"Mooncake FAST'25 表 1：l = 80、d = 8192、gqa = {FAST25_GQA}（查询头数 / KV 头数）；§5.3.1：LLaMA3-70B 每个 "
-            f"token 的 KV \"{FAST25_KV_KB} KB\"。我们的换算：64 个查询头 ÷ {FAST25_GQA} = 8 个 KV 头，2 × 80 × 1,024 × 2 B = "
-            f"{integer(l70_b)} B = {size(l70_b)}（论文的 KB 是 1024 B）。",
-            f"每头一组时 LLaMA2-70B 要 {size(d['mha_70'])}/token。同样，LLaMA3-8B（{LLAMA3_8B.n_kv_heads} 组 K/V）{size(kv[LLAMA3_8B.name])}/token，"
+    more = [f"每头一组时 LLaMA2-70B 要 {size(d['mha_70'])}/token。同样，LLaMA3-8B（{LLAMA3_8B.n_kv_heads} 组 K/V）{size(kv[LLAMA3_8B.name])}/token，"
             f"LLaMA2-7B（每头一组）{size(kv[LLAMA2_7B.name])}，{ratio(kv[LLAMA2_7B.name], kv[LLAMA3_8B.name], 0)}。"
             "批能开多大、吞吐有多高，取决于 KV 用得多省：这就是后面分页、共享、前缀缓存要解决的事。",
-            "容量：" + "，".join(f"{g} 按 {size(cap)}" for g, cap in d["gpus"])
+            "容量：" + "，".join(f"{g} 按 {mib(cap)}" for g, cap in d["gpus"])
             + f"；GPU_MEM_UTIL = {num(d['util'])}：能用 " + "、".join(size(d["usable"][g]) for g, _ in d["gpus"]) + "。"]
     if d["l70_tp"] is not None and d["l70_tp"] >= 8192:
         more.append(f"张量并行后的 {integer(d['l70_tp'])} 个 token 够 {integer(d['l70_tp'] // 8192)} 个 8,192 token 的长请求。")
     return lines, more
 
 
-def pool_sentence(d):
-    """KV 池 = 多少个 token；只有取论文的 12 GB 时才说与论文表 1 一致。"""
-    text = f"{num(d['pool_gib'])} GiB 的 KV 空间 = {integer(d['opt_slots'])} 个 OPT-13B 的 token"
-    if d["pool_gib"] != VLLM_TABLE1_KV_GB:
-        return text + f"（vLLM 论文表 1 用的是 {VLLM_TABLE1_KV_GB} GB → {VLLM_TABLE1_SLOTS / 1e3:g}K；这里改成了 {num(d['pool_gib'])} GiB）。"
-    return (text + f"，与 vLLM 论文表 1 的 {VLLM_TABLE1_KV_GB} GB → {VLLM_TABLE1_SLOTS / 1e3:g}K 一致；若按 10⁹ 字节算"
-            f"只有 {integer(d['opt_slots_decimal'])} 个：论文的 KB、GB 也是按 1024 进位。")
+def mib(nbytes):
+    """显存容量照设置印成整 MiB（mib(143_771 * MiB) == '143,771 MiB'）；不到 1 MiB 时自己挑单位（mib(1) == '1 B'）。"""
+    if nbytes < MiB:
+        return size(nbytes)
+    return f"{integer(nbytes / MiB)} MiB"
 
 
 def gib(nbytes):
@@ -286,11 +288,9 @@ def observations_2(d):
     s, conc, idle, paper = d["shares"], d["concurrency"], d["idle"], d["paper"]
     obs, more = [], []
     if idle:
-        who = f"{integer(d['n_requests'])} 个请求一开始就全部放得下"
-        if d["n_requests"] == 1:
-            who = "唯一的一个请求一开始就放得下"
-        obs.append(f"{listing(idle)}：{who}，从来没有人排队，没有满载的时刻可统计（表里打 -）；"
-                   "把 N_REQUESTS 调大、或把 KV_POOL_GIB 调小，才能看到满载时显存是怎么分的。")
+        obs.append(f"{listing(idle)}：{count(d['n_requests'], '个请求')}一开始{ALL_OF.get(d['n_requests'], '全部')}放得下，"
+                   "从来没有人排队，没有满载的时刻可统计（表里打 -）；把 N_REQUESTS 调大、或把 KV_POOL_GIB 调小，"
+                   "才能看到满载时显存是怎么分的。")
     mx, pg = s["Orca (Max)"], s["vLLM"]
     if pg is not None:
         text = (f"分页（块 {d['block_size']}）时 {pct1(pg[0])} 的 KV 池存着 token，零头 {pct1(pg[2])} 和空闲 "
@@ -370,7 +370,12 @@ def demo3_smaller_kv():
     mha = table["MHA"]["kv"]
     print_table(["方式", "每层的数", "KV KiB", "FP8 KiB", "相对 MHA"] + [g for g, _ in gpus],
                 [[k, integer(t["per_layer"]), kib(t["kv"]), kib(t["kv_fp8"]), pct1(t["kv"] / mha)]
-                 + [fit_cell(t["fit"][g]) for g, _ in gpus] for k, t in table.items()])
+                 + [fit_cell(t["fit"][g]) for g, _ in gpus] for k, t in table.items()],
+                caption=f"{base.n_layers} 层 × {base.n_heads} 头 × {base.head_dim} 维；GPU 列同演示 1（KV 按 bf16）。组越少越省，"
+                        "但共用一组 K/V 的头更多：DeepSeek-V2 表 1 的能力 MHA 强、GQA 中、MQA 弱，MLA 比 MHA 强。")
+    if console.SHOW_MORE:
+        print_table(["FP8 时能放的 token"] + [g for g, _ in gpus],
+                    [[k] + [fit_cell(t["fit_fp8"][g]) for g, _ in gpus] for k, t in table.items()])
     ds67 = DEEPSEEK_67B.kv_bytes_per_token()
     dsv2 = DSV2_LAYERS * (rank_c + rope) * 2
     d = dict(table=table, gpus=[g for g, _ in gpus], util=util, base=base.name, head_dim=base.head_dim, groups=groups,
@@ -388,16 +393,13 @@ def observations_3(d):
     """演示 3 的观察 → (默认印的, --more 才印的)。每个数都取自 d（和上表同一份数据）。"""
     t, g, paper = d["table"], d["gpus"][-1], d["paper"]
     mha, mla = t["MHA"], t["MLA"]
-    gqa_name = list(t)[1]
-    gqa, mqa = t[gqa_name], t["MQA"]
     text = (f"MLA 每层存 d_c + d_h^R = {d['kv_lora_rank']} + {d['rope_dim']} 个数，{size(mla['kv'])}/token，"
             f"是 MHA 的 {pct1(mla['kv'] / mha['kv'])}")
     if mha["fit"][g] is None:
         text += f"；但一张 {g} 用 {pct(d['util'])} 的显存连 {d['base']} 的权重都放不下。"
     else:
         text += f"：一张 {g} 能放的 token {ratio(mla['fit'][g], mha['fit'][g])}。"
-    lines = [text, f"组越少越省，但更多查询头共用一组 K/V：DeepSeek-V2 论文表 1 把能力标为 MHA 强、GQA 中、MQA 弱，"
-                   "MLA 比 MHA 强。"]
+    lines = [text]
     ds67, cut = d["ds67_kv"], dict(nd=1, less="少了", more="反而多了")
     reduction = (f"DeepSeek-V2 说 KV 比 DeepSeek 67B 少 {paper['dsv2_reduction']}%；按配置算 MLA "
                  f"{rel_change(ds67, d['dsv2_kv'], **cut)}，再加平均 {paper['dsv2_bits']} bit 量化"
@@ -411,22 +413,10 @@ def observations_3(d):
     if mla["per_layer"] != paper["gqa_equiv"] * 2 * d["head_dim"]:
         equiv = f"；DeepSeek-V2 用 512 + 64 时是论文 §2.1.4 表 1 说的 {paper['gqa_equiv']} 组，这里改了维度"
     more = [f"MLA 的 {integer(mla['per_layer'])} 个数 = {fixed(2)(d['mla_groups'])} × (2 × 头维度){equiv}。",
-            f"FP8 KV 每个数 1 字节：MHA {size(mha['kv_fp8'])}、{gqa_name} {size(gqa['kv_fp8'])}、MQA {size(mqa['kv_fp8'])}"
-            "/token" + fp8_fits(t, g) + "。",
             f"DeepSeek 67B（{DEEPSEEK_67B.n_layers} 层 × {DEEPSEEK_67B.n_kv_heads} 组 K/V × {DEEPSEEK_67B.head_dim} 维，"
             f"bf16）{size(d['ds67_kv'])}/token；DeepSeek-V2（{DSV2_LAYERS} 层 × {integer(mla['per_layer'])}，bf16）"
-            f"{size(d['dsv2_kv'])}/token，平均 {paper['dsv2_bits']} bit 时 {size(d['dsv2_kv_quant'])}/token。",
-            f"形状：{d['n_layers']} 层、{d['n_heads']} 个查询头 × {d['head_dim']} 维。GPU 列和演示 1 一样（KV 按 bf16）："
-            f"{pct(d['util'])} 的显存减去 {d['base']} 的 fp16 权重（各种方式都按它算，注意力投影的参数差别忽略）。"]
+            f"{size(d['dsv2_kv'])}/token，平均 {paper['dsv2_bits']} bit 时 {size(d['dsv2_kv_quant'])}/token。"]
     return lines, more
-
-
-def fp8_fits(t, g):
-    """FP8 时一张卡能放多少 token；放不下权重的方式不列。"""
-    fits = [f"{k} {integer(v['fit_fp8'][g])}" for k, v in t.items() if v["fit_fp8"][g] is not None]
-    if not fits:
-        return ""
-    return f"；FP8 时一张 {g} 能放 {listing(fits)} 个 token"
 
 
 # =============================================================================
@@ -461,6 +451,10 @@ def demo4_preemption(sim=None):
                     [[integer(L), integer(r["copies"]), fixed(1)(r["one_way"] * 1e3), fixed(1)(r["round_trip"] * 1e3),
                       fixed(1)(r["recompute"] * 1e3), R2(r["ratio"])] for L, r in by_len.items()],
                     title=f"块 {bs}：序列长度变化（PCIe {num(gbps)} GB/s）")
+        if alt_us:              # 每次拷贝的固定开销也是假设：换成别的值，重算 / 来回怎样变
+            print_table(["固定开销"] + [f"块 {b}" for b in by_block],
+                        [[f"{num(u)} µs"] + [R2(r["ratio_overhead"][u]) for r in by_block.values()] for u in alt_us],
+                        title="重算 / 来回：换一个每次拷贝的固定开销")
     d = dict(n_preempt=len(lens_pre), n_requests=len({r for r, _ in sim["preempted"]}),
              n_total=sim["settings"]["n_requests"], mean_len=None, recomputed_tokens=sum(lens_pre),
              total_tokens=int((sim["prompts"] + sim["outputs"]).sum()), load=load, by_block=by_block, by_len=by_len,
@@ -495,12 +489,13 @@ def slowest(worst):
 def within(gb, worst, limit):
     """每个带宽下最慢的重算 / 来回，按印出来的值和论文的"最多慢 limit%"比。"""
     ok = [g for g in gb if value(R2(worst[g])) - 1 <= limit / 100 + 1e-9]
-    if len(ok) == len(gb) == 1:
-        return f"：在论文的 {limit}% 以内"
+    every = ""
+    if len(gb) > 1:
+        every = "都"
     if len(ok) == len(gb):
-        return f"：都在论文的 {limit}% 以内"
+        return f"：{every}在论文的 {limit}% 以内"
     if not ok:
-        return f"：都超出论文的 {limit}%"
+        return f"：{every}超出论文的 {limit}%"
     return f"：只有 {listing([num(g) for g in ok])} GB/s 在 {limit}% 以内"
 
 
@@ -556,10 +551,6 @@ def observations_4(d):
         more.append(f"vLLM 论文 §7.3、图 19：块 {paper['medium'][0]}–{paper['medium'][1]} 时两者的端到端性能相当；这里"
                     + "、".join(f"块 {b} 的重算 / 来回 = {R2(bb[b]['ratio'])}" for b in medium)
                     + "。论文测的是真实 GPU 上的 OPT-13B；这里是按配置和假设算的量级。")
-    if d["alt_overhead_us"]:
-        more.append(f"每次拷贝的固定开销 {num(d['overhead_us'])} µs 也是假设。块 " + "、".join(map(str, bb)) + " 的重算 / 来回："
-                    + "；".join(words(f"{num(u)} µs 时", listed([r["ratio_overhead"][u] for r in bb.values()], R2))
-                               for u in d["alt_overhead_us"]) + "。")
     more.append(length_sentence(d))
     more.append(f"块 {'、'.join(map(str, bb))} 的单程（= 来回 / 2）：" + listed([r["one_way"] * 1e3 for r in bb.values()], MS) + "。")
     return obs[:3], obs[3:] + more

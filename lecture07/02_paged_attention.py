@@ -143,13 +143,15 @@ def observations_1(d):
     lines = [layout_sentence(tables)]
     more = [f"物理块的分配顺序：{' '.join(map(str, d['alloc_order']))}（先来先取空闲表的头）。"]
     n_tokens = d["n_decode"] * len(tables)
-    text = f"解码 {d['n_decode']} 步、共写 {count(n_tokens, '个 token')}，分配了 {count(d['n_decode_alloc'], '块')}"
-    if d["first_grow"]:
+    text = f"解码 {d['n_decode']} 步、共写 {count(n_tokens, '个 token')}，"
+    if d["n_decode"] == 0:
+        text = "这次没有解码（WALK_DECODE = 0），块都是 prefill 时按输入长度分配的。"
+    elif d["first_grow"]:
         step, name, new = d["first_grow"]
-        text += (f"：最后一块写满、又要写下一个 token 时才分配（第一次：第 {step.split()[1]} 步解码时 {name} "
-                 f"拿到物理块 {new[0]}）。")
+        text += (f"分配了 {count(d['n_decode_alloc'], '块')}：最后一块写满、又要写下一个 token 时才分配（第一次：第 "
+                 f"{step.split()[1]} 步解码时 {name} 拿到物理块 {new[0]}）。")
     else:
-        text += "：块都是 prefill 时按输入长度分配的，解码时没有序列写满一块。"
+        text += "没有序列写满一块，没有分配新块。"
     lines.append(text)
     n_used = sum(len(t) for t in tables.values())
     lines.append(f"{count(len(tables), '条序列')}一共 {count(d['total'], '个 token')}，占 {count(n_used, '块')} = "
@@ -325,10 +327,6 @@ def observations_3(d):
             f"一个头的 K（或 V）= B × {hd} × 2 B；一步读几段 = {d['shape'][0]} 层 × {h} 头 × K、V × 块表长。全部由配置算出，"
             "不计时。",
             GATHER_NOTE, VLLM_71_NOTE + f"§7.2：默认取 {paper['default_block']}——足够大能用满 GPU，又足够小不至于浪费。"]
-    big = [b for b in sizes if b > 16]
-    if big:
-        more.append(f"Alpaca 在块 {listing(big)} 时浪费 " + "、".join(pct1(al[b]["waste_frac"]) for b in big)
-                    + f"；ShareGPT 在块 {bmax} 时浪费 {pct1(sg[bmax]['waste_frac'])}。")
     return lines, more
 
 
