@@ -66,18 +66,19 @@ check: $(STAMP)
 # ---- 图：make all / make clean ----
 # 每个 figures/plot_XX.py 一次生成几张 PNG（&: 是 make ≥ 4.3 的"一条命令出几个文件"）。依赖写全：
 # 画图脚本、它加载的 lecture07 脚本和共用模块；改了哪个，只重画用到它的图，什么都没改时不做任何事。
-LAB := lab_common/console.py lab_common/settings.py lab_common/plotting.py lab_common/script_tools.py figures/figlib.py $(STAMP)
+LAB := lab_common/say.py lab_common/console.py lab_common/settings.py lab_common/plotting.py lab_common/script_tools.py figures/figlib.py $(STAMP)
 PAGED := lecture07/paged_kv.py lab_common/transformer_lab.py lab_common/settings.py
 # 04、05 用到的 lecture07 共用模块（物理量、trace、缓存策略、模拟器）
-STORE := lecture07/kv_physics.py lecture07/kv_trace.py lecture07/kv_trace_io.py lecture07/kv_cache_policies.py lecture07/kv_cache_sim.py lecture07/kv_sim_base.py lecture07/kv_sim_lfu.py lecture07/kv_sim_lru.py lecture07/kv_sim_min.py $(PAGED)
+STORE := lecture07/kv_physics.py lecture07/kv_trace.py lecture07/kv_trace_io.py lecture07/kv_cache_policies.py lecture07/kv_cache_sim.py lecture07/kv_sim_base.py lecture07/kv_sim_lfu.py lecture07/kv_sim_lru.py lecture07/kv_sim_min.py lecture07/kv_sim_guard.py $(PAGED)
 
 F01 := figures/01_kv_memory_breakdown.png figures/01_kv_per_token.png figures/01_recompute_vs_swap.png
 F02 := figures/02_block_table.png
 F03 := figures/03_blocks_over_steps.png
 F04 := figures/04_block_popularity.png figures/04_hit_ratio.png figures/04_prefill_time.png
+F04B := figures/04b_radix_tree.png
 F05 := figures/05_load_vs_recompute.png figures/05_hot_nic.png figures/05_ttft_by_scheduler.png figures/05_pd_transfer.png
 F06 := figures/06_triton_cow_clone.png figures/06_triton_cow_clone_detail.png
-FIGS := $(F01) $(F02) $(F03) $(F04) $(F05) $(F06)
+FIGS := $(F01) $(F02) $(F03) $(F04) $(F04B) $(F05) $(F06)
 
 # &:（一条命令生成几张图）要 GNU make ≥ 4.3。更老的 make（macOS 自带 3.81）照样能 make test / make demo，
 # 画图时在这里停下并说明
@@ -87,14 +88,16 @@ $(error 画图的规则要 GNU make ≥ 4.3，这里是 $(MAKE_VERSION)：macOS 
 endif
 endif
 
-$(F01) &: figures/plot_01.py lecture07/01_kv_cache_memory.py lecture07/kv_alloc_sim.py lab_common/say.py $(STORE) $(LAB)
+$(F01) &: figures/plot_01.py lecture07/01_kv_cache_memory.py lecture07/kv_alloc_sim.py $(STORE) $(LAB)
 	$(VPY) figures/plot_01.py
-$(F02) &: figures/plot_02.py lecture07/02_paged_attention.py lab_common/say.py $(STORE) $(LAB)
+$(F02) &: figures/plot_02.py lecture07/02_paged_attention.py $(STORE) $(LAB)
 	$(VPY) figures/plot_02.py
 $(F03) &: figures/plot_03.py lecture07/03_sharing_and_cow.py $(PAGED) $(LAB)
 	$(VPY) figures/plot_03.py
 $(F04) &: figures/plot_04.py lecture07/04_prefix_caching.py $(STORE) $(LAB)
 	$(VPY) figures/plot_04.py
+$(F04B) &: figures/plot_04b.py lecture07/04b_radix_cache.py lecture07/04_prefix_caching.py lecture07/radix_cache.py $(STORE) $(LAB)
+	$(VPY) figures/plot_04b.py
 $(F05) &: figures/plot_05.py lecture07/05_kv_store.py lecture07/kv_cluster.py $(STORE) $(LAB)
 	$(VPY) figures/plot_05.py
 # 06 的图只从 H200 上实测的 JSON 画（CPU 上不能重新测）

@@ -142,8 +142,13 @@ def _compiles_to(src, func):
 
 def _shape(code):
     """代码对象用到的名字、局部变量和常量（嵌套的函数、推导式递归地比）。"""
-    consts = tuple(_shape(c) if isinstance(c, types.CodeType) else repr(c) for c in code.co_consts)
-    return code.co_names, code.co_varnames, consts
+    consts = []
+    for c in code.co_consts:
+        if isinstance(c, types.CodeType):
+            consts.append(_shape(c))
+        else:
+            consts.append(repr(c))
+    return code.co_names, code.co_varnames, tuple(consts)
 
 
 def _global_names(code):

@@ -14,7 +14,8 @@ import numpy as np
 import pytest
 
 import kv_cache_policies
-from conftest import ROOT, load_script
+from conftest import ROOT
+from lab_common.script_tools import load_script
 from kv_cache_policies import (CACHE_POLICIES, LENGTHAWARE_DEFINITION, LENGTHAWARE_SOURCE, PAPER_POLICIES,
                                BlockCache, LengthAwareCache, LRUCache, S3FIFOCache, make_cache,
                                policy_name)

@@ -5,7 +5,7 @@ import importlib
 import pytest
 
 
-@pytest.mark.parametrize("name", ["kv_physics", "kv_cache_policies", "kv_cache_sim", "kv_sim_base", "kv_sim_lfu",
+@pytest.mark.parametrize("name", ["kv_physics", "kv_cache_policies", "kv_cache_sim", "kv_sim_base", "kv_sim_guard", "kv_sim_lfu",
                                   "kv_sim_lru", "kv_sim_min", "lab_common.console", "lab_common.say", "paged_kv"])
 def test_module_doctests(name):
     assert doctest.testmod(importlib.import_module(name)).failed == 0

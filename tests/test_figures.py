@@ -210,3 +210,18 @@ def test_plot_03_numbers_come_from_the_demo(monkeypatch):
     monkeypatch.setattr(s03, "demo1_savings", lambda: fake)
     d = m.compute()
     assert d["totals"] == {"并行采样": 0.123, "束搜索": 0.456}
+
+
+def test_plot_04b_tree(tmp_path, strict, monkeypatch):
+    """04b 的基数树：画的就是 demo1_tree() 返回的那棵树（节点、区间、ref、标题里的数都从 dict 来，不重算）。"""
+    m = load_plot("plot_04b")
+    s04b = load_script("04b_radix_cache")
+    fake = dict(tree=[(0, 0, 4, 2), (1, 4, 1, 1), (1, 4, 2, 1)], n_requests=2, total_tokens=11, tree_tokens=7,
+                n_splits=1, groups=[("p", 4, 2)])
+    monkeypatch.setattr(s04b, "demo1_tree", lambda: fake)
+    d = m.compute()
+    assert d["tree"] == fake["tree"] and (d["total"], d["stored"], d["splits"]) == (11, 7, 1)
+    pos, parent = m.layout(d["tree"])
+    assert parent == [-1, 0, 0] and pos == [(0.5, 0), (0.0, -1), (1.0, -1)]
+    check_png(m.plot_tree(d, str(tmp_path / "t.png")))
+    assert len(strict) == 1

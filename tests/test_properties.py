@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 import kv_sim_base
 import kv_sim_lfu
 import kv_sim_lru
-from conftest import load_script
+from lab_common.script_tools import load_script
 from kv_cache_policies import CACHE_POLICIES, BlockCache, make_cache
 from kv_cache_sim import simulate
 from kv_sim_base import has_repeats, infinite_hits

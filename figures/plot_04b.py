@@ -1,0 +1,95 @@
+"""04b_radix_cache 的图：04 演示 2 的请求放进一棵基数树——节点、每个节点的 token 区间和 ref。
+
+运行：python figures/plot_04b.py [--out DIR]     （约 2 秒；make all 会调用它）
+数据全部来自 lecture07/04b_radix_cache.py 的 demo1_tree() 返回的 dict（"tree"：深度优先的 (深度, 起点, 长度, ref)，
+和终端里画的是同一棵树）；这里只排版、不重算。
+"""
+import os
+import sys
+
+import figlib
+from figlib import caption, plt, save_png
+
+FIGURES = ("04b_radix_tree.png",)
+
+
+def compute():
+    d = figlib.quiet(figlib.load_script("04b_radix_cache").demo1_tree)
+    return dict(tree=d["tree"], n_requests=d["n_requests"], total=d["total_tokens"], stored=d["tree_tokens"],
+                splits=d["n_splits"], groups=d["groups"])
+
+
+def layout(tree):
+    """深度优先的 (深度, 起点, 长度, ref) → 每个节点的 (x, y) 和父节点下标（根 = -1）。叶子从左到右等距排开。
+
+    >>> layout([(0, 0, 4, 2), (1, 4, 1, 1), (1, 4, 2, 1)])[0]
+    [(0.5, 0), (0.0, -1), (1.0, -1)]
+    """
+    parent, stack = [], []
+    for i, (depth, *_rest) in enumerate(tree):
+        del stack[depth:]
+        parent.append(stack[-1] if stack else -1)
+        stack.append(i)
+    kids = {i: [j for j, p in enumerate(parent) if p == i] for i in range(len(tree))}
+    pos, next_leaf = {}, [0.0]
+
+    def place(i):
+        if not kids[i]:
+            pos[i] = (next_leaf[0], -tree[i][0])
+            next_leaf[0] += 1.0
+            return
+        for j in kids[i]:
+            place(j)
+        xs = [pos[j][0] for j in kids[i]]
+        pos[i] = ((min(xs) + max(xs)) / 2, -tree[i][0])
+
+    for i in (i for i, p in enumerate(parent) if p == -1):
+        place(i)
+    return [pos[i] for i in range(len(tree))], parent
+
+
+def plot_tree(d, out):
+    """一个节点一个方框：[起点, 终点) 和 ref；ref > 1 的节点（被几个请求共用）深色。根画在最上面。"""
+    tree = d["tree"]
+    pos, parent = layout(tree)
+    n_leaves = sum(1 for i in range(len(tree)) if i not in parent)
+    fig, ax = plt.subplots(figsize=(max(12.0, 1.15 * n_leaves + 2), 7.2))
+    root_x = sum(x for (x, _), p in zip(pos, parent) if p == -1) / max(1, sum(1 for p in parent if p == -1))
+    ax.plot([root_x], [1], "ks", ms=10)
+    ax.annotate("根", (root_x, 1), xytext=(10, 0), textcoords="offset points", va="center", fontsize=13)
+    for (x, y), p in zip(pos, parent):
+        px, py = (root_x, 1)
+        if p >= 0:
+            px, py = pos[p]
+        ax.plot([px, x], [py - 0.18, y + 0.18], color="0.55", lw=1.2, zorder=1)
+    for (x, y), (depth, start, length, ref) in zip(pos, tree):
+        shared = ref > 1
+        face, text_color = "#cfe3f5", "black"
+        if shared:
+            face, text_color = "tab:blue", "white"
+        label = f"[{start:,}, {start + length:,})\nref {ref}"
+        ax.text(x, y, label, ha="center", va="center", fontsize=12, color=text_color, zorder=3,
+                bbox=dict(boxstyle="round,pad=0.35", fc=face, ec="0.3"))
+    ax.set_xlim(-0.8, n_leaves - 0.2)
+    ax.set_ylim(min(y for _, y in pos) - 0.7, 1.6)
+    ax.axis("off")
+    prefixes = "；".join(f"{name} 前缀 {plen:,} 个 token，ref = {k}" for name, plen, k in d["groups"] if k > 1)
+    fig.suptitle(f"{d['n_requests']} 个请求共 {d['total']:,} 个 token，基数树只存 {d['stored']:,} 个"
+                 f"（{d['stored'] / d['total']:.0%}）", fontsize=17)
+    ax.set_title(f"{prefixes}；深色 = 被几个请求共用（ref > 1），方框里是节点在请求里的 token 区间", fontsize=12)
+    caption(fig, f"04 演示 2 的请求按到达顺序插入（SGLang 的 RadixAttention）；拆过 {d['splits']} 次节点："
+                 "分叉点可以落在任何 token 上，所以节点长短不一")
+    fig.tight_layout(rect=(0, 0.05, 1, 0.95))
+    return save_png(fig, out)
+
+
+def build(out_dir):
+    return [plot_tree(compute(), os.path.join(out_dir, FIGURES[0]))]
+
+
+def main(argv=None):
+    return figlib.main(argv, __doc__, build)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
