@@ -167,6 +167,14 @@ def _parse_line(text, block_size):
         raise _Bad(f"JSON 里的数太长（{str(e).split(':')[0]}）") from None
     except RecursionError:                                    # _check_depth 之后不该发生，保险
         raise _Bad(f"JSON 嵌套超过 {MAX_DEPTH} 层") from None
+    if type(d) is dict and len(d) == 4:           # 常见的一行：四个字段都对就直接返回（和下面逐项检查的结论相同）
+        ts, n_in, n_out, ids = d.get("timestamp"), d.get("input_length"), d.get("output_length"), d.get("hash_ids")
+        if (type(n_in) is int and type(n_out) is int and type(ids) is list and ids
+                and (type(ts) is int or (type(ts) is float and math.isfinite(ts)))
+                and 0 <= ts < MAX_EXACT and 1 <= n_in < MAX_EXACT and 0 <= n_out < MAX_EXACT
+                and set(map(type, ids)) == _INT_ONLY and min(ids) >= 0 and max(ids) < MAX_EXACT
+                and len(ids) == n_blocks(n_in, block_size) and len(set(ids)) == len(ids)):
+            return ts, n_in, n_out, ids
     if not isinstance(d, dict):
         raise _Bad(f"应该是 JSON 对象 {{...}}，读到的是 {type(d).__name__}")
     missing = [f for f in FIELDS if f not in d]

@@ -34,7 +34,7 @@ NO_KERNEL = ("没有安装 {}：kernel 测试跳过。make test 只在 Linux x86
              "（triton 3.6.0 没有 macOS、Windows 的 wheel）；make test KERNEL=1 一定装")
 
 
-# ---------------------------------------------------------------- 真实 trace
+# ---------------------------------------------------------------- 真实 trace；只在 make test-all 里跑的测试
 TEST_ALL = os.environ.get("LAB_TEST_ALL") == "1"      # make test-all
 
 
