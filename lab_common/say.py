@@ -210,6 +210,35 @@ def vs(name_a, a, name_b, b, fmt, more="高", less="低"):
     return words(name_a, "比", name_b, f"{word}（{sa} 对 {sb}）")
 
 
+def by_order(named, pivot, fmt):
+    """{名字: 值} 按印出来的值和 pivot 比，分成 (小于, 相同, 大于) 三组名字（顺序不变）。
+
+    >>> by_order({1: 0.62, 16: 0.999, 256: 1.15}, 1, fixed(2))
+    ([1], [16], [256])
+    """
+    groups = ([], [], [])
+    for name, v in named.items():
+        groups[order(v, pivot, fmt) + 1].append(name)
+    return groups
+
+
+def grouped(groups, unit, every=None):
+    """[(名字们, 说法)] → "块 1、4 重算更快，块 256 换出更快"；空的组不说；只有一组且不止一个名字时说
+    "每个…都是"（every 换掉"每个{unit}"，例如 "每个块大小下"）。
+
+    >>> grouped([([1, 4], "重算更快"), ([], "一样"), ([256], "换出更快")], "块")
+    '块 1、4 重算更快，块 256 换出更快'
+    >>> grouped([([1, 4], "重算更快"), ([], "换出更快")], "块"), grouped([([16], "一样")], "块")
+    ('每个块都是重算更快', '块 16 一样')
+    """
+    full = [(names, what) for names, what in groups if names]
+    if every is None:
+        every = f"每个{unit}"
+    if len(full) == 1 and len(full[0][0]) > 1:
+        return f"{every}都是{full[0][1]}"
+    return "，".join(words(unit, "、".join(map(str, names)), what) for names, what in full)
+
+
 def span(values, fmt, sep="–"):
     """一组数的范围 "lo–hi"；两端印出来相同时只写一个值。
 

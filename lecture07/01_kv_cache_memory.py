@@ -31,7 +31,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.realpath(__file__))))
 from lab_common import console  # noqa: E402
 from lab_common.console import print_header, print_observations, print_table, print_text, status  # noqa: E402
 from lab_common.say import change, count, fixed, integer, listed, listing, order, pct, pct1, rank, ratio, rel_change, size, span  # noqa: E402
-from lab_common.say import value, words  # noqa: E402
+from lab_common.say import by_order, grouped, value  # noqa: E402
 from lab_common.script_tools import run_lecture  # noqa: E402
 from lab_common.settings import check_setting, is_int, is_number, is_sorted_ints  # noqa: E402
 from kv_physics import LLAMA2_70B, ModelSpec, Node  # noqa: E402
@@ -97,7 +97,7 @@ VLLM_73_NOTE = ("vLLM 论文没给带宽；一张 A100 独占 PCIe 4.0 ×16 时�
 DEMO2_COLUMNS = ("列的含义：token 状态 = 已经写进去的 token；预留 = 留给以后要生成的 token；内部碎片 = 预留了但到结束也用不到"
                  "的位置（分页时是最后一块没写满的部分）；外部/空闲 = 没分出去的空间（连续分配时是放不下队首请求那一整段"
                  "预留的零碎空隙）；- = 从来没有满载。模拟：全部请求一开始就排队、first-fit 连续分配、严格先来先服务，"
-                 "每步每个请求生成一个 token，没有模型计算。")
+                 "每步每个请求生成一个 token，没有模型计算：和论文图 2（§6.2 实验的平均，图注没说数据集）只比量级和顺序。")
 ALL_OF = {1: "就"}                  # "N 个请求一开始全部排队"：只有一个请求时不说"全部"
 PAPER = dict(fig2=VLLM_FIG2, sharegpt=SHAREGPT_MEAN, gqa_equiv=DSV2_GQA_EQUIV, dsv2_reduction=DSV2_KV_REDUCTION,
              dsv2_bits=DSV2_KV_BITS, medium=VLLM_73_MEDIUM, recompute_max=VLLM_73_RECOMPUTE_MAX)
@@ -307,7 +307,7 @@ def observations_2(d):
         more.append(f"Orca (Max) 按 {integer(d['max_seq'])} 预留，平均请求却只有 {integer(d['mean_total'])} 个 token。")
     orc = s["Orca (Oracle)"]
     if orc is not None:
-        text += (f"事先知道输出长度的 Orca (Oracle) 也只有 {pct1(orc[0])}：预留占 {pct1(orc[1])}，"
+        text += (f"事先知道输出长度的 Orca (Oracle) 是 {pct1(orc[0])}：预留占 {pct1(orc[1])}，"
                  f"放不下队首请求的空隙占 {pct1(orc[3])}。")
     if text:
         obs.append(text)
@@ -320,8 +320,7 @@ def observations_2(d):
         else:
             obs.append(f"从高到低：这里 {ours}，论文图 2 是 {theirs}。论文的 Orca 是作者自己重写的实现，"
                        "这里是离散模拟，只比量级和顺序。")
-        more.append(f"从高到低：{ours}。论文图 2 是 §6.2 实验的平均（图注没说数据集）；这里是合成长度、一开始全部排队"
-                    "的离散模拟（没有模型计算），只比量级和顺序。")
+        more.append(f"从高到低：{ours}。")
     more.append(DEMO2_COLUMNS)
     more.append(f"长度：输入、输出各自对数正态（种子 {d['seed']}，σ = {d['sigma']:g}），平均 {integer(d['mean_prompt'])} / "
                 f"{integer(d['mean_output'])}（vLLM 论文图 11(a) 的 ShareGPT 均值：{integer(d['sharegpt'][0])} / "
@@ -488,7 +487,8 @@ def slowest(worst):
 
 def within(gb, worst, limit):
     """每个带宽下最慢的重算 / 来回，按印出来的值和论文的"最多慢 limit%"比。"""
-    ok = [g for g in gb if value(R2(worst[g])) - 1 <= limit / 100 + 1e-9]
+    below, same_, _ = by_order(worst, 1 + limit / 100, R2)
+    ok = below + same_
     every = ""
     if len(gb) > 1:
         every = "都"
@@ -497,14 +497,6 @@ def within(gb, worst, limit):
     if not ok:
         return f"：{every}超出论文的 {limit}%"
     return f"：只有 {listing([num(g) for g in ok])} GB/s 在 {limit}% 以内"
-
-
-def winners(rows):
-    """rows = {块: 比值}：按印出来的值分成重算更快 / 一样 / 换出更快的三组块大小。"""
-    groups = ([], [], [])
-    for b, r in rows.items():
-        groups[order(r, 1, R2) + 1].append(str(b))
-    return groups
 
 
 def observations_4(d):
@@ -524,14 +516,9 @@ def observations_4(d):
                     f"已有 {integer(d['mean_len'])} 个 token；要重算的共 {integer(d['recomputed_tokens'])} 个，是全部 "
                     f"{integer(d['total_tokens'])} 个 token 的 {pct(d['recomputed_tokens'] / d['total_tokens'])}。")
     first, last = list(bb)[0], list(bb)[-1]
-    rec_wins, ties, swap_wins = winners({b: r["ratio"] for b, r in bb.items()})
-    parts = []
-    for blocks, what in ((rec_wins, "重算更快"), (ties, "两者一样"), (swap_wins, "换出再换入更快")):
-        if blocks and len(blocks) == len(bb) > 1:
-            parts.append(f"每个块大小下都是{what}")
-        elif blocks:
-            parts.append(f"块 {'、'.join(blocks)} {what}")
-    text = f"{num(d['gbps'])} GB/s 时" + "，".join(parts)
+    rec_wins, ties, swap_wins = by_order({b: r["ratio"] for b, r in bb.items()}, 1, R2)
+    text = f"{num(d['gbps'])} GB/s 时" + grouped([(rec_wins, "重算更快"), (ties, "两者一样"), (swap_wins, "换出再换入更快")],
+                                                 "块", every="每个块大小下")
     if first == last:
         obs.append(text + "。")
     else:
@@ -564,7 +551,7 @@ def length_sentence(d):
     text = (f"序列长度变化时（块 {d['block_size']}），重算 / 来回 {span(ratios, R2)}：换出按字节和块数、重算按 FLOPs，"
             f"都大致与长度成正比（式 1 里 n² 的注意力项到 {integer(max(d['by_len']))} 个 token 时占 "
             f"{pct1(d['attn_share'])}）。")
-    groups = winners(dict(enumerate(ratios)))
+    groups = by_order(dict(enumerate(ratios)), 1, R2)
     if sum(1 for g in groups if g) == 1:
         return text + "在这些长度上谁更快不变。"
     return text + "在这些长度之间，谁更快变了。"

@@ -305,7 +305,7 @@ def observations_3(d):
     if ref != bmax:
         text += f"；块 {bmax} 时 {pct1(sg[bmax]['waste_frac'])} 和 {pct1(al[bmax]['waste_frac'])}"
     shorter = {1: "短序列浪费的比例更高", 0: "长短序列浪费的比例一样", -1: "短序列反而浪费得少"}
-    lines = [text + f"：块 {bmax} 时{shorter[order(al[bmax]['waste_frac'], sg[bmax]['waste_frac'], pct1)]}。"]
+    lines = [text + f"：{shorter[order(al[bmax]['waste_frac'], sg[bmax]['waste_frac'], pct1)]}。"]   # 比的是最后说到的块 bmax
     seg = f"块 {bmin} 时每步要读 {integer(reads[bmin]['segments'])} 段、每段 {size(reads[bmin]['segment_bytes'])}"
     if ref != bmin:
         seg += f"，块 {ref} 时 {integer(reads[ref]['segments'])} 段、{size(reads[ref]['segment_bytes'])}"

@@ -533,3 +533,11 @@ def test_probe_p1_sentence_classes():
     assert "不做张量并行" in lines[2] and "1 张 X 张量并行" not in lines[2]
     from artefacts import find_artefacts
     assert find_artefacts(more) == [] and "容量：X 按 1 B" in more
+
+
+def test_oracle_share_is_not_called_small_when_it_beats_paging(d2):
+    """块 2048 时分页只有 21.8%，Orca (Oracle) 46.4%：不能说 Oracle "也只有"（手造：把分页的占比调低）。"""
+    shares = dict(d2["shares"], vLLM=(0.218, 0.0, 0.694, 0.0))
+    text = flat(m.observations_2(dict(d2, shares=shares))[0])
+    assert "Orca (Oracle) 是 46.4%" in text and "只有 46.4%" not in text
+    assert "Orca (Max) 也是 21.8%" in text

@@ -319,3 +319,11 @@ def test_observations_3_waste_approximation_is_qualified(monkeypatch):
     assert d["stats"]["ShareGPT"][4096]["waste"] > 4095 / 2
     more = flat(m.observations_3(d)[1])
     assert "块比序列短得多时约 (B − 1)/2" in more and "最后一块平均空着约 (B − 1)/2" not in more
+
+
+def test_observations_3_equal_printed_waste_is_a_tie(d3):
+    """块 128 时两种长度的浪费印出来相同（11.5% 对 11.46%）：说"一样"，不说谁更高。"""
+    stats = {k: {b: dict(v) for b, v in s.items()} for k, s in d3["stats"].items()}
+    stats["Alpaca"][128]["waste_frac"] = 0.1146
+    line = m.observations_3(dict(d3, stats=stats))[0][0]
+    assert line.endswith("11.5% 和 11.5%：长短序列浪费的比例一样。") and "更高" not in line

@@ -95,3 +95,13 @@ def test_listed_says_equal_printed_values_once():
     assert listed([26.21, 26.24, 26.2], fixed(1, "ms")) == "都是 26.2 ms"
     assert listed([0.04, 0.16], fixed(2)) == "0.04、0.16"
     assert listed([7], fixed(2)) == "7.00"          # 一个数：不说"都是"
+
+
+def test_by_order_and_grouped_decide_on_printed_values():
+    from lab_common.say import by_order, fixed, grouped
+    r2 = fixed(2)
+    assert by_order({1: 0.62, 16: 0.999, 256: 1.15}, 1, r2) == ([1], [16], [256])      # 0.999 印出来是 1.00：相同
+    assert by_order({}, 1, r2) == ([], [], [])
+    assert grouped([([1, 4], "重算更快"), ([], "一样"), ([256], "换出更快")], "块") == "块 1、4 重算更快，块 256 换出更快"
+    assert grouped([([1, 4, 16], "重算更快")], "块") == "每个块都是重算更快"
+    assert grouped([([16], "一样")], "块") == "块 16 一样"                                # 一个名字：不说"每个"
