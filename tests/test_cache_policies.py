@@ -387,13 +387,24 @@ def newest_first(mp):
     mp.setattr(LRUCache, "insert", insert)
 
 
-def demo3_of_04(policies=None):
-    """本进程里跑 04 --demo 3：返回 (打印的文字, 演示 3 返回的 dict)。"""
+N_PREFIX = 4_000   # 改过的类要逐块跑：用合成 trace 的前 4,000 个请求（04 和对照的类用同一段），测试才快
+
+
+def small_trace():
+    """04 演示 3 用的合成 trace 的前 N_PREFIX 个请求。"""
+    from kv_trace import make_trace
+    return make_trace(load_script("04_prefix_caching").TRACE_SEED)[:N_PREFIX]
+
+
+def demo3_of_04(policies=None, small=True):
+    """本进程里跑 04 --demo 3（small：trace 换成 small_trace()）：返回 (打印的文字, 演示 3 返回的 dict)。"""
     m = load_script("04_prefix_caching")
     got = {}
     with pytest.MonkeyPatch.context() as local:
         fn = m.DEMOS[3]
         local.setitem(m.DEMOS, 3, lambda *a: got.setdefault(3, fn(*a)))
+        if small:
+            local.setattr(m, "make_trace", lambda seed: small_trace())
         if policies is not None:
             local.setattr(m, "POLICIES", policies)
         buf = io.StringIO()
@@ -404,17 +415,14 @@ def demo3_of_04(policies=None):
 
 def ratios_of(hits, policy):
     """{容量: 命中率}：04 演示 3 自己的口径（m.hit_table：用得上的前缀命中块 / 全部块访问）。hits：{容量: 每个请求的命中}。"""
-    from kv_trace import make_trace
     m = load_script("04_prefix_caching")
-    tr = make_trace(m.TRACE_SEED)
-    table = m.hit_table(tr, {(policy, c): h for c, h in hits.items()}, 512)
+    table = m.hit_table(small_trace(), {(policy, c): h for c, h in hits.items()}, 512)
     return {c: table[(policy, c)] for c in hits}
 
 
 def class_ratios(cls, caps, policy="lru"):
-    """直接跑类：合成 trace 上每个容量的命中率（04 演示 3 的口径）。"""
-    from kv_trace import make_trace
-    tr = make_trace(load_script("04_prefix_caching").TRACE_SEED)
+    """直接跑类：small_trace() 上每个容量的命中率（04 演示 3 的口径）。"""
+    tr = small_trace()
     return ratios_of({c: class_hits(tr, c, cls) for c in caps}, policy)
 
 
@@ -432,9 +440,7 @@ def test_edited_lru_changes_04s_hit_table(newest_demo3):
     """LRUCache 改成淘汰最新的块：04 的 LRU 一行换成改过的类算出的数（原来是快速引擎的栈距离），打印的也变了。"""
     out, res, want = newest_demo3
     caps = [c for c in res["capacities"] if c is not None]
-    from kv_trace import make_trace
-    tr = make_trace(load_script("04_prefix_caching").TRACE_SEED)
-    stack = ratios_of(lru_stack_hits(tr, caps), "lru")            # 没改时 04 印的数（快速引擎）
+    stack = ratios_of(lru_stack_hits(small_trace(), caps), "lru")   # 没改时 04 印的数（快速引擎）
     assert all(res["ratio"][("lru", c)] == want[c] for c in caps)
     assert sum(f"{res['ratio'][('lru', c)]:.2f}" != f"{stack[c]:.2f}" for c in caps) >= 3
     assert all(f"{want[c]:.2f}" in out for c in caps)
@@ -474,7 +480,7 @@ def test_edited_lru_changes_04b(monkeypatch):
 
 
 @pytest.mark.test_all
-def test_editing_the_source_file_changes_04s_output(tmp_path, newest_demo3):
+def test_editing_the_source_file_changes_04s_output(tmp_path):
     """真的改文件（学生的做法）：拷一份 lecture07/，把 LRUCache 里的 popitem(last=False) 改成 last=True，
     新解释器里跑 04 --demo 3：打印的和本进程里换掉这两个方法时一样，和没改时不一样。"""
     for d in ("lecture07", "lab_common"):
@@ -487,4 +493,7 @@ def test_editing_the_source_file_changes_04s_output(tmp_path, newest_demo3):
     proc = subprocess.run([sys.executable, str(tmp_path / "lecture07" / "04_prefix_caching.py"), "--demo", "3"],
                           capture_output=True, text=True, env=dict(os.environ, NO_COLOR="1"), timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
-    assert proc.stdout == newest_demo3[0] != demo3_of_04()[0]
+    with pytest.MonkeyPatch.context() as mp:
+        newest_first(mp)
+        edited = demo3_of_04(small=False)[0]
+    assert proc.stdout == edited != demo3_of_04(small=False)[0]
