@@ -374,7 +374,8 @@ def demo3_smaller_kv():
                         "但共用一组 K/V 的头更多：DeepSeek-V2 表 1 的能力 MHA 强、GQA 中、MQA 弱，MLA 比 MHA 强。")
     if console.SHOW_MORE:
         print_table(["FP8 时能放的 token"] + [g for g, _ in gpus],
-                    [[k] + [fit_cell(t["fit_fp8"][g]) for g, _ in gpus] for k, t in table.items()])
+                    [[k] + [fit_cell(t["fit_fp8"][g]) for g, _ in gpus] for k, t in table.items()],
+                    caption=f"各方式都减去 {base.name} 的 fp16 权重（注意力投影的参数差别忽略）；- = 放不下权重")
     ds67 = DEEPSEEK_67B.kv_bytes_per_token()
     dsv2 = DSV2_LAYERS * (rank_c + rope) * 2
     d = dict(table=table, gpus=[g for g, _ in gpus], util=util, base=base.name, head_dim=base.head_dim, groups=groups,
