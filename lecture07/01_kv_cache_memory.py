@@ -478,12 +478,12 @@ def slowest(worst):
     """每个带宽下最大的重算 / 来回（按印出来的两位小数）→ "重算最多慢 15% / 75%"；不慢的说"重算从不更慢"。
 
     >>> slowest([1.15, 1.75]), slowest([0.62]), slowest([0.004, 1.3])
-    ('重算最多慢 15% / 75%', '重算从不更慢', '重算最多慢 不慢 / 30%')
+    ('重算最多慢 15% / 75%', '重算从不更慢', '重算最多慢 0% / 30%')
     """
     v = [value(R2(r)) for r in worst]
     if all(x <= 1 for x in v):
         return "重算从不更慢"
-    return "重算最多慢 " + " / ".join(pct(x - 1) if x > 1 else "不慢" for x in v)
+    return "重算最多慢 " + " / ".join(pct(max(x - 1, 0)) for x in v)     # 最多慢 0%：这个带宽下重算从不更慢
 
 
 def within(gb, worst, limit):

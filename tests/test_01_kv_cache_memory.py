@@ -519,8 +519,8 @@ def test_probe_p1_sentence_classes():
     text = flat(m.observations_3(d)[0])
     assert "MLA 反而多了 1,923.0%" in text and "量化反而多了 658.6%" in text and "少 -" not in text
     assert "只存" not in text
-    # 重算从不更慢的带宽说"不慢"，不说"最多慢 0%"
-    assert m.slowest([0.004, 1.75]) == "重算最多慢 不慢 / 75%"
+    # 重算从不更慢的带宽：最多慢 0%，不是负数
+    assert m.slowest([0.004, 1.75]) == "重算最多慢 0% / 75%"
     # 设置里的数不用科学计数法
     assert m.num(1e6) == "1,000,000" and m.num(0.01) == "0.01" and m.num(16.0) == "16"
     # 容量按大小自己挑单位：1 字节的卡不印 "0 MiB"、"0.0 GiB"
