@@ -26,6 +26,7 @@ import heapq
 import numpy as np
 
 from kv_sim_base import fork_map, n_cores
+from lab_common.say import integer, span
 
 
 class RadixNode:
@@ -178,8 +179,8 @@ class RadixCache:
                 walk(c, end, prefix + more)
             if len(shown) < len(kids):
                 rest = kids[len(shown):]
-                lines.append(f"{prefix}└─ …另外 {len(rest)} 个孩子（长度 "
-                             f"{min(len(c.key) for c in rest)}–{max(len(c.key) for c in rest)}）")
+                lengths = span([len(c.key) for c in rest], integer)   # 两端相同时只写一个值
+                lines.append(f"{prefix}└─ …另外 {len(rest)} 个孩子（长度 {lengths}）")
 
         walk(self.root, 0, "")
         return lines

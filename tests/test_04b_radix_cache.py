@@ -150,3 +150,13 @@ def test_observations_3_differs_when_the_chain_is_broken():
     d = dict(same={None: True, 10: False}, breaks=3, caps=[None, 10], cap_names=["无限", "10"])
     lines, more = r.observations_3(d)
     assert lines[0].startswith("10 块时两者不同") and "有 3 个块 id" in lines[2] and not more
+
+
+def test_render_folded_children_with_equal_lengths_print_one_length():
+    """折起来的孩子长度都一样时，只写一个长度（不写 "2–2"）；不一样时写范围。"""
+    t = RadixCache()
+    for seq in ([1, 2, 3], [4, 5], [6, 7], [8, 9]):
+        t.insert(seq)
+    assert t.render(max_children=1)[-1].endswith("…另外 3 个孩子（长度 2）")
+    t.insert([9, 9, 9, 9])
+    assert t.render(max_children=1)[-1].endswith("…另外 4 个孩子（长度 2–4）")
