@@ -257,8 +257,10 @@ def observations_2(res, n, block_size, suffix_len):
         more.insert(0, parts + f"零头每个请求都要和自己的后缀（{span([suffix_len[0], suffix_len[1] - 1], integer)} 个"
                                " token）一起重算。")
     if len(order) > 1 and res[order[0]]["prefix_len"] < big["prefix_len"]:
-        more.insert(-1, vs(f"前缀更长的 {name}", big["saved"], order[0], res[order[0]]["saved"], pct, "省得多", "省得少")
-                    + "：后缀长度的范围相同，差别来自前缀占输入的比例和零头。")
+        why = "：后缀长度的范围相同，差别来自前缀占输入的比例和零头。"
+        if same(big["saved"], res[order[0]]["saved"], pct):
+            why = "。"                                   # 印出来一样：没有"差别"可解释
+        more.insert(-1, vs(f"前缀更长的 {name}", big["saved"], order[0], res[order[0]]["saved"], pct, "省得多", "省得少") + why)
     return lines + [mem], more
 
 
@@ -450,7 +452,10 @@ def observations_3(d, policies, contrast, hot):
             obs.append(where + " LRU 和 LFU 的命中率（两位小数）相同：这个 trace 上看不出两者的差别。")
         elif all(v >= 0 for v in o.values()):
             c = max(mid, key=lambda x: r[("lru", x)] - r[("lfu", x)])
-            obs.append(where + f" LRU 都不低于 LFU，{c:,} 块时差得最多（{f2(r[('lru', c)])} 对 {f2(r[('lfu', c)])}）："
+            most = f"都不低于 LFU，{c:,} 块时差得最多"
+            if len(mid) == 1:
+                most = "不低于 LFU"                          # 只有一个容量：没有"都"和"最多"
+            obs.append(where + f" LRU {most}（{f2(r[('lru', c)])} 对 {f2(r[('lfu', c)])}）："
                        "复用多在时间上相近的请求之间，和论文结论（LRUCache performs best）一致。")
         else:
             obs.append("；".join(vs(f"{c:,} 块时 LFU", r[("lfu", c)], "LRU", r[("lru", c)], f2) for c in mid if o[c] < 0)
@@ -477,7 +482,7 @@ def observations_3(d, policies, contrast, hot):
         if abs(inf - st["reuse"]) < 1e-12:
             rel = "，和它相等：重复出现的块都在请求的开头；剩下的块是第一次出现，再大的缓存也没用。"
         more.append(reuse + f"；无限容量的前缀命中率 {f2(inf)}" + rel)
-    if inf and mid:
+    if inf and mid and len(policies) > 1:
         more.append(f"{mid[-1]:,} 块时从高到低：{rank([(_short(p), r[(p, mid[-1])]) for p in policies], f2)}。")
     heat = f"{pct(st['once'])} 的块只出现过一次，最热的块被访问了 {integer(st['hottest'])} 次"
     if st["hottest"] >= hot:

@@ -503,3 +503,20 @@ def test_given_trace_compared_with_the_synthetic_one(hit, syn, word):
     t = flat(m.source_sentence(d))
     assert f"前缀命中率{hit:.2f}，{word}合成负载的{syn:.2f}" in t and "不高于" not in t
     assert "FAST'25Conversation一致" in t and "cacheratio是0.40（没给定义）" in t and "Kimi线上一小时的采样" in t
+
+
+def test_demo2_observations_equal_savings_explain_no_difference():
+    """前缀长短不同、省下的比例印出来一样（例如块比两个前缀都大，都是 0%）：不说"差别来自…"。"""
+    res = {"a": mk2(80, saved=0.0, mapped=0, shared=8, private=8), "b": mk2(341, saved=0.0, mapped=0, shared=8, private=8)}
+    t = text(m.observations_2(res, 8, 512, (10, 30)))
+    assert "前缀更长的b和a一样（都是0%）。" in t and "差别来自" not in t
+
+
+def test_demo3_observations_one_capacity_one_policy():
+    """只有一个要淘汰的容量：不说"都不低于"、"差得最多"；只有一种策略：不排名次。"""
+    ratio = {("lru", None): 0.6, ("lfu", None): 0.6, ("lru", 100): 0.35, ("lfu", 100): 0.3}
+    t = text(m.observations_3(mk3(ratio, (None, 100)), ("lru", "lfu"), "x", 1_000))
+    assert "在100块时LRU不低于LFU（0.35对0.30）" in t and "都不低于LFU" not in t and "差得最多（" not in t
+    ratio = {("lru", None): 0.6, ("lru", 100): 0.35}
+    t = text(m.observations_3(mk3(ratio, (None, 100), policies=("lru",)), ("lru",), "x", 1_000))
+    assert "从高到低" not in t
