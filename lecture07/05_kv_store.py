@@ -524,7 +524,10 @@ def observations_4(d):
            f"prefill 要 {ms(long_['prefill'])}{text}。"]
     text = "，每个长度仍藏得住：这个模型算得够久"
     for c in exposed[:1]:                                  # 藏不住的最短 prompt 露出多少
-        text = (f"，{listing(integer(x['n']) for x in exposed)} token 藏不住：{integer(c['n'])} token 露出 "
+        who = ""                                           # 只有一个长度：不重复它
+        if len(exposed) > 1:
+            who = f"{integer(c['n'])} token "
+        text = (f"，{listing(integer(x['n']) for x in exposed)} token 藏不住：{who}露出 "
                 f"{ms(c['exposed'])}，是它 prefill 的 {pct(c['exposed'] / c['prefill'])}")
     sweep = d["paper"]["sweep"]
     if not same(d["slow_gbps"], nic, gbs):                  # 对照的网卡和主网卡一样：这句就是第一句，不说

@@ -699,6 +699,10 @@ def test_observations_4_degenerate(d4):
     assert "100 Gbps 在 1,024、8,192 和 32,768 token 时藏不住" in text and "余量" not in text
     one = _tweak(d4, base=d4["base"][:1], hits=d4["hits"][:1], slow=d4["slow"][:1])
     assert "藏得住要 634.4 Gbps（不命中 32.5）" in _text(m.observations_4, one)
+    text = _text(m.observations_4, one)                     # 只有一个长度藏不住：不把它说两遍
+    assert "1,024 token 藏不住：露出 30.3 ms" in text and "藏不住：1,024 token 露出" not in text
+    two = _tweak(d4, slow=[dict(c, hidden=c["n"] > 8192) for c in d4["slow"]])
+    assert "1,024 和 8,192 token 藏不住：1,024 token 露出 30.3 ms" in _text(m.observations_4, two)
 
 
 # ---------------------------------------------------------------- 图：数字都来自演示返回的 dict
