@@ -96,6 +96,8 @@ def observations_1(d):
     total, stored = d["total_tokens"], d["tree_tokens"]
     one_node = [(name, plen, k) for name, plen, k in d["groups"] if (plen, k) in d["top"] and k > 1]
     text = f"{d['n_requests']} 个请求一共 {integer(total)} 个 token，树里只存了 {integer(stored)} 个（{pct(stored / total)}）"
+    if stored == total:                                    # 一个 token 也没省：不说"只"
+        text = f"{d['n_requests']} 个请求一共 {integer(total)} 个 token，树里全都存了一份"
     if one_node:
         text += "：" + "；".join(f"{name} 的 {plen} 个 token 前缀是一个节点，ref = {k}" for name, plen, k in one_node)
         text += "，这些请求都从它往下走，KV 只存一份。"
@@ -110,6 +112,8 @@ def observations_1(d):
     text = f"拆过 {count(d['n_splits'], '次')}节点：第二个请求在前缀末尾分叉，把第一个请求的整条路径拆成\"前缀 + 后缀\""
     if n_groups and extra > 0:
         text += f"（{n_groups} 组各 1 次）；另外 {extra} 次在后缀开头碰巧相同的 token 处分叉"
+    if n_groups == 0:                                      # 没有共用前缀的组：拆分都来自碰巧相同的开头
+        text = f"拆过 {count(d['n_splits'], '次')}节点，都在不同请求的开头碰巧相同的 token 处分叉"
     lines.append(text + "。分叉点可以落在任何 token 上，所以节点长短不一。")
     more.append(f"叶子的 ref 加起来是 {d['ref_sum_leaves']}：每个还在跑的请求正好占着一片叶子（它自己的后缀）。")
     return lines, more

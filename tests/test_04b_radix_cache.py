@@ -130,7 +130,7 @@ def test_observations_1_one_request_and_nothing_shared():
              top=[(100, 1)], ref_sum_leaves=1)
     lines, _ = r.observations_1(d)
     text = "".join(lines)
-    assert "1 个请求一共 100 个 token，树里只存了 100 个（100%）" in text
+    assert "1 个请求一共 100 个 token，树里全都存了一份" in text and "只存了" not in text
     assert "没有哪段前缀被两个以上的请求共用" in text and "一次也没有拆节点" in text and "第二个请求" not in text
 
 
@@ -160,3 +160,11 @@ def test_render_folded_children_with_equal_lengths_print_one_length():
     assert t.render(max_children=1)[-1].endswith("…另外 3 个孩子（长度 2）")
     t.insert([9, 9, 9, 9])
     assert t.render(max_children=1)[-1].endswith("…另外 4 个孩子（长度 2–4）")
+
+
+def test_observations_1_splits_without_a_shared_prefix_group():
+    """每个前缀只有一个请求、却拆过节点（开头碰巧相同）：不说"第二个请求在前缀末尾分叉"。"""
+    d = dict(n_requests=2, total_tokens=200, tree_tokens=190, n_splits=1, groups=[("a", 80, 1), ("b", 90, 1)],
+             top=[(10, 2)], ref_sum_leaves=2)
+    text = "".join(r.observations_1(d)[0])
+    assert "拆过 1 次节点，都在不同请求的开头碰巧相同的 token 处分叉" in text and "第二个请求" not in text
