@@ -190,9 +190,9 @@ def plot_pd_transfer(curves, hit, out, config):
             if ns is not None and n[0] <= ns <= n[-1]:
                 y = float(np.interp(ns, n, pre))
                 ax.plot([ns], [y], "o", color=color, ms=12, mec="black", zorder=3)
-                right = int(ns > n[0] ** 0.25 * n[-1] ** 0.75)  # 靠右的点（对数坐标 3/4 以后）：字写在左上；否则写在右下
-                ax.annotate(f"{integer(ns)} token 起藏得住", (ns, y), xytext=((16, -32), (-14, 16))[right],
-                            textcoords="offset points", fontsize=13, color=color, ha=("left", "right")[right])
+                # 字写在点的左上：彩色线和黑线都往右上升，左上方是空白，不压住任何一条线
+                ax.annotate(f"{integer(ns)} token 起藏得住", (ns, y), xytext=(-14, 16),
+                            textcoords="offset points", fontsize=13, color=color, ha="right")
                 found.append(f"{name}、{float(gbps):,g}{NBSP}Gbps：{integer(ns)} token")
         ax.set_title(name)
         ax.set_xlabel("prompt 长度（token）")
