@@ -589,9 +589,9 @@ def demo4_compute_saved(data=None, caps=None, policies=None):
                          f2(hours[(p, c)] * unit[1]), f"{base / hours[(p, c)]:.2f}×"])
     which = "你给的 trace 里 " * (data["path"] is not None)
     print_table(["缓存", "存储", "命中的 token", f"GPU 时间（{unit[0]}）", "快了"], rows,
-                caption=f"{which}{integer(len(tr))} 个请求的 prefill 在一台 {node.name} 上的总时间。命中的 KV 从{local.name}"
+                caption=f"{which}{integer(len(tr))} 个请求的 prefill 在一台 {node.name} 上的总时间。命中的 KV {words('从', local.name)}"
                         f"读（{local.gb_per_s:g} GB/s），缓存超过一台机器的 {size(LOCAL_KV_BYTES, binary=False)}（{FAST25_DRAM}）"
-                        f"的部分按比例从{remote.name}读"
+                        f"的部分按比例{words('从', remote.name)}读"
                         f"（{remote.gb_per_s:g} GB/s），和计算按层重叠。")
     d = dict(base_hours=base, hours=hours, hit_frac=frac, local_hours=local_hours, stored=stored, unit=unit, distinct=distinct,
              need_bytes=10_000 * bs * per_token, hbm_bytes=node.hbm_bytes, kv_block_bytes=bs * per_token, caps=caps,
@@ -641,7 +641,7 @@ def observations_4(d, policy, caps, local_name, local_bytes):
     more = []
     if far:
         lh, th = [t(d["local_hours"][(policy, c)] * k) for c in far], [t(hours[(policy, c)] * k) for c in far]
-        s = f"{'、'.join(cache_name(c) for c in far)}都超过一台机器的 {size(local_bytes, binary=False)}，超出的部分按远端读；全部从{local_name}读的话是 {'、'.join(lh)}"
+        s = f"{'、'.join(cache_name(c) for c in far)}都超过一台机器的 {size(local_bytes, binary=False)}，超出的部分按远端读；全部{words('从', local_name)}读的话是 {'、'.join(lh)}"
         more.append(s + f"（表里是 {'、'.join(th)}）。")
         if lh == th:
             more[-1] = s + "，和表里一样：读 KV 被计算盖住，从哪里读不影响 GPU 时间。"

@@ -15,6 +15,7 @@ prefill 和 decode 分开放时，把 KV 送过去的时间藏得住吗？
   4. 把 SCHED_LOAD 改成 0.7：不用缓存也做得完时，随机调度还比负载均衡慢几倍？（--demo 3 --more）
   5. 把 PD_NIC_GBPS 改成 100：网卡只有八分之一时，前缀命中 95% 的请求还藏得住 KV 的发送吗？（--demo 4）
 """
+import math
 import os
 import sys
 from bisect import bisect_left
@@ -82,9 +83,10 @@ F1, F2, R3, GBPS = fixed(1), fixed(2), fixed(3), fixed(1, "Gbps")   # 表格和�
 
 
 def ms_cell(sec):
-    """秒 → 毫秒，一位小数；不到 0.1 ms 留两位有效数字：ms_cell(11.6271) == '11,627.1'，ms_cell(2.62e-5) == '0.026'。"""
-    if 0 < abs(sec) < 0.95e-4:
-        return f"{sec * 1e3:.2g}"
+    """秒 → 毫秒，一位小数；不到 0.1 ms 留两位有效数字：ms_cell(11.6271) == '11,627.1'，ms_cell(2.62e-5) == '0.026'，ms_cell(3.2e-8) == '0.000032'。"""
+    if 0 < abs(sec) < 0.95e-4:                       # 两位有效数字，但不用科学记数法（3.2e-05 → 0.000032）
+        v = sec * 1e3
+        return f"{v:.{1 - math.floor(math.log10(abs(v)))}f}"
     return F1(sec * 1e3)
 
 
