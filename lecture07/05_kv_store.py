@@ -117,17 +117,19 @@ def more_table(headers, rows, caption=None):
 
 
 # =============================================================================
-def min_bandwidth(n, node, model=LLAMA3_70B):
-    """读 n 个 token 的 KV 不比重算慢所需的最低带宽（GB/s）：KV 字节数 / 重算时间（FAST'25 式 2）。"""
+def min_bandwidth(n, node, model=None):
+    """读 n 个 token 的 KV 不比重算慢所需的最低带宽（GB/s）：KV 字节数 / 重算时间（FAST'25 式 2）。model 默认 LLaMA3-70B。"""
+    model = model or LLAMA3_70B
     return n * model.kv_bytes_per_token() / prefill_compute_time(model, n, 0, node) / 1e9
 
 
-def break_even_len(gb_per_s, node, model=LLAMA3_70B):
+def break_even_len(gb_per_s, node, model=None):
     """前缀至少多长，以 gb_per_s 读（或发）KV 才比重算快？解 n·kv/B = l·(a·n²·d + b·n·d²)/F；< 1 表示任意长度。
 
     >>> round(break_even_len(6.9, replace(H800_X8, mfu=0.6)))       # 8×H800 上的 SSD
     40944
     """
+    model = model or LLAMA3_70B
     d, L = model.d_model, model.n_layers
     return (model.kv_bytes_per_token() * node.flops / (gb_per_s * 1e9 * L) - EQ1_B * d * d) / (EQ1_A * d)
 
