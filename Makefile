@@ -56,7 +56,7 @@ test-all: $(TEST_ENV)
 	LAB_TEST_ALL=1 $(VPY) -m pytest -q -n $(strip $(JOBS)) --dist loadgroup tests
 
 bench: $(STAMP)
-	$(VPY) tests/bench_speed.py
+	@rc=0; $(VPY) tests/bench_speed.py || rc=1; $(VPY) tests/budget_lines.py || rc=1; exit $$rc
 
 # 练习：make check 检查 exercises/ 里的全部练习，make check EX=3 只查练习 3（不需要 torch、triton）
 .PHONY: check
