@@ -1,8 +1,8 @@
 # CS349E 第 7 讲：常用命令
 #   make demo      —— 建好环境（若没有）并运行 04_prefix_caching.py
-#   make test      —— 建好环境（若没有）并跑全部测试（2 核约 45 秒；Linux x86_64 上含 Triton 解释器下的 kernel 校验）
+#   make test      —— 建好环境（若没有）并跑全部测试（2 核约一分钟；Linux x86_64 上含 Triton 解释器下的 kernel 校验）
 #   make test-all  —— 同上，再加完整的改设置矩阵（每条改动都既改属性、又改源码、又在新解释器里跑；几分钟）
-#   make bench     —— 测每个脚本的耗时（中位数 / 5 次）并对照预算
+#   make bench     —— 测每个脚本的耗时（中位数 / 5 次）、大 trace 的内存和每个脚本的篇幅，对照预算
 #   make check     —— 检查 exercises/ 里的练习（EX=3 只查练习 3）
 #   make all       —— 重新生成 figures/ 里的图（增量；要 GNU make ≥ 4.3）
 #   make clean     —— 只删除生成的图
