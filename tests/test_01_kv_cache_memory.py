@@ -10,9 +10,8 @@ import numpy as np
 import pytest
 from rich.cells import cell_len
 
-from conftest import LECTURE, assert_settings_refused, load_script
+from conftest import assert_observation_shape, assert_settings_refused, load_plot, load_script
 from lab_common import console
-from lab_common.console import observation_lines, wrap_cjk
 
 m = load_script("01_kv_cache_memory")
 
@@ -58,17 +57,6 @@ def flat(lines):
     return "".join(lines)
 
 
-def check_shape(lines, more=()):
-    """默认至多 3 条观察、每条在 80 列上至多 3 行；不印 -0、没有"0 GiB"。"""
-    assert 1 <= len(lines) <= 3, lines
-    for line in lines:
-        assert observation_lines(line) <= 3, line
-        assert max(cell_len(x) for x in wrap_cjk(f"  1. {line}", 78, indent=5)) <= 80, line
-    for line in list(lines) + list(more):
-        assert not re.search(r"(?<![\d.])-0(?:\.0+)?(?![\d.])", line), line
-        assert not re.search(r"(?<![\d.])0 [KMGT]iB", line), line
-
-
 # ---------------------------------------------------------------- 整个脚本
 def test_smoke_main_and_budget():
     out = run([])
@@ -91,7 +79,7 @@ def test_more_prints_everything_and_default_at_most_three(d1, d2, d3, d4):
     assert re.search(r"^20 µs +0\.04 +0\.14 +0\.41 +0\.82 +1\.09$", more, flags=re.M)      # 固定开销的敏感性：--more 的表
     assert re.search(r"^MLA +2,226,970 +4,760,387$", more, flags=re.M)                  # FP8 时能放的 token：--more 的表
     for obs, d in ((m.observations_1, d1), (m.observations_2, d2), (m.observations_3, d3), (m.observations_4, d4)):
-        check_shape(*obs(d))
+        assert_observation_shape(*obs(d))
 
 
 def test_bad_demo_argument_exits_2():
@@ -158,7 +146,7 @@ def test_observations_1_degenerate_cases():
     gib = 2**30
     # 一种 GPU、显存小：13B 的权重都放不下，70B 张量并行也放不下
     lines, more = m.observations_1(demo1_data(0.3, (("Tiny 40GB", 40 * gib),), tp=1))
-    check_shape(lines, more)
+    assert_observation_shape(lines, more)
     assert "连 LLaMA2-13B 的权重都放不下" in lines[0] and "TP_GPUS = 1：不做张量并行" in lines[2]
     assert "1 张 Tiny 40GB 张量并行" not in lines[2]                 # 一张卡不叫张量并行
     assert "个 8,192 token 的长请求" not in flat(more)
@@ -266,13 +254,13 @@ def test_observations_2_degenerate_cases():
     # 一个请求：谁都不满载
     d = fake_d2({k: None for k in names}, {k: None for k in names}, n_requests=1)
     lines, more = m.observations_2(d)
-    check_shape(lines, more)
+    assert_observation_shape(lines, more)
     assert "1 个请求一开始就放得下" in lines[0] and "从高到低" not in flat(lines + more)
     # 只有 Max 满载：不比顺序，不说分页
     d = fake_d2({"Orca (Max)": [0.2, 0.1, 0.6, 0.1], "Orca (Pow2)": None, "Orca (Oracle)": None, "vLLM": None},
                 {"Orca (Max)": 7.0, "Orca (Pow2)": None, "Orca (Oracle)": None, "vLLM": None}, n_requests=20)
     lines, more = m.observations_2(d)
-    check_shape(lines, more)
+    assert_observation_shape(lines, more)
     assert "20 个请求一开始全部放得下" in lines[0] and "分页" not in flat(lines)
     # 印出来相同的占比：排名里用 =，和论文的顺序不同时两边都印出来
     same = [0.5, 0.1, 0.3, 0.1]
@@ -310,7 +298,7 @@ def test_observations_3_degenerate_cases(d3):
     d = dict(d3, reduction_quant=0.5, mla_groups=1.0, table=dict(d3["table"]))
     d["table"]["MLA"] = dict(d3["table"]["MLA"], per_layer=256)
     lines, more = m.observations_3(d)
-    check_shape(lines, more)
+    assert_observation_shape(lines, more)
     assert "不同（这里改了 MLA 的维度）" in lines[1] and "这里改了维度" in flat(more)
     # 一张卡放不下权重：不说能放几倍
     t = {k: dict(v, fit={g: None for g in v["fit"]}, fit_fp8={g: None for g in v["fit"]}) for k, v in d3["table"].items()}
@@ -381,7 +369,7 @@ def fake_d4(ratios, **kw):
 def test_observations_4_degenerate_cases():
     # 没有抢占、只有一个块大小、重算 / 来回印出来是 1.00
     lines, more = m.observations_4(fake_d4({16: 0.999}))
-    check_shape(lines, more)
+    assert_observation_shape(lines, more)
     assert "一次也没有抢占" in lines[0] and "1 个请求" in lines[0]
     assert "16 GB/s 时块 16 两者一样" in lines[1] and "块从" not in flat(lines)
     assert "只比较了一个长度（128 个 token，块 16）：重算 / 来回 0.60" in flat(more)
@@ -409,19 +397,8 @@ def test_docstring_and_console_state():
 
 
 # ---------------------------------------------------------------- 01 的三张图（数字全部来自演示返回的 dict）
-def load_plot():
-    import importlib.util
-    from lab_common import plotting
-    plotting.setup_matplotlib()
-    path = os.path.join(os.path.dirname(LECTURE), "figures", "plot_01.py")
-    spec = importlib.util.spec_from_file_location("plot_01_under_test", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
 def test_plot_01_draws_every_figure_from_the_demo_dicts(tmp_path, monkeypatch, d3, d4):
-    p = load_plot()
+    p = load_plot("plot_01")
     assert p.FIGURES == ("01_kv_memory_breakdown.png", "01_kv_per_token.png", "01_recompute_vs_swap.png")
     # compute() 只转交演示返回的 dict：把演示换成返回记号的假函数，图拿到的就是记号
     marker3, marker4 = dict(d3, base="记号 3"), dict(d4, model="记号 4")
@@ -441,7 +418,7 @@ def test_plot_01_draws_every_figure_from_the_demo_dicts(tmp_path, monkeypatch, d
 
 
 def test_plot_01_titles_state_the_finding(d4):
-    p = load_plot()
+    p = load_plot("plot_01")
     assert p.breakdown_title({"vLLM": [0.973], "Orca (Max)": [0.218]}) == \
         "分页让 97.3% 的 KV 池存着 token，按最大长度预留只有 21.8%"
     assert "连续预留与分页" in p.breakdown_title({"Orca (Max)": [0.2]})          # 分页从未满载：不说结论
@@ -454,7 +431,7 @@ def test_plot_01_titles_state_the_finding(d4):
 
 def test_plot_01_without_room_for_weights(tmp_path, d3):
     """一张卡放不下权重时，右图照实说，不画空条。"""
-    p = load_plot()
+    p = load_plot("plot_01")
     t = {k: dict(v, fit={g: None for g in v["fit"]}, fit_fp8={g: None for g in v["fit"]}) for k, v in d3["table"].items()}
     assert os.path.getsize(p.plot_kv_per_token(dict(d3, table=t), str(tmp_path / "x.png"))) > 10_000
 

@@ -10,8 +10,7 @@ import sys
 import pytest
 from rich.cells import cell_len
 
-from conftest import LECTURE, assert_settings_refused, load_script
-from lab_common.console import observation_lines, wrap_cjk
+from conftest import LECTURE, assert_observation_shape, assert_settings_refused, load_plot, load_script
 
 m = load_script("02_paged_attention")
 
@@ -47,16 +46,6 @@ def flat(lines):
     return "".join(lines)
 
 
-def check_shape(lines, more=()):
-    """默认至多 3 条观察、每条在 80 列上至多 3 行；不印 -0。"""
-    assert 1 <= len(lines) <= 3, lines
-    for line in lines:
-        assert observation_lines(line) <= 3, line
-        assert max(cell_len(x) for x in wrap_cjk(f"  1. {line}", 78, indent=5)) <= 80, line
-    for line in list(lines) + list(more):
-        assert not re.search(r"(?<![\d.])-0(?:\.0+)?(?![\d.])", line), line
-
-
 def test_smoke_main_and_budget():
     out = run([])
     assert all(f"演示 {k}" in out for k in (1, 2, 3))
@@ -74,7 +63,7 @@ def test_more_prints_everything_and_default_at_most_three(d1, d2, d3):
         assert fact in more, fact
     assert re.search(r"^128 +63\.1 +11\.5% +49\.3% ", more, flags=re.M)      # Alpaca 在大块时的浪费：表里的数（不再重复成句子）
     for obs, d in ((m.observations_1, d1), (m.observations_2, d2), (m.observations_3, d3)):
-        check_shape(*obs(d))
+        assert_observation_shape(*obs(d))
 
 
 def test_bad_demo_argument_exits_2():
@@ -190,7 +179,7 @@ def walk_data(prompts, n_decode, block_size):
 def test_observations_1_degenerate_cases():
     # 一条序列、不解码、块 1：块连成一段，没有分配，没有浪费
     lines, more = m.observations_1(walk_data({"A": 5}, 0, 1))
-    check_shape(lines, more)
+    assert_observation_shape(lines, more)
     assert lines[0].startswith("这次每条序列的物理块都连成一段") and "这次没有解码（WALK_DECODE = 0）" in lines[1]
     assert "1 条序列一共 5 个 token，占 5 块" in lines[2] and "没写满的 0 个" in lines[2]
     assert "只分配" not in lines[1]                        # 块 1 时每个 token 一块："只"不对
@@ -212,7 +201,7 @@ def test_observations_1_degenerate_cases():
 def test_observations_2_degenerate_cases(d2):
     lines, more = m.observations_2(dict(d2, worst=3e-9, n_seqs=1, interleaved=False, decode_alloc=0, tables=[[0]],
                                         used=1))
-    check_shape(lines, more)
+    assert_observation_shape(lines, more)
     assert "1 条序列" in lines[0] and "不是 0" in lines[0] and "逐位相同" not in lines[0] and "连成一段" in lines[1]
     lines, _ = m.observations_2(dict(d2, n_steps=1, tables=[[0], [1, 2]]))
     assert "连成一段（块表 [0] [1 2]）" in lines[1]
@@ -225,7 +214,7 @@ def test_observations_3_degenerate_cases(monkeypatch):
     monkeypatch.setattr(m, "N_LENGTHS", 200)
     d = quiet(m.demo3_block_size)
     lines, more = m.observations_3(d)
-    check_shape(lines, more)
+    assert_observation_shape(lines, more)
     assert lines[0].startswith("块 2048 时") and "；块 2048" not in lines[0]
     assert "连续存放也是 1,280 段" in lines[1] and "块 2048 时每步要读" in lines[1]
     assert "表里没有大于 16 的块" not in flat(more) and "Alpaca 在块 2048 时浪费超过一半" in flat(more)
@@ -233,19 +222,8 @@ def test_observations_3_degenerate_cases(monkeypatch):
 
 
 # ---------------------------------------------------------------- 02 的图：块表
-def load_plot():
-    import importlib.util
-    from lab_common import plotting
-    plotting.setup_matplotlib()
-    path = os.path.join(os.path.dirname(LECTURE), "figures", "plot_02.py")
-    spec = importlib.util.spec_from_file_location("plot_02_under_test", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
 def test_plot_02_comes_from_the_demo_dict(tmp_path, monkeypatch, d1):
-    p = load_plot()
+    p = load_plot("plot_02")
     marker = dict(d1, tables={"Q": [5, 2]}, lengths={"Q": 7}, prompts={"Q": 3})
     monkeypatch.setattr(m, "demo1_block_table", lambda: marker)
     got = p.compute()
@@ -260,7 +238,7 @@ def test_plot_02_comes_from_the_demo_dict(tmp_path, monkeypatch, d1):
 def test_plot_02_arrows_leave_their_logical_block_and_cross_no_box(tmp_path, monkeypatch, d1):
     """每支箭头从它的逻辑块的下沿出发、落在物理块的上沿；两排之间没有格子，所以箭头不穿过任何格子。"""
     from matplotlib.patches import FancyArrowPatch, Rectangle
-    p = load_plot()
+    p = load_plot("plot_02")
     seen = {}
     real_save = p.save_png
 

@@ -10,7 +10,7 @@ import sys
 import numpy as np
 import pytest
 from artefacts import find_artefacts
-from conftest import LECTURE, ROOT
+from conftest import LECTURE, ROOT, load_plot
 from helpers_04 import demo2_results, m, synthetic_data
 
 from lab_common.console import observation_lines
@@ -438,20 +438,11 @@ def test_setting_an_attribute_equals_editing_the_source(name, value, args, tmp_p
 
 
 # ---------------------------------------------------------------- 图（figures/plot_04.py）
-def load_plot04():
-    import importlib.util
-    spec = importlib.util.spec_from_file_location("plot_04", os.path.join(ROOT, "figures", "plot_04.py"))
-    mod = importlib.util.module_from_spec(spec)
-    sys.path.insert(0, os.path.join(ROOT, "figures"))
-    spec.loader.exec_module(mod)
-    return mod
-
-
 def test_plot_04_titles_state_the_finding(tmp_path, monkeypatch):
     """小数据画三张图：标题是由数算出的结论；每个面板至多 4 条线；没有缺字的警告；PNG ≥ 1600 像素宽。"""
     import warnings
     from lab_common import plotting
-    plot = load_plot04()
+    plot = load_plot("plot_04")
     figs = []
     monkeypatch.setattr(plot, "save_png", lambda fig, out: figs.append(fig) or plotting.save_png(fig, out))
     caps = (300, 1_000, 10_000, None)
@@ -477,7 +468,7 @@ def test_plot_04_titles_state_the_finding(tmp_path, monkeypatch):
 
 def test_plot_04_takes_its_numbers_from_the_demos(monkeypatch):
     """compute() 只读演示 3、4 返回的字典（不自己重算命中率或 GPU 时间）。"""
-    plot = load_plot04()
+    plot = load_plot("plot_04")
     s04 = plot.figlib.load_script("04_prefix_caching")
     st = dict(n=3, minutes=1.0, total_blocks=10, counts=np.array([3, 1]))
     d3 = dict(stats=st, seed=7, block_size=512, policies=("lru", "min"), names={"lru": "LRU", "min": "MIN"}, paper={},

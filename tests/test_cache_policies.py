@@ -368,7 +368,7 @@ def test_any_change_turns_the_fast_engine_off(monkeypatch):
 
 
 def newest_first(mp):
-    """issue 里学生做的实验：LRUCache 改成淘汰最新的块（evict 和 insert 里都是 popitem(last=True)）。"""
+    """学生会做的实验：LRUCache 改成淘汰最新的块（evict 和 insert 里都是 popitem(last=True)）。"""
     def evict(self):
         return self.entries.popitem(last=True)[0]
 

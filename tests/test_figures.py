@@ -1,6 +1,5 @@
 """make all 的图：每个画图函数在小数据上无界面地画出非空 PNG；中文不缺字；≥ 1600 像素宽、字号 ≥ 12 pt；
 PNG 字节可复现；Makefile 的依赖从 import 里读得出来。"""
-import importlib.util
 import os
 import pathlib
 import re
@@ -13,20 +12,10 @@ import pytest
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FIGDIR = os.path.join(ROOT, "figures")
 
+from conftest import load_plot
 from lab_common import plotting
 from lab_common.script_tools import load_script
 from matplotlib.text import Text
-
-
-def load_plot(name):
-    """figures/plot_XX.py；还没写出来的脚本对应的模块不存在时跳过。"""
-    path = os.path.join(FIGDIR, name + ".py")
-    if not os.path.exists(path):
-        pytest.skip(f"{name}.py 还不存在")
-    spec = importlib.util.spec_from_file_location(name, path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
 
 
 def png_size(path):
