@@ -358,3 +358,15 @@ def trend(values, fmt, up="升到", down="降到", flat="保持在"):
     if len(values) == 1:
         return fmt(values[0])
     return change(values[0], values[-1], fmt, up=up, down=down, flat=flat)
+
+
+def signed(x, nd=1):
+    """带正负号的差（百分点、毫秒……）：印出来是 0 时不带号（不印 "+0.0"、"-0.0"）。
+
+    >>> signed(1.84), signed(-2.25), signed(0.04), signed(-0.04), signed(1234.5, 0)
+    ('+1.8', '-2.2', '0.0', '0.0', '+1,234')
+    """
+    s = fixed(nd)(x)
+    if value(s) > 0:
+        return "+" + s
+    return s
