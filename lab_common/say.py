@@ -320,3 +320,19 @@ def rank(names_values, fmt, more=" > ", tie=" = "):
             sep = tie
         out += sep + str(name)
     return out
+
+
+# ---------------------------------------------------------------------------
+# 容量：total 里装得下几个完整的 each（01 的"一张卡放得下几个请求"，也适用于块、前缀……）
+
+
+def whole(total, each, unit):
+    """total 里有几个完整的 each（向下取整）；一个都不到时说"不到 1"，不说"0 个"或"没有"。
+
+    >>> whole(62633, 2048, "个这样的请求"), whole(1000, 2048, "个请求"), whole(4096, 2048, "块")
+    ('30 个这样的请求', '不到 1 个请求', '2 块')
+    """
+    n = int(total // each)
+    if n == 0:
+        return f"不到 1 {unit}"
+    return count(n, unit)

@@ -105,3 +105,12 @@ def test_by_order_and_grouped_decide_on_printed_values():
     assert grouped([([1, 4], "重算更快"), ([], "一样"), ([256], "换出更快")], "块") == "块 1、4 重算更快，块 256 换出更快"
     assert grouped([([1, 4, 16], "重算更快")], "块") == "每个块都是重算更快"
     assert grouped([([16], "一样")], "块") == "块 16 一样"                                # 一个名字：不说"每个"
+
+
+def test_whole_counts_complete_units_and_never_says_zero():
+    from lab_common.say import whole
+    assert whole(62633, 2048, "个这样的请求") == "30 个这样的请求"
+    assert whole(2048, 2048, "个请求") == "1 个请求"                    # 恰好一个
+    assert whole(2047, 2048, "个请求") == "不到 1 个请求"               # 不到一个：不说"0 个"或"没有"
+    assert whole(0, 16, "块") == "不到 1 块"
+    assert whole(1_000_000, 3, "块") == "333,333 块"                   # 千分位
