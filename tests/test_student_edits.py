@@ -384,11 +384,11 @@ EDITS_04 = [
     Edit(S04, "DEMO4_POLICY", '"s3fifo"', 4, refused("DEMO4_POLICY"), "演示 4 的策略要在 POLICIES 里"),
     # 04b_radix_cache（04 的加餐：基数树）
     Edit("04b_radix_cache", "TREE_MAX_CHILDREN", "8", 1,
-         says("└─ [341, 352) 11 个 ref 1", "16 3,666 718 19 16 3", absent=("…另外",)),
+         says("└─ [341, 352) 11 个 ref 1", "16 3,666 718 19 16 16 2 1", absent=("…另外",)),
          "04b 试一试 1：每个叶子都画出来；表里 16 个叶子"),
     Edit("04b_radix_cache", "BLOCK_SIZE", "1", 2,
-         says("按 token 匹配少算 0 个 token（都是 488）", "块大小 1 时按块也是每个 token 一项索引（2,875 项）",
-              absent=("15.7 倍", "04 演示 2 的\"实际算\"")),
+         says("按 token 和按块匹配要算的一样多（都是 718 个 token）", "块大小 1 时按块也是每个 token 一项索引（3,666 项）",
+              "5-shot 341 = 341×1+0 488 488 0 0 2,875 2,875", absent=("15.7 倍", "04 演示 2 的\"实际算\"")),
          "04b 试一试 2：块只有一个 token 时两者一样；不再说'= 04 演示 2 的实际算'"),
     Edit("04b_radix_cache", "TREE_MAX_CHILDREN", "0", 1, refused("TREE_MAX_CHILDREN")),
 ]
