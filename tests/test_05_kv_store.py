@@ -577,7 +577,7 @@ def test_demo4_needed_bandwidth_is_demo1_min_bandwidth(d4):
 def test_demo4_shorter_prompt_sends_relatively_more(d4, more_out):
     ratios = [c["send"] / c["prefill"] for c in d4["base"]]
     assert all(a > b for a, b in zip(ratios, ratios[1:]))
-    assert re.search(r"^  1,024 .* 4\.1% .*$", more_out, flags=re.M) and "发/算随长度变小" in more_out
+    assert re.search(r"^  1,024 .* 4\.1% .*$", more_out, flags=re.M) and "注意力 ∝ n²，KV ∝ n" in more_out
 
 
 def test_demo4_slow_nic_exposes_short_prompts_only(d4, out):
