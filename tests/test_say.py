@@ -128,3 +128,12 @@ def test_never_below_decides_on_printed_values():
 def test_sci_never_prints_negative_zero():
     from lab_common.say import sci
     assert (sci(0.0), sci(-0.0), sci(3.04e-15), sci(-2e-16)) == ("0.0", "0.0", "3.0e-15", "-2.0e-16")
+
+
+def test_whole_counts_complete_units_and_never_says_zero():
+    from lab_common.say import whole
+    assert whole(62633, 2048, "个这样的请求") == "30 个这样的请求"
+    assert whole(2048, 2048, "个请求") == "1 个请求"                    # 恰好一个
+    assert whole(2047, 2048, "个请求") == "不到 1 个请求"               # 不到一个：不说"0 个"或"没有"
+    assert whole(0, 16, "块") == "不到 1 块"
+    assert whole(1_000_000, 3, "块") == "333,333 块"                   # 千分位

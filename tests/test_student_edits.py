@@ -181,18 +181,18 @@ def both(*checks):
 
 
 def _vllm_row_01(out):
-    """01 演示 2 的 vLLM 一行：(token 状态, 内部碎片, 空闲) 的百分数。"""
-    m = re.search(r"^vLLM +([\d.]+)% +96\.3% +[\d.]+% +([\d.]+)% +([\d.]+)%", out, flags=re.M)
+    """01 演示 2 的 vLLM 一行：(token 状态, 内部碎片, 空闲) 的百分数和平均并发。"""
+    m = re.search(r"^vLLM +([\d.]+)% +96\.3% +[\d.]+% +([\d.]+)% +([\d.]+)% +([\d.]+)$", out, flags=re.M)
     assert m, out[-1500:]
     return tuple(float(x) for x in m.groups())
 
 
 def _paged_obs_matches_row(more_than=None, equal=None):
-    """观察里"零头 X% 和空闲 Y%"的数 = 表里 vLLM 那一行的数；再比较内部碎片和默认块 16 时的 1.6%。"""
+    """观察里分页的 token 状态和平均并发 = 表里 vLLM 那一行的数；再比较内部碎片和默认块 16 时的 1.6%。"""
     def check(rc, out, err):
         runs()(rc, out, err)
-        tok, inner, free = _vllm_row_01(out)
-        assert _nows(f"零头{inner:.1f}%和空闲{free:.1f}%") in _nows(out)
+        tok, inner, free, conc = _vllm_row_01(out)
+        assert _nows(f"高（{tok:.1f}%对") in _nows(out) and _nows(f"平均并发{conc:.1f}，") in _nows(out)
         if more_than is not None:
             assert inner > more_than, inner
         if equal is not None:
@@ -237,7 +237,7 @@ EDITS_01 = [
          "KV 池改成 40 GiB：不说是论文表 1 的值"),
     Edit("01_kv_cache_memory", "KV_POOL_GIB", "0.5", 2, refused("KV_POOL_GIB"), "放不下一个 MAX_SEQ 的请求"),
     Edit("01_kv_cache_memory", "COPY_OVERHEAD_US", "0", 4,
-         says("每个块大小下都是换出再换入更快", "，换出再换入更省", absent=("重算更快",)),
+         says("每个块大小下都是换出再换入更快", "全部重算比全部换出再换入慢", absent=("重算更快",)),
          "试一试 5：拷贝没有固定开销时，小块也不再是重算更快"),
     Edit("01_kv_cache_memory", "N_REQUESTS", "20", 4, says("分页一次也没有抢占"), "没有抢占：另有说法"),
     Edit("01_kv_cache_memory", "GQA_GROUPS", "1", 3,
@@ -390,11 +390,11 @@ EDITS_04 = [
     Edit(S04, "DEMO4_POLICY", '"s3fifo"', 4, refused("DEMO4_POLICY"), "演示 4 的策略要在 POLICIES 里"),
     # 04b_radix_cache（04 的加餐：基数树）
     Edit("04b_radix_cache", "TREE_MAX_CHILDREN", "8", 1,
-         says("└─ [341, 352) 11 个 ref 1", "16 3,666 718 19 16 3", absent=("…另外",)),
+         says("└─ [341, 352) 11 个 ref 1", "16 3,666 718 19 16 16 2 1", absent=("…另外",)),
          "04b 试一试 1：每个叶子都画出来；表里 16 个叶子"),
     Edit("04b_radix_cache", "BLOCK_SIZE", "1", 2,
-         says("按 token 匹配少算 0 个 token（都是 488）", "块大小 1 时按块也是每个 token 一项索引（2,875 项）",
-              absent=("15.7 倍", "04 演示 2 的\"实际算\"")),
+         says("按 token 和按块匹配要算的一样多（都是 718 个 token）", "块大小 1 时按块也是每个 token 一项索引（3,666 项）",
+              "5-shot 341 = 341×1+0 488 488 0 0 2,875 2,875", absent=("15.7 倍", "04 演示 2 的\"实际算\"")),
          "04b 试一试 2：块只有一个 token 时两者一样；不再说'= 04 演示 2 的实际算'"),
     Edit("04b_radix_cache", "TREE_MAX_CHILDREN", "0", 1, refused("TREE_MAX_CHILDREN")),
 ]
