@@ -336,3 +336,53 @@ def whole(total, each, unit):
     if n == 0:
         return f"不到 1 {unit}"
     return count(n, unit)
+
+
+# ---------------------------------------------------------------------------
+# 05、06 加的（通用的比较说法）
+
+
+def rel_vs(name_a, a, name_b, b, fmt, nd=0, more="高", less="低"):
+    """"A 比 B 低 15%"（相对 B 的百分数）；a、b 按 fmt 印出来相同时 "A 和 B 一样（都是 x）"，不再说"低 0%"；
+    印出来不同、百分数却印成 0% 时 "低不到 1%"；b = 0 时没有百分数，照 vs 说。
+
+    >>> s2 = fixed(2, "s")
+    >>> rel_vs("全局", 0.38, "本地", 0.44, s2), rel_vs("全局", 0.501, "本地", 0.499, s2)
+    ('全局比本地低 14%', '全局和本地一样（都是 0.50 s）')
+    >>> rel_vs("A", 100.2, "B", 100.6, fixed(1)), rel_vs("A", 3, "B", 0, fixed(1))
+    ('A 比 B 低不到 1%', 'A 比 B 高（3.0 对 0.0）')
+    """
+    if same(a, b, fmt) or b == 0:
+        return vs(name_a, a, name_b, b, fmt, more=more, less=less)
+    frac, word = (a - b) / abs(b), more
+    if frac < 0:
+        word = less
+    text = f"{word} {pct(abs(frac), nd)}"
+    if value(pct(abs(frac), nd)) == 0:
+        text = f"{word}不到 {pct(10 ** -nd / 100, nd)}"
+    return words(name_a, "比", name_b, text)
+
+
+def trend(values, fmt, up="升到", down="降到", flat="保持在"):
+    """一列数从头到尾怎么变：change(第一个, 最后一个)；只有一个数时就说这个数，不说"从 8 到 8"、也不说"保持在"。
+    和前面的字用 words() 连起来，空格才对："负载" + "151%" → "负载 151%"。
+
+    >>> trend([0.2, 0.39, 1.51], pct), trend([1.51], pct), trend([0.2, 0.2], pct)
+    ('从 20% 升到 151%', '151%', '保持在 20%')
+    """
+    values = list(values)
+    if len(values) == 1:
+        return fmt(values[0])
+    return change(values[0], values[-1], fmt, up=up, down=down, flat=flat)
+
+
+def signed(x, nd=1):
+    """带正负号的差（百分点、毫秒……）：印出来是 0 时不带号（不印 "+0.0"、"-0.0"）。
+
+    >>> signed(1.84), signed(-2.25), signed(0.04), signed(-0.04), signed(1234.5, 0)
+    ('+1.8', '-2.2', '0.0', '0.0', '+1,234')
+    """
+    s = fixed(nd)(x)
+    if value(s) > 0:
+        return "+" + s
+    return s

@@ -114,3 +114,24 @@ def test_whole_counts_complete_units_and_never_says_zero():
     assert whole(2047, 2048, "个请求") == "不到 1 个请求"               # 不到一个：不说"0 个"或"没有"
     assert whole(0, 16, "块") == "不到 1 块"
     assert whole(1_000_000, 3, "块") == "333,333 块"                   # 千分位
+
+
+def test_rel_vs_says_same_for_equal_printed_values():
+    from lab_common.say import fixed, rel_vs
+    s2 = fixed(2, "s")
+    assert rel_vs("全局", 0.38, "本地", 0.44, s2) == "全局比本地低 14%"
+    assert rel_vs("全局", 0.5, "本地", 0.5, s2) == "全局和本地一样（都是 0.50 s）"        # 不说"低 0%""几乎没变"
+    assert rel_vs("全局", 0.501, "本地", 0.499, s2) == "全局和本地一样（都是 0.50 s）"    # 原始值不同，印出来相同
+    assert rel_vs("A", 100.2, "B", 100.6, fixed(1)) == "A 比 B 低不到 1%"                 # 印出来不同，百分数是 0%
+    assert rel_vs("A", 100.2, "B", 100.6, fixed(1), nd=1) == "A 比 B 低 0.4%"
+    assert rel_vs("A", 2.0, "B", 1.0, fixed(1), more="慢") == "A 比 B 慢 100%"
+    assert rel_vs("A", 3, "B", 0, fixed(1)) == "A 比 B 高（3.0 对 0.0）"                  # 分母是 0：不说百分数
+
+
+def test_trend_one_value_is_just_the_value():
+    from lab_common.say import pct, trend, words
+    assert trend([0.2, 0.39, 1.51], pct) == "从 20% 升到 151%"
+    assert trend([1.51], pct) == "151%"                                                  # 不说"从 151% 到 151%"
+    assert trend([0.2, 0.2001], pct) == "保持在 20%"
+    assert trend([0.5, 0.2], pct, down="减到") == "从 50% 减到 20%"
+    assert words("负载", trend([1.51], pct)) == "负载 151%" and words("负载", trend([0.2, 1.5], pct)) == "负载从 20% 升到 150%"
