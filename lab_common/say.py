@@ -323,6 +323,51 @@ def rank(names_values, fmt, more=" > ", tie=" = "):
 
 
 # ---------------------------------------------------------------------------
+# 04 加的：两列数逐点比（"A 在每一处都不低于 B，差得最多在 X"）；很小的差的格式
+
+
+def never_below(name_a, a, name_b, b, fmt, at, every="在每一处"):
+    """两列数 a、b（{点: 值}，点相同）按印出来的值逐点比：谁在每一处都不低于谁、差得最多在哪一点。
+    at(点) 说出一个点（"10,000 块时"）。只有一个点时就是 vs；处处印出来相同时说"都一样"；
+    B 处处不低于 A 时换过来说；互有高低时各举差得最多的一处。
+
+    >>> f2, at = fixed(2), "{:,} 块时".format
+    >>> never_below("LRU", {1: .46, 2: .60}, "LFU", {1: .39, 2: .60}, f2, at)
+    'LRU 在每一处都不低于 LFU，1 块时差得最多（0.46 对 0.39）'
+    >>> never_below("LRU", {1: .30, 2: .60}, "LFU", {1: .40, 2: .60}, f2, at, every="在每个容量")
+    'LFU 在每个容量都不低于 LRU，1 块时差得最多（0.40 对 0.30）'
+    >>> never_below("A", {1: .3, 2: .6}, "B", {1: .4, 2: .5}, f2, at)
+    'A 和 B 互有高低：2 块时 A 比 B 高（0.60 对 0.50），1 块时 B 比 A 高（0.40 对 0.30）'
+    >>> never_below("A", {1: .301, 2: .6}, "B", {1: .299, 2: .6}, f2, at), never_below("A", {7: .5}, "B", {7: .4}, f2, at)
+    ('A 和 B 在每一处都一样', '7 块时 A 比 B 高（0.50 对 0.40）')
+    """
+    o = {k: order(a[k], b[k], fmt) for k in a}
+    if -1 in o.values() and 1 not in o.values():
+        return never_below(name_b, b, name_a, a, fmt, at, every)
+    gap = {k: value(fmt(a[k])) - value(fmt(b[k])) for k in a}
+    hi, lo = max(gap, key=gap.get), min(gap, key=gap.get)
+    if len(a) == 1:
+        return words(at(hi), vs(name_a, a[hi], name_b, b[hi], fmt))
+    if 1 not in o.values():
+        return words(name_a, "和", name_b, every, "都一样")
+    if -1 not in o.values():
+        return words(name_a, every, "都不低于", name_b) + f"，{at(hi)}差得最多（{fmt(a[hi])} 对 {fmt(b[hi])}）"
+    return (words(name_a, "和", name_b, "互有高低：") + words(at(hi), vs(name_a, a[hi], name_b, b[hi], fmt)) + "，"
+            + words(at(lo), vs(name_b, b[lo], name_a, a[lo], fmt)))
+
+
+def sci(x, nd=1):
+    """很小的差（max |diff|）：恰好 0 印 "0.0"（-0.0 也是），否则科学计数法。
+
+    >>> sci(0.0), sci(-0.0), sci(3.04e-15), sci(2.5e-3, 2)
+    ('0.0', '0.0', '3.0e-15', '2.50e-03')
+    """
+    if x == 0:
+        return "0.0"
+    return f"{x:.{nd}e}"
+
+
+# ---------------------------------------------------------------------------
 # 容量：total 里装得下几个完整的 each（01 的"一张卡放得下几个请求"，也适用于块、前缀……）
 
 

@@ -107,6 +107,29 @@ def test_by_order_and_grouped_decide_on_printed_values():
     assert grouped([([16], "一样")], "块") == "块 16 一样"                                # 一个名字：不说"每个"
 
 
+# ---------------------------------------------------------------- 04 加的：never_below、sci
+def test_never_below_decides_on_printed_values():
+    from lab_common.say import fixed, never_below
+    f2, at = fixed(2), "{:,} 块时".format
+    up = never_below("LRU", {10_000: 0.461, 1_000: 0.33}, "LFU", {10_000: 0.387, 1_000: 0.334}, f2, at)
+    assert up == "LRU 在每一处都不低于 LFU，10,000 块时差得最多（0.46 对 0.39）"        # 0.33 对 0.334：印出来相同
+    down = never_below("LRU", {1: 0.30, 2: 0.50}, "LFU", {1: 0.40, 2: 0.50}, f2, at, every="在每个容量")
+    assert down == "LFU 在每个容量都不低于 LRU，1 块时差得最多（0.40 对 0.30）"           # 反过来：换过来说，不说"低于"
+    tie = never_below("A", {1: 0.604, 2: 0.1}, "B", {1: 0.596, 2: 0.1}, f2, at)
+    assert tie == "A 和 B 在每一处都一样"                                                  # 处处印出来相同：不说谁高
+    assert never_below("A", {5: 0.5}, "B", {5: 0.5}, f2, at) == "5 块时 A 和 B 一样（都是 0.50）"   # 一个点：就是 vs
+    mixed = never_below("A", {1: 0.3, 2: 0.6}, "B", {1: 0.4, 2: 0.5}, f2, at)
+    assert mixed == "A 和 B 互有高低：2 块时 A 比 B 高（0.60 对 0.50），1 块时 B 比 A 高（0.40 对 0.30）"
+    keys = never_below("MIN", {("LRU", 1): 0.5, ("LFU", 1): 0.5}, "在线策略", {("LRU", 1): 0.4, ("LFU", 1): 0.3}, f2,
+                       lambda k: f"{k[0]} 在 {k[1]} 块时")                                  # 点可以是任意的键
+    assert keys == "MIN 在每一处都不低于在线策略，LFU 在 1 块时差得最多（0.50 对 0.30）"
+
+
+def test_sci_never_prints_negative_zero():
+    from lab_common.say import sci
+    assert (sci(0.0), sci(-0.0), sci(3.04e-15), sci(-2e-16)) == ("0.0", "0.0", "3.0e-15", "-2.0e-16")
+
+
 def test_whole_counts_complete_units_and_never_says_zero():
     from lab_common.say import whole
     assert whole(62633, 2048, "个这样的请求") == "30 个这样的请求"
