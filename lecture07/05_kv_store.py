@@ -305,7 +305,7 @@ def observations_2(d):
         text = (words("不复制时最忙那块网卡的负载", trend([by[(n, 1)]["hot_load"] for n in sorted({nodes[0], n_big})], share))
                 + f"（{span(nodes, integer, ' → ')} 台），全部网卡平均 {share(big['avg_load'], 1)}")
         if 0 < 5 * value(share(big["avg_load"], 1)) <= value(share(big["hot_load"])):      # 最忙的是平均的 5 倍以上
-            text += "：流量挤在持有热门前缀的几台上，没有平均分到每块网卡"
+            text += "：流量挤在持有热门前缀的几台上，没有平均分到各台"
         over = [f"{n:,}" for n in nodes if value(pct(by[(n, 1)]["hot_load"])) > 100]
         obs = [text + "。", f"{listing(over)} 台时最忙的网卡超载（要发的比能发的多，队列越排越长）：{wait}。"]
         if not over:
