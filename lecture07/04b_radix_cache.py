@@ -48,6 +48,7 @@ BLOCK_SIZE = S04.BLOCK_SIZE               # 演示 2：按块匹配的块大小�
 SGLANG_SHORT = "SGLang 的 RadixAttention"   # Zheng 等，"SGLang: Efficient Execution of Structured Language Model Programs"，NeurIPS 2024
 LEAF_LRU_WHY = ("为什么可能逐个相同：块 id 是链式哈希时，LRU 碰父块不会晚于碰子块，最久没用的块一定是某片叶子的"
                 "最后一块；基数树只淘汰叶子、从尾巴删，每一步删掉的正是同一块。")
+CHAIN_NOTE = "链式哈希：每个块 id 前面永远是同一个 id，\"同一个 id\"就是\"同一段前缀\"，树和哈希表认的是同一组块。"
 SGLANG_PAGE_NOTE = ("按 token 匹配，KV 就要按 token 分页（SGLang 论文（arXiv 2312.07104 §3）和 LMSYS 博客（2024-01-17）："
                     "一页 1 个 token）；今天的 SGLang 也可以设 page_size > 1，那时基数树只匹配整页，和按块一样要凑满一页。")
 
@@ -175,8 +176,8 @@ def demo2_granularity():
         same = "按块 = 04 演示 2 的\"实际算\""
     more = ""
     if console.SHOW_MORE:                            # 拆分次数、节点长和 SGLang 的分页：--more 时写在表下
-        more = "".join(f"{name}：拆分 {r['splits']} 次，节点长 {span([r['min_node'], r['max_node']], integer)} 个 token。"
-                       for name, r in res.items()) + SGLANG_PAGE_NOTE
+        more = "".join(f"{name}：{r['n']} 个请求，拆分 {r['splits']} 次，节点长 {span([r['min_node'], r['max_node']], integer)} "
+                       "个 token。" for name, r in res.items()) + SGLANG_PAGE_NOTE
     print_table(["前缀", "前缀长", "按块", "按 token", "零头", "碰巧", "块表项", "token 项"], rows,
                 caption=f"按块 / 按 token：要算的 token（{same}）；前缀长 = 整块 × 块大小 + 零头。按 token 少算的——零头：前缀里"
                         f"不满一块的（后来的请求各省一份）；碰巧：后缀开头碰巧相同、凑不满一块的。块表项：每 {bs} 个 token 一项。"
@@ -259,7 +260,7 @@ def observations_3(d):
     if d["breaks"]:
         premise = (f"有 {integer(d['breaks'])} 个块 id 跟在不同的前一块后面（不是严格的链式哈希）：哈希表把它们当成一块，"
                    "基数树当成不同的节点，表下的道理不成立，两者可能不同。")
-    return lines + [premise], []
+    return lines + [premise], [CHAIN_NOTE]
 
 
 # =============================================================================
