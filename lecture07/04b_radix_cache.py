@@ -29,7 +29,7 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.realpath(__file__))))  # 仓库根目录：让 lab_common 包可以 import
 from lab_common import console  # noqa: E402
 from lab_common.console import print_header, print_observations, print_table, print_text, status  # noqa: E402
-from lab_common.say import change, count, fixed, integer, listing, pct, span  # noqa: E402
+from lab_common.say import change, count, fixed, integer, listing, pct, span, words  # noqa: E402
 from lab_common.script_tools import load_script, run_lecture  # noqa: E402
 from lab_common.settings import check_setting, is_int  # noqa: E402
 from lab_common.transformer_lab import TINY  # noqa: E402
@@ -103,13 +103,13 @@ def demo1_tree():
 def observations_1(d):
     """演示 1 的观察 → (默认, --more)。d["groups"] = [(前缀名, 前缀长度, 几个请求)]，d["top"] = [(根下节点长度, ref)]。"""
     total, stored = d["total_tokens"], d["tree_tokens"]
-    shared = [f"{name} 的 {plen} 个 token" for name, plen, k in d["groups"] if (plen, k) in d["top"] and k > 1]
+    shared = [words(name, "的", plen, "个 token") for name, plen, k in d["groups"] if (plen, k) in d["top"] and k > 1]
     text = f"{d['n_requests']} 个请求一共 {integer(total)} 个 token，树里存了 {integer(stored)} 个（{pct(stored / total)}）"
     if shared:
         text += f"：共用的前缀（{'、'.join(shared)}）各是一个节点，请求都从它往下走，KV 只存一份。"
     else:
         text += "：没有哪段前缀被两个以上的请求共用成一个节点。"
-    split = "一次也没有拆节点：没有两个请求有共同的开头，每个请求从根上长出自己的一整条路径。"
+    split = "一次也没有拆节点：没有哪个请求在已有节点的中间分叉。"
     if d["n_splits"]:
         split = f"拆过 {count(d['n_splits'], '次')}节点：分叉点落在哪个 token 上，就在哪里拆，所以节点长短不一。"
     return [text, split], []
@@ -256,10 +256,12 @@ def observations_3(d):
     lines = [f"{count(len(d['caps']), '个容量')}下，两种缓存给每个请求的命中块数都逐个相同，不只是命中率相同。"]
     if diff:
         lines = [f"{listing(diff)} 块时两者不同（表里 {count(len(d['caps']), '个容量')}中的 {len(diff)} 个）。"]
+    if len(diff) == len(d["caps"]):
+        lines = [f"表里每个容量下两者都不同（{count(len(diff), '个容量')}）。"]
     premise = "这个 trace 的块 id 是严格的链式哈希（没有例外），表下的道理成立。"
     if d["breaks"]:
         premise = (f"有 {integer(d['breaks'])} 个块 id 跟在不同的前一块后面（不是严格的链式哈希）：哈希表把它们当成一块，"
-                   "基数树当成不同的节点，表下的道理不成立，两者可能不同。")
+                   "基数树当成不同的节点：表下那条道理的前提不满足，两者可能不同。")
     return lines + [premise], [CHAIN_NOTE]
 
 
