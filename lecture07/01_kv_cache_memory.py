@@ -31,7 +31,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.realpath(__file__))))
 from lab_common import console  # noqa: E402
 from lab_common.console import print_header, print_observations, print_table, print_text, status  # noqa: E402
 from lab_common.say import by_order, count, fixed, grouped, integer, listed, listing, order, pct, pct1, rank  # noqa: E402
-from lab_common.say import ratio, rel_change, size, times, vs, whole  # noqa: E402
+from lab_common.say import ratio, rel_change, size, times, vs, whole, words  # noqa: E402
 from lab_common.script_tools import run_lecture  # noqa: E402
 from lab_common.settings import check_setting, is_int, is_number, is_sorted_ints  # noqa: E402
 from kv_physics import LLAMA2_70B, ModelSpec, Node  # noqa: E402
@@ -94,11 +94,11 @@ VLLM_73_RECOMPUTE_MAX = 20          # vLLM 论文 §7.3：块大时换出更快�
 SWAP_GPU = Node("A100", n_gpus=1, tflops_per_gpu=312, hbm_gb_per_gpu=40)   # 演示 4 重算用的卡：bf16 峰值 312 TFLOPS、MFU 0.6
 PCIE_SOURCE = (f"默认 {FAST25_H2D_GBPS / 8:g} GB/s = FAST'25 表 1 整机 host-to-device {FAST25_H2D_GBPS} GB/s ÷ 8 卡，"
                "本实验的假设")
-DEMO4_NOTES = (f"带宽：{PCIE_SOURCE}。vLLM 论文没给带宽；一张 A100 独占 PCIe 4.0 ×16 时约 25–32 GB/s（也是假设）。"
-               "论文的\"换出延迟\"是换出、换入还是两者之和，正文没说；这里取来回（换出 + 换入）。和论文对不对得上，取决于"
-               "带宽这个假设。块越大，拷贝次数越少；重算不用 KV 块，与块大小无关。vLLM 论文 §7.3、图 19：块 "
-               f"{VLLM_73_MEDIUM[0]}–{VLLM_73_MEDIUM[1]} 时两者的端到端性能相当；论文测的是真实 GPU 上的 OPT-13B，这里是"
-               "按配置和假设算的量级。")
+DEMO4_NOTES = (f"带宽：{PCIE_SOURCE}；vLLM 论文没给带宽，一张 A100 独占 PCIe 4.0 ×16 约 25–32 GB/s（也是假设）。"
+               "论文的\"换出延迟\"是换出、换入还是两者之和，正文没说：这里取来回；和论文对不对得上，取决于带宽这个假设。"
+               "重算不用 KV 块，与块大小无关。vLLM 论文 §7.3、图 19：块 "
+               f"{VLLM_73_MEDIUM[0]}–{VLLM_73_MEDIUM[1]} 时两者的端到端性能相当（真实 GPU 上的 OPT-13B；这里是按配置和"
+               "假设算的量级）。")
 DEMO2_COLUMNS = ("列的含义：token 状态 = 已经写进去的 token；预留 = 留给以后要生成的 token；内部碎片 = 预留了但到结束也用不到"
                  "的位置（分页时是最后一块没写满的部分）；外部/空闲 = 没分出去的空间（连续分配时是放不下队首请求那一整段"
                  "预留的零碎空隙）；- = 从来没有满载。模拟：全部请求一开始就排队、first-fit 连续分配、严格先来先服务，"
@@ -198,12 +198,10 @@ def demo1_bytes_per_token():
         print_table(["GQA 的模型", "查询头 / KV 组", "KV/token", "每头一组时", "倍数"],
                     [[m.name, f"{m.n_heads} / {m.n_kv_heads}", size(kv[m.name]), size(d["mha"][m.name]),
                       times(d["mha"][m.name] / kv[m.name], 0)] for m in gqa],
-                    caption="每头一组 = MHA（LLaMA3-8B 那样就是 LLaMA2-7B 的形状）。批能开多大、吞吐有多高，取决于 KV 用得多省："
-                            "这就是后面分页、共享、前缀缓存要解决的事。")
-        print_table(["GPU", "容量", f"能用（× {num(util)}）", f"70B × {tp} 张：token", "8,192 token 的请求"],
+                    caption="每头一组 = MHA。批能开多大，取决于 KV 用得多省：这就是后面几个演示要解决的事。")
+        print_table(["GPU", "容量", "能用", f"{tp} 张：token", "8,192 token 请求"],
                     [[g, mib(cap), size(d["usable"][g]), fit_cell(tp_fit[g]), fit_cell(tp_fit[g], 8192)] for g, cap in gpus],
-                    caption=f"能用 = 容量 × GPU_MEM_UTIL；后两列：{tp} 张同样的卡张量并行放 LLaMA2-70B 以后还能放几个 token、"
-                            "几个 8,192 token 的长请求")
+                    caption=f"能用 = 容量 × {num(util)}；后两列：{tp} 张这种卡放完 LLaMA2-70B 的权重以后")
     print_observations(*observations_1(d))
     return d
 
@@ -272,8 +270,7 @@ def demo2_fragmentation(sim=None):
                     [["这里", integer(d["mean_prompt"]), integer(d["mean_output"]), integer(d["mean_total"]),
                       integer(d["max_seq"])], ["vLLM 图 11(a) 的 ShareGPT", integer(SHAREGPT_MEAN[0]),
                                                integer(SHAREGPT_MEAN[1]), "-", "-"]],
-                    caption=f"输入、输出各自对数正态（种子 {d['seed']}，σ = {d['sigma']:g}），总长不超过 MAX_SEQ；"
-                            "Orca (Max) 每个请求都按最长预留")
+                    caption=f"输入、输出各自对数正态（种子 {d['seed']}，σ = {d['sigma']:g}），总长 ≤ 最长 = MAX_SEQ")
         print_text(DEMO2_COLUMNS)
     print_observations(*observations_2(d))
     return d
@@ -348,18 +345,18 @@ def demo3_smaller_kv():
     if console.SHOW_MORE:
         print_table(["FP8 时能放的 token"] + [g for g, _ in gpus],
                     [[k] + [fit_cell(t["fit_fp8"][g]) for g, _ in gpus] for k, t in table.items()],
-                    caption=f"各方式都减去 {base.name} 的 fp16 权重（注意力投影的参数差别忽略）；- = 放不下权重")
+                    caption=f"都减去 {base.name} 的 fp16 权重（忽略注意力投影参数的差别）；- = 放不下")
         ds, cut = DEEPSEEK_67B, dict(nd=1, less="少了", more="反而多了")
         print_table(["数", "出处", "论文", "这里"], [
             ["MLA 相当于几组 GQA", "§2.1.4 表 1", f"{DSV2_GQA_EQUIV} 组",
-             f"({rank_c} + {rope}) ÷ (2 × {base.head_dim}) = {fixed(2)(d['mla_groups'])} 组"],
-            ["DeepSeek 67B 的 KV", "config", "-",
-             f"{size(ds67)} = {ds.n_layers} 层 × {ds.n_kv_heads} 组 × {ds.head_dim} 维 × 2 × 2 B"],
+             f"({integer(rank_c)} + {integer(rope)}) ÷ (2 × {base.head_dim}) = {fixed(2)(d['mla_groups'])} 组"],
+            ["DeepSeek 67B", "config", "-",
+             f"{size(ds67)}（{ds.n_layers} 层 × {ds.n_kv_heads} 组 × {ds.head_dim} 维）"],
             ["MLA（bf16）", "config", "-",
-             f"{size(dsv2)} = {DSV2_LAYERS} 层 × {integer(rank_c + rope)} × 2 B，{rel_change(ds67, dsv2, **cut)}"],
-            [f"平均 {DSV2_KV_BITS} bit 量化", "§3.2.3、摘要", f"少 {DSV2_KV_REDUCTION}%",
+             f"{size(dsv2)}（{DSV2_LAYERS} 层 × {integer(rank_c + rope)}），{rel_change(ds67, dsv2, **cut)}"],
+            [f"MLA（平均 {DSV2_KV_BITS} bit）", "§3.2.3、摘要", f"少 {DSV2_KV_REDUCTION}%",
              f"{size(d['dsv2_kv_quant'])}，{rel_change(ds67, d['dsv2_kv_quant'], **cut)}"]],
-            title="DeepSeek-V2 论文里的数（这里按 config.json 重构；少多少都是对 DeepSeek 67B）")
+            title="DeepSeek-V2 论文里的数（这里按 config.json 重构）", caption="少多少：都是对 DeepSeek 67B 的 KV")
     print_observations(*observations_3(d))
     return d
 
@@ -368,7 +365,7 @@ def observations_3(d):
     """演示 3 的观察 → (默认印的, --more 才印的)。每个数都取自 d（和上表同一份数据）。"""
     t, g, paper = d["table"], d["gpus"][-1], d["paper"]
     mha, mla = t["MHA"], t["MLA"]
-    text = (f"MLA 每层存 d_c + d_h^R = {d['kv_lora_rank']} + {d['rope_dim']} 个数，{size(mla['kv'])}/token，"
+    text = (f"MLA 每层存 d_c + d_h^R = {integer(d['kv_lora_rank'])} + {integer(d['rope_dim'])} 个数，{size(mla['kv'])}/token，"
             f"是 MHA 的 {pct1(mla['kv'] / mha['kv'])}")
     if mha["fit"][g] is None:
         text += f"；但一张 {g} 用 {pct(d['util'])} 的显存连 {d['base']} 的权重都放不下。"
@@ -430,7 +427,7 @@ def demo4_preemption(sim=None):
         if alt_us:              # 每次拷贝的固定开销也是假设：换成别的值，重算 / 来回怎样变
             print_table(["固定开销"] + [f"块 {b}" for b in by_block],
                         [[f"{num(u)} µs"] + [R2(r["ratio_overhead"][u]) for r in by_block.values()] for u in alt_us],
-                        title="重算 / 来回：换一个每次拷贝的固定开销")
+                        caption=f"重算 / 来回（{num(gbps)} GB/s）：每次拷贝的固定开销换成这几个值")
         n, s1 = d["n_total"], fixed(1, "s")
         print_table(["演示 2 的负载下分页的抢占", "数"], [
             ["抢占次数", integer(d["n_preempt"])],
@@ -459,7 +456,7 @@ def observations_4(d):
     ok, same_, over = by_order(worst, 1 + limit / 100, R2)
     return [head, f"{num(d['gbps'])} GB/s 时{blocks}。",
             f"vLLM 论文 §7.3：块大时换出更快，但重算最多慢 {limit}%（重算 / 来回 ≤ {R2(1 + limit / 100)}）。按来回算，"
-            f"表里各 GB/s 列的最大值 {listed(worst.values(), R2)}："
+            + words("表里各 GB/s 列的最大值", listed(worst.values(), R2)) + "："
             + grouped([(ok + same_, "在论文以内"), (over, "超出论文")], "", every="每种带宽下") + "。"], []
 
 

@@ -302,7 +302,8 @@ def test_deepseek_v2_reduction_is_presented_as_our_reconstruction(d3):
     assert "量化少了 93.3%：对上了" in lines[1] and "少 93.3%" in lines[1] and "我们的重构" in lines[1]
     assert "17.8 倍" in lines[0]
     out = run(["--demo", "3", "--more"])                     # bf16 的 82.2% 和 2.25 组在 --more 的表里
-    assert "67.5 KiB = 60 层 × 576 × 2" in out and "少了 82.2%" in out and re.search(r"§2\.1\.4 表 1 +2\.25 组", out)
+    flat_out = re.sub(r"\s+", "", out)
+    assert "67.5KiB（60层×576），少了82.2%" in flat_out and re.search(r"§2\.1\.4 表 1 +2\.25 组", out)
 
 
 def test_observations_3_degenerate_cases(d3):
