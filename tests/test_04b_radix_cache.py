@@ -122,7 +122,7 @@ def test_main_prints_a_number_from_each_demo(run):
 def test_default_output_is_short(run):
     from lab_common.console import observation_lines
     out = run[1]
-    assert len(out.splitlines()) <= 64
+    assert len(out.splitlines()) <= 63
     for k, fn in ((1, r.observations_1), (3, r.observations_3)):
         lines, _ = fn(run[0][k])
         assert 1 <= len(lines) <= 3 and all(observation_lines(x) <= 3 for x in lines)
