@@ -329,7 +329,8 @@ def rank(names_values, fmt, more=" > ", tie=" = "):
 def never_below(name_a, a, name_b, b, fmt, at, every="在每一处"):
     """两列数 a、b（{点: 值}，点相同）按印出来的值逐点比：谁在每一处都不低于谁、差得最多在哪一点。
     at(点) 说出一个点（"10,000 块时"）。只有一个点时就是 vs；处处印出来相同时说"都一样"；
-    B 处处不低于 A 时换过来说；互有高低时各举差得最多的一处。
+    B 处处不低于 A 时换过来说；互有高低时各举差得最多的一处。"差得最多"按印出来的两个数的差，一样时按原值的差
+    （和另印一张"差"的表时一致）。
 
     >>> f2, at = fixed(2), "{:,} 块时".format
     >>> never_below("LRU", {1: .46, 2: .60}, "LFU", {1: .39, 2: .60}, f2, at)
@@ -344,7 +345,7 @@ def never_below(name_a, a, name_b, b, fmt, at, every="在每一处"):
     o = {k: order(a[k], b[k], fmt) for k in a}
     if -1 in o.values() and 1 not in o.values():
         return never_below(name_b, b, name_a, a, fmt, at, every)
-    gap = {k: value(fmt(a[k])) - value(fmt(b[k])) for k in a}
+    gap = {k: (value(fmt(a[k])) - value(fmt(b[k])), a[k] - b[k]) for k in a}    # 印出来的差；一样时按原值的差
     hi, lo = max(gap, key=gap.get), min(gap, key=gap.get)
     if len(a) == 1:
         return words(at(hi), vs(name_a, a[hi], name_b, b[hi], fmt))

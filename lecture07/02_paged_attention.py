@@ -152,7 +152,7 @@ def observations_1(d):
         text += (f"分配了 {count(d['n_decode_alloc'], '块')}：最后一块写满、又要写下一个 token 时才分配（第一次：第 "
                  f"{step.split()[1]} 步解码时 {name} 拿到物理块 {new[0]}）。")
     else:
-        text += "没有序列写满一块，没有分配新块。"
+        text += "每条序列的新 token 都还落在已有的块里，没有分配新块。"
     lines.append(text)
     n_used = sum(len(t) for t in tables.values())
     lines.append(f"{count(len(tables), '条序列')}一共 {count(d['total'], '个 token')}，占 {count(n_used, '块')} = "

@@ -331,12 +331,13 @@ def print_trace_tables(d):
     heat = [("只被访问过一次的块", "once", pct, "超过 50% 的块没有被再次使用"),
             ("最热的块被访问的次数", "hottest", integer, "有的块被访问数万次"),
             ("最热 1% 的块占全部访问", "top1pct", pct, "-")]
-    heat += [("块复用率（1 − 不同的块 / 块访问）", "reuse", f2, "-")] * console.SHOW_MORE
+    heat += [("块复用率", "reuse", f2, "-")] * console.SHOW_MORE
     cols = [("本实验", st)]
     if real:
         cols = [("你给的 trace", st), ("合成", syn)]
     print_table(["块的热度"] + [c for c, _ in cols] + ["论文（arXiv v3 §4.2）"],
-                [[t] + [cell(x[k], f) for _, x in cols] + [p] for t, k, f, p in heat])
+                [[t] + [cell(x[k], f) for _, x in cols] + [p] for t, k, f, p in heat],
+                caption="块复用率 = 1 − 不同的块 / 块访问：块访问里有多少次是重复出现的块。" * console.SHOW_MORE)
 
 
 def print_policy_tables(ratio, gap, caps, policies, contrast, contrast_caps):
@@ -490,9 +491,9 @@ def demo4_compute_saved(data=None, caps=None, policies=None):
     which = "你给的 trace 里 " * (data["path"] is not None)
     print_table(["缓存", "存储", "命中的 token", f"GPU 时间（{unit[0]}）", "快了"] + ["全在本机"] * console.SHOW_MORE, rows,
                 caption=f"{which}{integer(len(tr))} 个请求的 prefill 在一台 {node.name} 上的总时间。命中的 KV {words('从', local.name)}"
-                        f"读（{local.gb_per_s:g} GB/s），缓存超过一台机器的 {size(LOCAL_KV_BYTES, binary=False)}（{FAST25_DRAM}）"
+                        f"读（{local.gb_per_s:,g} GB/s），缓存超过一台机器的 {size(LOCAL_KV_BYTES, binary=False)}（{FAST25_DRAM}）"
                         f"的部分按比例{words('从', remote.name)}读"
-                        f"（{remote.gb_per_s:g} GB/s），和计算按层重叠。" + LOCAL_NOTE * console.SHOW_MORE)
+                        f"（{remote.gb_per_s:,g} GB/s），和计算按层重叠。" + LOCAL_NOTE * console.SHOW_MORE)
     d = dict(base_hours=base, hours=hours, hit_frac=frac, local_hours=local_hours, stored=stored, unit=unit, distinct=distinct,
              need_bytes=10_000 * bs * per_token, hbm_bytes=node.hbm_bytes, kv_block_bytes=bs * per_token, caps=caps,
              policies=policies, model=MODEL.name, node=node.name, mfu=node.mfu, tier=local.name,
@@ -520,7 +521,7 @@ def observations_4(d, policy, caps):
         if stored[finite[-1]] > hbm:
             lines[-1] = (s + f"，是一台 8 卡机器全部 HBM（{size(hbm)}）的 {stored[finite[-1]] / hbm:.1f} 倍：前缀缓存得"
                          "放进 CPU 内存、SSD 或整个集群的内存池（Mooncake 的做法，05 脚本）。")
-    if finite and finite[0] != big and not same(f_big, 0, pct):
+    if finite and finite[0] != big and finite[0] < d["distinct"] and not same(f_big, 0, pct):   # 最小的缓存要淘汰
         share = frac[(policy, finite[0])] / f_big
         s = f"只有 {finite[0]:,} 块时命中的 token 是{big_name}的 {pct(share)}："
         lines.append(s + "复用分散在许多前缀上，小缓存留不住。")

@@ -29,7 +29,7 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.realpath(__file__))))  # 仓库根目录：让 lab_common 包可以 import
 from lab_common import console  # noqa: E402
 from lab_common.console import print_header, print_observations, print_table, print_text, status  # noqa: E402
-from lab_common.say import change, count, fixed, integer, listing, pct, span  # noqa: E402
+from lab_common.say import change, count, fixed, integer, listing, pct, span, words  # noqa: E402
 from lab_common.script_tools import load_script, run_lecture  # noqa: E402
 from lab_common.settings import check_setting, is_int  # noqa: E402
 from lab_common.transformer_lab import TINY  # noqa: E402
@@ -48,6 +48,7 @@ BLOCK_SIZE = S04.BLOCK_SIZE               # 演示 2：按块匹配的块大小�
 SGLANG_SHORT = "SGLang 的 RadixAttention"   # Zheng 等，"SGLang: Efficient Execution of Structured Language Model Programs"，NeurIPS 2024
 LEAF_LRU_WHY = ("为什么可能逐个相同：块 id 是链式哈希时，LRU 碰父块不会晚于碰子块，最久没用的块一定是某片叶子的"
                 "最后一块；基数树只淘汰叶子、从尾巴删，每一步删掉的正是同一块。")
+CHAIN_NOTE = "链式哈希：每个块 id 前面永远是同一个 id，\"同一个 id\"就是\"同一段前缀\"，树和哈希表认的是同一组块。"
 SGLANG_PAGE_NOTE = ("按 token 匹配，KV 就要按 token 分页（SGLang 论文（arXiv 2312.07104 §3）和 LMSYS 博客（2024-01-17）："
                     "一页 1 个 token）；今天的 SGLang 也可以设 page_size > 1，那时基数树只匹配整页，和按块一样要凑满一页。")
 
@@ -102,13 +103,13 @@ def demo1_tree():
 def observations_1(d):
     """演示 1 的观察 → (默认, --more)。d["groups"] = [(前缀名, 前缀长度, 几个请求)]，d["top"] = [(根下节点长度, ref)]。"""
     total, stored = d["total_tokens"], d["tree_tokens"]
-    shared = [f"{name} 的 {plen} 个 token" for name, plen, k in d["groups"] if (plen, k) in d["top"] and k > 1]
+    shared = [words(name, "的", plen, "个 token") for name, plen, k in d["groups"] if (plen, k) in d["top"] and k > 1]
     text = f"{d['n_requests']} 个请求一共 {integer(total)} 个 token，树里存了 {integer(stored)} 个（{pct(stored / total)}）"
     if shared:
         text += f"：共用的前缀（{'、'.join(shared)}）各是一个节点，请求都从它往下走，KV 只存一份。"
     else:
         text += "：没有哪段前缀被两个以上的请求共用成一个节点。"
-    split = "一次也没有拆节点：没有两个请求有共同的开头，每个请求从根上长出自己的一整条路径。"
+    split = "一次也没有拆节点：没有哪个请求在已有节点的中间分叉。"
     if d["n_splits"]:
         split = f"拆过 {count(d['n_splits'], '次')}节点：分叉点落在哪个 token 上，就在哪里拆，所以节点长短不一。"
     return [text, split], []
@@ -175,8 +176,8 @@ def demo2_granularity():
         same = "按块 = 04 演示 2 的\"实际算\""
     more = ""
     if console.SHOW_MORE:                            # 拆分次数、节点长和 SGLang 的分页：--more 时写在表下
-        more = "".join(f"{name}：拆分 {r['splits']} 次，节点长 {span([r['min_node'], r['max_node']], integer)} 个 token。"
-                       for name, r in res.items()) + SGLANG_PAGE_NOTE
+        more = "".join(f"{name}：{r['n']} 个请求，拆分 {r['splits']} 次，节点长 {span([r['min_node'], r['max_node']], integer)} "
+                       "个 token。" for name, r in res.items()) + SGLANG_PAGE_NOTE
     print_table(["前缀", "前缀长", "按块", "按 token", "零头", "碰巧", "块表项", "token 项"], rows,
                 caption=f"按块 / 按 token：要算的 token（{same}）；前缀长 = 整块 × 块大小 + 零头。按 token 少算的——零头：前缀里"
                         f"不满一块的（后来的请求各省一份）；碰巧：后缀开头碰巧相同、凑不满一块的。块表项：每 {bs} 个 token 一项。"
@@ -255,11 +256,13 @@ def observations_3(d):
     lines = [f"{count(len(d['caps']), '个容量')}下，两种缓存给每个请求的命中块数都逐个相同，不只是命中率相同。"]
     if diff:
         lines = [f"{listing(diff)} 块时两者不同（表里 {count(len(d['caps']), '个容量')}中的 {len(diff)} 个）。"]
+    if len(diff) == len(d["caps"]):
+        lines = [f"表里每个容量下两者都不同（{count(len(diff), '个容量')}）。"]
     premise = "这个 trace 的块 id 是严格的链式哈希（没有例外），表下的道理成立。"
     if d["breaks"]:
         premise = (f"有 {integer(d['breaks'])} 个块 id 跟在不同的前一块后面（不是严格的链式哈希）：哈希表把它们当成一块，"
-                   "基数树当成不同的节点，表下的道理不成立，两者可能不同。")
-    return lines + [premise], []
+                   "基数树当成不同的节点：表下那条道理的前提不满足，两者可能不同。")
+    return lines + [premise], [CHAIN_NOTE]
 
 
 # =============================================================================

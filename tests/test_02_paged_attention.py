@@ -196,7 +196,10 @@ def test_observations_1_degenerate_cases():
     assert "没写满的 0 个" in lines[2] and "prefill 时按输入长度分配" in lines[1]
     # 解码了但没写满一块
     lines, _ = m.observations_1(walk_data({"A": 1}, 2, 8))
-    assert "没有块" not in lines[1] and "没有序列写满一块，没有分配新块" in lines[1] and "[0]" in lines[0]
+    assert "没有块" not in lines[1] and "新 token 都还落在已有的块里，没有分配新块" in lines[1] and "[0]" in lines[0]
+    # 解码正好把最后一块写满、但没有写到下一块：不说"没有写满"
+    lines, _ = m.observations_1(walk_data({"A": 3, "B": 3}, 1, 4))
+    assert "写满" not in lines[1] and "没有分配新块" in lines[1]
     # 只有一条序列、解码时又分配了块：相邻不是"巧合"
     lines, more = m.observations_1(walk_data({"X": 1}, 4, 4))
     assert "[0 1]" in lines[0] and "巧合" not in lines[0] and "恰好" not in lines[0]

@@ -108,7 +108,7 @@ def test_demo3_leaf_lru_equals_block_lru_at_every_capacity(run):
     out = flat(run[1])
     assert "逐个相同" in out and "LRU碰父块不会晚于碰子块" in out
     lines, more = r.observations_3(d3)
-    assert "没有例外" in lines[1] and "道理成立" in lines[1] and len(lines) == 2 and not more
+    assert "没有例外" in lines[1] and "道理成立" in lines[1] and len(lines) == 2 and "同一段前缀" in more[0]
 
 
 def test_main_prints_a_number_from_each_demo(run):
@@ -122,7 +122,7 @@ def test_main_prints_a_number_from_each_demo(run):
 def test_default_output_is_short(run):
     from lab_common.console import observation_lines
     out = run[1]
-    assert len(out.splitlines()) <= 64
+    assert len(out.splitlines()) <= 63
     for k, fn in ((1, r.observations_1), (3, r.observations_3)):
         lines, _ = fn(run[0][k])
         assert 1 <= len(lines) <= 3 and all(observation_lines(x) <= 3 for x in lines)
@@ -138,6 +138,7 @@ def test_observations_1_one_request_and_nothing_shared():
     text = "".join(lines)
     assert "1 个请求一共 100 个 token，树里存了 100 个（100%）" in text and "只" not in text
     assert "没有哪段前缀被两个以上的请求共用" in text and "一次也没有拆节点" in text and "第二个请求" not in text
+    assert "共同的开头" not in text                # 没拆节点也可能有共同的开头（一个请求是另一个的前缀）
 
 
 def test_observations_2_no_gain_and_block_size_one():
@@ -160,10 +161,10 @@ def test_observations_2_no_gain_and_block_size_one():
 def test_observations_3_differs_when_the_chain_is_broken():
     d = dict(same={None: True, 10: False}, breaks=3, caps=[None, 10], cap_names=["无限", "10"])
     lines, more = r.observations_3(d)
-    assert lines[0].startswith("10 块时两者不同（表里 2 个容量中的 1 个）") and "有 3 个块 id" in lines[1] and not more
-    assert "道理不成立" in lines[1] and "道理成立" not in lines[1]
+    assert lines[0].startswith("10 块时两者不同（表里 2 个容量中的 1 个）") and "有 3 个块 id" in lines[1] and more == [r.CHAIN_NOTE]
+    assert "前提不满足" in lines[1] and "道理成立" not in lines[1]
     lines, _ = r.observations_3(dict(d, same={None: False, 10: False}))
-    assert lines[0].startswith("无限 和 10 块时两者不同（表里 2 个容量中的 2 个）")
+    assert lines[0] == "表里每个容量下两者都不同（2 个容量）。"
 
 
 def test_render_folded_children_with_equal_lengths_print_one_length():
@@ -194,3 +195,12 @@ def test_demo1_counts_splits_where_they_happen(monkeypatch, capsys):
     assert (d["n_splits"], d["splits_at_prefix"], d["ref_sum_leaves"]) == (2, 1, 3)
     assert "树里存了6个（55%）：共用的前缀（p的2个token）各是一个节点" in flat(out)
     assert re.search(r"^ +3 +11 +6 +5 +3 +3 +1 +1$", out, flags=re.M)         # 请求 token 树里 节点 叶子 ref 和 拆分
+
+
+def test_observations_1_names_each_shared_prefix_with_cjk_spacing():
+    """前缀名是中文时不空格（"短的 1 个 token"），是英文时空一格（"1-shot 的 80 个 token"）。"""
+    d = dict(n_requests=16, total_tokens=300, tree_tokens=120, n_splits=2, groups=[("短", 1, 8), ("1-shot", 80, 8)],
+             top=[(1, 8), (80, 8)], ref_sum_leaves=16)
+    lines, more = r.observations_1(d)
+    assert "共用的前缀（短的 1 个 token、1-shot 的 80 个 token）各是一个节点" in lines[0]
+    assert_observation_shape(lines, more)

@@ -123,6 +123,8 @@ def test_never_below_decides_on_printed_values():
     keys = never_below("MIN", {("LRU", 1): 0.5, ("LFU", 1): 0.5}, "在线策略", {("LRU", 1): 0.4, ("LFU", 1): 0.3}, f2,
                        lambda k: f"{k[0]} 在 {k[1]} 块时")                                  # 点可以是任意的键
     assert keys == "MIN 在每一处都不低于在线策略，LFU 在 1 块时差得最多（0.50 对 0.30）"
+    tied = never_below("MIN", {"LFU": 0.45, "LA": 0.45}, "在线策略", {"LFU": 0.322, "LA": 0.318}, f2, "{} 时".format)
+    assert tied == "MIN 在每一处都不低于在线策略，LA 时差得最多（0.45 对 0.32）"        # 印出来的差一样：按原值的差
 
 
 def test_sci_never_prints_negative_zero():
