@@ -305,7 +305,7 @@ def observations_2(d):
         text = (words("不复制时最忙那块网卡的负载", trend([by[(n, 1)]["hot_load"] for n in sorted({nodes[0], n_big})], share))
                 + f"（{span(nodes, integer, ' → ')} 台），全部网卡平均 {share(big['avg_load'], 1)}")
         if 0 < 5 * value(share(big["avg_load"], 1)) <= value(share(big["hot_load"])):      # 最忙的是平均的 5 倍以上
-            text += "：不是总带宽不够，是流量挤在持有热门前缀的几台上"
+            text += "：流量挤在持有热门前缀的几台上，没有平均分到各台"
         over = [f"{n:,}" for n in nodes if value(pct(by[(n, 1)]["hot_load"])) > 100]
         obs = [text + "。", f"{listing(over)} 台时最忙的网卡超载（要发的比能发的多，队列越排越长）：{wait}。"]
         if not over:
@@ -422,7 +422,7 @@ def demo4_pd_transfer():
     print_table(["prompt", "KV", "prefill", "发 KV", "发/算", "露出", "需要", f"命中 {share(hit)}"],
                 [[integer(c["n"]), size(c["kv"]), ms_cell(c["prefill"]), ms_cell(c["send"]), pct1(c["send"] / c["prefill"]),
                   ms_cell(c["exposed"]), F1(c["need_gbps"]), F1(h["need_gbps"])] for c, h in zip(base, hits)],
-                caption=f"单位 ms；发/算随长度变小（注意力 ∝ n²，KV ∝ n）；露出 = max(prefill, 发) + min(prefill, 发) / "
+                caption=f"单位 ms；发/算 = 发 / prefill（注意力 ∝ n²，KV ∝ n）；露出 = max(prefill, 发) + min(prefill, 发) / "
                         f"{model.n_layers} − prefill；需要：藏得住的带宽（Gbps）= KV / prefill。")
     small = {m.name: m for m in (LLAMA3_8B, LLAMA2_7B)}
     need = {name: [pd_case(m, A800_X1, n, 0.0, nic)["need_gbps"] for n in lens] for name, m in small.items()}

@@ -7,6 +7,7 @@
 """
 import copy
 import os
+import re
 
 import numpy as np
 import pytest
@@ -88,24 +89,24 @@ def test_decode_observations_follow_numbers():
     swapped = _data(attention="不用 cuDNN", identical=False)
     lines, more = s06.decode_observations(swapped, s06.decode_rows(swapped))
     assert "KV 缓存却逐位相同：差别来自之后的计算" in "".join(lines) and "最多差 0.5" in "".join(lines)
-    assert "不是克隆" in "".join(lines) and "对照：" in "".join(more)
+    assert "不是克隆" in "".join(lines) and not more
     for r in swapped["decode"]["rows"]:
         r["kv_identical"] = False                                      # KV 也不同：怪克隆写出的数据
     lines, _ = s06.decode_observations(swapped, s06.decode_rows(swapped))
     assert "KV 缓存不同：克隆写出的数据不一样" in "".join(lines) and "不是克隆" not in "".join(lines)
 
 
-def test_blog_comparison_is_computed():
-    """博客三次的区间确实重叠；"比我们单独的 A 克隆还小"按印出来的 µs 说，A 克隆变小时句子跟着变。"""
+def test_blog_comparison_is_a_table_of_printed_numbers(monkeypatch, capsys):
+    """博客三次的区间确实重叠（表注这么说）；--more 的对照表把博客的平均和我们单独的 A 克隆并排印出来。"""
     ft = s06.BLOG["first_token_p99_ms"]
     assert max(min(ft["之前"]), min(ft["之后"])) <= min(max(ft["之前"]), max(ft["之后"]))       # 区间重叠
-    d = _data()
-    more = "".join(s06.decode_observations(d, s06.decode_rows(d))[1])
-    assert "三次平均从 0.55 降到 0.49 ms" in more and "还小（550 µs 对 1,000 µs）" in more
-    for r in d["results"]:
-        r["us"] = 300.0
-    more = "".join(s06.decode_observations(d, s06.decode_rows(d))[1])
-    assert "还大（550 µs 对 300 µs）" in more
+    monkeypatch.setattr(console, "SHOW_MORE", True)
+    s06.demo_4(SAVED)
+    out = capsys.readouterr().out
+    assert re.search(r"^博客：之前 +0\.59、0\.55、0\.51 +550$", out, flags=re.M)
+    assert re.search(r"^博客：之后 +0\.52、0\.49、0\.47 +493$", out, flags=re.M)
+    a1 = s06.fmt_us(s06.get(SAVED, "gpt2-small", 1, "A"))
+    assert re.search(rf"^本实验：单独一次 A 克隆（N=1） +- +{a1}$", out, flags=re.M) and "区间重叠" in out
 
 
 def test_saved_results_meet_the_decode_targets():
@@ -150,19 +151,25 @@ def test_bound_observations_name_the_change_that_mattered():
 
 
 def test_timing_observations_say_what_bounds_c_from_the_numbers():
-    """N 最小时 C 没到 D 最高带宽的一半 → 受 launch 开销限制；N 最大时过了一半 → 受显存带宽限制。反过来的数据
-    （学生把 NS 改成都很大 / 都很小）句子跟着变。"""
+    """受什么限制看 C 的时间跟不跟着块数涨：N 最小的两档几乎不涨 → 受 launch 开销限制；N 最大的两档跟着涨、带宽贴近 D
+    → 受显存带宽限制。反过来的数据（学生把 NS 改成都很大 / 都很小、C 写得慢）句子跟着变。"""
     lines, _ = s06.timing_observations(SAVED)
     assert "受 launch 开销限制" in lines[0] and "：受显存带宽限制" in lines[1] and "受主机开销限制" in lines[0]
-    d = copy.deepcopy(SAVED)
-    for r in d["results"]:
-        r["GBps"] = 1000.0 if r["method"] != "D" else 1500.0            # 每个 N 都过了 D 最高带宽的一半
-    lines, _ = s06.timing_observations(d)
-    assert "已过 D 最高带宽的一半" in lines[0] and "受 launch 开销限制" not in lines[0]
-    for r in d["results"]:
-        r["GBps"] = 100.0 if r["method"] != "D" else 1500.0             # 每个 N 都不到一半
-    lines, _ = s06.timing_observations(d)
-    assert "仍受调用开销限制" in lines[1]
+    assert "N 从 256 到 2048（块数 × 8），C 的时间 × 6.4" in lines[1]
+    small = copy.deepcopy(SAVED)                                       # 只量了 N = 1、8：N 大的一头也是固定开销
+    small["results"] = [r for r in small["results"] if r["N"] in (1, 8)]
+    lines, _ = s06.timing_observations(small)
+    assert "仍受调用开销限制" in lines[1] and "显存带宽" not in lines[1]
+    slow = copy.deepcopy(SAVED)                                        # C 跟着块数涨，却只有 D 的两成：怪 kernel
+    for r in slow["results"]:
+        if r["method"] == "C":
+            r["us"] *= 5
+    lines, _ = s06.timing_observations(slow)
+    assert "带宽却不到 D 的一半：受 kernel 本身的写法限制" in lines[1]
+    big = copy.deepcopy(SAVED)                                         # 只量了 N 大的几档：N 小的一头也跟着涨
+    big["results"] = [r for r in big["results"] if r["N"] >= 256]
+    lines, _ = s06.timing_observations(big)
+    assert "已跟着块数涨" in lines[0] and "受 launch 开销限制" not in lines[0]
 
 
 def _cpu_output(argv, monkeypatch, capsys, width=80):
@@ -211,7 +218,7 @@ def test_more_keeps_the_facts_moved_out_of_sentences(monkeypatch, capsys):
     more = _cpu_output(["--more"], monkeypatch, capsys)
     flat = "".join(more.split())
     for fact in ("9.4–10.3", "13.3–18.4", "23.4", "不在主机上逐个launch", "0.04%", "0.7%", "不用cuDNN",
-                 "不确定的就是cuDNN的注意力kernel", "还小（550µs对843µs）", "ref_count回到1", "kernel的写法本身不是瓶颈"):
+                 "不确定的就是cuDNN的注意力kernel", "区间重叠", "ref_count回到1", "kernel的写法本身不是瓶颈"):
         assert fact in flat, fact
     assert len(more.splitlines()) <= 126
 
