@@ -340,7 +340,7 @@ def print_trace_tables(d):
                 caption="块复用率 = 1 − 不同的块 / 块访问：块访问里有多少次是重复出现的块。" * console.SHOW_MORE)
 
 
-def print_policy_tables(ratio, gap, caps, policies, contrast, contrast_caps):
+def print_policy_tables(ratio, gap, caps, policies, contrast, contrast_caps, match=None):
     """演示 3 的命中率表（含对照行、论文表 1 的行）；"离 MIN 还差多少"表只在 --more 时印。"""
     rows = [[_short(p)] + [f2(ratio[(p, c)]) for c in caps] for p in policies + (BOUND,)]
     note = ""
@@ -358,6 +358,8 @@ def print_policy_tables(ratio, gap, caps, policies, contrast, contrast_caps):
     rows += [[f"论文 {_short(p)}"] + [cell(PAPER_TABLE1[p].get(c), f2) for c in caps] for p in policies if p in PAPER_TABLE1]
     missing = [cap_name(c) for c in caps if c not in PAPER_TABLE1["lru"]]
     paper = "论文行：arXiv v3 表 1，在另一个 trace（mooncake_trace.jsonl）上算的"
+    if match is PAPER_TRACES[0]:                   # 你给的就是 arXiv v3 的 trace：论文行和本实验同一个 trace
+        paper = "论文行：arXiv v3 表 1，就是在这个 trace（mooncake_trace.jsonl）上算的"
     if missing:
         paper += f"，没有 {'、'.join(missing)} 块"
     print_table(["策略 \\ 容量（块）"] + [cap_name(c) for c in caps], rows,
@@ -391,12 +393,12 @@ def demo3_trace(data=None):
             syn_hit = hit_table(syn_tr, {(lead, None): simulate(syn_tr, None, lead)}, TRACE_BLOCK_SIZE)[(lead, None)]
     print_text(f"{src}，块大小 {bs}：{integer(st['total_blocks'])} 次块访问、{integer(st['distinct'])} 个不同的块。")
     gap = {(p, c): ratio[(BOUND, c)] - ratio[(p, c)] for p in policies for c in caps}
-    match = next((t for t in PAPER_TRACES if t[1] == st["n"] and abs(t[3] / st["mean_in"] - 1) < 0.01
+    match = next((t for t in PAPER_TRACES if real and t[1] == st["n"] and abs(t[3] / st["mean_in"] - 1) < 0.01
                   and abs(t[4] / st["mean_out"] - 1) < 0.01), None)      # 请求数、平均输入输出都对得上的论文 trace
     d = dict(stats=st, syn_stats=syn, syn_hit=syn_hit, ratio=ratio, gap=gap, capacities=caps, lead=lead, real=real,
              contrast_caps=data["contrast_caps"], match=match)
     print_trace_tables(d)
-    print_policy_tables(ratio, gap, caps, policies, CONTRAST, d["contrast_caps"])
+    print_policy_tables(ratio, gap, caps, policies, CONTRAST, d["contrast_caps"], match)
     print_observations(*observations_3(d, policies, CONTRAST, HOT_ACCESSES))
     d.update(synthetic_stats=syn, bound_ok=all(x >= -1e-12 for x in gap.values()), policies=policies + (BOUND,),
              names={p: _short(p) for p in policies + (BOUND,)}, paper=PAPER_TABLE1, source=src, seed=TRACE_SEED,
@@ -446,8 +448,8 @@ def observations_3(d, policies, contrast, hot):
     more.append("这是合成负载，只模仿了论文的几个统计量；Mooncake 公开的 trace 可以用 --trace 换进来对比。")
     if d["real"]:
         more[-1] = "你给的 trace 和论文列出的 trace 都对不上；论文的表 1 是在另一个 trace 上算的，只能看趋势，不能逐格比。"
-    if m is not None:
-        more[-1] = f"你给的 trace 的请求数和平均输入、输出都和 {m[0]} 一致，它就是那个 trace（{m[7]}）。"
+        if m is not None:
+            more[-1] = f"你给的 trace 的请求数和平均输入、输出都和 {m[0]} 一致，它就是那个 trace（{m[7]}）。"
     lines = obs + pairs
     return lines[:3], lines[3:] + more
 

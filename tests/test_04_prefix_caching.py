@@ -196,6 +196,7 @@ def test_demo3_trace_mimics_public_tool_agent_trace(d3):
     assert st["n"] == 23_608 and abs(st["minutes"] - 60) < 0.5
     assert abs(st["mean_in"] / 8_596 - 1) <= 0.05 and abs(st["mean_out"] / 182 - 1) <= 0.05
     assert st["once"] > 0.5 and st["hottest"] >= 10_000 and int(st["counts"].sum()) == st["total_blocks"]
+    assert d3["match"] is None                     # 合成 trace 不和论文的 trace 相认，哪怕统计量碰巧对得上
 
 
 def test_demo3_hit_table(d3):
@@ -500,6 +501,7 @@ def test_plot_04_takes_its_numbers_from_the_demos(monkeypatch):
 
 
 @pytest.mark.parametrize("real,match,want", [(False, None, "这是合成负载"), (True, None, "和论文列出的trace都对不上"),
+                                             (False, 1, "这是合成负载"),     # 合成的统计量碰巧对得上：仍是合成负载
                                              (True, 2, "都和FAST'25Conversation一致，它就是那个trace（Kimi线上一小时的采样）")])
 def test_where_the_trace_comes_from(real, match, want):
     """--more 的最后一句说 trace 是什么：合成的、对不上论文的、或就是论文的某个 trace（两边的数并排在第一张表里）。"""
@@ -525,3 +527,15 @@ def test_demo3_observations_one_capacity_one_policy():
     ratio = {("lru", None): 0.6, ("lru", 100): 0.35}
     t = text(m.observations_3(mk3(ratio, (None, 100), policies=("lru",)), ("lru",), "x", 1_000))
     assert "都不低于LFU" not in t and "LRU在每个要淘汰的容量" not in t
+
+
+@pytest.mark.parametrize("match,want", [(None, "在另一个trace（mooncake_trace.jsonl）上算的"), (0, "就是在这个trace")])
+def test_paper_rows_say_whether_they_are_on_this_trace(match, want, capsys):
+    """--trace 给的就是 arXiv v3 的 trace 时，论文行的脚注不说"另一个 trace"。"""
+    ratio = {(p, c): 0.5 for p in ("lru", "min") for c in (None, 1_000)}
+    gap = {("lru", c): 0.0 for c in (None, 1_000)}
+    if match is not None:
+        match = m.PAPER_TRACES[match]
+    m.print_policy_tables(ratio, gap, (None, 1_000), ("lru",), "lfu", (), match)
+    out = flat(capsys.readouterr().out)
+    assert want in out and ("另一个" in out) == (match is None)
