@@ -139,6 +139,9 @@ def load_results(path):
             data = json.load(f)
         assert all(isinstance(data["meta"][k], str) for k in ("gpu", "torch", "triton", "date"))
         assert all({"shape", "N", "method", "us", "rounds_us"} <= set(r) for r in data["results"])
+        have = {(r["shape"], r["N"], r["method"]) for r in data["results"]}
+        missing = [(s, n, m) for s, n, _ in have for m in METHODS if (s, n, m) not in have]     # 每个 N 每种做法都要有
+        assert not missing, f"缺少 {missing[0]}"
         assert all({"B", "us", "rounds_us", "attention", "repeatable"} <= set(r) for r in data["decode"]["rows"])
         for s in data["shapes"]:
             t = data["tuning"][s]
