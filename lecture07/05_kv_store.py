@@ -220,8 +220,8 @@ def observations_1(d):
     agree = "一致"
     if (integer(a), integer(h)) != (str(pa), str(ph)):
         agree = "不一致"
-    obs.append(f"最低带宽 = KV 字节 / 重算时间：按 100% 算力、{d['paper_prefix']:,} token，{node} 要 {F2(a)}、{h800} 要 "
-               f"{F2(h)} GB/s，取整与 FAST'25 §2.2 的 {pa}、{ph} GB/s {agree}：GPU 越快，读 KV 的门槛越高。")
+    obs.append(f"读比重算快的最低带宽（100% 算力、{d['paper_prefix']:,} token）：{node} 要 {F2(a)}、{h800} 要 {F2(h)} "
+               f"GB/s，取整与 FAST'25 §2.2 的 {pa}、{ph} GB/s {agree}：GPU 越快，门槛越高。")
     obs.append(f"按层流水：{vs(dram['short'] + ' 读', dram['load'], '计算', d['compute'], ms, more='长', less='短')}，"
                f"露出 {ms(dram['exposed'])}；{vs(ssd['short'] + ' 总共', ssd['pipe'], '全部重算', d['full'], ms, '慢', '快')}。")
     return obs, []

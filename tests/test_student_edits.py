@@ -403,7 +403,7 @@ EDITS_04 = [
 S05 = "05_kv_store"
 EDITS_05 = [
     Edit(S05, "PREFIX", "4096", 1,
-         says("KV 1.25 GiB", "SSD 总共比全部重算快（195.7 ms 对 449.7 ms）", "按 100% 算力、8,192 token",
+         says("KV 1.25 GiB", "SSD 总共比全部重算快（195.7 ms 对 449.7 ms）", "（100% 算力、8,192 token）",
               "6、19 GB/s 一致"),
          "试一试 1：PREFIX 不在 PREFIX_LENS 里也能跑（以前 KeyError）；和论文的比较仍按论文的 8,192"),
     Edit(S05, "PREFIX", "131072", 1,
