@@ -100,7 +100,6 @@ VLLM_FIG16_NOTE = (f"对照 vLLM 论文 §6.4 图 16（{_V['model']}、{_V['data
                    "比，省下的显存换成了更大的批；这里数的是 prefill 少算的 token，不是同一个量。")
 FAST25_SHAPE = 'FAST\'25 表 1：l = 80、d = 8192、gqa = 8（查询头数 / KV 头数）；§5.3.1：每 token 的 KV "320 KB"'
 FAST25_DRAM = "FAST'25 §5.3.1：每台约 1 TB DRAM"
-BLOCK_HOT_PAPER = "超过 50% 的块没有被再次使用，有的块被访问数万次（tens of thousands）"   # arXiv v3 §4.2
 MOONCAKE_PARTIAL = "FAST'25 附录 A：6,955 个 token → 14 个 ID"   # 不满的最后一块也有 ID（arXiv v3 §4.1 同样）
 MODEL = LLAMA3_70B        # 演示 4 的模型：式 (1)、128 GB/s 都出自 FAST'25，它的模型是 LLaMA3-70B（表 1）
 f2 = fixed(2)             # 命中率的格式：和表格一样两位小数

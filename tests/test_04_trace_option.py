@@ -1,6 +1,5 @@
 """04_prefix_caching.py 的 --trace / --block 和 MIN 那一行：每条打印出来的结论都由算出的数决定。"""
 import json
-import os
 import re
 
 import numpy as np
