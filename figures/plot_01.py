@@ -192,7 +192,7 @@ def plot_recompute_vs_swap(d4, out):
     fig.text(0.5, 0.915, f"{d4['model']}、一张 {d4['gpu']}；重算 = 式 1 的 FLOPs ÷ ({d4['tflops']:g} TFLOPS × "
                          f"{d4['mfu']:g})；来回 = 换出 + 换入：每层 K、V 每块拷一次，每次 {d4['overhead_us']:g} µs + 字节 ÷ 带宽",
              ha="center", fontsize=12, color="0.3")
-    caption(fig, f"带宽是本实验的假设。{d4['gbps']:g} GB/s：{d4['gbps_note']}；单卡独占 PCIe 4.0 ×16 约 25–32 GB/s。")
+    caption(fig, f"PCIe 带宽（这里 {d4['gbps']:g} GB/s）：{d4['gbps_note']}；单卡独占 PCIe 4.0 ×16 约 25–32 GB/s。")
     fig.tight_layout(rect=(0, 0.05, 1, 0.9))
     return save_png(fig, out)
 

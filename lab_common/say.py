@@ -320,3 +320,115 @@ def rank(names_values, fmt, more=" > ", tie=" = "):
             sep = tie
         out += sep + str(name)
     return out
+
+
+# ---------------------------------------------------------------------------
+# 04 加的：两列数逐点比（"A 在每一处都不低于 B，差得最多在 X"）；很小的差的格式
+
+
+def never_below(name_a, a, name_b, b, fmt, at, every="在每一处"):
+    """两列数 a、b（{点: 值}，点相同）按印出来的值逐点比：谁在每一处都不低于谁、差得最多在哪一点。
+    at(点) 说出一个点（"10,000 块时"）。只有一个点时就是 vs；处处印出来相同时说"都一样"；
+    B 处处不低于 A 时换过来说；互有高低时各举差得最多的一处。"差得最多"按印出来的两个数的差，一样时按原值的差
+    （和另印一张"差"的表时一致）。
+
+    >>> f2, at = fixed(2), "{:,} 块时".format
+    >>> never_below("LRU", {1: .46, 2: .60}, "LFU", {1: .39, 2: .60}, f2, at)
+    'LRU 在每一处都不低于 LFU，1 块时差得最多（0.46 对 0.39）'
+    >>> never_below("LRU", {1: .30, 2: .60}, "LFU", {1: .40, 2: .60}, f2, at, every="在每个容量")
+    'LFU 在每个容量都不低于 LRU，1 块时差得最多（0.40 对 0.30）'
+    >>> never_below("A", {1: .3, 2: .6}, "B", {1: .4, 2: .5}, f2, at)
+    'A 和 B 互有高低：2 块时 A 比 B 高（0.60 对 0.50），1 块时 B 比 A 高（0.40 对 0.30）'
+    >>> never_below("A", {1: .301, 2: .6}, "B", {1: .299, 2: .6}, f2, at), never_below("A", {7: .5}, "B", {7: .4}, f2, at)
+    ('A 和 B 在每一处都一样', '7 块时 A 比 B 高（0.50 对 0.40）')
+    """
+    o = {k: order(a[k], b[k], fmt) for k in a}
+    if -1 in o.values() and 1 not in o.values():
+        return never_below(name_b, b, name_a, a, fmt, at, every)
+    gap = {k: (value(fmt(a[k])) - value(fmt(b[k])), a[k] - b[k]) for k in a}    # 印出来的差；一样时按原值的差
+    hi, lo = max(gap, key=gap.get), min(gap, key=gap.get)
+    if len(a) == 1:
+        return words(at(hi), vs(name_a, a[hi], name_b, b[hi], fmt))
+    if 1 not in o.values():
+        return words(name_a, "和", name_b, every, "都一样")
+    if -1 not in o.values():
+        return words(name_a, every, "都不低于", name_b) + f"，{at(hi)}差得最多（{fmt(a[hi])} 对 {fmt(b[hi])}）"
+    return (words(name_a, "和", name_b, "互有高低：") + words(at(hi), vs(name_a, a[hi], name_b, b[hi], fmt)) + "，"
+            + words(at(lo), vs(name_b, b[lo], name_a, a[lo], fmt)))
+
+
+def sci(x, nd=1):
+    """很小的差（max |diff|）：恰好 0 印 "0.0"（-0.0 也是），否则科学计数法。
+
+    >>> sci(0.0), sci(-0.0), sci(3.04e-15), sci(2.5e-3, 2)
+    ('0.0', '0.0', '3.0e-15', '2.50e-03')
+    """
+    if x == 0:
+        return "0.0"
+    return f"{x:.{nd}e}"
+
+
+# ---------------------------------------------------------------------------
+# 容量：total 里装得下几个完整的 each（01 的"一张卡放得下几个请求"，也适用于块、前缀……）
+
+
+def whole(total, each, unit):
+    """total 里有几个完整的 each（向下取整）；一个都不到时说"不到 1"，不说"0 个"或"没有"。
+
+    >>> whole(62633, 2048, "个这样的请求"), whole(1000, 2048, "个请求"), whole(4096, 2048, "块")
+    ('30 个这样的请求', '不到 1 个请求', '2 块')
+    """
+    n = int(total // each)
+    if n == 0:
+        return f"不到 1 {unit}"
+    return count(n, unit)
+
+
+# ---------------------------------------------------------------------------
+# 05、06 加的（通用的比较说法）
+
+
+def rel_vs(name_a, a, name_b, b, fmt, nd=0, more="高", less="低"):
+    """"A 比 B 低 15%"（相对 B 的百分数）；a、b 按 fmt 印出来相同时 "A 和 B 一样（都是 x）"，不再说"低 0%"；
+    印出来不同、百分数却印成 0% 时 "低不到 1%"；b = 0 时没有百分数，照 vs 说。
+
+    >>> s2 = fixed(2, "s")
+    >>> rel_vs("全局", 0.38, "本地", 0.44, s2), rel_vs("全局", 0.501, "本地", 0.499, s2)
+    ('全局比本地低 14%', '全局和本地一样（都是 0.50 s）')
+    >>> rel_vs("A", 100.2, "B", 100.6, fixed(1)), rel_vs("A", 3, "B", 0, fixed(1))
+    ('A 比 B 低不到 1%', 'A 比 B 高（3.0 对 0.0）')
+    """
+    if same(a, b, fmt) or b == 0:
+        return vs(name_a, a, name_b, b, fmt, more=more, less=less)
+    frac, word = (a - b) / abs(b), more
+    if frac < 0:
+        word = less
+    text = f"{word} {pct(abs(frac), nd)}"
+    if value(pct(abs(frac), nd)) == 0:
+        text = f"{word}不到 {pct(10 ** -nd / 100, nd)}"
+    return words(name_a, "比", name_b, text)
+
+
+def trend(values, fmt, up="升到", down="降到", flat="保持在"):
+    """一列数从头到尾怎么变：change(第一个, 最后一个)；只有一个数时就说这个数，不说"从 8 到 8"、也不说"保持在"。
+    和前面的字用 words() 连起来，空格才对："负载" + "151%" → "负载 151%"。
+
+    >>> trend([0.2, 0.39, 1.51], pct), trend([1.51], pct), trend([0.2, 0.2], pct)
+    ('从 20% 升到 151%', '151%', '保持在 20%')
+    """
+    values = list(values)
+    if len(values) == 1:
+        return fmt(values[0])
+    return change(values[0], values[-1], fmt, up=up, down=down, flat=flat)
+
+
+def signed(x, nd=1):
+    """带正负号的差（百分点、毫秒……）：印出来是 0 时不带号（不印 "+0.0"、"-0.0"）。
+
+    >>> signed(1.84), signed(-2.25), signed(0.04), signed(-0.04), signed(1234.5, 0)
+    ('+1.8', '-2.2', '0.0', '0.0', '+1,234')
+    """
+    s = fixed(nd)(x)
+    if value(s) > 0:
+        return "+" + s
+    return s

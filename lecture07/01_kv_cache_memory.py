@@ -30,8 +30,8 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.realpath(__file__))))  # 仓库根目录：让 lab_common 包可以 import
 from lab_common import console  # noqa: E402
 from lab_common.console import print_header, print_observations, print_table, print_text, status  # noqa: E402
-from lab_common.say import change, count, fixed, integer, listed, listing, order, pct, pct1, rank, ratio, rel_change, size, span  # noqa: E402
-from lab_common.say import by_order, grouped, value  # noqa: E402
+from lab_common.say import by_order, count, fixed, grouped, integer, listed, listing, order, pct, pct1, rank  # noqa: E402
+from lab_common.say import ratio, rel_change, size, times, vs, whole, words  # noqa: E402
 from lab_common.script_tools import run_lecture  # noqa: E402
 from lab_common.settings import check_setting, is_int, is_number, is_sorted_ints  # noqa: E402
 from kv_physics import LLAMA2_70B, ModelSpec, Node  # noqa: E402
@@ -92,12 +92,18 @@ DEEPSEEK_67B = ModelSpec("DeepSeek 67B", n_layers=95, d_model=8192, n_heads=64, 
 VLLM_73_MEDIUM = (16, 64)           # vLLM 论文 §7.3、图 19：块 16–64 时重算与换出的端到端性能相当
 VLLM_73_RECOMPUTE_MAX = 20          # vLLM 论文 §7.3：块大时换出更快，但重算最多比换出慢 20%（重算 ≤ 1.2 × 换出）
 SWAP_GPU = Node("A100", n_gpus=1, tflops_per_gpu=312, hbm_gb_per_gpu=40)   # 演示 4 重算用的卡：bf16 峰值 312 TFLOPS、MFU 0.6
-VLLM_73_NOTE = ("vLLM 论文没给带宽；一张 A100 独占 PCIe 4.0 ×16 时约 25–32 GB/s（也是假设）。论文的\"换出延迟\"是换出、"
-                "换入还是两者之和，正文没说；这里取来回（换出 + 换入）。和论文对不对得上，取决于带宽这个假设。")
+PCIE_SOURCE = (f"默认 {FAST25_H2D_GBPS / 8:g} GB/s = FAST'25 表 1 整机 host-to-device {FAST25_H2D_GBPS} GB/s ÷ 8 卡，"
+               "本实验的假设")
+DEMO4_NOTES = (f"带宽：{PCIE_SOURCE}；vLLM 论文没给带宽，一张 A100 独占 PCIe 4.0 ×16 约 25–32 GB/s（也是假设）。"
+               "论文的\"换出延迟\"是换出、换入还是两者之和，正文没说：这里取来回；和论文对不对得上，取决于带宽这个假设。"
+               "重算不用 KV 块，与块大小无关。vLLM 论文 §7.3、图 19：块 "
+               f"{VLLM_73_MEDIUM[0]}–{VLLM_73_MEDIUM[1]} 时两者的端到端性能相当（真实 GPU 上的 OPT-13B；这里是按配置和"
+               "假设算的量级）。")
 DEMO2_COLUMNS = ("列的含义：token 状态 = 已经写进去的 token；预留 = 留给以后要生成的 token；内部碎片 = 预留了但到结束也用不到"
                  "的位置（分页时是最后一块没写满的部分）；外部/空闲 = 没分出去的空间（连续分配时是放不下队首请求那一整段"
                  "预留的零碎空隙）；- = 从来没有满载。模拟：全部请求一开始就排队、first-fit 连续分配、严格先来先服务，"
-                 "每步每个请求生成一个 token，没有模型计算：和论文图 2（§6.2 实验的平均，图注没说数据集）只比量级和顺序。")
+                 "每步每个请求生成一个 token，没有模型计算：和论文图 2（§6.2 实验的平均，图注没说数据集；论文的 Orca 是"
+                 "作者自己重写的实现）只比量级和顺序。")
 ALL_OF = {1: "就"}                  # "N 个请求一开始全部排队"：只有一个请求时不说"全部"
 PAPER = dict(fig2=VLLM_FIG2, sharegpt=SHAREGPT_MEAN, gqa_equiv=DSV2_GQA_EQUIV, dsv2_reduction=DSV2_KV_REDUCTION,
              dsv2_bits=DSV2_KV_BITS, medium=VLLM_73_MEDIUM, recompute_max=VLLM_73_RECOMPUTE_MAX)
@@ -124,20 +130,33 @@ def num(x):
     return f"{x:,.6f}".rstrip("0").rstrip(".")
 
 
-def fit_cell(n):
-    """表格里的一格：放不下权重（None）打印 "-"。"""
+def fit_cell(n, per=1):
+    """表格里的一格：放不下权重（None）打印 "-"；per 把 token 数换成"几个 per 长的请求"（向下取整）。
+
+    >>> fit_cell(None), fit_cell(62633), fit_cell(1460190, per=8192)
+    ('-', '62,633', '178')
+    """
     if n is None:
         return "-"
-    return integer(n)
+    return integer(n // per)
 
 
-def model_kv_bytes(m):
+def mib(nbytes):
+    """显存容量照设置印成整 MiB（mib(143_771 * MiB) == '143,771 MiB'）；不到 1 MiB 时自己挑单位（mib(1) == '1 B'）。"""
+    if nbytes < MiB:
+        return size(nbytes)
+    return f"{integer(nbytes / MiB)} MiB"
+
+
+def model_kv_bytes(m, kind=None):
     """一个 ModelSpec 每个 token 的 KV 字节数，经 paged_kv.kv_bytes_per_token（练习 1；--mine 时用学生写的）。
+    kind="MHA"：假如每个查询头各存一组 K/V。
 
-    >>> model_kv_bytes(OPT_13B) == OPT_13B.kv_bytes_per_token() == 800 * 1024
-    True
+    >>> model_kv_bytes(OPT_13B) == OPT_13B.kv_bytes_per_token() == 800 * 1024, model_kv_bytes(LLAMA2_70B, "MHA") // KiB
+    (True, 2560)
     """
-    kind = "GQA"
+    if kind is None:
+        kind = "GQA"
     if m.n_kv_heads == m.n_heads:
         kind = "MHA"
     return kv_bytes_per_token(kind, m.n_layers, m.n_heads, m.head_dim, n_kv_heads=m.n_kv_heads,
@@ -159,15 +178,15 @@ def demo1_bytes_per_token():
                 [[m.name, f"{m.n_layers}×{m.n_kv_heads}×{m.head_dim}", kib(kv[m.name]),
                   f"{m.n_params * 2 / GiB:.1f}"] + [fit_cell(fit[m.name][g]) for g, _ in gpus] for m in MODELS],
                 caption=f"GPU 列：一张卡 {pct(util)} 显存减去 fp16 权重后能放几个 token（上限）；- = 放不下权重")
-    opt_b = kv[OPT_13B.name]
-    d = dict(kv_bytes=kv, fit=fit, util=util, gpus=list(gpus),
-             usable={g: util * cap for g, cap in gpus}, max_seq=max_seq, pool_gib=pool_gib, tp=tp,
-             opt_req=max_seq * opt_b, opt_slots=kv_pool_tokens(pool_gib),
-             opt_slots_decimal=int(pool_gib * 1e9 // opt_b),
-             mha_70=kv_bytes_per_token("MHA", LLAMA2_70B.n_layers, LLAMA2_70B.n_heads, LLAMA2_70B.head_dim),
-             l70_tp=tokens_that_fit(LLAMA2_70B, gpus[0][1], util, n_gpus=tp, kv_bytes=kv[LLAMA2_70B.name]), l70_weights=LLAMA2_70B.n_params * 2)
+    opt_b, l70_b = kv[OPT_13B.name], kv[LLAMA2_70B.name]
+    gqa = [m for m in MODELS if m.n_kv_heads < m.n_heads]
+    tp_fit = {g: tokens_that_fit(LLAMA2_70B, cap, util, n_gpus=tp, kv_bytes=l70_b) for g, cap in gpus}
+    d = dict(kv_bytes=kv, fit=fit, util=util, gpus=list(gpus), usable={g: util * cap for g, cap in gpus},
+             max_seq=max_seq, pool_gib=pool_gib, tp=tp, opt_req=max_seq * opt_b, opt_slots=kv_pool_tokens(pool_gib),
+             opt_slots_decimal=int(pool_gib * 1e9 // opt_b), mha={m.name: model_kv_bytes(m, "MHA") for m in gqa},
+             tp_fit=tp_fit, l70_tp=tp_fit[gpus[0][0]], l70_weights=LLAMA2_70B.n_params * 2)
+    d["mha_70"] = d["mha"][LLAMA2_70B.name]
     if console.SHOW_MORE:       # 论文的数和我们按配置算的数并排（论文的 KB、GB 也按 1024 进位）
-        l70_b = kv[LLAMA2_70B.name]
         print_table(["数", "出处", "论文", "这里"], [
             ["OPT-13B 每 token 的 KV", "vLLM §3", "800 KB", f"2 × {OPT_13B.d_model} × {OPT_13B.n_layers} 层 × 2 B = {integer(opt_b)} B"],
             ["OPT-13B 2,048 token 的请求", "vLLM §3", f"可达 {VLLM_REQ_GB} GB", f"{integer(2048 * opt_b / MiB)} MiB"],
@@ -176,68 +195,35 @@ def demo1_bytes_per_token():
             ["LLaMA3-70B 每 token 的 KV", "FAST'25 §5.3.1", f"{FAST25_KV_KB} KB", f"2 × 80 × 1,024 × 2 B = {integer(l70_b)} B"]],
             title="论文里的数（KB、GB 按 1024 进位才对得上）",
             caption=f"FAST'25 表 1：l = 80、d = 8192、gqa = {FAST25_GQA}（查询头数 / KV 头数）：64 个查询头 ÷ {FAST25_GQA} = 8 个 KV 头。")
+        print_table(["GQA 的模型", "查询头 / KV 组", "KV/token", "每头一组时", "倍数"],
+                    [[m.name, f"{m.n_heads} / {m.n_kv_heads}", size(kv[m.name]), size(d["mha"][m.name]),
+                      times(d["mha"][m.name] / kv[m.name], 0)] for m in gqa],
+                    caption="每头一组 = MHA。批能开多大，取决于 KV 用得多省：这就是后面几个演示要解决的事。")
+        print_table(["GPU", "容量", "能用", f"{tp} 张：token", "8,192 token 请求"],
+                    [[g, mib(cap), size(d["usable"][g]), fit_cell(tp_fit[g]), fit_cell(tp_fit[g], 8192)] for g, cap in gpus],
+                    caption=f"能用 = 容量 × {num(util)}；后两列：{tp} 张这种卡放完 LLaMA2-70B 的权重以后")
     print_observations(*observations_1(d))
     return d
 
 
 def observations_1(d):
     """演示 1 的观察 → (默认印的, --more 才印的)。每个数都取自 d（和上表同一份数据）。"""
-    kv, fit, gpu0, max_seq = d["kv_bytes"], d["fit"], d["gpus"][0][0], d["max_seq"]
-    opt_b, l70_b = kv[OPT_13B.name], kv[LLAMA2_70B.name]
-    text = f"OPT-13B 每个 token 的 KV 是 {size(opt_b)}，{integer(max_seq)} token 的请求 {size(d['opt_req'])}；"
-    l13 = fit[LLAMA2_13B.name][gpu0]
-    if l13 is None:
-        text += f"一张 {gpu0} 用 {pct(d['util'])} 的显存连 LLaMA2-13B 的权重都放不下。"
-    elif l13 < max_seq:
-        text += f"一张 {gpu0} 放完 LLaMA2-13B 的权重还能放 {integer(l13)} 个 token，一个这样的请求都放不下。"
-    else:
-        text += f"一张 {gpu0} 放完 LLaMA2-13B 的权重还能放 {integer(l13)} 个 token（{integer(l13 // max_seq)} 个这样的请求）。"
-    lines = [text,
-             f"GQA：LLaMA2-70B {LLAMA2_70B.n_heads} 个查询头共用 {LLAMA2_70B.n_kv_heads} 组 K/V，{size(l70_b)}/token，"
-             f"每头一组{ratio(d['mha_70'], l70_b, 0)}。",
-             one_gpu_sentence(d) + tp_sentence(d)]
-    more = [f"每头一组时 LLaMA2-70B 要 {size(d['mha_70'])}/token。同样，LLaMA3-8B（{LLAMA3_8B.n_kv_heads} 组 K/V）{size(kv[LLAMA3_8B.name])}/token，"
-            f"LLaMA2-7B（每头一组）{size(kv[LLAMA2_7B.name])}，{ratio(kv[LLAMA2_7B.name], kv[LLAMA3_8B.name], 0)}。"
-            "批能开多大、吞吐有多高，取决于 KV 用得多省：这就是后面分页、共享、前缀缓存要解决的事。",
-            "容量：" + "，".join(f"{g} 按 {mib(cap)}" for g, cap in d["gpus"])
-            + f"；GPU_MEM_UTIL = {num(d['util'])}：能用 " + "、".join(size(d["usable"][g]) for g, _ in d["gpus"]) + "。"]
-    if d["l70_tp"] is not None and d["l70_tp"] >= 8192:
-        more.append(f"张量并行后的 {integer(d['l70_tp'])} 个 token 够 {integer(d['l70_tp'] // 8192)} 个 8,192 token 的长请求。")
-    return lines, more
-
-
-def mib(nbytes):
-    """显存容量照设置印成整 MiB（mib(143_771 * MiB) == '143,771 MiB'）；不到 1 MiB 时自己挑单位（mib(1) == '1 B'）。"""
-    if nbytes < MiB:
-        return size(nbytes)
-    return f"{integer(nbytes / MiB)} MiB"
-
-
-def gib(nbytes):
-    """和演示 1 的表同样的格式：一位小数的 GiB（gib(130.4 * GiB) == '130.4 GiB'）。"""
-    return fixed(1, "GiB")(nbytes / GiB)
-
-
-def one_gpu_sentence(d):
-    """LLaMA2-70B 的权重放不放得进一张卡：按当前的 GPU_MEM_UTIL 逐张判断。"""
-    fits = [g for g, _ in d["gpus"] if d["fit"][LLAMA2_70B.name][g] is not None]
-    too_small = [g for g, _ in d["gpus"] if g not in fits]
-    head = f"LLaMA2-70B 的 fp16 权重 {gib(d['l70_weights'])}，"
-    if not fits:
-        return head + "一张卡都放不下；"
-    if not too_small:
-        return head + "一张卡就放得下；"
-    return head + f"一张 {listing(fits)} 放得下，一张 {listing(too_small)} 放不下；"
-
-
-def tp_sentence(d):
-    """几张卡张量并行以后还能放多少 token（8,192 token 的长请求几个）。"""
-    n, gpu0 = d["l70_tp"], d["gpus"][0][0]
-    if d["tp"] == 1:
-        return "TP_GPUS = 1：不做张量并行。"
-    if n is None:
-        return f"{d['tp']} 张 {gpu0} 张量并行也放不下。"
-    return f"{d['tp']} 张 {gpu0} 张量并行后还能放 {integer(n)} 个 token。"
+    kv, gpu0, max_seq, l70_b = d["kv_bytes"], d["gpus"][0][0], d["max_seq"], d["kv_bytes"][LLAMA2_70B.name]
+    l13, fit70 = d["fit"][LLAMA2_13B.name][gpu0], d["fit"][LLAMA2_70B.name]
+    room = f"用 {pct(d['util'])} 的显存连 LLaMA2-13B 的权重都放不下"
+    if l13 is not None:
+        room = f"放完 LLaMA2-13B 的权重还能放 {integer(l13)} 个 token（{whole(l13, max_seq, '个这样的请求')}）"
+    ok, no = [g for g, _ in d["gpus"] if fit70[g] is not None], [g for g, _ in d["gpus"] if fit70[g] is None]
+    weights = f"LLaMA2-70B 的 fp16 权重 {fixed(1, 'GiB')(d['l70_weights'] / GiB)}，" + "，".join(
+        f"一张 {listing(g, last='或')} {w}" for g, w in ((ok, "放得下"), (no, "放不下")) if g)
+    if d["tp"] > 1 and d["l70_tp"] is None:
+        weights += f"；{d['tp']} 张 {gpu0} 张量并行也放不下"
+    elif d["tp"] > 1:
+        weights += f"；{d['tp']} 张 {gpu0} 张量并行后还能放 {integer(d['l70_tp'])} 个 token"
+    return [f"OPT-13B 每个 token 的 KV 是 {size(kv[OPT_13B.name])}，{integer(max_seq)} token 的请求 "
+            f"{size(d['opt_req'])}；一张 {gpu0} {room}。",
+            f"GQA：LLaMA2-70B {LLAMA2_70B.n_heads} 个查询头共用 {LLAMA2_70B.n_kv_heads} 组 K/V，{size(l70_b)}/token，"
+            f"每头一组{ratio(d['mha_70'], l70_b, 0)}。", weights + "。"], []
 
 
 # =============================================================================
@@ -279,65 +265,40 @@ def demo2_fragmentation(sim=None):
              mean_output=float(outputs.mean()), mean_total=float((prompts + outputs).mean()), model=OPT_13B.name,
              pool_gib=s["pool_gib"], n_requests=s["n_requests"], seed=s["seed"], max_seq=s["max_seq"],
              block_size=s["block_size"], sigma=s["sigma"], paper=dict(VLLM_FIG2), sharegpt=SHAREGPT_MEAN)
+    if console.SHOW_MORE:
+        print_table(["平均长度（token）", "输入", "输出", "总长", "最长"],
+                    [["这里", integer(d["mean_prompt"]), integer(d["mean_output"]), integer(d["mean_total"]),
+                      integer(d["max_seq"])], ["vLLM 图 11(a) 的 ShareGPT", integer(SHAREGPT_MEAN[0]),
+                                               integer(SHAREGPT_MEAN[1]), "-", "-"]],
+                    caption=f"输入、输出各自对数正态（种子 {d['seed']}，σ = {d['sigma']:g}），总长 ≤ 最长 = MAX_SEQ")
+        print_text(DEMO2_COLUMNS)
     print_observations(*observations_2(d))
     return d
 
 
 def observations_2(d):
     """演示 2 的观察 → (默认印的, --more 才印的)。没满载过的系统（d["idle"]）不参与比较。"""
-    s, conc, idle, paper = d["shares"], d["concurrency"], d["idle"], d["paper"]
-    obs, more = [], []
-    if idle:
-        obs.append(f"{listing(idle)}：{count(d['n_requests'], '个请求')}一开始{ALL_OF.get(d['n_requests'], '全部')}放得下，"
-                   "从来没有人排队，没有满载的时刻可统计（表里打 -）；把 N_REQUESTS 调大、或把 KV_POOL_GIB 调小，"
-                   "才能看到满载时显存是怎么分的。")
-    mx, pg = s["Orca (Max)"], s["vLLM"]
-    if pg is not None:
-        text = (f"分页（块 {d['block_size']}）时 {pct1(pg[0])} 的 KV 池存着 token，零头 {pct1(pg[2])} 和空闲 "
-                f"{pct1(pg[3])}")
-        if mx is not None:
-            text += f"；Orca (Max) {words_vs(mx[0], pg[0])} {pct1(mx[0])}，" + concurrency(conc["vLLM"], conc["Orca (Max)"])
-        obs.append(text + "。")
-        if conc["Orca (Oracle)"] is not None:
-            more.append(f"分页的平均并发 {fixed(1)(conc['vLLM'])}，对 Orca (Oracle) 的 {fixed(1)(conc['Orca (Oracle)'])}"
-                        f"（{ratio(conc['vLLM'], conc['Orca (Oracle)'])}）。")
-    text = ""
-    if mx is not None:
-        text = f"Orca (Max) 的 {pct1(mx[2])} 是内部碎片。"
-        more.append(f"Orca (Max) 按 {integer(d['max_seq'])} 预留，平均请求却只有 {integer(d['mean_total'])} 个 token。")
-    orc = s["Orca (Oracle)"]
-    if orc is not None:
-        text += (f"事先知道输出长度的 Orca (Oracle) 是 {pct1(orc[0])}：预留占 {pct1(orc[1])}，"
-                 f"放不下队首请求的空隙占 {pct1(orc[3])}。")
-    if text:
-        obs.append(text)
+    s, conc, n, pg, mx = d["shares"], d["concurrency"], d["n_requests"], "vLLM", "Orca (Max)"
     measured = [k for k in s if s[k] is not None]
+    lines = []
+    if d["idle"]:
+        lines.append(f"{listing(d['idle'])}：{count(n, '个请求')}一开始{ALL_OF.get(n, '全部')}放得下，从来没有人排队，"
+                     "没有满载的时刻可统计（表里打 -）；把 N_REQUESTS 调大、或把 KV_POOL_GIB 调小才看得到。")
+    if pg in measured and mx in measured:
+        paged = f"分页（块 {d['block_size']}）"
+        lines.append(f"KV 池里存着 token 的比例：{vs(paged, s[pg][0], mx, s[mx][0], pct1)}；"
+                     f"平均并发 {fixed(1)(conc[pg])}，" + "、".join(
+                         f"相对 {k} {ratio(conc[pg], conc[k])}" for k in (mx, "Orca (Oracle)") if k in measured) + "。")
+    if mx in measured:
+        lines.append(f"Orca (Max) 的 {pct1(s[mx][2])} 是内部碎片：按 {integer(d['max_seq'])} 个 token 预留，"
+                     f"平均请求是 {integer(d['mean_total'])} 个。")
     if len(measured) >= 2:
-        ours = rank([(k, s[k][0]) for k in measured], pct1)
-        theirs = rank([(k, paper[k]) for k in measured], fixed(1))
-        if ours == theirs:
-            obs.append(f"{count(len(measured), '个系统')}从高到低的顺序与论文图 2 相同（论文的 Orca 是作者自己重写的实现）。")
-        else:
-            obs.append(f"从高到低：这里 {ours}，论文图 2 是 {theirs}。论文的 Orca 是作者自己重写的实现，"
-                       "这里是离散模拟，只比量级和顺序。")
-        more.append(f"从高到低：{ours}。")
-    more.append(DEMO2_COLUMNS)
-    more.append(f"长度：输入、输出各自对数正态（种子 {d['seed']}，σ = {d['sigma']:g}），平均 {integer(d['mean_prompt'])} / "
-                f"{integer(d['mean_output'])}（vLLM 论文图 11(a) 的 ShareGPT 均值：{integer(d['sharegpt'][0])} / "
-                f"{integer(d['sharegpt'][1])}），总长不超过 {integer(d['max_seq'])}。")
-    return obs[:3], obs[3:] + more
-
-
-def concurrency(paged, mx):
-    """分页与 Orca (Max) 的平均并发（按印出来的一位小数）："并发 34.1 对 7.0（是 4.9 倍）" / "并发一样（都是 7.0）"。"""
-    if order(paged, mx, fixed(1)) == 0:
-        return f"并发一样（都是 {fixed(1)(paged)}）"
-    return f"并发 {fixed(1)(paged)} 对 {fixed(1)(mx)}（{ratio(paged, mx)}）"
-
-
-def words_vs(a, b):
-    """Orca (Max) 的占比 a 和分页的 b 比（按印出来的值）：'只有' / '也是' / '反而有'。"""
-    return {-1: "只有", 0: "也是", 1: "反而有"}[order(a, b, pct1)]
+        ours, theirs = rank([(k, s[k][0]) for k in measured], pct1), rank([(k, d["paper"][k]) for k in measured], fixed(1))
+        text = f"从高到低与论文图 2 相同：{ours}。"
+        if ours != theirs:
+            text = f"从高到低：这里 {ours}，论文图 2 是 {theirs}。"
+        lines.append(text)
+    return lines[:3], lines[3:]
 
 
 # =============================================================================
@@ -372,10 +333,6 @@ def demo3_smaller_kv():
                  + [fit_cell(t["fit"][g]) for g, _ in gpus] for k, t in table.items()],
                 caption=f"{base.n_layers} 层 × {base.n_heads} 头 × {base.head_dim} 维；GPU 列同演示 1（KV 按 bf16）。组越少越省，"
                         "但共用一组 K/V 的头更多：DeepSeek-V2 表 1 的能力 MHA 强、GQA 中、MQA 弱，MLA 比 MHA 强。")
-    if console.SHOW_MORE:
-        print_table(["FP8 时能放的 token"] + [g for g, _ in gpus],
-                    [[k] + [fit_cell(t["fit_fp8"][g]) for g, _ in gpus] for k, t in table.items()],
-                    caption=f"各方式都减去 {base.name} 的 fp16 权重（注意力投影的参数差别忽略）；- = 放不下权重")
     ds67 = DEEPSEEK_67B.kv_bytes_per_token()
     dsv2 = DSV2_LAYERS * (rank_c + rope) * 2
     d = dict(table=table, gpus=[g for g, _ in gpus], util=util, base=base.name, head_dim=base.head_dim, groups=groups,
@@ -385,6 +342,21 @@ def demo3_smaller_kv():
              paper=dict(PAPER))
     d["reduction_bf16"] = 1 - dsv2 / ds67
     d["reduction_quant"] = 1 - d["dsv2_kv_quant"] / ds67
+    if console.SHOW_MORE:
+        print_table(["FP8 时能放的 token"] + [g for g, _ in gpus],
+                    [[k] + [fit_cell(t["fit_fp8"][g]) for g, _ in gpus] for k, t in table.items()],
+                    caption=f"都减去 {base.name} 的 fp16 权重（忽略注意力投影参数的差别）；- = 放不下")
+        ds, cut = DEEPSEEK_67B, dict(nd=1, less="少了", more="反而多了")
+        print_table(["数", "出处", "论文", "这里"], [
+            ["MLA 相当于几组 GQA", "§2.1.4 表 1", f"{DSV2_GQA_EQUIV} 组",
+             f"({integer(rank_c)} + {integer(rope)}) ÷ (2 × {base.head_dim}) = {fixed(2)(d['mla_groups'])} 组"],
+            ["DeepSeek 67B", "config", "-",
+             f"{size(ds67)}（{ds.n_layers} 层 × {ds.n_kv_heads} 组 × {ds.head_dim} 维）"],
+            ["MLA（bf16）", "config", "-",
+             f"{size(dsv2)}（{DSV2_LAYERS} 层 × {integer(rank_c + rope)}），{rel_change(ds67, dsv2, **cut)}"],
+            [f"MLA（平均 {DSV2_KV_BITS} bit）", "§3.2.3、摘要", f"少 {DSV2_KV_REDUCTION}%",
+             f"{size(d['dsv2_kv_quant'])}，{rel_change(ds67, d['dsv2_kv_quant'], **cut)}"]],
+            title="DeepSeek-V2 论文里的数（这里按 config.json 重构）", caption="少多少：都是对 DeepSeek 67B 的 KV")
     print_observations(*observations_3(d))
     return d
 
@@ -393,35 +365,24 @@ def observations_3(d):
     """演示 3 的观察 → (默认印的, --more 才印的)。每个数都取自 d（和上表同一份数据）。"""
     t, g, paper = d["table"], d["gpus"][-1], d["paper"]
     mha, mla = t["MHA"], t["MLA"]
-    text = (f"MLA 每层存 d_c + d_h^R = {d['kv_lora_rank']} + {d['rope_dim']} 个数，{size(mla['kv'])}/token，"
+    text = (f"MLA 每层存 d_c + d_h^R = {integer(d['kv_lora_rank'])} + {integer(d['rope_dim'])} 个数，{size(mla['kv'])}/token，"
             f"是 MHA 的 {pct1(mla['kv'] / mha['kv'])}")
     if mha["fit"][g] is None:
         text += f"；但一张 {g} 用 {pct(d['util'])} 的显存连 {d['base']} 的权重都放不下。"
     else:
         text += f"：一张 {g} 能放的 token {ratio(mla['fit'][g], mha['fit'][g])}。"
-    lines = [text]
-    ds67, cut = d["ds67_kv"], dict(nd=1, less="少了", more="反而多了")
-    reduction = (f"DeepSeek-V2 说 KV 比 DeepSeek 67B 少 {paper['dsv2_reduction']}%；按配置算 MLA "
-                 f"{rel_change(ds67, d['dsv2_kv'], **cut)}，再加平均 {paper['dsv2_bits']} bit 量化"
-                 f"{rel_change(ds67, d['dsv2_kv_quant'], **cut)}")
+    reduction = (f"DeepSeek-V2 说 KV 比 DeepSeek 67B 少 {paper['dsv2_reduction']}%；按配置算，MLA 再加平均 "
+                 f"{paper['dsv2_bits']} bit 量化{rel_change(d['ds67_kv'], d['dsv2_kv_quant'], 1, more='反而多了')}")
     if order(d["reduction_quant"], paper["dsv2_reduction"] / 100, pct1) == 0:
-        reduction += "：这是我们的重构，论文没写怎么算出的。"
+        reduction += "：对上了，但这是我们的重构，论文没写怎么算出的。"
     else:
         reduction += f"，和论文的 {paper['dsv2_reduction']}% 不同（这里改了 MLA 的维度）。"
-    lines.append(reduction)
-    equiv = f"，正是 DeepSeek-V2 论文 §2.1.4 表 1 说的\"相当于只有 {paper['gqa_equiv']} 组的 GQA\""
-    if mla["per_layer"] != paper["gqa_equiv"] * 2 * d["head_dim"]:
-        equiv = f"；DeepSeek-V2 用 512 + 64 时是论文 §2.1.4 表 1 说的 {paper['gqa_equiv']} 组，这里改了维度"
-    more = [f"MLA 的 {integer(mla['per_layer'])} 个数 = {fixed(2)(d['mla_groups'])} × (2 × 头维度){equiv}。",
-            f"DeepSeek 67B（{DEEPSEEK_67B.n_layers} 层 × {DEEPSEEK_67B.n_kv_heads} 组 K/V × {DEEPSEEK_67B.head_dim} 维，"
-            f"bf16）{size(d['ds67_kv'])}/token；DeepSeek-V2（{DSV2_LAYERS} 层 × {integer(mla['per_layer'])}，bf16）"
-            f"{size(d['dsv2_kv'])}/token，平均 {paper['dsv2_bits']} bit 时 {size(d['dsv2_kv_quant'])}/token。"]
-    return lines, more
+    return [text, reduction], []
 
 
 # =============================================================================
 R2 = fixed(2)          # 重算 / 来回：表里和句子里都印两位小数
-MS = fixed(1, "ms")
+MS = fixed(1)          # 表里的毫秒数
 
 
 def demo4_preemption(sim=None):
@@ -442,120 +403,61 @@ def demo4_preemption(sim=None):
     print_text(f"{m.name}、{SWAP_GPU.name}、{integer(swap_len)} 个 token。重算 = 式 1 的 FLOPs ÷ "
                f"({SWAP_GPU.tflops_per_gpu:g} TFLOPS × {SWAP_GPU.mfu:g})；来回 = 换出 + 换入，每层 K、V 每块拷一次："
                f"{num(overhead)} µs + 字节 ÷ 带宽（假设）。")
-    head = ["块", "拷贝次数", "来回 ms", "重算 ms", f"{num(gbps)} GB/s"] + [f"{num(g)} GB/s" for g in alt]
-    print_table(head, [[b, integer(r["copies"]), fixed(1)(r["round_trip"] * 1e3), fixed(1)(r["recompute"] * 1e3),
-                        R2(r["ratio"])] + [R2(r["ratio_gbps"][g]) for g in alt] for b, r in by_block.items()],
+    head = ["块", "拷贝次数", "单程 ms", "来回 ms", "重算 ms", f"{num(gbps)} GB/s"] + [f"{num(g)} GB/s" for g in alt]
+    print_table(head, [[b, integer(r["copies"]), MS(r["one_way"] * 1e3), MS(r["round_trip"] * 1e3),
+                        MS(r["recompute"] * 1e3), R2(r["ratio"])] + [R2(r["ratio_gbps"][g]) for g in alt]
+                       for b, r in by_block.items()],
                 caption="GB/s 列：重算 / 来回（> 1：换出再换入更快），PCIe 带宽取这几个值")
-    if console.SHOW_MORE:
-        print_table(["长度", "拷贝次数", "单程 ms", "来回 ms", "重算 ms", "重算 / 来回"],
-                    [[integer(L), integer(r["copies"]), fixed(1)(r["one_way"] * 1e3), fixed(1)(r["round_trip"] * 1e3),
-                      fixed(1)(r["recompute"] * 1e3), R2(r["ratio"])] for L, r in by_len.items()],
-                    title=f"块 {bs}：序列长度变化（PCIe {num(gbps)} GB/s）")
-        if alt_us:              # 每次拷贝的固定开销也是假设：换成别的值，重算 / 来回怎样变
-            print_table(["固定开销"] + [f"块 {b}" for b in by_block],
-                        [[f"{num(u)} µs"] + [R2(r["ratio_overhead"][u]) for r in by_block.values()] for u in alt_us],
-                        title="重算 / 来回：换一个每次拷贝的固定开销")
     d = dict(n_preempt=len(lens_pre), n_requests=len({r for r, _ in sim["preempted"]}),
              n_total=sim["settings"]["n_requests"], mean_len=None, recomputed_tokens=sum(lens_pre),
              total_tokens=int((sim["prompts"] + sim["outputs"]).sum()), load=load, by_block=by_block, by_len=by_len,
              attn_share=attention_share(m, max(lens)), block_size=bs, swap_len=swap_len, gbps=gbps, alt_gbps=list(alt),
              overhead_us=overhead, alt_overhead_us=list(alt_us), model=m.name, gpu=SWAP_GPU.name,
-             tflops=SWAP_GPU.tflops_per_gpu, mfu=SWAP_GPU.mfu, gbps_note=gbps_note(gbps), paper=dict(PAPER))
+             tflops=SWAP_GPU.tflops_per_gpu, mfu=SWAP_GPU.mfu, gbps_note=PCIE_SOURCE, paper=dict(PAPER))
+    mean_cell = "-"             # 没有抢占时没有平均长度
     if lens_pre:
         d["mean_len"] = float(np.mean(lens_pre))
+        mean_cell = integer(d["mean_len"])
+    if console.SHOW_MORE:
+        print_table(["长度", "拷贝次数", "单程 ms", "来回 ms", "重算 ms", "重算 / 来回", "注意力项"],
+                    [[integer(L), integer(r["copies"]), MS(r["one_way"] * 1e3), MS(r["round_trip"] * 1e3),
+                      MS(r["recompute"] * 1e3), R2(r["ratio"]), pct1(attention_share(m, L))] for L, r in by_len.items()],
+                    title=f"块 {bs}：序列长度变化（PCIe {num(gbps)} GB/s）",
+                    caption="换出按字节和块数、重算按 FLOPs，都大致与长度成正比；注意力项：式 1 里 n² 那一项占重算 FLOPs 的比例")
+        if alt_us:              # 每次拷贝的固定开销也是假设：换成别的值，重算 / 来回怎样变
+            print_table(["固定开销"] + [f"块 {b}" for b in by_block],
+                        [[f"{num(u)} µs"] + [R2(r["ratio_overhead"][u]) for r in by_block.values()] for u in alt_us],
+                        caption=f"重算 / 来回（{num(gbps)} GB/s）：每次拷贝的固定开销换成这几个值")
+        n, s1 = d["n_total"], fixed(1, "s")
+        print_table(["演示 2 的负载下分页的抢占", "数"], [
+            ["抢占次数", integer(d["n_preempt"])],
+            ["被抢占的请求", f"{integer(d['n_requests'])} / {integer(n)}（{pct(d['n_requests'] / n)}）"],
+            ["被抢占时平均已有的 token", mean_cell],
+            ["要重算的 token", f"{integer(d['recomputed_tokens'])} / {integer(d['total_tokens'])}"
+                              f"（{pct(d['recomputed_tokens'] / d['total_tokens'])}）"],
+            ["全部重算 / 全部换出再换入", f"{s1(load['recompute'])} / {s1(load['round_trip'])}"]])
+        print_text(DEMO4_NOTES)
     print_observations(*observations_4(d))
     return d
 
 
-def gbps_note(gbps):
-    """PCIe 带宽的出处：只有取 FAST'25 的 128 ÷ 8 时才说是它。"""
-    if gbps == FAST25_H2D_GBPS / 8:
-        return f"FAST'25 表 1 整机 host-to-device {FAST25_H2D_GBPS} GB/s ÷ 8 卡"
-    return f"改过的值（FAST'25 表 1 整机 {FAST25_H2D_GBPS} GB/s ÷ 8 卡 = {FAST25_H2D_GBPS / 8:g} GB/s）"
-
-
-def slowest(worst):
-    """每个带宽下最大的重算 / 来回（按印出来的两位小数）→ "重算最多慢 15% / 75%"；不慢的说"重算从不更慢"。
-
-    >>> slowest([1.15, 1.75]), slowest([0.62]), slowest([0.004, 1.3])
-    ('重算最多慢 15% / 75%', '重算从不更慢', '重算最多慢 0% / 30%')
-    """
-    v = [value(R2(r)) for r in worst]
-    if all(x <= 1 for x in v):
-        return "重算从不更慢"
-    return "重算最多慢 " + " / ".join(pct(max(x - 1, 0)) for x in v)     # 最多慢 0%：这个带宽下重算从不更慢
-
-
-def within(gb, worst, limit):
-    """每个带宽下最慢的重算 / 来回，按印出来的值和论文的"最多慢 limit%"比。"""
-    below, same_, _ = by_order(worst, 1 + limit / 100, R2)
-    ok = below + same_
-    every = ""
-    if len(gb) > 1:
-        every = "都"
-    if len(ok) == len(gb):
-        return f"：{every}在论文的 {limit}% 以内"
-    if not ok:
-        return f"：{every}超出论文的 {limit}%"
-    return f"：只有 {listing([num(g) for g in ok])} GB/s 在 {limit}% 以内"
-
-
 def observations_4(d):
     """演示 4 的观察 → (默认印的, --more 才印的)。每个数都取自 d（和上面的表同一份数据）。"""
-    obs, more = [], []
-    load, bb, paper = d["load"], d["by_block"], d["paper"]
-    if d["n_preempt"] == 0:
-        obs.append(f"演示 2 的负载下（{count(d['n_total'], '个请求')}、块 {d['block_size']}）分页一次也没有抢占："
-                   "KV 池一直够用。把 KV_POOL_GIB 调小或 N_REQUESTS 调大，才会出现抢占。")
-    else:
-        s1 = fixed(1, "s")
-        o = order(load["recompute"], load["round_trip"], s1)
-        cheaper = {-1: "重算更省", 0: "两者一样", 1: "换出再换入更省"}[o]
-        obs.append(f"演示 2 的负载下分页抢占了 {integer(d['n_preempt'])} 次（{count(d['n_requests'], '个请求')}）："
-                   f"全部重算 {s1(load['recompute'])}，全部换出再换入 {s1(load['round_trip'])}，{cheaper}。")
-        more.append(f"被抢占的请求占全部 {integer(d['n_total'])} 个的 {pct(d['n_requests'] / d['n_total'])}，被抢占时平均"
-                    f"已有 {integer(d['mean_len'])} 个 token；要重算的共 {integer(d['recomputed_tokens'])} 个，是全部 "
-                    f"{integer(d['total_tokens'])} 个 token 的 {pct(d['recomputed_tokens'] / d['total_tokens'])}。")
-    first, last = list(bb)[0], list(bb)[-1]
-    rec_wins, ties, swap_wins = by_order({b: r["ratio"] for b, r in bb.items()}, 1, R2)
-    text = f"{num(d['gbps'])} GB/s 时" + grouped([(rec_wins, "重算更快"), (ties, "两者一样"), (swap_wins, "换出再换入更快")],
-                                                 "块", every="每个块大小下")
-    if first == last:
-        obs.append(text + "。")
-    else:
-        obs.append(text + f"：块从 {first} 到 {last}，来回{change(bb[first]['round_trip'] * 1e3, bb[last]['round_trip'] * 1e3, MS)}"
-                   f"，重算都是 {MS(bb[first]['recompute'] * 1e3)}。")
-        more.append(f"块从 {first} 到 {last}，单程拷贝次数{change(bb[first]['copies'], bb[last]['copies'], integer)}；"
-                    "重算不用 KV 块，与块大小无关。")
-    worst = {d["gbps"]: max(r["ratio"] for r in bb.values())}
-    worst.update({g: max(r["ratio_gbps"][g] for r in bb.values()) for g in d["alt_gbps"]})
-    gb = [d["gbps"]] + d["alt_gbps"]
-    obs.append(f"vLLM 论文 §7.3：块大时换出更快，但重算最多慢 {paper['recompute_max']}%。这里按来回算，"
-               + " / ".join(num(g) for g in gb) + " GB/s 时" + slowest([worst[g] for g in gb])
-               + within(gb, worst, paper["recompute_max"]) + "。")
-    more.append(f"{num(d['gbps'])} GB/s 是本实验的假设：{d['gbps_note']}。{VLLM_73_NOTE}")
-    medium = [b for b in bb if paper["medium"][0] <= b <= paper["medium"][1]]
-    if medium:
-        more.append(f"vLLM 论文 §7.3、图 19：块 {paper['medium'][0]}–{paper['medium'][1]} 时两者的端到端性能相当；这里"
-                    + "、".join(f"块 {b} 的重算 / 来回 = {R2(bb[b]['ratio'])}" for b in medium)
-                    + "。论文测的是真实 GPU 上的 OPT-13B；这里是按配置和假设算的量级。")
-    more.append(length_sentence(d))
-    more.append(f"块 {'、'.join(map(str, bb))} 的单程（= 来回 / 2）：" + listed([r["one_way"] * 1e3 for r in bb.values()], MS) + "。")
-    return obs[:3], obs[3:] + more
-
-
-def length_sentence(d):
-    """序列长度变化时（--more 的表），重算 / 来回变不变。"""
-    ratios = [r["ratio"] for r in d["by_len"].values()]
-    if len(ratios) == 1:
-        return f"只比较了一个长度（{integer(max(d['by_len']))} 个 token，块 {d['block_size']}）：重算 / 来回 {R2(ratios[0])}。"
-    text = (f"序列长度变化时（块 {d['block_size']}），重算 / 来回 {span(ratios, R2)}：换出按字节和块数、重算按 FLOPs，"
-            f"都大致与长度成正比（式 1 里 n² 的注意力项到 {integer(max(d['by_len']))} 个 token 时占 "
-            f"{pct1(d['attn_share'])}）。")
-    groups = by_order(dict(enumerate(ratios)), 1, R2)
-    if sum(1 for g in groups if g) == 1:
-        return text + "在这些长度上谁更快不变。"
-    return text + "在这些长度之间，谁更快变了。"
+    load, bb, limit = d["load"], d["by_block"], d["paper"]["recompute_max"]
+    head = (f"演示 2 的负载下（{count(d['n_total'], '个请求')}、块 {d['block_size']}）分页一次也没有抢占：KV 池一直够用；"
+            "把 KV_POOL_GIB 调小或 N_REQUESTS 调大，才会出现抢占。")
+    if d["n_preempt"]:
+        head = (f"演示 2 的负载下分页抢占了 {integer(d['n_preempt'])} 次（{count(d['n_requests'], '个请求')}）："
+                + vs("全部重算", load["recompute"], "全部换出再换入", load["round_trip"], fixed(1, "s"), "慢", "快") + "。")
+    rec, tie, swap = by_order({b: r["ratio"] for b, r in bb.items()}, 1, R2)
+    blocks = grouped([(rec, "重算更快"), (tie, "两者一样"), (swap, "换出再换入更快")], "块", every="每个块大小下")
+    worst = {f"{num(g)} GB/s": max(r["ratio_gbps"].get(g, r["ratio"]) for r in bb.values())
+             for g in [d["gbps"]] + d["alt_gbps"]}
+    ok, same_, over = by_order(worst, 1 + limit / 100, R2)
+    return [head, f"{num(d['gbps'])} GB/s 时{blocks}。",
+            f"vLLM 论文 §7.3：块大时换出更快，但重算最多慢 {limit}%（重算 / 来回 ≤ {R2(1 + limit / 100)}）。按来回算，"
+            + words("表里各 GB/s 列的最大值", listed(worst.values(), R2)) + "："
+            + grouped([(ok + same_, "在论文以内"), (over, "超出论文")], "", every="每种带宽下") + "。"], []
 
 
 # =============================================================================

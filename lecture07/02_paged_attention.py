@@ -61,6 +61,7 @@ VLLM_7_NOTE = (f"vLLM 论文 §7.2：默认块 {VLLM_DEFAULT_BLOCK}，ShareGPT �
 VLLM_71_NOTE = "vLLM 论文 §7.1、图 18(a)：开销来自查块表、多出的分支、处理变长序列；论文认为不大，因为只影响注意力算子。"
 GATHER_NOTE = ("本讲的 numpy 版为了和连续版逐位比较，先按块表把块拼回连续的 K/V（gather_kv）再算；真实的 PagedAttention "
                "kernel 不拼接，直接按块表逐块读进来算（vLLM 论文 §4.1）。段越短，每次能连续读的字节越少，查块表的次数也越多。")
+SAME_LAYERS_NOTE = "两边共用同一份层计算（run_layers），只有\"K/V 存在哪、从哪取\"不同，注意力的结果也就相同。"
 PAPER = dict(default_block=VLLM_DEFAULT_BLOCK, best_sharegpt=VLLM_BEST_SHAREGPT, kernel_overhead=VLLM_KERNEL_OVERHEAD,
              means=LENGTH_MEANS)
 
@@ -114,20 +115,22 @@ def demo1_block_table():
         snapshot(f"解码 {t}", grown)
     print_table(["步", "分配", *(f"{n} 块表 长度" for n in seqs), "空闲"], rows,
                 caption=f"[..]：物理块号，按逻辑块的顺序；后面是序列长度；空闲：块池（共 {pool.n_blocks} 块）还剩几块。")
+    alloc_order = [b for _, _, new in events for b in new]
     if console.SHOW_MORE:
         rows = []
         for n, s in seqs.items():
             for i, b in enumerate(s.blocks):
                 used = min(block_size, s.length - i * block_size)
-                rows.append([n, i, b, span([i * block_size, i * block_size + used - 1], integer), f"{used}/{block_size}"])
-        print_table(["序列", "逻辑块", "物理块", "token 位置", "已用"], rows,
-                    caption="逻辑块 i 存第 i·B 到 (i+1)·B − 1 个 token 的 K/V。")
+                rows.append([n, i, b, span([i * block_size, i * block_size + used - 1], integer), f"{used}/{block_size}",
+                             alloc_order.index(b) + 1])
+        print_table(["序列", "逻辑块", "物理块", "token 位置", "已用", "第几个分配"], rows,
+                    caption="逻辑块 i 存第 i·B 到 (i+1)·B − 1 个 token 的 K/V；第几个分配：块池先来先取空闲表的头。")
     decode_events = [e for e in events if e[0].startswith("解码")]
     first_grow = None
     if decode_events:
         first_grow = decode_events[0]
     d = dict(tables={n: list(s.blocks) for n, s in seqs.items()}, lengths={n: s.length for n, s in seqs.items()},
-             alloc_order=[b for _, _, new in events for b in new],
+             alloc_order=alloc_order,
              interleaved=not all(is_contiguous(s.blocks) for s in seqs.values()),
              waste=sum(len(s.blocks) * block_size - s.length for s in seqs.values()),
              total=sum(s.length for s in seqs.values()), first_grow=first_grow,
@@ -141,9 +144,7 @@ def observations_1(d):
     """演示 1 的观察 → (默认印的, --more 才印的)。每个数都取自 d（和上面的表同一份数据）。"""
     block_size, tables = d["block_size"], d["tables"]
     lines = [layout_sentence(tables)]
-    more = [f"物理块的分配顺序：{' '.join(map(str, d['alloc_order']))}（先来先取空闲表的头）。"]
-    n_tokens = d["n_decode"] * len(tables)
-    text = f"解码 {d['n_decode']} 步、共写 {count(n_tokens, '个 token')}，"
+    text = f"解码 {d['n_decode']} 步、共写 {count(d['n_decode'] * len(tables), '个 token')}，"
     if d["n_decode"] == 0:
         text = "这次没有解码（WALK_DECODE = 0），块都是 prefill 时按输入长度分配的。"
     elif d["first_grow"]:
@@ -151,13 +152,13 @@ def observations_1(d):
         text += (f"分配了 {count(d['n_decode_alloc'], '块')}：最后一块写满、又要写下一个 token 时才分配（第一次：第 "
                  f"{step.split()[1]} 步解码时 {name} 拿到物理块 {new[0]}）。")
     else:
-        text += "没有序列写满一块，没有分配新块。"
+        text += "每条序列的新 token 都还落在已有的块里，没有分配新块。"
     lines.append(text)
     n_used = sum(len(t) for t in tables.values())
     lines.append(f"{count(len(tables), '条序列')}一共 {count(d['total'], '个 token')}，占 {count(n_used, '块')} = "
                  f"{integer(n_used * block_size)} 个位置；空着的只是各条最后一块没写满的 {integer(d['waste'])} 个"
                  f"（每条至多 {block_size - 1} 个）。")
-    return lines, more
+    return lines, []
 
 
 def layout_sentence(tables):
@@ -207,10 +208,13 @@ def demo2_equivalence():
     rng = np.random.default_rng(seeds[1])
     prompts = [rng.integers(0, cfg.vocab, n) for n in prompts_len]
     diff, seqs, pool = decode_both(params, cfg, prompts, n_decode, block_size)
+    more_caption = ""
+    if console.SHOW_MORE:                            # 模型和"为什么相同"：不随数据变，--more 时写在表下
+        more_caption = f"。模型：第 2 讲的 TINY（float64，max_seq = {cfg.max_seq}）。" + SAME_LAYERS_NOTE
     print_table(["序列", "输入", "最终长度", "块数", "块表", "最大差"],
                 [[i, len(p), s.length, len(s.blocks), blocks_str(s), fmt_diff(x)]
                  for i, (p, s, x) in enumerate(zip(prompts, seqs, diff))],
-                caption=f"最大差：prefill 和每步解码的全部 logits 与连续版的 max |diff|（种子 {seeds[0]}）")
+                caption=f"最大差：prefill 和每步解码的全部 logits 与连续版的 max |diff|（种子 {seeds[0]}）" + more_caption)
     tables = [list(s.blocks) for s in seqs]
     d = dict(diff=diff, worst=float(diff.max()), used=pool.num_used, tables=tables, n_seqs=len(prompts_len),
              n_steps=n_decode + 1, interleaved=not all(is_contiguous(t) for t in tables),
@@ -225,9 +229,7 @@ def observations_2(d):
     lines = [f"{count(d['n_seqs'], '条序列')}、{d['n_steps']} 步的 logits 最大差 {d['worst']!r}："
              f"{verdict[d['worst'] == 0.0]}。",
              f"块池用了 {count(d['used'], '块')}。" + layout_sentence({f"序列 {i}": t for i, t in enumerate(d["tables"])})]
-    more = ["两边共用同一份层计算（run_layers），只有\"K/V 存在哪、从哪取\"不同，注意力的结果也就相同。",
-            f"模型：第 2 讲的 TINY（float64，max_seq = {d['max_seq']}）。"]
-    return lines, more
+    return lines, []
 
 
 # =============================================================================
@@ -286,6 +288,16 @@ def demo3_block_size():
     print_table(["块", "浪费/条", "S 浪费", "A 浪费", "S 块表", "A 块表", "每段", "一步读几段"], rows,
                 caption=f"S / A：ShareGPT / Alpaca 式长度（各 {integer(n)} 条）；浪费：最后一块空着的位置。每段、一步读"
                         f"几段：{m.name} 上 {integer(read_len)} 个 token 解码一步按块表读的连续段。" + VLLM_7_NOTE)
+    if console.SHOW_MORE:                            # 长度分布和读法的来历：配置和论文的数，放进表里
+        print_table(["长度", "论文平均输入", "论文平均输出", "论文总长", "这里的平均总长"],
+                    [[k, fixed(2)(a), fixed(2)(b), integer(a + b), integer(lens[k].mean())] for k, (a, b) in LENGTH_MEANS.items()],
+                    caption=f"论文：vLLM 论文图 11；这里：各 {integer(n)} 条（种子 {seed}），输入、输出都是对数正态，均值取论文的数。"
+                            "上表的浪费/条：块比序列短得多时约 (B − 1)/2。")
+        print_table(["模型", "层", "KV 头", "头维度", "每个数", "序列长"],
+                    [[m.name, m.n_layers, m.n_kv_heads, m.head_dim, size(m.dtype_bytes), integer(read_len)]],
+                    caption="块表长 = ⌈序列长 / B⌉；每段 = 一个块里一个头的 K（或 V）= B × 头维度 × 每个数；一步读几段 = 层 × "
+                            "KV 头 × K、V × 块表长。全部由配置算出，不计时。" + GATHER_NOTE + VLLM_71_NOTE
+                            + f"§7.2：默认取 {VLLM_DEFAULT_BLOCK}——足够大能用满 GPU，又足够小不至于浪费。")
     d = dict(stats=stats, reads=reads, contiguous=contiguous, mean_len={k: float(v.mean()) for k, v in lens.items()},
              read_len=read_len, read_model=m.name, block_sizes=sizes, n_lengths=n, seed=seed,
              shape=(m.n_layers, m.n_kv_heads, m.head_dim), paper=dict(PAPER))
@@ -313,21 +325,7 @@ def observations_3(d):
         lines.append(seg + f"；连续存放也是 {integer(c['segments'])} 段：序列不比块长时，分页不多读段。")
     else:
         lines.append(f"小块的代价在读：{seg}；连续存放只要 {integer(c['segments'])} 段。")
-    over = [b for b in sizes if al[b]["waste_frac"] > 0.5]
-    half = "表里没有哪个块大小让 Alpaca 浪费超过一半。"
-    if over:
-        half = f"Alpaca 在块 {listing(over)} 时浪费超过一半。"
-    L, h, hd = d["read_len"], d["shape"][1], d["shape"][2]
-    more = [f"最后一块平均空着的位置（块比序列短得多时约 (B − 1)/2）：ShareGPT 每条 "
-            f"{span([sg[b]['waste'] for b in sizes], fixed(1))} 个。" + half,
-            f"长度：各 {integer(d['n_lengths'])} 条（种子 {d['seed']}），输入、输出都是对数正态，均值取 vLLM 论文图 11："
-            f"平均总长 ShareGPT {integer(d['mean_len']['ShareGPT'])}、Alpaca {integer(d['mean_len']['Alpaca'])}"
-            f"（论文 {integer(sum(paper['means']['ShareGPT']))} / {integer(sum(paper['means']['Alpaca']))}）。",
-            f"{d['read_model']}（{d['shape'][0]} 层 × {h} 个 KV 头 × 头维度 {hd}，fp16）：块表长 = ⌈{L}/B⌉；每段 = 一个块里"
-            f"一个头的 K（或 V）= B × {hd} × 2 B；一步读几段 = {d['shape'][0]} 层 × {h} 头 × K、V × 块表长。全部由配置算出，"
-            "不计时。",
-            GATHER_NOTE, VLLM_71_NOTE + f"§7.2：默认取 {paper['default_block']}——足够大能用满 GPU，又足够小不至于浪费。"]
-    return lines, more
+    return lines, []
 
 
 # =============================================================================

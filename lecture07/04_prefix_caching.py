@@ -28,9 +28,7 @@
      自己的淘汰策略：照 kv_cache_policies.py 开头的说明写一个类、注册，再把名字加进 POLICIES。
   5. 把 DEMO4_CAPS 改成 (5_000, 500)（--demo 4）：缓存只有几百块时，prefill 的 GPU 时间还能省多少？
 """
-import functools
 import itertools
-import operator
 import os
 import sys
 
@@ -39,16 +37,16 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.realpath(__file__))))  # 仓库根目录：让 lab_common 包可以 import
 from lab_common import console  # noqa: E402
 from lab_common.console import ArgParser, fail, print_header, print_observations, print_table, print_text, status  # noqa: E402
-from lab_common.say import (change, fixed, integer, order, pct, rank, rel_change, same, size, span, vs,  # noqa: E402
-                            words)
+from lab_common.say import (change, fixed, integer, never_below, order, pct, rel_change, same, sci, size, span,  # noqa: E402
+                            vs, words)
 from lab_common.script_tools import run_in_child, run_lecture  # noqa: E402
 from lab_common.settings import check_setting, is_int  # noqa: E402
 from lab_common.transformer_lab import TINY, KVCache, config_like, forward, init_params  # noqa: E402
 from kv_cache_policies import CACHE_POLICIES, LENGTHAWARE_DEFINITION, LENGTHAWARE_SOURCE  # noqa: E402
 from kv_cache_sim import simulate, sweep  # noqa: E402
 from kv_sim_base import dense_ids, usable_hit_tokens, usable_hits  # noqa: E402
-from kv_physics import (A800_X8, LLAMA2_70B, LLAMA3_70B, TIERS, Tier, block_hashes, layer_overlap,  # noqa: E402
-                        load_time, prefill_compute_time, prefill_time)
+from kv_physics import (A800_X8, LLAMA2_70B, LLAMA3_70B, TIERS, block_hashes, hit_tier,  # noqa: E402
+                        trace_prefill_time)
 from kv_trace import load_trace, make_trace  # noqa: E402
 from kv_trace_io import BLOCK_SIZE as TRACE_BLOCK_SIZE  # noqa: E402  Mooncake trace 的块大小：512 token
 from kv_trace_io import TraceError  # noqa: E402
@@ -102,7 +100,6 @@ VLLM_FIG16_NOTE = (f"对照 vLLM 论文 §6.4 图 16（{_V['model']}、{_V['data
                    "比，省下的显存换成了更大的批；这里数的是 prefill 少算的 token，不是同一个量。")
 FAST25_SHAPE = 'FAST\'25 表 1：l = 80、d = 8192、gqa = 8（查询头数 / KV 头数）；§5.3.1：每 token 的 KV "320 KB"'
 FAST25_DRAM = "FAST'25 §5.3.1：每台约 1 TB DRAM"
-BLOCK_HOT_PAPER = "超过 50% 的块没有被再次使用，有的块被访问数万次（tens of thousands）"   # arXiv v3 §4.2
 MOONCAKE_PARTIAL = "FAST'25 附录 A：6,955 个 token → 14 个 ID"   # 不满的最后一块也有 ID（arXiv v3 §4.1 同样）
 MODEL = LLAMA3_70B        # 演示 4 的模型：式 (1)、128 GB/s 都出自 FAST'25，它的模型是 LLaMA3-70B（表 1）
 f2 = fixed(2)             # 命中率的格式：和表格一样两位小数
@@ -110,6 +107,7 @@ MODEL_NOTE = (f"arXiv v3 用的 dummy LLaMA2-70B（§1.2）和 {MODEL.name} 的�
               * ((LLAMA2_70B.n_layers, LLAMA2_70B.d_model, LLAMA2_70B.n_kv_heads) == (MODEL.n_layers, MODEL.d_model,
                                                                                       MODEL.n_kv_heads))
               + "。存储用二进制单位（1 KiB = 1,024 字节），带宽用十进制（1 GB/s = 10⁹ 字节/秒）。")
+LOCAL_NOTE = "全在本机：假设缓存全在本机、一点也不从远端读时的时间；和 GPU 时间印出来一样，就是读 KV 被计算盖住了。"
 HIT_RULE = ("演示 3、4 按 trace 算时，不满的最后一块也算一块访问；命中只数真实缓存用得上的：最后一个 token 总要"
             "重算，只装着它的那块不算命中。")
 
@@ -149,7 +147,7 @@ def observations_1(d):
     if tail:
         lines.append(f"A 最后 {tail} 个 token 不满一块，不算哈希、不进缓存（vLLM 也只缓存完整的块）；Mooncake 的 "
                      f"trace 给不满的最后一块也编了号（{MOONCAKE_PARTIAL}）。")
-    return lines, [HIT_RULE]
+    return lines, []
 
 
 # =============================================================================
@@ -186,13 +184,6 @@ def run_shared_prefix(params, cfg, prefix, suffixes, block_size):
                 full_prefix_blocks=len(prefix) // block_size, prefix_tail=len(prefix) % block_size)
 
 
-def fmt_diff(x):
-    """logits 的最大差：恰好 0 写 "0.0"，否则科学计数法。fmt_diff(3e-15) → '3.0e-15'。"""
-    if x == 0:
-        return "0.0"
-    return f"{x:.1e}"
-
-
 def shared_prefix_requests(vocab):
     """演示 2 的请求（种子 PROMPT_SEED）：{前缀名: (前缀, [N_SHARING 个后缀])}；04b 用同一批请求建基数树。"""
     rng = np.random.default_rng(PROMPT_SEED)
@@ -218,50 +209,38 @@ def demo2_shared_prefix():
     print_table(["前缀", "长度", "总输入", "实际算", "省下", "少算", "缓存块", "不共享", "共享", "最大差"],
                 [[k, integer(r["prefix_len"]), integer(r["total"]), integer(r["computed"]), pct(r["saved"]),
                   f"{r['speedup']:.1f}×", integer(r["cached_blocks"]), integer(r["used_private"]), integer(r["used_shared"]),
-                  fmt_diff(r["worst"])] for k, r in res.items()],
+                  sci(r["worst"])] for k, r in res.items()],
                 caption=f"总输入 / 实际算：{n} 个请求的 token 数；不共享 / 共享：同时在场时占的物理块；"
                         "最大差：最后一个 token 的 logits 与从头算的 max |diff|。")
-    print_observations(*observations_2(res, n, bs, SUFFIX_LEN))
+    if console.SHOW_MORE:
+        print_table(["前缀", "满块", "零头", "前缀占输入", "映射次数"],
+                    [[k, integer(r["full_prefix_blocks"]), integer(r["prefix_tail"]), pct(r["prefix_share"]),
+                      integer(r["mapped"])] for k, r in res.items()],
+                    caption="前缀里只有满块能复用；零头（不满一块的 token）每个请求都要和自己的后缀一起重算。"
+                            "映射次数：后来的请求把缓存里的块放进自己的块表，只加引用计数。")
+    print_observations(*observations_2(res, n, bs))
     return res
 
 
-def observations_2(res, n, block_size, suffix_len):
-    """演示 2 的观察：res 就是表格那一份数；n、block_size、suffix_len 是句子提到的设置。"""
-    order = sorted(res, key=lambda k: res[k]["prefix_len"])
-    name, big, worst = order[-1], res[order[-1]], max(r["worst"] for r in res.values())
-    exact = f"logits 与从头算一致到 {worst:.1e}"
+def observations_2(res, n, block_size):
+    """演示 2 的观察：res 就是表格那一份数；n、block_size 是句子提到的设置。"""
+    name = max(res, key=lambda k: res[k]["prefix_len"])          # 最长的前缀（同样长时取先出现的）
+    big, worst = res[name], max(r["worst"] for r in res.values())
+    exact = f"logits 与从头算一致到 {sci(worst)}"
     if worst == 0:
         exact = "logits 与从头算逐位相同（最大差 0.0）"
-    parts = "前缀里只有满块能复用：" + "；".join(
-        f"{k} 的 {res[k]['prefix_len']:,} 个 token = {res[k]['full_prefix_blocks']:,} 个满块 + "
-        f"{res[k]['prefix_tail']} 个零头" for k in order) + "。"
+    why = f"前缀不满一块（块大小 {block_size}），后面 {n - 1} 个请求什么也复用不了"
     if n == 1:
-        lines = [f"只有 1 个请求：完整的块登记进了缓存，却没有后来的请求来用，每个前缀都省下 0%；{exact}。", parts]
-    elif big["mapped"] == 0:
-        lines = [f"前缀不满一块（块大小 {block_size}）：没有完整的块可以登记，后面 {n - 1} 个请求什么也复用不了；{exact}。",
-                 parts]
-    else:
-        lines = [f"{name} 省下 {pct(big['saved'])} 的计算：后面 {n - 1} 个请求把前缀的 {big['full_prefix_blocks']} 个满块"
-                 f"映射到缓存里的物理块（共 {big['mapped']:,} 次，只加引用计数），{exact}。",
-                 f"省下的比例 ≈ {n - 1}/{n} × 前缀占输入的比例，再减去重算的零头："
-                 + "，".join(f"{k} {pct(res[k]['prefix_share'])} → {pct(res[k]['saved'])}" for k in order) + "。"]
-    why = "只有一个请求"
-    if n > 1:
-        why = "前缀没有一个满块可以共享"
-    mem = f"显存没有省：{n} 个请求同时在场时，{name} 共享和不共享都占 {big['used_private']:,} 块（{why}）。"
-    if big["used_shared"] < big["used_private"]:
-        mem = (f"显存也省了：{n} 个请求同时在场时，{name} 不共享要 {big['used_private']:,} 块，共享只要 "
-               f"{big['used_shared']:,} 块（{pct(big['used_shared'] / big['used_private'])}）。")
-    more = [VLLM_FIG16_NOTE]
-    if n > 1 and big["mapped"]:
-        more.insert(0, parts + f"零头每个请求都要和自己的后缀（{span([suffix_len[0], suffix_len[1] - 1], integer)} 个"
-                               " token）一起重算。")
-    if len(order) > 1 and res[order[0]]["prefix_len"] < big["prefix_len"]:
-        why = "：后缀长度的范围相同，差别来自前缀占输入的比例和零头。"
-        if same(big["saved"], res[order[0]]["saved"], pct):
-            why = "。"                                   # 印出来一样：没有"差别"可解释
-        more.insert(-1, vs(f"前缀更长的 {name}", big["saved"], order[0], res[order[0]]["saved"], pct, "省得多", "省得少") + why)
-    return lines + [mem], more
+        why = "只有 1 个请求：没有后来的请求来用缓存里的块"
+    if not big["mapped"]:
+        return [f"{why}；每个前缀都省下 0%，显存也没有省；{exact}。"], [VLLM_FIG16_NOTE]
+    formula = f"省下的比例 ≈ {n - 1}/{n} × 前缀占输入的比例（{name} {pct(big['prefix_share'])}）"
+    if big["prefix_tail"]:
+        formula += f"，再减去每个请求都要重算的零头（{big['prefix_tail']} 个 token）"
+    return [f"{name} 省下 {pct(big['saved'])} 的计算：后面 {n - 1} 个请求把前缀的 {big['full_prefix_blocks']:,} 个满块"
+            f"映射到缓存里的物理块（只加引用计数），{exact}。", formula + "。",
+            f"显存也省了：{n} 个请求同时在场时，{name} 不共享要 {big['used_private']:,} 块，共享只要 "
+            f"{big['used_shared']:,} 块（{pct(big['used_shared'] / big['used_private'])}）：共享的前缀块只存一份。"], [VLLM_FIG16_NOTE]
 
 
 # =============================================================================
@@ -321,11 +300,11 @@ def _short(policy):
     return CACHE_POLICIES[policy].SHORT
 
 
-def cap_name(c):
-    """表头里的容量：cap_name(None) → '无限'；cap_name(10_000) → '10,000'。"""
+def cap_name(c, unit=""):
+    """表头里的容量：cap_name(None) → '无限'；cap_name(10_000) → '10,000'；cap_name(10_000, " 块") → '10,000 块'。"""
     if c is None:
         return "无限"
-    return f"{c:,}"
+    return f"{c:,}{unit}"
 
 
 def cell(x, fmt):
@@ -351,14 +330,16 @@ def print_trace_tables(d):
     heat = [("只被访问过一次的块", "once", pct, "超过 50% 的块没有被再次使用"),
             ("最热的块被访问的次数", "hottest", integer, "有的块被访问数万次"),
             ("最热 1% 的块占全部访问", "top1pct", pct, "-")]
+    heat += [("块复用率", "reuse", f2, "-")] * console.SHOW_MORE
     cols = [("本实验", st)]
     if real:
         cols = [("你给的 trace", st), ("合成", syn)]
     print_table(["块的热度"] + [c for c, _ in cols] + ["论文（arXiv v3 §4.2）"],
-                [[t] + [cell(x[k], f) for _, x in cols] + [p] for t, k, f, p in heat])
+                [[t] + [cell(x[k], f) for _, x in cols] + [p] for t, k, f, p in heat],
+                caption="块复用率 = 1 − 不同的块 / 块访问：块访问里有多少次是重复出现的块。" * console.SHOW_MORE)
 
 
-def print_policy_tables(ratio, gap, caps, policies, contrast, contrast_caps):
+def print_policy_tables(ratio, gap, caps, policies, contrast, contrast_caps, match=None):
     """演示 3 的命中率表（含对照行、论文表 1 的行）；"离 MIN 还差多少"表只在 --more 时印。"""
     rows = [[_short(p)] + [f2(ratio[(p, c)]) for c in caps] for p in policies + (BOUND,)]
     note = ""
@@ -368,12 +349,16 @@ def print_policy_tables(ratio, gap, caps, policies, contrast, contrast_caps):
         if not console.SHOW_MORE:
             doc = doc.split("。")[0]
         note = f"对照行（CONTRAST = \"{contrast}\"）：{doc.rstrip('。')}；只算了 {'、'.join(cap_name(c) for c in contrast_caps)} 块。"
+    if console.SHOW_MORE:
+        note += HIT_RULE
     if "lengthaware" in policies and console.SHOW_MORE:
         note += (f"LengthAware = LengthAwareCache，{LENGTHAWARE_SOURCE}只有一句定义：“{LENGTHAWARE_DEFINITION}”；"
                  "本课读作：访问次数相同时先淘汰请求里靠后的块。")
     rows += [[f"论文 {_short(p)}"] + [cell(PAPER_TABLE1[p].get(c), f2) for c in caps] for p in policies if p in PAPER_TABLE1]
     missing = [cap_name(c) for c in caps if c not in PAPER_TABLE1["lru"]]
     paper = "论文行：arXiv v3 表 1，在另一个 trace（mooncake_trace.jsonl）上算的"
+    if match is PAPER_TRACES[0]:                   # 你给的就是 arXiv v3 的 trace：论文行和本实验同一个 trace
+        paper = "论文行：arXiv v3 表 1，就是在这个 trace（mooncake_trace.jsonl）上算的"
     if missing:
         paper += f"，没有 {'、'.join(missing)} 块"
     print_table(["策略 \\ 容量（块）"] + [cap_name(c) for c in caps], rows,
@@ -407,12 +392,12 @@ def demo3_trace(data=None):
             syn_hit = hit_table(syn_tr, {(lead, None): simulate(syn_tr, None, lead)}, TRACE_BLOCK_SIZE)[(lead, None)]
     print_text(f"{src}，块大小 {bs}：{integer(st['total_blocks'])} 次块访问、{integer(st['distinct'])} 个不同的块。")
     gap = {(p, c): ratio[(BOUND, c)] - ratio[(p, c)] for p in policies for c in caps}
-    match = next((t for t in PAPER_TRACES if t[1] == st["n"] and abs(t[3] / st["mean_in"] - 1) < 0.01
+    match = next((t for t in PAPER_TRACES if real and t[1] == st["n"] and abs(t[3] / st["mean_in"] - 1) < 0.01
                   and abs(t[4] / st["mean_out"] - 1) < 0.01), None)      # 请求数、平均输入输出都对得上的论文 trace
     d = dict(stats=st, syn_stats=syn, syn_hit=syn_hit, ratio=ratio, gap=gap, capacities=caps, lead=lead, real=real,
              contrast_caps=data["contrast_caps"], match=match)
     print_trace_tables(d)
-    print_policy_tables(ratio, gap, caps, policies, CONTRAST, d["contrast_caps"])
+    print_policy_tables(ratio, gap, caps, policies, CONTRAST, d["contrast_caps"], match)
     print_observations(*observations_3(d, policies, CONTRAST, HOT_ACCESSES))
     d.update(synthetic_stats=syn, bound_ok=all(x >= -1e-12 for x in gap.values()), policies=policies + (BOUND,),
              names={p: _short(p) for p in policies + (BOUND,)}, paper=PAPER_TABLE1, source=src, seed=TRACE_SEED,
@@ -422,140 +407,58 @@ def demo3_trace(data=None):
 
 def observations_3(d, policies, contrast, hot):
     """演示 3 的观察：每句都由 d 里的 ratio / gap / stats（和表格同一份数）拼出来。"""
-    r, gap, st, lead = d["ratio"], d["gap"], d["stats"], d["lead"]
-    inf, L = r[(lead, None)], _short(lead)
-    finite = sorted(c for c in d["capacities"] if c is not None)
-    evict = [c for c in finite if c < st["distinct"]]      # 比不同的块少：一定要淘汰，策略才有区别
-    mid = [c for c in (50_000, 30_000, 10_000) if c in evict] or evict[::-1]
-    reuse = f"块复用率 {f2(st['reuse'])}（1 − {integer(st['distinct'])} / {integer(st['total_blocks'])}，块重复出现的比例）"
-    if inf == 0:
-        obs = ["前缀命中率 0：没有一个请求的开头（去掉最后一个 token）在缓存里，每种策略、每个容量都是 0。" + reuse
-               + "：有块重复出现，但不在开头，或是最后一个 token 所在的块，前缀缓存用不上。"]
-        if st["distinct"] == st["total_blocks"]:
-            obs = ["前缀命中率 0：每个块都是第一次出现（没有一块重复），每种策略、每个容量都是 0。"]
-    elif not finite:
-        obs = [f"CAPACITIES 里只有无限容量：从不淘汰，每种策略都是 {f2(inf)}，比不出好坏。"]
+    r, st, lead, m = d["ratio"], d["stats"], d["lead"], d["match"]
+    inf, L, at = r[(lead, None)], _short(lead), "{:,} 块时".format
+    evict = sorted((c for c in d["capacities"] if c is not None and c < st["distinct"]), reverse=True)   # 一定要淘汰的容量
+    live = bool(evict) and not same(inf, 0, f2)           # 有要淘汰的容量、也有命中：策略才分得出高低
+    if same(inf, 0, f2):
+        obs = ["前缀命中率 0：每种在线策略、每个容量都是 0，没有一个请求的开头（去掉最后一个 token）在缓存里。"]
     elif not evict:
-        obs = [f"最小的容量也装得下全部 {integer(st['distinct'])} 个不同的块：从不淘汰，每种策略都和无限容量一样（{f2(inf)}）。"]
+        obs = [f"CAPACITIES 里没有比全部 {integer(st['distinct'])} 个不同的块更小的有限容量：从不淘汰，"
+               f"每种策略都是 {f2(inf)}，比不出好坏。"]
     else:
-        s, t = f"容量从无限降到 {evict[0]:,} 块，{L} 的命中率{change(inf, r[(lead, evict[0])], f2)}", PAPER_TABLE1.get(lead, {})
-        s += f"，保住了 {pct(r[(lead, evict[0])] / inf)}"
-        if evict[0] in t:
-            s += f"（论文 {evict[0]:,} 块时 {f2(t[evict[0]])} / {f2(t[None])} = {pct(t[evict[0]] / t[None])}）"
+        c, t = evict[-1], PAPER_TABLE1.get(lead, {})
+        s = f"容量从无限降到 {c:,} 块，{L} 的命中率{change(inf, r[(lead, c)], f2)}，保住了 {pct(r[(lead, c)] / inf)}"
+        if c in t:
+            s += f"（论文 {c:,} 块时 {f2(t[c])} / {f2(t[None])} = {pct(t[c] / t[None])}）"
         if None not in d["capacities"]:
             s += "；无限容量是另外算的，CAPACITIES 里没有它"
         obs = [s + "。"]
-    if inf and mid and "lru" in policies and "lfu" in policies:
-        o = {c: order(r[("lru", c)], r[("lfu", c)], f2) for c in mid}
-        where = f"在 {'、'.join(f'{c:,}' for c in mid)} 块时"
-        if all(v == 0 for v in o.values()):
-            obs.append(where + " LRU 和 LFU 的命中率（两位小数）相同：这个 trace 上看不出两者的差别。")
-        elif all(v >= 0 for v in o.values()):
-            c = max(mid, key=lambda x: r[("lru", x)] - r[("lfu", x)])
-            most = f"都不低于 LFU，{c:,} 块时差得最多"
-            if len(mid) == 1:
-                most = "不低于 LFU"                          # 只有一个容量：没有"都"和"最多"
-            obs.append(where + f" LRU {most}（{f2(r[('lru', c)])} 对 {f2(r[('lfu', c)])}）："
-                       "复用多在时间上相近的请求之间，和论文结论（LRUCache performs best）一致。")
-        else:
-            obs.append("；".join(vs(f"{c:,} 块时 LFU", r[("lfu", c)], "LRU", r[("lru", c)], f2) for c in mid if o[c] < 0)
-                       + "：和论文结论（LRUCache performs best）不完全一致。")
-    for p in [p for p in policies if inf and evict and p not in PAPER_TABLE1 and p != lead]:
-        n = [sum(order(r[(p, c)], r[(lead, c)], f2) == w for c in evict) for w in (1, 0, -1)]
-        far = max(evict, key=lambda c: gap[(p, c)])
-        obs.append(f"{CACHE_POLICIES[p].NAME}：在 {len(evict)} 个要淘汰的容量里，" + "、".join(
-            f"{k} 个{w} {L}" for w, k in zip(("高于", "持平", "低于"), n) if k) + f"；离 MIN 最远是 {far:,} 块时的 {f2(gap[(p, far)])}。")
-    if inf and evict:
-        top = max(gap[(p, c)] for p in policies for c in evict)
-        p, c = next((p, c) for c in evict for p in policies if same(gap[(p, c)], top, f2))
-        s = f"MIN 在每个容量都不低于 {len(policies)} 种在线策略"
-        if len(policies) == 1:
-            s = f"MIN 在每个容量都不低于 {L}"
-        if min(gap.values()) < -1e-12:
-            s = "MIN 竟然在某个容量低于在线策略（上界被违反，程序有错）"
-        obs.append(s + f"；差得最多的是 {_short(p)} 在 {c:,} 块（{f2(r[(p, c)])} 对 MIN 的 {f2(r[(BOUND, c)])}）。")
-    more = obs[3:]
-    if inf:
-        rel = "，比它低：有的重复块不在开头，或是最后一个 token 所在的块（要重算），前缀缓存用不上。"
-        if same(inf, st["reuse"], f2):
-            rel = "，两位小数上一样：只有极少的重复块不在开头，或是最后一个 token 所在的块。"
-        if abs(inf - st["reuse"]) < 1e-12:
-            rel = "，和它相等：重复出现的块都在请求的开头；剩下的块是第一次出现，再大的缓存也没用。"
-        more.append(reuse + f"；无限容量的前缀命中率 {f2(inf)}" + rel)
-    if inf and mid and len(policies) > 1:
-        more.append(f"{mid[-1]:,} 块时从高到低：{rank([(_short(p), r[(p, mid[-1])]) for p in policies], f2)}。")
-    heat = f"{pct(st['once'])} 的块只出现过一次，最热的块被访问了 {integer(st['hottest'])} 次"
+    pairs = []
+    for p in [p for p in policies if live and p != lead]:
+        ahead = {order(r[(lead, c)], r[(p, c)], f2) for c in evict}
+        s = never_below(L, {c: r[(lead, c)] for c in evict}, _short(p), {c: r[(p, c)] for c in evict}, f2, at, "在每个要淘汰的容量")
+        if lead == "lru" and 1 in ahead and -1 not in ahead:
+            s += "：复用多在时间上相近的请求之间（论文表 1 也是 LRUCache performs best）"
+        pairs.append(s + "。")
+    if live:
+        on = {(p, c): r[(p, c)] for p in policies for c in evict}
+        s = never_below("MIN", {k: r[(BOUND, k[1])] for k in on}, "在线策略", on, f2,
+                        lambda k: f"{_short(k[0])} 在 {k[1]:,} 块时", "在每个要淘汰的容量")
+        if min(d["gap"].values()) < -1e-12:
+            s += "（MIN 是上界，上界被违反，程序有错）"
+        pairs.insert(1, s + "。")
+    more = [vs("无限容量的前缀命中率", inf, "块复用率", st["reuse"], f2) + "：前缀命中只数从开头起连续、又不只装着最后"
+            "一个 token 的块，所以不会高于块复用率；两者越接近，重复的块越集中在请求的开头。"]
+    heat = f"最热的块被访问了 {integer(st['hottest'])} 次"
+    more.append(heat + f"（不到 {hot:,} 次）：没有特别热的块。")
     if st["hottest"] >= hot:
-        more.append(heat + "：热门块值得复制到多台机器上，否则都去一台机器拉 KV，网卡会堵（Mooncake arXiv v3 §6.2，05 脚本演示 2）。")
-    else:
-        more.append(heat + f"（不到 {hot:,} 次）：没有特别热的块。")
-    return obs[:3], more + [source_sentence(d)]
-
-
-def source_sentence(d):
-    """这个 trace 是什么，和论文的哪个 trace 对得上。"""
-    st, m, hit = d["stats"], d["match"], d["ratio"][(d["lead"], None)]
-    if not d["real"]:
-        return "这是合成负载，只模仿了论文的几个统计量；Mooncake 公开的 trace 可以用 --trace 换进来对比。"
-    w = {1: "高于", 0: "等于", -1: "低于"}[order(hit, d["syn_hit"], f2)]      # 按印出来的两位小数比
-    s = f"你给的 trace：{integer(st['n'])} 个请求、{st['minutes']:.0f} 分钟；前缀命中率 {f2(hit)}，{w}合成负载的 {f2(d['syn_hit'])}。"
-    if m is None:
-        return s + "它和论文列出的 trace 都对不上；论文的表 1 是在另一个 trace 上算的，只能看趋势，不能逐格比。"
-    s += f"请求数和平均输入、输出都和 {m[0]} 一致，它就是那个 trace（{m[7]}）。"
-    if m[6] is not None:
-        s += f"论文表 2 的 cache ratio 是 {f2(m[6])}（没给定义），本实验的前缀命中率 {f2(hit)}。"
-    return s
+        more[-1] = heat + "：热门块值得复制到多台机器上，否则都去一台机器拉 KV，网卡会堵（Mooncake arXiv v3 §6.2，05 脚本演示 2）。"
+    more.append("这是合成负载，只模仿了论文的几个统计量；Mooncake 公开的 trace 可以用 --trace 换进来对比。")
+    if d["real"]:
+        more[-1] = "你给的 trace 和论文列出的 trace 都对不上；论文的表 1 是在另一个 trace 上算的，只能看趋势，不能逐格比。"
+        if m is not None:
+            more[-1] = f"你给的 trace 的请求数和平均输入、输出都和 {m[0]} 一致，它就是那个 trace（{m[7]}）。"
+    lines = obs + pairs
+    return lines[:3], lines[3:] + more
 
 
 # =============================================================================
-def gpu_hours(tr, hits_blocks, tier=None, block_size=None):
-    """按 FAST'25 式 (1)，算全部请求的 prefill GPU 时间（小时）和命中的 token 比例；tier=None 用 TIERS[TIER_FOR_HITS]。
-
-    每个请求的时间 = kv_physics.prefill_time(MODEL, 输入, 命中, tier)：两列用 numpy 整列算（整数 FLOPs 在 int64 里
-    精确，见 _exact_in_int64），逐个请求按层重叠，再从前往后一个一个加起来——和逐个调用 prefill_time 累加一模一样。
-    token 数用 Python 整数求和：2^52 个 token 的请求有几千个也不会溢出。
-    """
-    tier, block_size, n_in = tier or TIERS[TIER_FOR_HITS], block_size or TRACE_BLOCK_SIZE, tr.input_len
-    n_hit = usable_hit_tokens(hits_blocks, n_in, block_size)        # 至少要算最后一个 token
-    if _exact_in_int64(n_in):
-        compute = prefill_compute_time(MODEL, n_in, n_hit).tolist()
-        total_s = _sum_in_order(map(layer_overlap, compute, load_time(MODEL, n_hit, tier).tolist(),
-                                    itertools.repeat(MODEL.n_layers)))
-    else:                                          # 输入长到 FLOPs 超出 int64：逐个请求用 Python 整数算
-        total_s = _sum_in_order(map(prefill_time, itertools.repeat(MODEL), n_in.tolist(), n_hit.tolist(),
-                                    itertools.repeat(tier)))
-    return total_s / 3600, sum(n_hit.tolist()) / max(1, sum(n_in.tolist()))
-
-
-def prefill_hours_no_cache(tr):
-    """不缓存时全部请求的 prefill GPU 时间（小时）：每个请求从头算，逐个加起来。"""
-    if _exact_in_int64(tr.input_len):
-        return _sum_in_order(prefill_compute_time(MODEL, tr.input_len, 0).tolist()) / 3600
-    return _sum_in_order(map(prefill_compute_time, itertools.repeat(MODEL), tr.input_len.tolist(), itertools.repeat(0))) / 3600
-
-
-def _exact_in_int64(n_in):
-    """最长的输入的 FLOPs（式 1，整数）放得进 int64：numpy 整列算和 Python 整数逐个算一模一样。"""
-    return len(n_in) == 0 or MODEL.prefill_flops(int(n_in.max())) < 2 ** 63
-
-
-def _sum_in_order(xs):
-    """从前往后一个一个加（和 `total += x` 的循环相同；不用 numpy 的两两求和，末位才不会变）。"""
-    return functools.reduce(operator.add, xs, 0.0)
-
-
-def hit_tier(cache_bytes, local, remote, local_bytes):
-    """缓存放得进本机（local_bytes）就全从 local 读；放不下时超出的那一份在别的机器上，按比例从 remote 读
-    （假设命中均匀落在缓存各处）：等效带宽是两者按字节数的调和平均。
-
-    >>> round(hit_tier(4e12, TIERS[1], TIERS[2], 1e12).gb_per_s, 1)      # 1/4 从 128 GB/s、3/4 从 100 GB/s
-    106.2
-    """
-    if cache_bytes <= local_bytes:
-        return local
-    f = local_bytes / cache_bytes
-    return Tier(f"{local.name} {pct(f)} + {remote.name}", 1 / (f / local.gb_per_s + (1 - f) / remote.gb_per_s),
-                f"{local.source}；{remote.source}")
+def gpu_hours(tr, hit_blocks, tier, block_size):
+    """(全部请求的 prefill GPU 时间（小时）, 命中的 token 比例)：命中只数用得上的 token（最后一个总要算），
+    时间按 FAST'25 式 (1) 逐个请求算、加起来（kv_physics.trace_prefill_time）。token 数用 Python 整数求和，不会溢出。"""
+    n_hit = usable_hit_tokens(hit_blocks, tr.input_len, block_size)
+    return trace_prefill_time(MODEL, tr.input_len, n_hit, tier) / 3600, sum(n_hit.tolist()) / max(1, sum(tr.input_len.tolist()))
 
 
 def demo4_compute_saved(data=None, caps=None, policies=None):
@@ -572,87 +475,60 @@ def demo4_compute_saved(data=None, caps=None, policies=None):
                f"{MODEL.n_layers} × {MODEL.d_model // gqa:,} × {MODEL.dtype_bytes} B = {size(per_token)}，"
                f"一块 {bs} token = {size(bs * per_token)}。" + MODEL_NOTE * console.SHOW_MORE)
     with status("正在按 trace 算 prefill 时间……"):
-        base = prefill_hours_no_cache(tr)
+        base = gpu_hours(tr, np.zeros(len(tr), np.int64), local, bs)[0]
         distinct = int(np.count_nonzero(np.bincount(dense_ids(tr.hash_ids)[0])))   # 不同的块：用 sweep 已经换好的小整数 id
         unit = ("小时", 1.0)
         if base < 0.5:                             # 小 trace：不到半小时就用秒，免得印成 0.00 小时
             unit = ("秒", 3600.0)
         rows, hours, frac, local_hours, stored = [["不缓存", "-", "0%", f2(base * unit[1]), "1.00×"]], {}, {}, {}, {}
         for p, c in itertools.product(policies, caps):
-            h, stored[c] = usable_hits(data["hits"][(p, c)], tr.input_len, bs), min(c or distinct, distinct) * bs * per_token
-            tier = hit_tier(stored[c], local, remote, LOCAL_KV_BYTES)
-            hours[(p, c)], frac[(p, c)] = gpu_hours(tr, h, tier, bs)
-            local_hours[(p, c)] = hours[(p, c)]
-            if tier is not local:
-                local_hours[(p, c)] = gpu_hours(tr, h, local, bs)[0]
+            h, stored[c] = data["hits"][(p, c)], min(c or distinct, distinct) * bs * per_token
+            hours[(p, c)], frac[(p, c)] = gpu_hours(tr, h, hit_tier(stored[c], local, remote, LOCAL_KV_BYTES), bs)
+            local_hours[(p, c)] = gpu_hours(tr, h, local, bs)[0]
             rows.append([f"{_short(p)}，容量 {cap_name(c)}", size(stored[c]), pct(frac[(p, c)]),
-                         f2(hours[(p, c)] * unit[1]), f"{base / hours[(p, c)]:.2f}×"])
+                         f2(hours[(p, c)] * unit[1]), f"{base / hours[(p, c)]:.2f}×"]
+                        + [f2(local_hours[(p, c)] * unit[1])] * console.SHOW_MORE)
+    rows[0] += ["-"] * console.SHOW_MORE
     which = "你给的 trace 里 " * (data["path"] is not None)
-    print_table(["缓存", "存储", "命中的 token", f"GPU 时间（{unit[0]}）", "快了"], rows,
+    print_table(["缓存", "存储", "命中的 token", f"GPU 时间（{unit[0]}）", "快了"] + ["全在本机"] * console.SHOW_MORE, rows,
                 caption=f"{which}{integer(len(tr))} 个请求的 prefill 在一台 {node.name} 上的总时间。命中的 KV {words('从', local.name)}"
-                        f"读（{local.gb_per_s:g} GB/s），缓存超过一台机器的 {size(LOCAL_KV_BYTES, binary=False)}（{FAST25_DRAM}）"
+                        f"读（{local.gb_per_s:,g} GB/s），缓存超过一台机器的 {size(LOCAL_KV_BYTES, binary=False)}（{FAST25_DRAM}）"
                         f"的部分按比例{words('从', remote.name)}读"
-                        f"（{remote.gb_per_s:g} GB/s），和计算按层重叠。")
+                        f"（{remote.gb_per_s:,g} GB/s），和计算按层重叠。" + LOCAL_NOTE * console.SHOW_MORE)
     d = dict(base_hours=base, hours=hours, hit_frac=frac, local_hours=local_hours, stored=stored, unit=unit, distinct=distinct,
              need_bytes=10_000 * bs * per_token, hbm_bytes=node.hbm_bytes, kv_block_bytes=bs * per_token, caps=caps,
              policies=policies, model=MODEL.name, node=node.name, mfu=node.mfu, tier=local.name,
              tier_gb_per_s=local.gb_per_s, block_size=bs, n_requests=len(tr))
-    print_observations(*observations_4(d, policies[0], caps, local.name, LOCAL_KV_BYTES))
+    print_observations(*observations_4(d, policies[0], caps))
     return d
 
 
-def observations_4(d, policy, caps, local_name, local_bytes):
+def observations_4(d, policy, caps):
     """演示 4 的观察：数都取自表格那一份 hours / hit_frac / stored；时间按 d["unit"] 换算，和表格一样。"""
-    (name, k), hours, frac, base, stored = d["unit"], d["hours"], d["hit_frac"], d["base_hours"], d["stored"]
+    (name, k), hours, frac, base, stored, hbm = d["unit"], d["hours"], d["hit_frac"], d["base_hours"], d["stored"], d["hbm_bytes"]
     caps = sorted(caps, key=lambda c: c or float("inf"))      # 无限（None）排在最后
-    big, finite, t = caps[-1], [c for c in caps if c is not None], fixed(2, name)
-    big_name, h_big, f_big = cache_name(big), hours[(policy, big)], frac[(policy, big)]
-    lines = [f"{big_name}命中的输入 token 也是 {pct(f_big)}：这个 trace 里没有真实缓存用得上的前缀，"
-             f"prefill 的 GPU 时间还是 {t(base * k)}，前缀缓存省不下计算。"]
+    big, finite = caps[-1], [c for c in caps if c is not None]
+    big_name, h_big, f_big = words("容量", cap_name(big, " 块"), "的缓存"), hours[(policy, big)], frac[(policy, big)]
+    lines = [f"{big_name}命中的输入 token 也是 {pct(f_big)}：没有真实缓存用得上的前缀，prefill 的 GPU 时间还是 "
+             f"{fixed(2, name)(base * k)}，前缀缓存省不下计算。"]
     if not same(f_big, 0, pct):
-        saved = 1 - h_big / base
-        cmp = "高于命中的 token 比例：注意力随长度平方增长，命中的长前缀省得更多。"
-        if same(saved, f_big, pct):
-            cmp = "和命中的 token 比例一样。"
-        elif saved < f_big:
-            cmp = "低于命中的 token 比例：没命中的 token 仍要对全部前缀做注意力。"
+        why = {1: "高于命中的 token 比例：注意力随长度平方增长，命中的长前缀省得更多", 0: "和命中的 token 比例一样",
+               -1: "低于命中的 token 比例：没命中的 token 仍要对全部前缀做注意力，读命中的 KV 也要时间"}
         lines = [f"{big_name}命中 {pct(f_big)} 的输入 token，prefill 的 GPU 时间{change(base * k, h_big * k, f2)} {name}"
-                 f"（{rel_change(base, h_big)}）。省下的时间比例" + cmp]
+                 f"（{rel_change(base, h_big)}）。省下的时间比例{why[order(1 - h_big / base, f_big, pct)]}。"]
     if finite:
-        c = finite[-1]
-        s = f"容量 {c:,} 块要 {size(stored[c])}"
-        if stored[c] < c * d["kv_block_bytes"]:
-            s = f"这个 trace 只有 {d['distinct']:,} 个不同的块，容量 {c:,} 块的缓存也只存 {size(stored[c])}"
-        if stored[c] > d["hbm_bytes"]:
-            lines.append(s + f"，是一台 8 卡机器全部 HBM（{size(d['hbm_bytes'])}）的 {stored[c] / d['hbm_bytes']:.1f} 倍"
-                         "：前缀缓存得放进 CPU 内存、SSD 或整个集群的内存池（Mooncake 的做法，05 脚本）。")
-        else:
-            lines.append(s + f"，放得进一台 8 卡机器的 HBM（{size(d['hbm_bytes'])}），不过还要先减去权重和正在解码的请求的 KV。")
-    if finite and finite[0] != big and not same(f_big, 0, pct):
-        c, fc = finite[0], frac[(policy, finite[0])]
-        s = (f"只有 {c:,} 块（{size(stored[c])}）时命中 {pct(fc)} 的 token，GPU 时间{rel_change(base, hours[(policy, c)])}，"
-             f"是{big_name}命中的 {pct(fc / f_big)}")
-        lines.append(s + "：复用分散在许多前缀上，小缓存留不住。")
-        if same(fc, f_big, pct):
-            lines[-1] = s + "：小缓存就留住了全部的复用。"
-        elif fc >= f_big / 2:
-            lines[-1] = s + "：热门的前缀很集中。"
-    far = [c for c in caps if stored[c] > local_bytes]
-    more = []
-    if far:
-        lh, th = [t(d["local_hours"][(policy, c)] * k) for c in far], [t(hours[(policy, c)] * k) for c in far]
-        s = f"{'、'.join(cache_name(c) for c in far)}都超过一台机器的 {size(local_bytes, binary=False)}，超出的部分按远端读；全部{words('从', local_name)}读的话是 {'、'.join(lh)}"
-        more.append(s + f"（表里是 {'、'.join(th)}）。")
-        if lh == th:
-            more[-1] = s + "，和表里一样：读 KV 被计算盖住，从哪里读不影响 GPU 时间。"
-    return lines, more
-
-
-def cache_name(c):
-    """cache_name(None) → '无限缓存'；cache_name(1_000) → '容量 1,000 块的缓存'。"""
-    if c is None:
-        return "无限缓存"
-    return f"容量 {c:,} 块的缓存"
+        s = words("容量", cap_name(finite[-1], " 块"), f"的缓存存 {size(stored[finite[-1]])}")
+        lines.append(s + f"，放得进一台 8 卡机器的 HBM（{size(hbm)}），不过还要先减去权重和正在解码的请求的 KV。")
+        if stored[finite[-1]] > hbm:
+            lines[-1] = (s + f"，是一台 8 卡机器全部 HBM（{size(hbm)}）的 {stored[finite[-1]] / hbm:.1f} 倍：前缀缓存得"
+                         "放进 CPU 内存、SSD 或整个集群的内存池（Mooncake 的做法，05 脚本）。")
+    if finite and finite[0] != big and finite[0] < d["distinct"] and not same(f_big, 0, pct):   # 最小的缓存要淘汰
+        share = frac[(policy, finite[0])] / f_big
+        s = f"只有 {finite[0]:,} 块时命中的 token 是{big_name}的 {pct(share)}："
+        lines.append(s + "复用分散在许多前缀上，小缓存留不住。")
+        if order(share, 0.5, pct) >= 0:
+            lines[-1] = s + "热门的前缀很集中，小缓存也留住了至少一半的复用。"
+    return lines, []
 
 
 # =============================================================================

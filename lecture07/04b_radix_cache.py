@@ -27,8 +27,9 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.realpath(__file__))))  # 仓库根目录：让 lab_common 包可以 import
+from lab_common import console  # noqa: E402
 from lab_common.console import print_header, print_observations, print_table, print_text, status  # noqa: E402
-from lab_common.say import change, count, fixed, integer, listing, pct, span  # noqa: E402
+from lab_common.say import change, count, fixed, integer, listing, pct, span, words  # noqa: E402
 from lab_common.script_tools import load_script, run_lecture  # noqa: E402
 from lab_common.settings import check_setting, is_int  # noqa: E402
 from lab_common.transformer_lab import TINY  # noqa: E402
@@ -45,7 +46,11 @@ BLOCK_SIZE = S04.BLOCK_SIZE               # 演示 2：按块匹配的块大小�
 
 # ---- 出处（只用来对照，标明出处）----
 SGLANG_SHORT = "SGLang 的 RadixAttention"   # Zheng 等，"SGLang: Efficient Execution of Structured Language Model Programs"，NeurIPS 2024
-SGLANG_PAGE = "SGLang 论文（arXiv 2312.07104 §3）和 LMSYS 博客（2024-01-17）：一页 1 个 token"
+LEAF_LRU_WHY = ("为什么可能逐个相同：块 id 是链式哈希时，LRU 碰父块不会晚于碰子块，最久没用的块一定是某片叶子的"
+                "最后一块；基数树只淘汰叶子、从尾巴删，每一步删掉的正是同一块。")
+CHAIN_NOTE = "链式哈希：每个块 id 前面永远是同一个 id，\"同一个 id\"就是\"同一段前缀\"，树和哈希表认的是同一组块。"
+SGLANG_PAGE_NOTE = ("按 token 匹配，KV 就要按 token 分页（SGLang 论文（arXiv 2312.07104 §3）和 LMSYS 博客（2024-01-17）："
+                    "一页 1 个 token）；今天的 SGLang 也可以设 page_size > 1，那时基数树只匹配整页，和按块一样要凑满一页。")
 
 
 def check_settings():
@@ -67,8 +72,10 @@ def demo1_tree():
     reqs = demo2_requests()
     print_header(f"演示 1：04 演示 2 的 {len(reqs)} 个请求放进一棵基数树（{SGLANG_SHORT}）")
     tree = RadixCache()
-    for _, _, toks in reqs:
-        tree.insert(toks, lock=True)                 # 请求都还在跑：路径上每个节点 ref + 1
+    at_prefix = 0                                    # 在共用前缀末尾分叉的拆分（insert 最多拆一次，拆在匹配到的长度处）
+    for _, plen, toks in reqs:
+        matched, splits = tree.insert(toks, lock=True)   # 请求都还在跑：路径上每个节点 ref + 1
+        at_prefix += splits * (matched == plen)
     nodes = tree.nodes()
     print_text("每行一个节点：[起点, 终点)、长度、ref（用着它的请求数，SGLang 的 lock_ref）。")
     for line in tree.render(max_children=TREE_MAX_CHILDREN):
@@ -78,68 +85,76 @@ def demo1_tree():
     for name, plen, _ in reqs:
         groups.setdefault((name, plen), 0)
         groups[(name, plen)] += 1
-    d = dict(n_requests=len(reqs), total_tokens=total, tree_tokens=tree.size, n_nodes=len(nodes),
-             n_leaves=sum(1 for _, _, n in nodes if not n.children), n_splits=tree.n_splits,
+    leaves = [n for _, _, n in nodes if not n.children]
+    d = dict(n_requests=len(reqs), total_tokens=total, tree_tokens=tree.size, n_nodes=len(nodes), n_leaves=len(leaves),
+             n_splits=tree.n_splits, splits_at_prefix=at_prefix, ref_sum_leaves=sum(n.ref for n in leaves),
              groups=[(name, plen, k) for (name, plen), k in groups.items()],
              top=[(len(n.key), n.ref) for depth, _, n in nodes if depth == 0],
              tree=[(depth, start, len(n.key), n.ref) for depth, start, n in nodes])
-    d["ref_sum_leaves"] = sum(n.ref for _, _, n in nodes if not n.children)
-    print_table(["请求", "请求的 token", "树里的 token", "节点", "叶子", "拆过的节点"],
-                [[d["n_requests"], integer(total), integer(tree.size), d["n_nodes"], d["n_leaves"], d["n_splits"]]])
-    lines, more = observations_1(d)
-    print_observations(lines, more)
+    print_table(["请求", "token", "树里的 token", "节点", "叶子", "叶子 ref 和", "前缀末尾拆", "别处拆"],
+                [[d["n_requests"], integer(total), integer(tree.size), d["n_nodes"], d["n_leaves"], d["ref_sum_leaves"],
+                  at_prefix, tree.n_splits - at_prefix]],
+                caption="叶子 ref 和：占着叶子的请求（每个请求都止于一片叶子时 = 请求数）；拆：插入时在共用前缀的末尾"
+                        "分叉，或在别处（碰巧相同的 token 之后）。")
+    print_observations(*observations_1(d))
     return d
 
 
 def observations_1(d):
     """演示 1 的观察 → (默认, --more)。d["groups"] = [(前缀名, 前缀长度, 几个请求)]，d["top"] = [(根下节点长度, ref)]。"""
     total, stored = d["total_tokens"], d["tree_tokens"]
-    one_node = [(name, plen, k) for name, plen, k in d["groups"] if (plen, k) in d["top"] and k > 1]
-    text = f"{d['n_requests']} 个请求一共 {integer(total)} 个 token，树里只存了 {integer(stored)} 个（{pct(stored / total)}）"
-    if stored == total:                                    # 一个 token 也没省：不说"只"
-        text = f"{d['n_requests']} 个请求一共 {integer(total)} 个 token，树里全都存了一份"
-    if one_node:
-        text += "：" + "；".join(f"{name} 的 {plen} 个 token 前缀是一个节点，ref = {k}" for name, plen, k in one_node)
-        text += "，这些请求都从它往下走，KV 只存一份。"
+    shared = [words(name, "的", plen, "个 token") for name, plen, k in d["groups"] if (plen, k) in d["top"] and k > 1]
+    text = f"{d['n_requests']} 个请求一共 {integer(total)} 个 token，树里存了 {integer(stored)} 个（{pct(stored / total)}）"
+    if shared:
+        text += f"：共用的前缀（{'、'.join(shared)}）各是一个节点，请求都从它往下走，KV 只存一份。"
     else:
         text += "：没有哪段前缀被两个以上的请求共用成一个节点。"
-    lines, more = [text], []
-    n_groups = sum(1 for _, _, k in d["groups"] if k > 1)
-    if d["n_splits"] == 0:
-        lines.append("一次也没有拆节点：每个请求都从根上长出自己的一整条路径（没有两个请求有共同的开头）。")
-        return lines, more
-    extra = d["n_splits"] - n_groups
-    text = f"拆过 {count(d['n_splits'], '次')}节点：第二个请求在前缀末尾分叉，把第一个请求的整条路径拆成\"前缀 + 后缀\""
-    if n_groups and extra > 0:
-        text += f"（{n_groups} 组各 1 次）；另外 {extra} 次在后缀开头碰巧相同的 token 处分叉"
-    if n_groups == 0:                                      # 没有共用前缀的组：拆分都来自碰巧相同的开头
-        text = f"拆过 {count(d['n_splits'], '次')}节点，都在不同请求的开头碰巧相同的 token 处分叉"
-    lines.append(text + "。分叉点可以落在任何 token 上，所以节点长短不一。")
-    more.append(f"叶子的 ref 加起来是 {d['ref_sum_leaves']}：每个还在跑的请求正好占着一片叶子（它自己的后缀）。")
-    return lines, more
+    split = "一次也没有拆节点：没有哪个请求在已有节点的中间分叉。"
+    if d["n_splits"]:
+        split = f"拆过 {count(d['n_splits'], '次')}节点：分叉点落在哪个 token 上，就在哪里拆，所以节点长短不一。"
+    return [text, split], []
 
 
 # =============================================================================
-def granularity(toks_list, block_size):
+def granularity(toks_list, block_size, prefix_len=0):
     """一组依次到达的请求：按块（链式哈希，块大小 block_size）和按 token（基数树）各要算多少 token，树拆了几次。
+    按 token 多命中的 token 分成两份：落在共用前缀（前 prefix_len 个 token）里的——前缀不满一块的零头；其余的——
+    后缀开头碰巧相同、按块凑不满一块的。
 
     >>> r = granularity([[1, 2, 3, 4, 5], [1, 2, 3, 4, 6]], 2)    # 共同前缀 4 个 token = 2 个整块
     >>> r["by_block"], r["by_token"], r["splits"]                  # 第二个：按块命中 4 个，按 token 也命中 4 个
     (6, 6, 1)
+    >>> r = granularity([[1, 2, 3, 4, 5, 7, 8], [1, 2, 3, 4, 5, 7, 9]], 4, prefix_len=5)   # 前缀 5 = 1 块 + 零头 1
+    >>> r["by_block"] - r["by_token"], r["gain_tail"], r["gain_other"]                     # 后缀开头的 7 碰巧相同
+    (2, 1, 1)
     """
-    seen, by_block, tree, by_token = set(), 0, RadixCache(), 0
+    seen, by_block, tree, by_token, gain_tail = set(), 0, RadixCache(), 0, 0
     for toks in toks_list:
         hs = block_hashes(toks, block=block_size)
-        hit = match_prefix(hs, seen)                   # 从第一块起连续命中几块
+        hit_block = min(match_prefix(hs, seen) * block_size, len(toks) - 1)   # 从第一块起连续命中的整块；至少算最后一个 token
+        hit_token = min(tree.match(toks), len(toks) - 1)
         seen.update(hs)
-        by_block += len(toks) - min(hit * block_size, len(toks) - 1)     # 至少算最后一个 token
-        by_token += len(toks) - min(tree.match(toks), len(toks) - 1)
+        by_block += len(toks) - hit_block
+        by_token += len(toks) - hit_token
+        gain_tail += min(hit_token, prefix_len) - min(hit_block, prefix_len)
         tree.insert(toks)
     lengths = [len(n.key) for _, _, n in tree.nodes()]
     return dict(total=sum(map(len, toks_list)), by_block=by_block, by_token=by_token, splits=tree.n_splits,
+                gain_tail=gain_tail, gain_other=by_block - by_token - gain_tail,
                 nodes=len(lengths), min_node=min(lengths), max_node=max(lengths),
                 block_entries=sum(n_blocks(len(t), block_size) for t in toks_list),
                 token_entries=sum(map(len, toks_list)))
+
+
+def summed(res, keys=("by_block", "by_token", "gain_tail", "gain_other", "block_entries", "token_entries")):
+    """几组 granularity() 的结果合在一起：keys 相加，节点长取全部节点的最短、最长。
+
+    >>> summed({"a": dict(by_block=3, min_node=2, max_node=5), "b": dict(by_block=4, min_node=1, max_node=3)}, ("by_block",))
+    {'by_block': 7, 'min_node': 1, 'max_node': 5}
+    """
+    total = {k: sum(r[k] for r in res.values()) for k in keys}
+    total.update(min_node=min(r["min_node"] for r in res.values()), max_node=max(r["max_node"] for r in res.values()))
+    return total
 
 
 def demo2_granularity():
@@ -149,50 +164,43 @@ def demo2_granularity():
     groups = {}
     for name, plen, toks in demo2_requests():
         groups.setdefault(name, (plen, []))[1].append(toks)
-    res = {name: dict(granularity(tl, bs), prefix_len=plen, n=len(tl)) for name, (plen, tl) in groups.items()}
-    rows = [[name, integer(r["by_block"]), integer(r["by_token"]), integer(r["by_block"] - r["by_token"]),
-             r["splits"], span([r["min_node"], r["max_node"]], integer), integer(r["block_entries"]),
-             integer(r["token_entries"])] for name, r in res.items()]
-    same = "按块算：链式块哈希，从第一块起连续命中的整块不算"
+    res = {name: dict(granularity(tl, bs, plen), prefix_len=plen, n=len(tl)) for name, (plen, tl) in groups.items()}
+    keys = ("by_block", "by_token", "gain_tail", "gain_other", "block_entries", "token_entries")
+    total = summed(res, keys)
+    rows = [[name, f"{r['prefix_len']} = {r['prefix_len'] // bs}×{bs}+{r['prefix_len'] % bs}"] + [integer(r[k]) for k in keys]
+            for name, r in res.items()]
+    if len(res) > 1:
+        rows.append(["合计", "-"] + [integer(total[k]) for k in keys])
+    same = "按块：链式块哈希，从第一块起连续命中的整块不算"
     if bs == S04.BLOCK_SIZE:
-        same = "按块算 = 04 演示 2 的\"实际算\""
-    print_table(["前缀", "按块算", "按 token 算", "少算", "拆分", "节点长", "块表项", "token 项"], rows,
-                caption=f"{same}；按 token 算：基数树命中多少就少算多少。块表项：每 {bs} 个 token 一项；"
-                        "token 项：每个 token 一项。")
-    lines, more = observations_2(res, bs)
-    print_observations(lines, more)
+        same = "按块 = 04 演示 2 的\"实际算\""
+    more = ""
+    if console.SHOW_MORE:                            # 拆分次数、节点长和 SGLang 的分页：--more 时写在表下
+        more = "".join(f"{name}：{r['n']} 个请求，拆分 {r['splits']} 次，节点长 {span([r['min_node'], r['max_node']], integer)} "
+                       "个 token。" for name, r in res.items()) + SGLANG_PAGE_NOTE
+    print_table(["前缀", "前缀长", "按块", "按 token", "零头", "碰巧", "块表项", "token 项"], rows,
+                caption=f"按块 / 按 token：要算的 token（{same}）；前缀长 = 整块 × 块大小 + 零头。按 token 少算的——零头：前缀里"
+                        f"不满一块的（后来的请求各省一份）；碰巧：后缀开头碰巧相同、凑不满一块的。块表项：每 {bs} 个 token 一项。"
+                        + more)
+    print_observations(*observations_2(total, bs))
     return res
 
 
-def observations_2(res, bs):
-    """演示 2 的观察 → (默认, --more)。res = {前缀名: granularity() 的结果 + prefix_len、n}。"""
-    lines, more = [], []
-    for name, r in res.items():
-        gain, tail = r["by_block"] - r["by_token"], r["prefix_len"] % bs
-        s = f"{name}：按 token 匹配少算 {integer(gain)} 个 token（{change(r['by_block'], r['by_token'], integer, flat='都是')}）"
-        if gain == 0:
-            lines.append(s + "：没有零头、后缀开头也没有碰巧相同的 token，两种办法一样。")
-        elif tail and gain == (r["n"] - 1) * tail:
-            lines.append(s + f"，正好是后面 {r['n'] - 1} 个请求各自的 {tail} 个零头（{r['prefix_len']} = "
-                             f"{r['prefix_len'] // bs} × {bs} + {tail}）：块哈希只认整块，基数树连零头也复用。")
-        elif tail:
-            lines.append(s + f"：{(r['n'] - 1) * tail} 个是前缀的零头（每个请求 {tail} 个），另外 "
-                             f"{gain - (r['n'] - 1) * tail} 个来自后缀开头碰巧相同的 token。")
-        else:
-            lines.append(s + f"：前缀 {r['prefix_len']} 正好是 {r['prefix_len'] // bs} 个整块，这 {integer(gain)} 个来自"
-                             "后缀开头碰巧相同的 token——按块匹配要凑满一块才用得上。")
-    lines = lines[:2]
-    big = max(res.values(), key=lambda r: r["token_entries"])
-    if big["block_entries"] == big["token_entries"]:
-        lines.append(f"块大小 {bs} 时按块也是每个 token 一项索引（{integer(big['token_entries'])} 项）：块小到一个 token，"
-                     "块哈希就和基数树一样细，只是每个 token 都要算一次哈希。")
-        return lines, more
-    lines.append(f"代价：索引每个 token 一项，{integer(big['token_entries'])} 项，按块只要 "
-                 f"{integer(big['block_entries'])} 项；节点长 {span([big['min_node'], big['max_node']], integer)} "
-                 "个 token 不等。")
-    more.append(f"按 token 匹配，KV 就要按 token 分页（{SGLANG_PAGE}）；今天的 SGLang 也可以设 page_size > 1，"
-                "那时基数树只匹配整页，和按块一样要凑满一页。")
-    return lines, more
+def observations_2(t, bs):
+    """演示 2 的观察 → (默认, --more)。t：全部前缀合计的 granularity() 结果（节点长取全部节点的最短、最长）。"""
+    why = [(t["gain_tail"], "个是前缀不满一块的零头（块哈希只认整块）"),
+           (t["gain_other"], "个来自后缀开头碰巧相同的 token（凑不满一块）")]
+    text = (f"按 token 匹配一共少算 {integer(t['by_block'] - t['by_token'])} 个 token（"
+            f"{change(t['by_block'], t['by_token'], integer)}）——" + "，".join(f"{integer(n)} {w}" for n, w in why if n) + "。")
+    if t["by_block"] == t["by_token"]:
+        text = (f"按 token 和按块匹配要算的一样多（都是 {integer(t['by_token'])} 个 token）：按块用不上的零头和碰巧相同的"
+                "开头，这次一个也没有。")
+    cost = (f"代价：索引每个 token 一项，{integer(t['token_entries'])} 项，按块只要 {integer(t['block_entries'])} 项；"
+            f"节点长 {span([t['min_node'], t['max_node']], integer)} 个 token 不等。")
+    if t["block_entries"] == t["token_entries"]:
+        cost = (f"块大小 {bs} 时按块也是每个 token 一项索引（{integer(t['token_entries'])} 项）：块小到一个 token，"
+                "块哈希就和基数树一样细，只是每个 token 都要算一次哈希。")
+    return [text, cost], []
 
 
 # =============================================================================
@@ -233,35 +241,28 @@ def demo3_trace():
         rows.append([S04.cap_name(c), fixed(4)(lru[("lru", c)].sum() / total), fixed(4)(radix[c].sum() / total),
                      verdict])
     print_table(["容量（块）", "块哈希 LRU", "基数树叶子 LRU", f"{integer(len(tr))} 个请求的命中块数"], rows,
-                caption="前缀命中率 = 命中的块 / 全部块访问；块哈希 LRU = 04 演示 3 的 LRU 行；基数树："
-                        "radix_cache.RadixCache，超出容量时从最久没用的叶子的尾巴删。")
+                caption="前缀命中率 = 命中的块 / 全部块访问；块哈希 LRU = 04 演示 3 的 LRU 行；基数树：radix_cache.RadixCache，"
+                        "超出容量时从最久没用的叶子的尾巴删。" + LEAF_LRU_WHY)
     d = dict(same=same, breaks=chain_breaks(tr), caps=list(caps), cap_names=[S04.cap_name(c) for c in caps],
              lru={c: float(lru[("lru", c)].sum() / total) for c in caps},
              radix={c: float(radix[c].sum() / total) for c in caps})
-    lines, more = observations_3(d)
-    print_observations(lines, more)
+    print_observations(*observations_3(d))
     return d
 
 
 def observations_3(d):
-    """演示 3 的观察 → (默认, --more)。"""
-    names = d["cap_names"]
-    if all(d["same"].values()):
-        lines = [f"{count(len(names), '个容量')}（{listing(names)} 块）下，两种缓存给每个请求的命中块数都逐个相同，"
-                 "不只是命中率相同。"]
-    else:
-        diff = [n for c, n in zip(d["caps"], names) if not d["same"][c]]
-        lines = [f"{listing(diff)} 块时两者不同——下面的道理有个前提没满足。"]
-    lines.append("为什么：LRU 碰父块不会晚于碰子块，所以最久没用的块一定是某片叶子的最后一块；基数树只淘汰叶子、"
-                 "从尾巴删，每一步删掉的正是同一块。")
-    more = []
-    if d["breaks"] == 0:
-        more.append("前提：这个 trace 的块 id 是严格的链式哈希（每个 id 前面永远是同一个 id，没有例外），"
-                     "\"同一个 id\"就是\"同一段前缀\"，树和哈希表认的是同一组块。")
-    else:
-        lines.append(f"有 {integer(d['breaks'])} 个块 id 跟在不同的前一块后面（不是严格的链式哈希）：哈希表把它们当成一块，"
-                     "基数树当成不同的节点，两者可能不同。")
-    return lines, more
+    """演示 3 的观察 → (默认, --more)。d["breaks"]：几个块 id 跟在不同的前一块后面（表下那条道理的前提）。"""
+    diff = [n for c, n in zip(d["caps"], d["cap_names"]) if not d["same"][c]]
+    lines = [f"{count(len(d['caps']), '个容量')}下，两种缓存给每个请求的命中块数都逐个相同，不只是命中率相同。"]
+    if diff:
+        lines = [f"{listing(diff)} 块时两者不同（表里 {count(len(d['caps']), '个容量')}中的 {len(diff)} 个）。"]
+    if len(diff) == len(d["caps"]):
+        lines = [f"表里每个容量下两者都不同（{count(len(diff), '个容量')}）。"]
+    premise = "这个 trace 的块 id 是严格的链式哈希（没有例外），表下的道理成立。"
+    if d["breaks"]:
+        premise = (f"有 {integer(d['breaks'])} 个块 id 跟在不同的前一块后面（不是严格的链式哈希）：哈希表把它们当成一块，"
+                   "基数树当成不同的节点：表下那条道理的前提不满足，两者可能不同。")
+    return lines + [premise], [CHAIN_NOTE]
 
 
 # =============================================================================

@@ -27,7 +27,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.realpath(__file__))))
 from lab_common import console  # noqa: E402
 from lab_common.console import print_header, print_observations, print_table, print_text, status  # noqa: E402
 from lab_common.say import (change, count, fixed, integer, listing, order, pct, pct1, rank, rel_change,  # noqa: E402
-                            same, size, span, times, times1, value, vs)
+                            rel_vs, same, size, span, times, times1, trend, value, vs, words)
 from lab_common.script_tools import run_lecture  # noqa: E402
 from lab_common.settings import check_setting, is_int, is_number, is_sorted_ints  # noqa: E402
 from kv_cache_sim import simulate  # noqa: E402
@@ -177,14 +177,12 @@ def demo1_load_or_recompute():
                caption=f"单位 ms。串行 = 读完再算；逐层模拟（一层一层走一遍）和流水公式最大差 {worst:.1e} s。带宽出处："
                        + "；".join(f"{r['short']}——{r['source']}" for r in tiers) + f"。{h800.name}：{H800_SOURCE}。")
     machines, gqa = [replace(node, mfu=1.0), node, replace(H800_X8, mfu=1.0), h800], model.n_heads // model.n_kv_heads
-    bw = {(m.name, m.mfu, n): min_bandwidth(n, m) for m in machines for n in set(lens) | {PAPER_PREFIX}}
-    trend, ends = "", [bw[(node.name, node.mfu, n)] for n in (lens[0], lens[-1])]
-    if len(lens) > 1:       # 重算 ∝ n² + n，读只 ∝ n：前缀越长，门槛越低
-        trend = f"：{node.name}（{pct(node.mfu)}）{change(*ends, F1)}"
-    more_table(["机器", "算力", *(f"{n:,}" for n in lens)],
-               [[m.name, pct(m.mfu)] + [F1(bw[(m.name, m.mfu, n)]) for n in lens] for m in machines],
-               caption=f"读比重算快的最低带宽（GB/s）= KV 字节 / 重算时间（FAST'25 §2.2 式 2），列是前缀长度{trend}。"
-                       f"GPU 越快门槛越高，{h800.name} 是 {node.name} 的 "
+    cols = sorted(set(lens) | {PAPER_PREFIX})          # 论文的 8,192 总在表里
+    bw = {(m.name, m.mfu, n): min_bandwidth(n, m) for m in machines for n in cols}
+    more_table(["机器", "算力", *(f"{n:,}" for n in cols)],
+               [[m.name, pct(m.mfu)] + [F2(bw[(m.name, m.mfu, n)]) for n in cols] for m in machines],
+               caption="读比重算快的最低带宽（GB/s）= KV 字节 / 重算时间（FAST'25 §2.2 式 2），列是前缀长度：重算 ∝ "
+                       f"n² + n，读只 ∝ n，所以前缀越长门槛越低。GPU 越快门槛越高，{h800.name} 是 {node.name} 的 "
                        f"{times1(bw[(h800.name, 1.0, PAPER_PREFIX)] / bw[(node.name, 1.0, PAPER_PREFIX)])}（峰值算力之比 "
                        f"{times1(H800_X8.tflops_per_gpu / node.tflops_per_gpu)}）。{PAPER_SHAPE['source']}：gqa = "
                        f"{PAPER_SHAPE['gqa']}，每 token 的 KV “{PAPER_SHAPE['kv']}”；换算：{model.n_heads} 个查询头 ÷ "
@@ -214,24 +212,18 @@ def load_vs_recompute_curves(model, nodes):
 
 def observations_1(d):
     """演示 1 的观察：(默认至多 3 条, --more 才印的)；每句都按表里印出来的值说话。"""
-    t, node, h800, comp = d["tiers"], d["node"], d["h800"], d["compute"]
-    fast = [r for r in t if order(r["ratio"], 1, R3) < 0]
-    worst, dram, ssd = min(t, key=lambda r: r["gbps"]), t[1], t[3]
+    t, node, h800, dram, ssd = d["tiers"], d["node"], d["h800"], d["tiers"][1], d["tiers"][3]
+    fast, worst = [r for r in t if order(r["ratio"], 1, R3) < 0], min(t, key=lambda r: r["gbps"])
     obs = [f"在 {node} 上读 {d['prefix']:,} token 的 KV，比重算（{ms(d['recompute'][node])}）快的层级有 {len(fast)}/"
            f"{len(t)} 个；最慢的 {worst['short']} 读 {ms(worst['load'])}，读/算 {R3(worst['ratio'])}。"]
     a, h, pa, ph = d["a800_100"], d["h800_100"], d["paper_bw"][node], d["paper_bw"][h800]
     agree = "一致"
     if (integer(a), integer(h)) != (str(pa), str(ph)):
         agree = "不一致"
-    text = (f"最低带宽 = KV 字节 / 重算时间：按 100% 算力、{d['paper_prefix']:,} token，{node} 要 {F2(a)}、{h800} 要 "
-            f"{F2(h)} GB/s，取整与 FAST'25 §2.2 的 {pa}、{ph} GB/s {agree}")
-    if not same(a, d["a800_60"], F2):
-        text += f"；按 {pct(d['mfu'])} 算力门槛降到 {F2(d['a800_60'])}、{F2(d['h800_60'])} GB/s"
-    obs.append(text + "。")
-    text = f"按层流水：{dram['short']} 读 {ms(dram['load'])}，藏在 {ms(comp)} 的计算后面，只露出 {ms(dram['exposed'])}；"
-    if order(dram["load"], comp, ms) >= 0:
-        text = f"按层流水：{dram['short']} 读 {ms(dram['load'])}，不比 {ms(comp)} 的计算短，露出 {ms(dram['exposed'])}；"
-    obs.append(text + vs(f"{ssd['short']} 总共", ssd["pipe"], "全部重算", d["full"], ms, more="慢", less="快") + "。")
+    obs.append(f"读比重算快的最低带宽（100% 算力、{d['paper_prefix']:,} token）：{node} 要 {F2(a)}、{h800} 要 {F2(h)} "
+               f"GB/s，取整与 FAST'25 §2.2 的 {pa}、{ph} GB/s {agree}：GPU 越快，门槛越高。")
+    obs.append(f"按层流水：{vs(dram['short'] + ' 读', dram['load'], '计算', d['compute'], ms, more='长', less='短')}，"
+               f"露出 {ms(dram['exposed'])}；{vs(ssd['short'] + ' 总共', ssd['pipe'], '全部重算', d['full'], ms, '慢', '快')}。")
     return obs, []
 
 
@@ -298,8 +290,8 @@ def demo2_hot_blocks(cols, source):
 
 def observations_2(d):
     """演示 2 的观察：没有网络流量、突发、一种规模、没有热点、不复制，各有自己的说法。"""
-    by, nodes, n_big = d["by"], d["nodes"], d["nodes"][-1]
-    small, big, ks = by[(nodes[0], 1)], by[(n_big, 1)], [k for k in d["replicas"] if k > 1]
+    by, nodes, n_big, ks = d["by"], d["nodes"], d["nodes"][-1], [k for k in d["replicas"] if k > 1]
+    big = by[(n_big, 1)]
     if not any(r["sent"] for r in by.values()):
         why = next(text for found, text in (          # 第一条成立的理由；块复用 ≠ 前缀命中（[1,2]、[3,2]）
             (d["hit_blocks"], f"命中的 {count(d['hit_blocks'], '块')}都在执行它的那台节点上"),
@@ -310,12 +302,10 @@ def observations_2(d):
     wait = f"{n_big:,} 台不复制时平均排队 {ms(big['mean'])}、最长 {ms(big['max'])}"
     obs = [f"所有请求同时到达，算不出网卡负载：{wait}。"]
     if not d["burst"]:
-        text = f"不复制时最忙那块网卡的负载{change(small['hot_load'], big['hot_load'], share)}（{nodes[0]:,} → {n_big:,} 台）"
-        if len(nodes) == 1:
-            text = f"不复制时最忙那块网卡的负载 {share(big['hot_load'])}（{n_big:,} 台）"
-        text += f"，全部网卡平均 {share(big['avg_load'], 1)}"
+        text = (words("不复制时最忙那块网卡的负载", trend([by[(n, 1)]["hot_load"] for n in sorted({nodes[0], n_big})], share))
+                + f"（{span(nodes, integer, ' → ')} 台），全部网卡平均 {share(big['avg_load'], 1)}")
         if 0 < 5 * value(share(big["avg_load"], 1)) <= value(share(big["hot_load"])):      # 最忙的是平均的 5 倍以上
-            text += "：不是总带宽不够，是流量挤在持有热门前缀的几台上"
+            text += "：流量挤在持有热门前缀的几台上，没有平均分到各台"
         over = [f"{n:,}" for n in nodes if value(pct(by[(n, 1)]["hot_load"])) > 100]
         obs = [text + "。", f"{listing(over)} 台时最忙的网卡超载（要发的比能发的多，队列越排越长）：{wait}。"]
         if not over:
@@ -348,14 +338,7 @@ def demo3_scheduling(cols, source):
         no_cache = sum(prefill_time(LLAMA3_70B, n, 0, LOCAL_DRAM, A800_X8) for n in input_len) / span_s
         scale = load * nodes / no_cache
         rate = f"请求率 × {F2(scale)}：不用缓存时要 {nodes:,} 台的 {pct(load)}；"
-        notes = f"不用前缀缓存时平均要 {F2(no_cache)} 台一直做 prefill，请求率乘以 {F2(scale)} 使它等于 {nodes:,} 台的 {pct(load)}："
-        if order(load, 1, pct) > 0:
-            notes += "不用缓存就超载，调度得好不好直接决定 TTFT。"
-        else:
-            notes += "不用缓存也做得完，缓存和调度省的是排队和计算。"
-    if cap_bytes > 1.1e12 * PAPER_LOCAL_DRAM["tb"]:
-        notes += (f"{size(cap_bytes, binary=False)} 超过一台约 {PAPER_LOCAL_DRAM['tb']} TB 的 DRAM：真实系统要把多出的放到 SSD"
-                  "或别的节点，这里仍按本机 DRAM 读（读被计算盖住，差别很小）。")
+        notes = f"不用前缀缓存时平均要 {F2(no_cache)} 台一直做 prefill，请求率乘以 {F2(scale)} 使它等于 {nodes:,} 台的 {pct(load)}。"
     print_text(f"{source}，{rate}本地缓存 {size(cap_bytes)}（{size(cap_bytes, binary=False)}），FAST'25 §5.3.1：约 "
                f"{PAPER_LOCAL_DRAM['tb']} TB DRAM 只存约 {PAPER_LOCAL_DRAM['tokens'] / 1e4:,.0f} 万 token。")
     total_blocks, res = max(1, sum(len(b) for b in blocks)), {}
@@ -379,7 +362,8 @@ def demo3_scheduling(cols, source):
                caption=f"随机和负载均衡都不看缓存；随机还不看排队，平均 TTFT 是负载均衡的 "
                        f"{times1(res['random']['mean'] / res['load_balancing']['mean'])}。本地缓存 {cap:,} 块 × {BLOCK_SIZE} "
                        f"token = {cap * BLOCK_SIZE:,} token，在每台自己的 DRAM 里，命中从本机 DRAM 读；全局调度还能把别的节点"
-                       f"上更长的前缀经网卡（{gbs(NIC_GB_PER_S)} GB/s）拉过来。{notes}"
+                       f"上更长的前缀经网卡（{gbs(NIC_GB_PER_S)} GB/s）拉过来；本地缓存超过一台约 {PAPER_LOCAL_DRAM['tb']} TB "
+                       f"DRAM 时，真实系统要把多出的放到 SSD 或别的节点，这里都按本机 DRAM 读。{notes}"
                        "本实验是离散事件模拟：每台一次只做一个 prefill、排队时间精确已知、RDMA 传输不排队、传输和计算不重叠；"
                        "论文是真实集群（有 batching 和排队估计误差）。所以只比顺序和相对大小。")
     d = dict(results=res, scale=scale, no_cache_nodes=no_cache, source=source, burst=burst, nodes=nodes,
@@ -390,33 +374,22 @@ def demo3_scheduling(cols, source):
 
 
 def observations_3(d):
-    """演示 3 的观察：一台节点、并列、没有命中、没有拉取、超载，各有自己的说法。"""
+    """演示 3 的观察：一台节点、并列、没有命中、没有拉取、突发、不超载，各有自己的说法。"""
     res, names, p = d["results"], d["names"], d["paper"]
-    rnd, lb, loc, glo = (res[s] for s in ("random", "load_balancing", "local_cache", "global_cache"))
+    lb, loc, glo = (res[s] for s in ("load_balancing", "local_cache", "global_cache"))
     if d["nodes"] == 1:
         return [f"只有 1 台节点：四种调度都只能发给它（平均 TTFT 都是 {F2(glo['mean'])} s），要比较调度至少要 2 台。"], []
-    ranking, means = rank([(names[s], r["mean"]) for s, r in res.items()], F2), sorted(r["mean"] for r in res.values())
-    agree = "一致"
-    if " = " in ranking:
-        agree = "不矛盾，但有并列"
-    if not all(order(a["mean"], b["mean"], F2) <= 0 for a, b in zip((glo, loc, lb), (loc, lb, rnd))):
-        agree = "不一致"
-    text = f"平均 TTFT 从高到低：{ranking}（{'、'.join(F2(x) for x in means[::-1])} s），与论文图 5 的顺序{agree}"
-    if ranking.count(" = ") == len(res) - 1:
-        text = f"四种调度的平均 TTFT 都是 {F2(glo['mean'])} s：在这个 trace 上调度方式没有带来差别"
-    obs = [text + f"；全局比本地{rel_change(loc['mean'], glo['mean'], less='低', more='高')}"
-           f"，论文{rel_change(p['local_cache'], p['global_cache'], less='低', more='高')}。"]
-    text = (f"看缓存的调度把下一轮送回有它前缀的节点：命中率从 {pct(lb['hit'])}（负载均衡）变为 {pct(loc['hit'])}（本地）、"
-            f"{pct(glo['hit'])}（全局）")
-    utils = [order(r["util"] or 0, lb["util"] or 0, share) for r in (loc, glo)]     # 突发时没有负载（None）
-    if not d["burst"] and utils == [0, 0]:
-        text += f"，负载都是 {share(lb['util'])}"
-    elif not d["burst"]:
-        text += f"，负载从 {share(lb['util'])} 变为 {share(loc['util'])}、{share(glo['util'])}"
-    if max(utils) < 0:
-        text += "：省下了计算"
-    if max(utils) < 0 and value(share(lb["util"])) >= 50:     # 忙的集群里，省下的计算就是省下的排队
-        text += "，也就少了排队"
+    ours, paper = (rank([(names[s], v) for s, v in x.items()], F2) for x in ({s: r["mean"] for s, r in res.items()}, p))
+    agree = f"，论文图 5 是 {paper}"
+    if ours == paper:
+        agree = "，与论文图 5 的顺序一致"
+    obs = [f"平均 TTFT {rel_vs('全局', glo['mean'], '本地', loc['mean'], fixed(2, 's'))}，论文"
+           f"{rel_change(p['local_cache'], p['global_cache'], less='低', more='高')}；从高到低：{ours}{agree}。"]
+    text = f"看缓存的调度把请求送回有它前缀的节点：命中率{change(lb['hit'], glo['hit'], pct)}（负载均衡 → 全局）"
+    if not d["burst"]:
+        text += f"，负载{change(lb['util'], glo['util'], share)}"
+    if not d["burst"] and order(glo["util"], lb["util"], share) < 0 <= value(share(lb["util"])) - 50:
+        text += "：集群忙的时候，省下的计算就是省下的排队"
     if order(max(r["hit"] for r in res.values()), 0, pct) == 0:
         text = "四种调度的命中率都是 0%：这个 trace 里没有用得上的前缀，看缓存的调度没有缓存可用"
     obs.append(text + "。")
@@ -446,32 +419,24 @@ def demo4_pd_transfer():
     print_text("Mooncake、Splitwise 把 prefill、decode 放在不同机器上（DistServe 是不同 GPU，可同机经 NVLink，§4.2）；"
                f"一层算完就发这一层（Mooncake：FAST'25 §3.1、arXiv v3 §3 的第 3 步）。网卡合计 {gbs(nic)} Gbps。")
     base, hits, slow = ([pd_case(model, node, n, h, g) for n in lens] for h, g in ((0, nic), (hit, nic), (0, slow_nic)))
-    print_table(["prompt", "KV", "prefill", "发 KV", "露出", "需要", f"命中 {share(hit)}"],
-                [[integer(c["n"]), size(c["kv"]), ms_cell(c["prefill"]), ms_cell(c["send"]),
+    print_table(["prompt", "KV", "prefill", "发 KV", "发/算", "露出", "需要", f"命中 {share(hit)}"],
+                [[integer(c["n"]), size(c["kv"]), ms_cell(c["prefill"]), ms_cell(c["send"]), pct1(c["send"] / c["prefill"]),
                   ms_cell(c["exposed"]), F1(c["need_gbps"]), F1(h["need_gbps"])] for c, h in zip(base, hits)],
-                caption=f"单位 ms。露出 = max(prefill, 发) + min(prefill, 发) / {model.n_layers} − prefill。"
-                        "需要：藏得住的最低网卡带宽（Gbps）= KV / prefill 时间。")
+                caption=f"单位 ms；发/算 = 发 / prefill（注意力 ∝ n²，KV ∝ n）；露出 = max(prefill, 发) + min(prefill, 发) / "
+                        f"{model.n_layers} − prefill；需要：藏得住的带宽（Gbps）= KV / prefill。")
     small = {m.name: m for m in (LLAMA3_8B, LLAMA2_7B)}
     need = {name: [pd_case(m, A800_X1, n, 0.0, nic)["need_gbps"] for n in lens] for name, m in small.items()}
+    need[f"{model.name} ÷ {node.n_gpus}"] = [c["need_gbps"] / node.n_gpus for c in base]     # 摊到每张卡
     (gqa, m_gqa), (mha, m_mha) = small.items()
-    nic1, per_gpu, mha_need = PAPER_PD["a800_nic_gbps"], max(c["need_gbps"] for c in base) / node.n_gpus, max(need[mha])
-    fits = f"还藏得住 {mha}（余量 {times1(nic1 / mha_need)}）"
-    if order(mha_need, nic1, F1) > 0:
-        fits = f"藏不住 {mha}"
-    relative = ""
-    if len(base) > 1:                         # 一个长度：比不出长短
-        relative = (f"{model.name} 的发/prefill 从 {base[0]['n']:,} token 的 "
-                    f"{pct1(base[0]['send'] / base[0]['prefill'])} 到 {base[-1]['n']:,} token 的 "
-                    f"{pct1(base[-1]['send'] / base[-1]['prefill'])}：prefill 的注意力随长度平方"
-                    "增长，KV 只随长度线性增长。")
-    more_table([f"一张 {A800_X1.name[2:]}", "KV/token", *(f"{n:,}" for n in lens)],
-               [[name, size(m.kv_bytes_per_token())] + [F1(x) for x in need[name]] for name, m in small.items()],
-               caption=f"藏得住所需的最低网卡带宽（Gbps）。{gqa} 每 token 的计算是 {model.name} 的 "
+    nic1, per_gpu = PAPER_PD["a800_nic_gbps"], max(c["need_gbps"] for c in base) / node.n_gpus
+    more_table([f"一张 {A800_X1.name[2:]}", "KV/token", *(f"{n:,}" for n in lens), f"{nic1} Gbps 余量"],
+               [[name, size((small.get(name) or model).kv_bytes_per_token())] + [F1(x) for x in v] + [times1(nic1 / max(v))]
+                for name, v in need.items()],
+               caption=f"藏得住所需的最低网卡带宽（Gbps）；余量 = {nic1} Gbps / 最高的需要，不到 1.0× 就藏不住——每张 A800 配一块 "
+                       f"{nic1}/200 Gbps 的网卡（FAST'25 §3.2.3）。{gqa} 每 token 的计算是 {model.name} 的 "
                        f"1/{model.prefill_flops(1) / m_gqa.prefill_flops(1):.0f}，KV 却是 {model.name} 的 "
                        f"1/{model.kv_bytes_per_token() / m_gqa.kv_bytes_per_token():g}；{mha} 是 MHA（KV 是 GQA 的 "
-                       f"{m_mha.kv_bytes_per_token() // m_gqa.kv_bytes_per_token()} 倍）；{model.name} 摊到每张卡只要 "
-                       f"{GBPS(per_gpu)}（余量 {times1(nic1 / per_gpu)}）。每张 A800 配一块 {nic1}/200 Gbps 的网卡"
-                       f"（FAST'25 §3.2.3），{fits}。{relative}")
+                       f"{m_mha.kv_bytes_per_token() // m_gqa.kv_bytes_per_token()} 倍）。")
     ref, ref_hit = (pd_case(model, node, PAPER_PD["n"], h, nic) for h in (0.0, PAPER_PD["hit"]))
     engine = {k: ref["kv"] / (v * 1e9) for k, v in PAPER_PD["engine_gbs"].items()}
     line = {k: ref["kv"] * 8 / (int(k.split("×")[0]) * int(k.split("×")[1].split()[0]) * 1e9) for k in engine}
@@ -527,22 +492,18 @@ def observations_4(d):
     obs = [f"{long_['n']:,} token 的 KV 有 {size(long_['kv'])}，经 {gbs(nic)} Gbps 发完要 {ms(long_['send'])}，"
            f"prefill 要 {ms(long_['prefill'])}{text}。"]
     text = "，每个长度仍藏得住：这个模型算得够久"
-    for c in exposed[:1]:                                  # 藏不住的最短 prompt 露出多少
-        who = ""                                           # 只有一个长度：不重复它
-        if len(exposed) > 1:
-            who = f"{integer(c['n'])} token "
-        text = (f"，{listing(integer(x['n']) for x in exposed)} token 藏不住：{who}露出 "
-                f"{ms(c['exposed'])}，是它 prefill 的 {pct(c['exposed'] / c['prefill'])}")
-    sweep = d["paper"]["sweep"]
+    if exposed:
+        text = (f"，{listing(integer(x['n']) for x in exposed)} token 藏不住：露出 {span([c['exposed'] for c in exposed], ms_cell)} ms"
+                f"（prefill 的 {span([c['exposed'] / c['prefill'] for c in exposed], pct)}）")
     if not same(d["slow_gbps"], nic, gbs):                  # 对照的网卡和主网卡一样：这句就是第一句，不说
-        obs.append(f"网卡换成 {gbs(d['slow_gbps'])} Gbps（FAST'25 §5.4.2 模拟了 {sweep[0]}–{sweep[1]} Gbps）{text}。")
+        obs.append(f"网卡换成 {gbs(d['slow_gbps'])} Gbps（FAST'25 §5.4.2 模拟了 {'–'.join(map(str, d['paper']['sweep']))} "
+                   f"Gbps）{text}。")
     need_b, need_h = [c["need_gbps"] for c in base], [c["need_gbps"] for c in hits]
     over = [integer(c["n"]) for c in hits if order(c["need_gbps"], nic, F1) > 0]
     text = f"，{gbs(nic)} Gbps 的余量{change(nic / max(need_b), nic / max(need_h), times1)}"
     if over:
         text = f"，{gbs(nic)} Gbps 在 {listing(over)} token 时藏不住"
-    obs.append(f"前缀命中 {share(d['hit'])}：算得少了，KV 没少，藏得住要 {span(need_h, F1)} Gbps（不命中 {span(need_b, F1)}）"
-               f"{text}：网络更容易露出来。")
+    obs.append(f"前缀命中 {share(d['hit'])}：算得少了，要发的 KV 没少{text}：网络更容易露出来。")
     if not any(c["hit"] for c in hits):                      # PD_HIT = 0，或 prompt 短得命中取整后是 0 个 token
         obs[-1] = f"前缀命中 {share(d['hit'])} 时一个 token 也没命中（最后一个 token 总要算）：最后一列和“需要”相同。"
     return obs, []

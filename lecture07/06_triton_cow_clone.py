@@ -25,7 +25,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.realpath(__file__))))
 
 from lab_common import console  # noqa: E402
 from lab_common.console import fail, print_header, print_observations, print_table, print_text, status  # noqa: E402
-from lab_common.say import change, count, fixed, integer, pct, pct1, same, size, span, value  # noqa: E402
+from lab_common.say import count, fixed, integer, pct, pct1, signed, size, span, value, vs  # noqa: E402
 from lab_common.script_tools import run_lecture  # noqa: E402
 from lab_common.settings import check_setting, is_int  # noqa: E402
 
@@ -94,14 +94,13 @@ def import_gpu_stack():
 # ───────────────────────────── 演示 1：校验 ─────────────────────────────
 def validation_observations(v):
     """演示 1 的观察：v 是 demo_1 返回的 dict。"""
-    ok, k = v["passed"] == v["cases"], v["arg_pairs"]
-    if not ok:
-        return [f"{count(v['cases'] - v['passed'], '个用例')}失败（共 {v['cases']} 个）：后面的计时没有意义。"], []
-    lines = [f"{count(v['cases'], '个用例')}、{count(v['checks'], '项检查')}全部通过：空闲块先写成 0xFF，"
-             "整个缓存与按预期重放的结果逐位相同——没有漏写、多写、写错位置。"]
+    k = v["arg_pairs"]
+    if v["passed"] != v["cases"]:
+        return [f"{count(v['cases'] - v['passed'], '个用例')}写错了（共 {v['cases']} 个）：后面的计时没有意义。"], []
+    lines = [f"{count(v['cases'], '个用例')}、{count(v['checks'], '项检查')}都逐位正确：空闲块先写成 0xFF，没有漏写、多写、错位。"]
     if k in v["ns"] and k + 1 in v["ns"]:
         lines.append(f"N = {k} 块号当 kernel 参数传，N = {k + 1} 起先上传下标：分界两侧都逐位正确。")
-    return lines, ["共享块本身没被改动，ref_count 回到 1，一步里所有块对只调用了一次克隆。"]
+    return lines, ["整个缓存与按预期重放的结果逐位相同；共享块本身没被改动，ref_count 回到 1，一步里所有块对只调用了一次克隆。"]
 
 
 def demo_1(torch, kvc, bench, on_gpu):
@@ -120,7 +119,7 @@ def demo_1(torch, kvc, bench, on_gpu):
         n_ok += ok
         n_checks += k
         ns.add(n)
-    print_table(["dtype", "形状", "N", "program×元素/块", "通过"],
+    print_table(["dtype", "形状", "N", "program×元素/块", "逐位正确"],
                 [[dt, shape, ",".join(map(str, g[0])), tl, f"{g[1]}/{len(g[0])}"]
                  for (dt, shape, tl), g in groups.items()])
     out = {"cases": sum(len(g[0]) for g in groups.values()), "passed": n_ok, "checks": n_checks,
@@ -140,6 +139,9 @@ def load_results(path):
             data = json.load(f)
         assert all(isinstance(data["meta"][k], str) for k in ("gpu", "torch", "triton", "date"))
         assert all({"shape", "N", "method", "us", "rounds_us"} <= set(r) for r in data["results"])
+        have = {(r["shape"], r["N"], r["method"]) for r in data["results"]}
+        missing = [(s, n, m) for s, n, _ in have for m in METHODS if (s, n, m) not in have]     # 每个 N 每种做法都要有
+        assert not missing, f"缺少 {missing[0]}"
         assert all({"B", "us", "rounds_us", "attention", "repeatable"} <= set(r) for r in data["decode"]["rows"])
         for s in data["shapes"]:
             t = data["tuning"][s]
@@ -164,7 +166,15 @@ def fmt_us(x):
     return f"{x:.1f}"
 
 
-def saved_label(data, path):
+def cell(x, fmt):
+    """表格单元格：没有这个值（None）时印 "-"。"""
+    if x is None:
+        return "-"
+    return fmt(x)
+
+
+def saved_note(data, path):
+    """保存的结果从哪来：GPU、版本、日期、文件。"""
     m = data["meta"]
     return f"{m['gpu']}，torch {m['torch']}，triton {m['triton']}，{m['date']}（{os.path.relpath(path)}）"
 
@@ -179,7 +189,10 @@ def ratios(data, name):
              cg_over_d_lo=get(data, name, lo, "C图") / get(data, name, lo, "D"))
     roof = r["roof_GBps"] = max(x["GBps"] for x in data["results"] if x["shape"] == name and x["method"] == "D")
     r["cross"] = next((n for n in ns if row(data, name, n, "C")["GBps"] >= roof / 2), None)
-    r["lo_small"], r["hi_small"] = (row(data, name, n, "C")["GBps"] < roof / 2 for n in (lo, hi))   # 没到上限一半
+    # 受什么限制，看 C 的时间跟不跟着块数涨：相邻两个 N，时间涨得不到块数的一半 → 固定开销（launch）为主
+    r["n_lo2"], r["n_hi2"] = ns[1], ns[-2]
+    r["grow_lo"], r["grow_hi"] = (get(data, name, b, "C") / get(data, name, a, "C") for a, b in ((lo, ns[1]), (ns[-2], hi)))
+    r["lo_small"], r["hi_small"] = r["grow_lo"] < ns[1] / lo / 2, r["grow_hi"] < hi / ns[-2] / 2
     r["spread_hi"] = max(spread(row(data, name, hi, m)["rounds_us"]) for m in ("C", "D"))
     r["bytes_hi"] = row(data, name, hi, "C")["bytes"]
     r["c_rounds_lo"], r["d_rounds_lo"] = (row(data, name, lo, m)["rounds_us"] for m in ("C", "D"))
@@ -192,49 +205,45 @@ def spread(values):
 
 
 def timing_observations(data):
-    """演示 2 的观察：N 最小时谁受主机开销 / launch 限制，N 最大时 C 离带宽上限多远，graph 省下什么。"""
-    names, (first, *_), r = list(data["shapes"]), data["shapes"], {n: ratios(data, n) for n in data["shapes"]}
-    lo, hi, L = r[first]["n_lo"], r[first]["n_hi"], data["shapes"][first]["n_layers"]
-    a, b, c, d, cg = (get(data, first, lo, m) for m in ("A", "B", "C", "D", "C图"))
-    bound = "已过 D 最高带宽的一半"
-    if r[first]["lo_small"]:
-        bound = "受 launch 开销限制"
-    where = "这时受显存带宽限制"
+    """演示 2 的观察：N 最小时谁受主机开销 / launch 限制，N 最大时 C 离带宽上限多远；受什么限制看 C 的时间跟不跟着块数涨。"""
+    names, first = list(data["shapes"]), next(iter(data["shapes"]))
+    r, L = {n: ratios(data, n) for n in names}, data["shapes"][first]["n_layers"]
+    lo, hi, lo2, hi2 = (r[first][k] for k in ("n_lo", "n_hi", "n_lo2", "n_hi2"))
+    bound, where = f"N 到 {lo2} 时 C 是 {fmt_us(get(data, first, lo2, 'C'))} µs：受 launch 开销限制", "受显存带宽限制"
+    if not r[first]["lo_small"]:
+        bound = f"N 到 {lo2} 时 C 是 {fmt_us(get(data, first, lo2, 'C'))} µs，已跟着块数涨"
+    if r[first]["c_over_d_bw"] < 0.5:
+        where = "时间跟着块数涨，带宽却不到 D 的一半：受 kernel 本身的写法限制"
     if r[first]["hi_small"]:
-        where = "还不到 D 最高带宽的一半，仍受调用开销限制"
-    noise = f"各轮最多相差 {pct(max(r[n]['spread_hi'] for n in names), 2)}"
-    if noise.endswith(" 0.00%"):
-        noise = "各轮相差不到 0.01%"
-    bw = "、".join(f"{n} {pct1(r[n]['c_over_d_bw'])}" for n in names)
-    lines = [f"N={lo}（{first}）：A {fmt_us(a)} µs、B {fmt_us(b)} µs 受主机开销限制（每步 {6 * L}、{3 * L} 次"
-             f"驱动调用：逐层上传下标、launch）；C {fmt_us(c)} µs、D {fmt_us(d)} µs 各一次调用，{bound}。",
-             f"N={hi}：C 的带宽是 D 的 {bw}（{data.get('rounds', 1)} 轮的中位数，{noise}）：一步要搬 "
-             f"{size(r[first]['bytes_hi'], binary=False)}（{first}），{where}。"]
-    more = [f"C 捕获进 CUDA graph 后，N={lo} 时{change(c, cg, fixed(1, 'µs'), up='反而升到', flat='仍是')}"
-            "：graph 一次 replay，省掉的是主机上 launch 的开销。"]
-    for n in names:
-        more.append(f"{n}，N={r[n]['n_lo']}：C/D 耗时 {r[n]['c_over_d_lo']:.2f}，主机计时各轮波动大："
-                    f"C {span(r[n]['c_rounds_lo'], fixed(1))} µs，D {span(r[n]['d_rounds_lo'], fixed(1))} µs。")
-    return lines, more
+        where = "时间还不跟着块数涨，仍受调用开销限制"
+    a, b, c, d = (fmt_us(get(data, first, lo, m)) for m in ("A", "B", "C", "D"))
+    return [f"N={lo}（{first}）：A {a} µs、B {b} µs 受主机开销限制（每步 {6 * L}、{3 * L} 次驱动调用）；C {c} µs、"
+            f"D {d} µs 各一次调用，{bound}。",
+            f"N 从 {hi2} 到 {hi}（块数 × {hi / hi2:g}），C 的时间 × {r[first]['grow_hi']:.1f}，C 的带宽是 D 的 "
+            + "、".join(f"{n} {pct1(r[n]['c_over_d_bw'])}" for n in names)
+            + f"（一步搬 {size(r[first]['bytes_hi'], binary=False)}）：{where}。"], []
 
 
 def demo_2(data):
     """一步克隆 N 个块（所有层、K 和 V）要多少 µs？A/B/C/D，以及捕获进 CUDA graph 之后。"""
-    print_header("演示 2：计时 A / B / C / D（每步 µs）")
+    print_header("演示 2：计时 A / B / C / D（每步 µs；C图 = C 捕获进 CUDA graph）")
     out = {}
     for name, s in data["shapes"].items():
         ns = sorted({r["N"] for r in data["results"] if r["shape"] == name})
-        print_table(["N", "A", "B", "C", "D", "C图", "C/D 带宽"],
+        print_table(["N", "A", "B", "C", "D", "C图", "C/D 带宽", "波动"],
                     [[n] + [fmt_us(get(data, name, n, m)) for m in ("A", "B", "C", "D", "C图")]
-                     + [pct1(get(data, name, n, "D") / get(data, name, n, "C"))] for n in ns],
+                     + [pct1(get(data, name, n, "D") / get(data, name, n, "C")),
+                        pct(max(spread(row(data, name, n, m)["rounds_us"]) for m in ("C", "D")), 2)] for n in ns],
                     title=f"{name}：{s['n_layers']} 层、H={s['n_heads']}、D={s['head_dim']}、BS={s['block_size']}、"
                           f"{s['dtype']}")
         if console.SHOW_MORE:
-            print_table(["N", "A图", "D图"], [[n] + [fmt_us(get(data, name, n, m)) for m in ("A图", "D图")]
-                                              for n in ns], title=f"{name}：捕获进 CUDA graph")
+            print_table(["N", "A图", "D图", "C 各轮", "D 各轮"],
+                        [[n] + [fmt_us(get(data, name, n, m)) for m in ("A图", "D图")]
+                         + [span(row(data, name, n, m)["rounds_us"], fixed(1)) for m in ("C", "D")] for n in ns],
+                        title=f"{name}：CUDA graph 与各轮", caption="A图、D图：捕获进 CUDA graph，不在主机上逐个 launch；"
+                                                          "各轮：每轮中位数的范围（µs）")
         out[name] = {n: {m: get(data, name, n, m) for m in METHODS} for n in ns}
-    print_text(f"µs/步，{data.get('rounds', 1)} 轮 × {data['reps']} 个样本的中位数；C图：CUDA graph；"
-               "C/D 带宽 = D/C 耗时")
+    print_text(f"{data.get('rounds', 1)} 轮 × {data['reps']} 个样本的中位数；C/D 带宽 = D/C 耗时；波动 = C、D 各轮的极差 / 中位数")
     print_observations(*timing_observations(data))
     return out
 
@@ -253,39 +262,25 @@ def ladder_rows(data):
     return out
 
 
-def points_word(x):
-    """百分点的变化：points_word(1.8) == '+1.8'，points_word(-2.3) == '-2.3'，points_word(0.0) == '不变'。"""
-    if fixed(1)(abs(x)) == "0.0":
-        return "不变"
-    if x > 0:
-        return f"+{fixed(1)(x)}"
-    return f"-{fixed(1)(-x)}"
-
-
 def bound_observations(data):
-    """演示 3 的观察：哪一步改动起作用、剩下的差距在哪、N 小时主机上的一步花在哪。"""
+    """演示 3 的观察：哪一步改动起作用（没有一步让每种形状都更快时照实说）、剩下的差距在哪、N 小时主机上的一步花在哪。"""
     rows, names, f1 = ladder_rows(data), list(data["shapes"]), fixed(1)
-    ref = {r[0]: r[3] for r in rows}
-    steps = [r for r in rows if r[4]]
+    steps, each = [r for r in rows if r[4]], {r[0]: "、".join(pct1(r[3][n]) for n in names) for r in rows}
     best = max(steps, key=lambda r: min(r[4].values()))
     hurt = "、".join(f"“{r[1].lstrip('+ ')}”" for r in steps if max(r[4].values()) < 0)
-    text = f"作用最大的一步是“{best[1].lstrip('+ ')}”（" + "、".join(f"{n} {points_word(best[4][n])}" for n in names)
-    text += " 个百分点）"
+    text = (f"作用最大的一步是“{best[1].lstrip('+ ')}”（" + "、".join(f"{n} {signed(best[4][n])}" for n in names)
+            + " 个百分点）")
+    if min(best[4].values()) <= 0:
+        text = "没有哪一步让每种形状都变快"
     if hurt:
         text += f"；{hurt}反而更慢"
-
-    def each(key):
-        return "、".join(pct1(ref[key][n]) for n in names)
     h = data["tuning"][names[0]]["host_us_N1"]
-    lines = [text + "。",
-             f"剩下的差距来自块是散的：同一个 kernel 拷连续的块是 D 的 {each('contiguous_blocks')}，拷散的块是 "
-             f"{each('final')}；torch index_select 收拢同样散的块只有 {each('torch_gather')}。",
-             f"N=1 时主机上一步（{names[0]}）：C {f1(h['C'])} µs＝检查下标 {f1(h['check'])} + launch "
-             f"{f1(h['launch'])} + 其余；块号当参数传，省掉上传下标的 {f1(h['upload'])} µs。D {f1(h['D'])} µs。"]
-    more = [f"同一次 launch 走 Triton 的通用路径 kernel[grid](...) 要 {f1(h['launch_jit'])} µs（{names[0]}）："
-            "每次在 Python 里绑参数、查特化、取设备、调钩子；直接调它生成的 C 启动函数只剩一次 cuLaunchKernelEx。",
-            f"Triton 用同样写法拷一整段连续内存是 D 的 {each('triton_contiguous')}：kernel 的写法本身不是瓶颈。"]
-    return lines, more
+    return [text + "。",
+            f"剩下的差距来自块是散的：同一个 kernel 拷连续的块是 D 的 {each['contiguous_blocks']}，拷散的块是 "
+            f"{each['final']}；torch index_select 收拢同样散的块只有 {each['torch_gather']}。",
+            f"N=1 时主机上一步（{names[0]}）：C {f1(h['C'])} µs＝检查下标 {f1(h['check'])} + launch "
+            f"{f1(h['launch'])} + 其余；块号当参数传，省掉上传下标的 {f1(h['upload'])} µs。D {f1(h['D'])} µs。"], \
+        [f"Triton 用同样写法拷一整段连续内存是 D 的 {each['triton_contiguous']}：kernel 的写法本身不是瓶颈。"]
 
 
 def demo_3(data):
@@ -301,7 +296,9 @@ def demo_3(data):
         labels = ("检查下标", "launch（C 启动函数）", "launch（通用路径）", "写锁页内存 + 上传下标", "C 整个调用",
                   "D 整个调用")
         print_table(["N=1，主机上 µs"] + names, [[lab] + [f"{data['tuning'][n]['host_us_N1'][k]:.1f}" for n in names]
-                                                for k, lab in zip(keys, labels)])
+                                                for k, lab in zip(keys, labels)],
+                    caption="通用路径：kernel[grid](...) 每次在 Python 里绑参数、查特化、取设备、调钩子；直接调 Triton 生成的"
+                            " C 启动函数只剩一次 cuLaunchKernelEx。")
     print_observations(*bound_observations(data))
     return {n: ratios(data, n) for n in names}
 
@@ -323,43 +320,20 @@ def decode_rows(data):
 
 
 def decode_observations(data, rows):
-    """演示 4 的观察：A、C 各占一步多少、波动、logits 是否逐位相同；其余（估算、cuDNN、博客）在 more 里。"""
+    """演示 4 的观察：A、C 各占一步多少、C 看不看得出来、logits 是否逐位相同。"""
     raw, worst = data["decode"]["rows"], max(r["spread"] for r in rows)
     visible = "几乎看不出来"
     if max(abs(value(pct1(r["share_C"]))) for r in rows) > max(1.0, value(pct1(worst))):
         visible = "仍看得出来"
     logits = "不克隆、A、C 算出的 logits 逐位相同：克隆是逐位拷贝，之后的计算一模一样。"
     if not all(r["logits_identical"] for r in raw):
-        logits = f"三种做法的 logits 最多差 {max(r['logits_max_abs_diff'] for r in raw):.3g}："
-        if not all(r["repeatable"][r["attention"]] for r in raw):
-            logits += "同一个 graph 重放两次就不同，差别来自结果不确定的 kernel，不是克隆。"
-        elif all(r["kv_identical"] for r in raw):
-            logits += "KV 缓存逐位相同、重放可复现，是三个 graph 里同样的运算选了不同的 kernel。"
-        else:
-            logits += "三种做法之后 KV 缓存不同，克隆写出的数据不一样（见演示 1 的逐位校验）。"
-    lines = [f"A 的克隆占一步 decode 的 {span([r['share_A'] for r in rows], pct1)}，C 占 "
-             f"{span([r['share_C'] for r in rows], pct1)}（B = {span([r['B'] for r in rows], integer)}，各轮最多相差 "
-             f"{pct1(worst)}）：C 的克隆在整步 decode 里{visible}。", logits]
-    est = [r for r in rows if r["est_C"] is not None]
-    more = [f"按演示 2 单独测的 C图 估算 C 占 {span([r['est_C'] for r in est], pct1)}，差分是 "
-            f"{span([r['share_C'] for r in est], pct1)}（B = {span([r['B'] for r in est], integer)}）。"] * bool(est)
-    swapped = [r for r in raw if r["attention"] != "默认"]
-    if swapped:
-        why = "（只用 cuDNN 的后端时同样不可复现，是它）"
-        if not all(r["repeatable"].get("只用 cuDNN") is False for r in swapped):
-            why = ""
-        more.append(f"B={'、'.join(str(r['B']) for r in swapped)} 时 torch 默认的注意力 kernel 重放两次 logits 就不同"
-                    f"{why}：这些 B 不用 cuDNN（flash / efficient / math）重新捕获、计时。")
-    return lines, more
-
-
-def blog_note(data):
-    """出处对照（--more 时印在演示 4 后面）：博客报告的数字与我们单独测的 A 克隆。"""
-    ft, f2 = BLOG["first_token_p99_ms"], fixed(2)
-    return (f"对照：{BLOG['name']} 的“prefill→首 token p99”三次平均从 {f2(statistics.mean(ft['之前']))} 降到 "
-            f"{f2(statistics.mean(ft['之后']))} ms，但三次的区间 {span(ft['之前'], f2)} 与 {span(ft['之后'], f2)} ms "
-            f"重叠，整个指标只有 {1e3 * statistics.mean(ft['之前']):.0f} µs，比我们单独的 A 克隆（"
-            f"{fmt_us(get(data, 'gpt2-small', min(data['Ns']), 'A'))} µs）还小：引擎和计时都不同，只比方向。")
+        logits = (f"三种做法的 logits 最多差 {max(r['logits_max_abs_diff'] for r in raw):.3g}，KV 缓存却逐位相同：差别来自"
+                  "之后的计算（注意力 kernel 选得不同或结果不确定），不是克隆。")
+    if not all(r["logits_identical"] or r["kv_identical"] for r in raw):
+        logits = "三种做法之后 KV 缓存不同：克隆写出的数据不一样（见演示 1 的逐位校验）。"
+    return [f"A 的克隆占一步 decode 的 {span([r['share_A'] for r in rows], pct1)}，C 占 "
+            f"{span([r['share_C'] for r in rows], pct1)}（B = {span([r['B'] for r in rows], integer)}，各轮最多相差 "
+            f"{pct1(worst)}）：C 的克隆在整步 decode 里{visible}。", logits], []
 
 
 def demo_4(data):
@@ -373,9 +347,22 @@ def demo_4(data):
                  + [pct1(r["share_A"]), pct1(r["share_C"]), pct1(r["spread"])] for r in rows],
                 caption=f"µs/步；占 = (有克隆 − 无克隆) / 有克隆；波动 = {data['decode']['rounds']} 轮的 (最大 − 最小) "
                         "/ 中位数")
-    print_observations(*decode_observations(data, rows))
     if console.SHOW_MORE:
-        print_text(blog_note(data))
+        yes = {True: "是", False: "否", None: "-"}
+        print_table(["B", "C 占（估算）", "注意力后端", "默认可复现", "只用 cuDNN 可复现"],
+                    [[r["B"], cell(r["est_C"], pct1), raw["attention"], yes[raw["repeatable"].get("默认")],
+                      yes[raw["repeatable"].get("只用 cuDNN")]] for r, raw in zip(rows, data["decode"]["rows"])],
+                    caption="估算 = 演示 2 单独测的 C图 / (无克隆 + C图)，和上表的差分对照。默认的注意力 kernel 重放两次"
+                            " logits 就不同的 B，不用 cuDNN（flash / efficient / math）重新捕获、计时；只用 cuDNN 也不可复现，"
+                            "不确定的就是 cuDNN 的注意力 kernel。")
+    if console.SHOW_MORE:                 # 出处对照：博客报告的数字和我们单独测的一次 A 克隆
+        ft, n1 = BLOG["first_token_p99_ms"], min(data["Ns"])
+        print_table(["对照", "三次（ms）", "平均（µs）"],
+                    [[f"博客：{k}", "、".join(f"{x:.2f}" for x in v), f"{1e3 * statistics.mean(v):.0f}"] for k, v in ft.items()]
+                    + [[f"本实验：单独一次 A 克隆（N={n1}）", "-", fmt_us(get(data, "gpt2-small", n1, "A"))]],
+                    caption=f"{BLOG['name']} 的“prefill→首 token p99”：之前、之后三次的区间重叠；引擎和计时都与这里不同，"
+                            "只比方向。")
+    print_observations(*decode_observations(data, rows))
     return {"rows": rows}
 
 
@@ -407,13 +394,13 @@ def run(todo, args, step):
         os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
         with open(args.json, "w", encoding="utf-8") as f:
             json.dump(data, f, ensure_ascii=False, indent=1, sort_keys=True)
-        print_text(f"\n结果已写入 {args.json}（{saved_label(data, args.json)}）；python figures/plot_06.py 重画图。")
+        print_text(f"\n结果已写入 {args.json}（{saved_note(data, args.json)}）；python figures/plot_06.py 重画图。")
     elif not os.path.exists(args.json):
         print_text(f"\n这台机器没有 CUDA，也还没有保存的 GPU 结果（{os.path.relpath(args.json)}）：计时要在 NVIDIA GPU 上跑。")
         return 0
     else:
         data = load_results(args.json)
-        print_text(f"\n没有 CUDA：演示 2–4 是保存的结果——{saved_label(data, args.json)}。")
+        print_text(f"\n没有 CUDA：演示 2–4 是保存的结果——{saved_note(data, args.json)}。")
     shown = [k for k in todo if k in (2, 3, 4)]
     for i, k in enumerate(shown):
         DEMOS[k](data)

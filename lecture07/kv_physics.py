@@ -1,5 +1,5 @@
-"""KV 的物理量：模型每 token 的 KV 有多大、各存储层级的带宽、prefill 要算多久（FAST'25 式 1）、读 KV 要多久，
-以及认前缀用的链式块哈希。这里只有这些；trace、缓存策略和模拟器各在自己的模块里。
+"""KV 的物理量：模型每 token 的 KV 有多大、各存储层级的带宽、prefill 要算多久（FAST'25 式 1）、读 KV 要多久
+（一个请求，或一整个 trace 的请求加起来），以及认前缀用的链式块哈希。这里只有这些；trace、缓存策略和模拟器各在自己的模块里。
 
 数字的来源（都在变量旁边注明）：
 - Mooncake arXiv 2407.00079v3（§4、表 1）和 FAST'25 论文（式 1、表 1、表 2）；
@@ -15,7 +15,10 @@
     >>> block_hashes([1, 2, 3, 4, 5, 6], block=4)   # 只有一个完整块；结尾 2 个 token 不算哈希
     ['73e200e2b048']
 """
+import functools
 import hashlib
+import itertools
+import operator
 from dataclasses import dataclass
 
 import numpy as np
@@ -135,6 +138,39 @@ def load_time(model, n_tokens, tier):
     21.0
     """
     return n_tokens * model.kv_bytes_per_token() / (tier.gb_per_s * 1e9)
+
+
+def trace_prefill_time(model, n_input, n_hit, tier, node=A800_X8):
+    """一整个 trace 的 prefill 时间（秒）：每个请求 prefill_time(model, n_input[i], n_hit[i], tier)，从前往后
+    一个一个加起来（和 `total += x` 的循环逐位相同；不用 numpy 的两两求和）。n_hit 全是 0 = 不缓存。
+
+    n_input、n_hit 是 numpy 整数列。最长的输入的 FLOPs 放得进 int64 时整列算（和逐个算一模一样）；
+    否则（几百万 token 的输入）逐个请求用 Python 整数算，不会溢出。
+    >>> one = [prefill_time(LLAMA3_70B, n, h, TIERS[1]) for n, h in [(1000, 0), (2000, 512)]]
+    >>> trace_prefill_time(LLAMA3_70B, np.array([1000, 2000]), np.array([0, 512]), TIERS[1]) == one[0] + one[1]
+    True
+    """
+    if len(n_input) == 0 or model.prefill_flops(int(n_input.max())) < 2 ** 63:
+        times = map(layer_overlap, prefill_compute_time(model, n_input, n_hit, node).tolist(),
+                    load_time(model, n_hit, tier).tolist(), itertools.repeat(model.n_layers))
+    else:
+        times = map(prefill_time, itertools.repeat(model), n_input.tolist(), n_hit.tolist(), itertools.repeat(tier),
+                    itertools.repeat(node))
+    return functools.reduce(operator.add, times, 0.0)
+
+
+def hit_tier(cache_bytes, local, remote, local_bytes):
+    """缓存放得进本机（local_bytes）就全从 local 读；放不下时超出的那一份在别的机器上，按比例从 remote 读
+    （假设命中均匀落在缓存各处）：等效带宽是两者按字节数的调和平均。
+
+    >>> round(hit_tier(4e12, TIERS[1], TIERS[2], 1e12).gb_per_s, 1)      # 1/4 从 128 GB/s、3/4 从 100 GB/s
+    105.8
+    """
+    if cache_bytes <= local_bytes:
+        return local
+    f = local_bytes / cache_bytes
+    return Tier(f"{local.name} + {remote.name}", 1 / (f / local.gb_per_s + (1 - f) / remote.gb_per_s),
+                f"{local.source}；{remote.source}")
 
 
 # ---------------------------------------------------------------- 链式块哈希

@@ -57,11 +57,18 @@ def test_smoke_main_and_budget():
 
 
 def test_more_prints_everything_and_default_at_most_three(d1, d2, d3):
-    more = run(["--more"]).replace("\n     ", "")
-    for fact in ("0–3", "4–7", "0 1 2 3 4 5 6 7 8", "run_layers", "max_seq = 32", "平均总长 ShareGPT 484",
-                 "gather_kv", "§4.1", "足够大能用满 GPU", "(B − 1)/2"):
+    raw = run(["--more"])
+    more = raw.replace("\n     ", "").replace("\n  ", "")
+    for fact in ("0–3", "4–7", "run_layers", "max_seq = 32", "gather_kv", "§4.1", "足够大能用满 GPU", "(B − 1)/2",
+                 "种子 0", "均值取论文的数"):
         assert fact in more, fact
-    assert re.search(r"^128 +63\.1 +11\.5% +49\.3% ", more, flags=re.M)      # Alpaca 在大块时的浪费：表里的数（不再重复成句子）
+    # 句子搬进 --more 的表：分配顺序（第几个分配）、平均长度（这里 / 论文）、读法用的模型配置
+    assert re.search(r"^A +2 +7 +8–9 +2/4 +8$", raw, flags=re.M) and re.search(r"^C +3 +8 +12 +1/4 +9$", raw, flags=re.M)
+    assert re.search(r"^ShareGPT +161\.31 +337\.99 +499 +484$", raw, flags=re.M)
+    assert re.search(r"^Alpaca +19\.31 +58\.45 +78 +78$", raw, flags=re.M)
+    assert re.search(r"^LLaMA2-70B +80 +8 +128 +2 B +1,024$", raw, flags=re.M)
+    assert re.search(r"^128 +63\.1 +11\.5% +49\.3% ", raw, flags=re.M)      # Alpaca 在大块时的浪费：表里的数（不再重复成句子）
+    assert len(raw.splitlines()) > len(run([]).splitlines())
     for obs, d in ((m.observations_1, d1), (m.observations_2, d2), (m.observations_3, d3)):
         assert_observation_shape(*obs(d))
 
@@ -133,8 +140,9 @@ def test_paper_kernel_overhead_is_cited_exactly(d3):
     """vLLM 论文 §7.1、图 18(a)：注意力 kernel 延迟比 FasterTransformer 高 20–26%。"""
     assert m.VLLM_KERNEL_OVERHEAD == (20, 26)
     lines, more = m.observations_3(d3)
-    assert "FasterTransformer 慢 20–26%" in m.VLLM_7_NOTE and "§7.1、图 18(a)" in flat(more)   # 静态的论文数字：表的脚注
+    assert "FasterTransformer 慢 20–26%" in m.VLLM_7_NOTE and "§7.1、图 18(a)" in m.VLLM_71_NOTE   # 静态的论文数字：表的脚注
     assert "FasterTransformer 慢 20–26%" in run(["--demo", "3"]).replace("\n  ", "")
+    assert "§7.1、图 18(a)" in run(["--demo", "3", "--more"]).replace("\n  ", "")
     assert "gather 的开销" not in flat(lines + more) and "计时" not in flat(lines + more).replace("不计时", "")
 
 
@@ -188,7 +196,10 @@ def test_observations_1_degenerate_cases():
     assert "没写满的 0 个" in lines[2] and "prefill 时按输入长度分配" in lines[1]
     # 解码了但没写满一块
     lines, _ = m.observations_1(walk_data({"A": 1}, 2, 8))
-    assert "没有块" not in lines[1] and "没有序列写满一块，没有分配新块" in lines[1] and "[0]" in lines[0]
+    assert "没有块" not in lines[1] and "新 token 都还落在已有的块里，没有分配新块" in lines[1] and "[0]" in lines[0]
+    # 解码正好把最后一块写满、但没有写到下一块：不说"没有写满"
+    lines, _ = m.observations_1(walk_data({"A": 3, "B": 3}, 1, 4))
+    assert "写满" not in lines[1] and "没有分配新块" in lines[1]
     # 只有一条序列、解码时又分配了块：相邻不是"巧合"
     lines, more = m.observations_1(walk_data({"X": 1}, 4, 4))
     assert "[0 1]" in lines[0] and "巧合" not in lines[0] and "恰好" not in lines[0]
@@ -217,7 +228,8 @@ def test_observations_3_degenerate_cases(monkeypatch):
     assert_observation_shape(lines, more)
     assert lines[0].startswith("块 2048 时") and "；块 2048" not in lines[0]
     assert "连续存放也是 1,280 段" in lines[1] and "块 2048 时每步要读" in lines[1]
-    assert "表里没有大于 16 的块" not in flat(more) and "Alpaca 在块 2048 时浪费超过一半" in flat(more)
+    assert not more and d["stats"]["Alpaca"][2048]["waste_frac"] > 0.5       # Alpaca 浪费过半：表里的格子说
+    assert re.search(r"^2048 +[\d,.]+ +[\d.]+% +9\d\.\d%", run(["--demo", "3"]), flags=re.M)
     assert d["reads"][2048]["segment_bytes"] == 100 * 128 * 2          # 序列比块短：一段只有 100 个 token
 
 
@@ -268,7 +280,7 @@ def test_observations_3_waste_approximation_is_qualified(monkeypatch):
     monkeypatch.setattr(m, "N_LENGTHS", 200)
     d = quiet(m.demo3_block_size)
     assert d["stats"]["ShareGPT"][4096]["waste"] > 4095 / 2
-    more = flat(m.observations_3(d)[1])
+    more = run(["--demo", "3", "--more"]).replace("\n  ", "")          # 这个近似现在是 --more 表下的一句脚注
     assert "块比序列短得多时约 (B − 1)/2" in more and "最后一块平均空着约 (B − 1)/2" not in more
 
 

@@ -101,14 +101,19 @@ def test_default_output_budget(default_out):
 
 
 def test_more_prints_the_dropped_facts(data, monkeypatch, capsys):
-    """--more：演示 2 的 vLLM 图 16 对照、演示 3 的 MIN 差距表和 LengthAware 的原话、演示 4 的远端读都在。"""
+    """--more：演示 2 的零头表和 vLLM 图 16 对照、演示 3 的 MIN 差距表、块复用率和 LengthAware 的原话、
+    演示 4 的"全在本机"一列都在（默认输出里说的数，--more 里至少在表里）。"""
     monkeypatch.setattr(m, "trace_sweep", lambda *a, **k: data)
     assert m.main(["--more"]) == 0
     out = capsys.readouterr().out
     f = flat(out)
-    assert "MIN减去\\容量" in f and flat(m.LENGTHAWARE_DEFINITION) in f and "父块没了" in f and "10,000块时从高到低" in f
-    assert "共享1-shot、5-shot前缀时vLLM的吞吐是Orca(Oracle)的1.67、3.58倍" in f and "块复用率0.61（1−163,070/413,147，块重复出现的比例）" in f
-    assert "超出的部分按远端读" in f and "dummyLLaMA2-70B（§1.2）和LLaMA3-70B的层数、d、KV头数都相同" in f
+    assert "MIN减去\\容量" in f and flat(m.LENGTHAWARE_DEFINITION) in f and "父块没了" in f and flat(m.HIT_RULE) in f
+    assert "共享1-shot、5-shot前缀时vLLM的吞吐是Orca(Oracle)的1.67、3.58倍" in f
+    assert re.search(r"^5-shot +21 +5 +95% +147$", out, flags=re.M)                       # 满块、零头、前缀占输入、映射次数
+    assert re.search(r"^块复用率 +0\.61 +-", out, flags=re.M) and "块复用率=1−不同的块/块访问" in f
+    assert "无限容量的前缀命中率和块复用率一样（都是0.61）" in f
+    assert re.search(r"^LRU，容量 10,000 +1\.53 TiB +48% +3\.25 +1\.77× +3\.25$", out, flags=re.M)    # 全在本机：一样
+    assert flat(m.LOCAL_NOTE) in f and "dummyLLaMA2-70B（§1.2）和LLaMA3-70B的层数、d、KV头数都相同" in f
     assert find_artefacts(out) == []
 
 
@@ -149,35 +154,34 @@ def mk2(prefix_len, n=8, bs=16, saved=0.8, mapped=None, shared=10, private=50, w
 
 
 def test_demo2_observations_default(d2):
-    lines, more = m.observations_2(d2, 8, 16, (10, 30))
+    lines, more = m.observations_2(d2, 8, 16)
     t = text((lines, more))
-    assert len(lines) == 3 and "5-shot省下82%的计算" in t and "逐位相同（最大差0.0）" in t
-    assert "1-shot81%→71%，5-shot95%→82%" in t and "共享只要36块（20%）" in t
-    assert "5-shot的341个token=21个满块+5个零头" in t and "前缀更长的5-shot比1-shot省得多（82%对71%）" in t
+    assert len(lines) == 3 and "5-shot省下82%的计算" in t and "逐位相同（最大差0.0）" in t and "21个满块" in t
+    assert "前缀占输入的比例（5-shot95%），再减去每个请求都要重算的零头（5个token）" in t and "共享只要36块（20%）" in t
 
 
 def test_demo2_observations_one_request():
     res = {"p": mk2(80, n=1, saved=0.0, mapped=0, shared=6, private=6)}
-    t = text(m.observations_2(res, 1, 16, (10, 30)))
-    assert "只有1个请求" in t and "每个前缀都省下0%" in t and "显存没有省" in t and "（只有一个请求）" in t
-    assert "省下的比例≈" not in t and "后面0个请求" not in t
+    t = text(m.observations_2(res, 1, 16))
+    assert "只有1个请求：没有后来的请求来用缓存里的块" in t and "每个前缀都省下0%" in t and "显存也没有省" in t
+    assert "省下的比例≈" not in t and "后面0个请求" not in t and "不满一块" not in t
 
 
 def test_demo2_observations_prefix_shorter_than_a_block():
     """7 个别的请求在场，但前缀没有满块：不说"没有别的请求来共享"。"""
     res = {"p": mk2(10, saved=0.0, mapped=0, shared=8, private=8, worst=3e-15)}
-    t = text(m.observations_2(res, 8, 16, (10, 30)))
-    assert "前缀不满一块（块大小16）" in t and "后面7个请求什么也复用不了" in t and "一致到3.0e-15" in t
-    assert "前缀没有一个满块可以共享" in t and "只有一个请求" not in t and "=0个满块+10个零头" in t
+    t = text(m.observations_2(res, 8, 16))
+    assert "前缀不满一块（块大小16），后面7个请求什么也复用不了" in t and "一致到3.0e-15" in t
+    assert "只有1个请求" not in t and "显存也没有省" in t and "没有别的请求" not in t
 
 
 def test_demo2_observations_equal_prefixes_and_savings():
-    """两个前缀一样长：不说谁省得多；省下的比例印出来相同：说"一样"。"""
+    """两个前缀一样长：说先出现的那个，不说谁省得多；长短不同时说最长的那个（省下的数在表里）。"""
     res = {"a": mk2(80, saved=0.711), "b": mk2(80, saved=0.709)}
-    t = text(m.observations_2(res, 8, 16, (10, 30)))
-    assert "省得多" not in t and "省得少" not in t
+    t = text(m.observations_2(res, 8, 16))
+    assert "a省下71%的计算" in t and "省得多" not in t and "省得少" not in t
     res = {"a": mk2(80, saved=0.711), "b": mk2(96, saved=0.709)}
-    assert "和a一样（都是71%）" in text(m.observations_2(res, 8, 16, (10, 30)))
+    assert "b省下71%的计算" in text(m.observations_2(res, 8, 16))
 
 
 def test_demo2_cites_fig16_as_vllm_vs_orca():
@@ -192,6 +196,7 @@ def test_demo3_trace_mimics_public_tool_agent_trace(d3):
     assert st["n"] == 23_608 and abs(st["minutes"] - 60) < 0.5
     assert abs(st["mean_in"] / 8_596 - 1) <= 0.05 and abs(st["mean_out"] / 182 - 1) <= 0.05
     assert st["once"] > 0.5 and st["hottest"] >= 10_000 and int(st["counts"].sum()) == st["total_blocks"]
+    assert d3["match"] is None                     # 合成 trace 不和论文的 trace 相认，哪怕统计量碰巧对得上
 
 
 def test_demo3_hit_table(d3):
@@ -235,9 +240,10 @@ def test_demo3_observations_default(d3):
     t = text((lines, more))
     assert len(lines) == 3 and all(observation_lines(x) <= 3 for x in lines)
     assert "容量从无限降到1,000块，LRU的命中率从0.61降到0.33，保住了54%（论文1,000块时0.30/0.51=59%）" in t
-    assert "在50,000、30,000、10,000块时LRU都不低于LFU" in t and "LRUCacheperformsbest" in t
-    assert "MIN在每个容量都不低于3种在线策略；差得最多的是LengthAware在10,000块（0.37对MIN的0.61）" in t
-    assert "10,000块时从高到低：LRU>LFU>LengthAware" in t and "块复用率0.61" in t and "和它相等" in t
+    assert "LRU在每个要淘汰的容量都不低于LFU，10,000块时差得最多（0.46对0.39）" in t and "LRUCacheperformsbest" in t
+    assert "MIN在每个要淘汰的容量都不低于在线策略，LengthAware在10,000块时差得最多（0.61对0.37）" in t
+    assert "LRU在每个要淘汰的容量都不低于LengthAware" in t and "和块复用率一样（都是0.61）" in t
+    assert "热门块值得复制" in t and "这是合成负载" in t
 
 
 def test_demo3_prefix_hit_and_block_reuse_have_one_meaning_each():
@@ -246,17 +252,18 @@ def test_demo3_prefix_hit_and_block_reuse_have_one_meaning_each():
     d = mk3(ratio, (None, 2), distinct=5, reuse=3 / 8)
     lines, more = m.observations_3(d, ("lru", "lfu"), "lengthaware_early", 1_000)
     t = text((lines, more))
-    assert len(lines) == 1 and "前缀命中率0：没有一个请求的开头" in t and "块复用率0.38" in t
+    assert len(lines) == 1 and "前缀命中率0：每种在线策略、每个容量都是0，没有一个请求的开头" in t
+    assert "无限容量的前缀命中率比块复用率低（0.00对0.38）" in t
     assert "前缀命中率0.38" not in t and "LRU都不低于LFU" not in t and "MIN在" not in t
 
 
 def test_demo3_observations_nothing_evicted_and_only_infinite():
     ratio = {(p, c): 0.5 for p in ("lru", "lfu") for c in (None, 2_000)}
     t = text(m.observations_3(mk3(ratio, (None, 2_000)), ("lru", "lfu"), "lengthaware_early", 1_000))
-    assert "最小的容量也装得下全部1,000个不同的块" in t and "MIN在" not in t
+    assert "CAPACITIES里没有比全部1,000个不同的块更小的有限容量：从不淘汰，每种策略都是0.50" in t and "MIN在" not in t
     ratio = {(p, None): 0.5 for p in ("lru", "lfu")}
     t = text(m.observations_3(mk3(ratio, (None,)), ("lru", "lfu"), "lengthaware_early", 1_000))
-    assert "CAPACITIES里只有无限容量" in t and "保住了" not in t
+    assert "CAPACITIES里没有比全部1,000个不同的块更小的有限容量" in t and "保住了" not in t
 
 
 def test_demo3_observations_ties_and_reversals():
@@ -264,20 +271,25 @@ def test_demo3_observations_ties_and_reversals():
     ratio = {("lru", None): 0.612, ("lfu", None): 0.612, ("lru", 100): 0.608, ("lfu", 100): 0.6051}
     lines, _ = m.observations_3(mk3(ratio, (None, 100)), ("lru", "lfu"), "lengthaware_early", 1_000)
     t = flat("".join(lines))
-    assert "LRU的命中率保持在0.61" in t and "LRU和LFU的命中率（两位小数）相同" in t and "0.61降到0.61" not in t
+    assert "LRU的命中率保持在0.61" in t and "100块时LRU和LFU一样（都是0.61）" in t and "0.61降到0.61" not in t
     ratio = {("lru", None): 0.6, ("lfu", None): 0.6, ("lru", 100): 0.3, ("lfu", 100): 0.4}
     t = flat("".join(m.observations_3(mk3(ratio, (None, 100)), ("lru", "lfu"), "x", 1_000)[0]))
-    assert "100块时LFU比LRU高（0.40对0.30）" in t and "不完全一致" in t
+    assert "100块时LFU比LRU高（0.40对0.30）" in t and "复用多在时间上相近" not in t
+    ratio = {(p, c): 0.6 for p in ("lru", "lfu") for c in (None, 100, 50)}     # 处处印出来一样
+    t = flat("".join(m.observations_3(mk3(ratio, (None, 100, 50)), ("lru", "lfu"), "x", 1_000)[0]))
+    assert "LRU和LFU在每个要淘汰的容量都一样" in t and "差得最多" not in t and "复用多在时间上相近" not in t
 
 
 def test_demo3_observations_one_policy_and_other_policies():
     ratio = {("lru", None): 0.6, ("lru", 100): 0.3, ("lru", 50): 0.2}
     t = text(m.observations_3(mk3(ratio, (None, 100, 50), policies=("lru",)), ("lru",), "lfu", 1_000))
-    assert "MIN在每个容量都不低于LRU" in t and "种在线策略" not in t and "LFU" not in t
+    assert "MIN和在线策略在每个要淘汰的容量都一样" in t and "LFU" not in t      # MIN 没有比 LRU 高：照实说一样
     ratio.update({("s3fifo", None): 0.6, ("s3fifo", 100): 0.31, ("s3fifo", 50): 0.2})
     d = mk3(ratio, (None, 100, 50), policies=("lru", "s3fifo"))
     t = text(m.observations_3(d, ("lru", "s3fifo"), "lfu", 1_000))
-    assert "S3-FIFO（SOSP'23）：在2个要淘汰的容量里，1个高于LRU、1个持平LRU" in t
+    s3 = m.CACHE_POLICIES["s3fifo"].SHORT
+    assert f"{s3}在每个要淘汰的容量都不低于LRU，100块时差得最多（0.31对0.30）" in t          # 一格高、一格持平
+    assert "复用多在时间上相近" not in t
 
 
 def test_demo3_observations_bound_violated_is_said():
@@ -331,13 +343,13 @@ def test_sums_do_not_overflow():
     from kv_trace import Trace
     from kv_trace_io import Request
     tr = Trace.from_requests([Request(float(i), 2 ** 52, 1, (1, 2, 3)) for i in range(3_000)])
-    hours, frac = m.gpu_hours(tr, m.usable_hits(np.full(3_000, 3), tr.input_len, 512))
+    tier = m.TIERS[1]
+    hours, frac = m.gpu_hours(tr, m.usable_hits(np.full(3_000, 3), tr.input_len, 512), tier, 512)
     assert frac == 3 * 512 / 2 ** 52 and hours > 0                   # trace 里只有 3 块：命中 1,536 个 token
-    hours, frac = m.gpu_hours(tr, np.full(3_000, 2 ** 43))            # 命中到只剩最后一个 token
+    hours, frac = m.gpu_hours(tr, np.full(3_000, 2 ** 43), tier, 512)     # 命中到只剩最后一个 token
     assert frac == (2 ** 52 - 1) / 2 ** 52 and f"{frac:.0%}" == "100%"
     lines, _ = m.observations_4(dict(unit=("小时", 1.0), hours={("lru", None): 1.0}, hit_frac={("lru", None): frac}, kv_block_bytes=1,
-                                     base_hours=2.0, stored={None: 1}, hbm_bytes=10, local_hours={}), "lru", (None,),
-                                "本机", 10 ** 12)
+                                     base_hours=2.0, stored={None: 1}, hbm_bytes=10, local_hours={}), "lru", (None,))
     assert "命中100%的输入token" in flat("".join(lines))
 
 
@@ -363,7 +375,8 @@ def test_demo4_reads_excess_from_remote(d4, data):
         assert d4["hours"][("lru", c)] >= d4["local_hours"][("lru", c)]
         assert f"{d4['hours'][('lru', c)]:.2f}" == f"{d4['local_hours'][('lru', c)]:.2f}"
     assert d4["hours"][("lru", 1_000)] == d4["local_hours"][("lru", 1_000)]
-    tier = m.hit_tier(4e12, m.TIERS[1], m.TIERS[2], 1e12)
+    from kv_physics import hit_tier
+    tier = hit_tier(4e12, m.TIERS[1], m.TIERS[2], 1e12)
     assert 1 / tier.gb_per_s == pytest.approx(0.25 / 128 + 0.75 / 100)
 
 
@@ -386,16 +399,17 @@ def mk4(frac_big, frac_small=None, caps=(None, 1_000), stored_small=10 * 2 ** 30
 
 def test_demo4_observations_cases():
     d, caps = mk4(0.0, 0.0)
-    t = text(m.observations_4(d, "lru", caps, "本机 DRAM", 10 ** 12))
-    assert "无限缓存命中的输入token也是0%" in t and "只有1,000块" not in t and "降到" not in t
+    t = text(m.observations_4(d, "lru", caps))
+    assert "容量无限的缓存命中的输入token也是0%" in t and "只有1,000块" not in t and "降到" not in t
     d, caps = mk4(0.6)
-    lines, more = m.observations_4(d, "lru", caps, "本机 DRAM", 10 ** 12)
+    lines, more = m.observations_4(d, "lru", caps)
     t = text((lines, more))
     assert "从3.00降到2.00小时（少了33%）" in t and "省下的时间比例低于命中的token比例" in t
-    assert "容量1,000块要10GiB，放得进一台8卡机器的HBM" in t and "复用分散在许多前缀上" in t
-    assert "无限缓存都超过一台机器的1TB" in t and "和表里一样" in t
+    assert "容量1,000块的缓存存10GiB，放得进一台8卡机器的HBM" in t and "是容量无限的缓存的33%：复用分散在许多前缀上" in t
+    d, caps = mk4(0.6, 0.3)                                                # 印出来正好一半：算"至少一半"
+    assert "的50%：热门的前缀很集中" in text(m.observations_4(d, "lru", caps))
     d, caps = mk4(0.6)
-    lines, _ = m.observations_4(d, "lru", (None,), "本机 DRAM", 10 ** 12)
+    lines, _ = m.observations_4(d, "lru", (None,))
     assert len(lines) == 1
 
 
@@ -486,28 +500,42 @@ def test_plot_04_takes_its_numbers_from_the_demos(monkeypatch):
     assert d["base_hours"] == 9.0 and "种子 7" in d["trace_cfg"]
 
 
-@pytest.mark.parametrize("hit,syn,word", [(0.40, 0.61, "低于"), (0.612, 0.608, "等于"), (0.64, 0.61, "高于")])
-def test_given_trace_compared_with_the_synthetic_one(hit, syn, word):
-    """--trace：和合成负载比，按印出来的两位小数说"高于 / 等于 / 低于"（不说"不高于"）。"""
-    d = mk3({("lru", None): hit, ("lfu", None): hit}, (None,))
-    d.update(real=True, syn_hit=syn, match=m.PAPER_TRACES[2])
-    t = flat(m.source_sentence(d))
-    assert f"前缀命中率{hit:.2f}，{word}合成负载的{syn:.2f}" in t and "不高于" not in t
-    assert "FAST'25Conversation一致" in t and "cacheratio是0.40（没给定义）" in t and "Kimi线上一小时的采样" in t
+@pytest.mark.parametrize("real,match,want", [(False, None, "这是合成负载"), (True, None, "和论文列出的trace都对不上"),
+                                             (False, 1, "这是合成负载"),     # 合成的统计量碰巧对得上：仍是合成负载
+                                             (True, 2, "都和FAST'25Conversation一致，它就是那个trace（Kimi线上一小时的采样）")])
+def test_where_the_trace_comes_from(real, match, want):
+    """--more 的最后一句说 trace 是什么：合成的、对不上论文的、或就是论文的某个 trace（两边的数并排在第一张表里）。"""
+    d = mk3({("lru", None): 0.4, ("lfu", None): 0.4}, (None,))
+    d.update(real=real, match=None)
+    if match is not None:
+        d["match"] = m.PAPER_TRACES[match]
+    assert want in flat(m.observations_3(d, ("lru", "lfu"), "x", 1_000)[1][-1])
 
 
 def test_demo2_observations_equal_savings_explain_no_difference():
     """前缀长短不同、省下的比例印出来一样（例如块比两个前缀都大，都是 0%）：不说"差别来自…"。"""
     res = {"a": mk2(80, saved=0.0, mapped=0, shared=8, private=8), "b": mk2(341, saved=0.0, mapped=0, shared=8, private=8)}
-    t = text(m.observations_2(res, 8, 512, (10, 30)))
-    assert "前缀更长的b和a一样（都是0%）。" in t and "差别来自" not in t
+    t = text(m.observations_2(res, 8, 512))
+    assert "前缀不满一块（块大小512）" in t and "每个前缀都省下0%" in t and "差别来自" not in t and "省得多" not in t
 
 
 def test_demo3_observations_one_capacity_one_policy():
-    """只有一个要淘汰的容量：不说"都不低于"、"差得最多"；只有一种策略：不排名次。"""
+    """只有一个要淘汰的容量：LRU 和 LFU 只比一格，不说"都不低于"、"差得最多"；只有一种策略：不和别的策略比。"""
     ratio = {("lru", None): 0.6, ("lfu", None): 0.6, ("lru", 100): 0.35, ("lfu", 100): 0.3}
     t = text(m.observations_3(mk3(ratio, (None, 100)), ("lru", "lfu"), "x", 1_000))
-    assert "在100块时LRU不低于LFU（0.35对0.30）" in t and "都不低于LFU" not in t and "差得最多（" not in t
+    assert "100块时LRU比LFU高（0.35对0.30）" in t and "都不低于LFU" not in t
     ratio = {("lru", None): 0.6, ("lru", 100): 0.35}
     t = text(m.observations_3(mk3(ratio, (None, 100), policies=("lru",)), ("lru",), "x", 1_000))
-    assert "从高到低" not in t
+    assert "都不低于LFU" not in t and "LRU在每个要淘汰的容量" not in t
+
+
+@pytest.mark.parametrize("match,want", [(None, "在另一个trace（mooncake_trace.jsonl）上算的"), (0, "就是在这个trace")])
+def test_paper_rows_say_whether_they_are_on_this_trace(match, want, capsys):
+    """--trace 给的就是 arXiv v3 的 trace 时，论文行的脚注不说"另一个 trace"。"""
+    ratio = {(p, c): 0.5 for p in ("lru", "min") for c in (None, 1_000)}
+    gap = {("lru", c): 0.0 for c in (None, 1_000)}
+    if match is not None:
+        match = m.PAPER_TRACES[match]
+    m.print_policy_tables(ratio, gap, (None, 1_000), ("lru",), "lfu", (), match)
+    out = flat(capsys.readouterr().out)
+    assert want in out and ("另一个" in out) == (match is None)

@@ -1,9 +1,10 @@
 """04b_radix_cache.py 和 radix_cache.py：基数树的结构、按 token 匹配的得失、叶子 LRU = 块哈希 LRU。"""
 import doctest
+import re
 
 import numpy as np
 import pytest
-from conftest import load_script, run_main
+from conftest import assert_observation_shape, load_script, run_main
 from helpers_04 import demo2_results, m as m04, synthetic_data
 
 import radix_cache
@@ -87,8 +88,13 @@ def test_demo2_by_block_equals_04_demo2_and_gain_is_the_tail(run):
     for name, res in demo2_results().items():                    # 和 04 演示 2 的"实际算"是同一个数
         assert d2[name]["by_block"] == res["computed"]
     assert r5["token_entries"] == 2875 and r5["block_entries"] == 183
+    assert (r5["gain_tail"], r5["gain_other"]) == (7 * 5, 0)                   # 后面 7 个请求各省 5 个零头
+    r1 = d2["1-shot"]
+    assert (r1["gain_tail"], r1["gain_other"]) == (0, 1)                        # 80 = 5 个整块：只有碰巧相同的 1 个
     out = flat(run[1])
-    assert "正好是后面7个请求各自的5个零头（341=21×16+5）" in out and "2,875项，按块只要183项" in out
+    assert "5-shot341=21×16+55234883501832,875" in out and "1-shot80=5×16+0231230015479" in out
+    assert "一共少算36个token（从754降到718）——35个是前缀不满一块的零头" in out and "1个来自后缀开头碰巧相同" in out
+    assert "3,666项，按块只要237项" in out
 
 
 # ---------------------------------------------------------------- 演示 3：trace 上的叶子 LRU
@@ -102,7 +108,7 @@ def test_demo3_leaf_lru_equals_block_lru_at_every_capacity(run):
     out = flat(run[1])
     assert "逐个相同" in out and "LRU碰父块不会晚于碰子块" in out
     lines, more = r.observations_3(d3)
-    assert "没有例外" in more[0] and len(lines) == 2
+    assert "没有例外" in lines[1] and "道理成立" in lines[1] and len(lines) == 2 and "同一段前缀" in more[0]
 
 
 def test_main_prints_a_number_from_each_demo(run):
@@ -116,11 +122,11 @@ def test_main_prints_a_number_from_each_demo(run):
 def test_default_output_is_short(run):
     from lab_common.console import observation_lines
     out = run[1]
-    assert len(out.splitlines()) <= 64
+    assert len(out.splitlines()) <= 63
     for k, fn in ((1, r.observations_1), (3, r.observations_3)):
         lines, _ = fn(run[0][k])
         assert 1 <= len(lines) <= 3 and all(observation_lines(x) <= 3 for x in lines)
-    lines, _ = r.observations_2(run[0][2], 16)
+    lines, _ = r.observations_2(r.summed(run[0][2]), 16)
     assert len(lines) <= 3 and all(observation_lines(x) <= 3 for x in lines)
 
 
@@ -130,26 +136,35 @@ def test_observations_1_one_request_and_nothing_shared():
              top=[(100, 1)], ref_sum_leaves=1)
     lines, _ = r.observations_1(d)
     text = "".join(lines)
-    assert "1 个请求一共 100 个 token，树里全都存了一份" in text and "只存了" not in text
+    assert "1 个请求一共 100 个 token，树里存了 100 个（100%）" in text and "只" not in text
     assert "没有哪段前缀被两个以上的请求共用" in text and "一次也没有拆节点" in text and "第二个请求" not in text
+    assert "共同的开头" not in text                # 没拆节点也可能有共同的开头（一个请求是另一个的前缀）
 
 
 def test_observations_2_no_gain_and_block_size_one():
-    """按 token 和按块一样时说"两种办法一样"，不说"少算 0 个（从 x 降到 x）"；块 1 时索引一样多。"""
-    res = {"p": dict(by_block=50, by_token=50, prefix_len=32, n=4, token_entries=200, block_entries=13,
-                     min_node=5, max_node=5)}
-    lines, _ = r.observations_2(res, 16)
-    assert "都是 50" in lines[0] and "两种办法一样" in lines[0] and "从 50 降到 50" not in lines[0]
+    """按 token 和按块一样时说"一样多"，不说"少算 0 个（从 x 降到 x）"；块 1 时索引一样多；少算的只有一种来源时
+    只说那一种（不说"0 个是零头"）。"""
+    t = dict(by_block=50, by_token=50, gain_tail=0, gain_other=0, token_entries=200, block_entries=13,
+             min_node=5, max_node=5)
+    lines, more = r.observations_2(t, 16)
+    assert "一样多（都是 50 个 token）" in lines[0] and "从 50 降到 50" not in lines[0] and "少算" not in lines[0]
     assert "节点长 5 个 token" in lines[-1] and "5–5" not in lines[-1]
-    res["p"]["block_entries"] = 200
-    lines, _ = r.observations_2(res, 1)
+    assert_observation_shape(lines, more)
+    lines, _ = r.observations_2(dict(t, block_entries=200), 1)
     assert "块大小 1 时按块也是每个 token 一项索引（200 项）" in lines[-1]
+    lines, _ = r.observations_2(dict(t, by_token=38, gain_tail=12), 16)
+    assert "少算 12 个 token（从 50 降到 38）——12 个是前缀不满一块的零头" in lines[0] and "碰巧" not in lines[0]
+    lines, _ = r.observations_2(dict(t, by_token=47, gain_other=3), 16)
+    assert "——3 个来自后缀开头碰巧相同" in lines[0] and "零头" not in lines[0]
 
 
 def test_observations_3_differs_when_the_chain_is_broken():
     d = dict(same={None: True, 10: False}, breaks=3, caps=[None, 10], cap_names=["无限", "10"])
     lines, more = r.observations_3(d)
-    assert lines[0].startswith("10 块时两者不同") and "有 3 个块 id" in lines[2] and not more
+    assert lines[0].startswith("10 块时两者不同（表里 2 个容量中的 1 个）") and "有 3 个块 id" in lines[1] and more == [r.CHAIN_NOTE]
+    assert "前提不满足" in lines[1] and "道理成立" not in lines[1]
+    lines, _ = r.observations_3(dict(d, same={None: False, 10: False}))
+    assert lines[0] == "表里每个容量下两者都不同（2 个容量）。"
 
 
 def test_render_folded_children_with_equal_lengths_print_one_length():
@@ -167,4 +182,25 @@ def test_observations_1_splits_without_a_shared_prefix_group():
     d = dict(n_requests=2, total_tokens=200, tree_tokens=190, n_splits=1, groups=[("a", 80, 1), ("b", 90, 1)],
              top=[(10, 2)], ref_sum_leaves=2)
     text = "".join(r.observations_1(d)[0])
-    assert "拆过 1 次节点，都在不同请求的开头碰巧相同的 token 处分叉" in text and "第二个请求" not in text
+    assert "拆过 1 次节点" in text and "第二个请求" not in text and "前缀末尾" not in text
+    assert "没有哪段前缀被两个以上的请求共用" in text
+
+
+def test_demo1_counts_splits_where_they_happen(monkeypatch, capsys):
+    """拆分按它真正发生的位置分：在共用前缀的末尾，还是在别处（后缀开头碰巧相同）。手算：
+    [1 2 3 4]、[1 2 3 5]（前缀 2，在 3 之后分叉：别处）、[1 2 6]（在前缀末尾 2 之后分叉）。"""
+    monkeypatch.setattr(r, "demo2_requests", lambda: [("p", 2, [1, 2, 3, 4]), ("p", 2, [1, 2, 3, 5]), ("p", 2, [1, 2, 6])])
+    d = r.demo1_tree()
+    out = capsys.readouterr().out
+    assert (d["n_splits"], d["splits_at_prefix"], d["ref_sum_leaves"]) == (2, 1, 3)
+    assert "树里存了6个（55%）：共用的前缀（p的2个token）各是一个节点" in flat(out)
+    assert re.search(r"^ +3 +11 +6 +5 +3 +3 +1 +1$", out, flags=re.M)         # 请求 token 树里 节点 叶子 ref 和 拆分
+
+
+def test_observations_1_names_each_shared_prefix_with_cjk_spacing():
+    """前缀名是中文时不空格（"短的 1 个 token"），是英文时空一格（"1-shot 的 80 个 token"）。"""
+    d = dict(n_requests=16, total_tokens=300, tree_tokens=120, n_splits=2, groups=[("短", 1, 8), ("1-shot", 80, 8)],
+             top=[(1, 8), (80, 8)], ref_sum_leaves=16)
+    lines, more = r.observations_1(d)
+    assert "共用的前缀（短的 1 个 token、1-shot 的 80 个 token）各是一个节点" in lines[0]
+    assert_observation_shape(lines, more)

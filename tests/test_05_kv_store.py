@@ -336,23 +336,30 @@ def test_each_observation_fits_three_lines(d1, d2, d3, d4):
 
 
 def test_main_prints_the_claims(out):
-    for claim in ("快的层级有 4/4 个", "取整与 FAST'25 §2.2 的 6、19 GB/s 一致", "门槛降到 3.52、11.14 GB/s",
+    for claim in ("快的层级有 4/4 个", "取整与 FAST'25 §2.2 的 6、19 GB/s 一致", "本机 DRAM 读比计算短（21.0 ms 对 112.0 ms）",
                   "SSD 总共比全部重算快（390.4 ms 对 875.5 ms）", "负载从 20% 升到 151%（16 → 128 台）",
-                  "是流量挤在持有热门前缀的几台上", "128 台时最忙的网卡超载", "最忙网卡从 151% 降到 76%",
+                  "流量挤在持有热门前缀的几台上，没有平均分到各台", "128 台时最忙的网卡超载", "最忙网卡从 151% 降到 76%",
                   "平均排队从 11,627.1 ms 降到 5.5 ms", "与论文图 5 的顺序一致", "全局比本地低 15%，论文低 14%",
-                  "省下了计算，也就少了排队", "全局调度让 22% 的请求从别的节点拉了 KV（共 42,949 块）"):
+                  "命中率从 38% 升到 60%（负载均衡 → 全局），负载从 72% 降到 46%：集群忙的时候，省下的计算就是省下的排队",
+                  "全局调度让 22% 的请求从别的节点拉了 KV（共 42,949 块）", "800 Gbps 的余量从 24.6× 降到 1.3×"):
         assert flat(claim) in flat(out), claim
 
 
 def test_more_prints_the_moved_facts(more_out):
-    """--more：今天默认印出的事实都还在（挪到细表和表注里）。"""
+    """--more：今天默认印出的事实都还在（挪到细表和表注里，句子里的数挪进表格的单元格）。"""
     for claim in ("40,944", "串行", "逐层模拟", "3.9e-16", "8×H800 是 8×A800 的 3.2×（峰值算力之比 3.2×）",
-                  "8×A800（60%）从 4.1 降到 1.1", "gqa = 8，每 token 的 KV “320 KB”", "= 320 KiB",
+                  "前缀越长门槛越低", "gqa = 8，每 token 的 KV “320 KB”", "= 320 KiB",
                   "2.50 GiB（2.68 GB", "平均要 2.35 台一直做", "42,974.7", "P99", "当成一个 FIFO 队列",
                   "平均 TTFT 是负载均衡的 4.8×", "不用前缀缓存时平均要 5.75 台", "3,072,000 token", "15.9", "63.6",
-                  "还藏得住 LLaMA2-7B（余量 1.6×）", "0.49 s（线速 0.43 s）", "−91.5%", "从 1,024 token 的 4.1% 到",
-                  "NVIDIA H100 SXM 数据手册"):
+                  "0.49 s（线速 0.43 s）", "−91.5%", "NVIDIA H100 SXM 数据手册", "真实系统要把多出的放到 SSD"):
         assert flat(claim) in flat(more_out), claim
+    rows = {ln.split()[0] + ln.split()[1]: ln.split()[2:] for ln in more_out.splitlines() if ln.startswith("8×")}
+    assert rows["8×A800100%"] == ["6.77", "5.86", "4.01", "1.77"]                   # 8×A800（100%）5.86 GB/s
+    assert rows["8×A80060%"][1] == "3.52" and rows["8×H80060%"][1] == "11.14"      # 按 60% 算力的门槛
+    margin = {ln.split("  ")[0]: ln.split()[-1] for ln in more_out.splitlines() if ln.startswith("LLaMA")}
+    assert margin == {"LLaMA3-8B": "6.3×", "LLaMA2-7B": "1.6×", "LLaMA3-70B ÷ 8": "24.6×"}   # 一张卡的网卡余量
+    assert re.search(r"^  1,024 .* 4\.1% .*$", more_out, flags=re.M)                  # 发/算：1,024 token 4.1%
+    assert re.search(r"^131,072 .* 1\.1% .*$", more_out, flags=re.M)
 
 
 def test_demo1_same_bytes_from_any_cwd(capsys, tmp_path):
@@ -466,8 +473,8 @@ def _write(path, rows):
 
 
 ODD = {   # 名字 → 演示 2、3 的输出里必须有的说法
-    "first1": ("同时到达（突发）", "没有任何请求要从别的节点拉 KV", "四种调度的平均 TTFT 都是"),
-    "first2": ("同时到达（突发）", "没有一个块被第二个请求用到", "四种调度的平均 TTFT 都是"),
+    "first1": ("同时到达（突发）", "没有任何请求要从别的节点拉 KV", "随机 = 负载均衡 = 本地缓存感知 = 全局缓存感知"),
+    "first2": ("同时到达（突发）", "没有一个块被第二个请求用到", "随机 = 负载均衡 = 本地缓存感知 = 全局缓存感知"),
     "first5": ("没有任何请求要从别的节点拉 KV", "负载 > 100% 即超载"),
     "first20": ("没有任何请求要从别的节点拉 KV", "四种调度的命中率都是 0%"),
     "same_ts": ("同时到达（突发）", "所有请求同时到达，算不出网卡负载"),
@@ -570,13 +577,13 @@ def test_demo4_needed_bandwidth_is_demo1_min_bandwidth(d4):
 def test_demo4_shorter_prompt_sends_relatively_more(d4, more_out):
     ratios = [c["send"] / c["prefill"] for c in d4["base"]]
     assert all(a > b for a, b in zip(ratios, ratios[1:]))
-    assert flat("发/prefill 从 1,024 token 的 4.1% 到 131,072 token 的 1.1%") in flat(more_out)
+    assert re.search(r"^  1,024 .* 4\.1% .*$", more_out, flags=re.M) and "注意力 ∝ n²，KV ∝ n" in more_out
 
 
 def test_demo4_slow_nic_exposes_short_prompts_only(d4, out):
     """24 Gbps（FAST'25 §5.4.2 模拟了 24–400 Gbps）：1K、8K 藏不住（需要 32.5、28.1 Gbps），32K、128K 藏得住。"""
     assert [c["hidden"] for c in d4["slow"]] == [False, False, True, True]
-    assert flat("1,024 和 8,192 token 藏不住：1,024 token 露出 30.3 ms，是它 prefill 的 37%") in flat(out)
+    assert flat("1,024 和 8,192 token 藏不住：露出 30.3–140.8 ms（prefill 的 18%–37%）") in flat(out)
 
 
 def test_demo4_prefix_hits_make_the_network_show(d4, out):
@@ -584,7 +591,8 @@ def test_demo4_prefix_hits_make_the_network_show(d4, out):
     hit, base = [c["need_gbps"] for c in d4["hits"]], [c["need_gbps"] for c in d4["base"]]
     assert all(h > 10 * b for h, b in zip(hit, base))
     assert max(hit) < 800 and min(hit) == pytest.approx(99.5, abs=0.1)
-    assert flat("藏得住要 99.5–634.4 Gbps（不命中 8.5–32.5），800 Gbps 的余量从 24.6× 降到 1.3×") in flat(out)
+    assert flat("要发的 KV 没少，800 Gbps 的余量从 24.6× 降到 1.3×") in flat(out)
+    assert re.search(r"^131,072 .* 8\.5 +99\.5$", out, flags=re.M)                 # 需要：不命中 8.5、命中 99.5 Gbps
 
 
 def test_demo4_small_models(d4, more_out):
@@ -593,7 +601,7 @@ def test_demo4_small_models(d4, more_out):
     assert gqa == pytest.approx(15.9, abs=0.05) and mha == pytest.approx(63.6, abs=0.05)
     assert mha < d4["paper"]["a800_nic_gbps"] and d4["per_gpu"] == pytest.approx(4.06, abs=0.01)
     assert flat("LLaMA2-7B 是 MHA（KV 是 GQA 的 4 倍）") in flat(more_out)
-    assert flat("KV 却是 LLaMA3-70B 的 1/2.5") in flat(more_out) and flat("还藏得住 LLaMA2-7B（余量 1.6×）") in flat(more_out)
+    assert flat("KV 却是 LLaMA3-70B 的 1/2.5") in flat(more_out) and flat("不到 1.0× 就藏不住") in flat(more_out)
 
 
 def test_demo4_paper_values_checked_in_fast25(d4):
@@ -636,7 +644,7 @@ def test_observations_1_degenerate(d1):
     tiers[1]["load"] = 2 * d1["compute"]
     tiers[3]["pipe"] = 2 * d1["full"]
     text = _text(m.observations_1, _tweak(d1, tiers=tiers))
-    assert "不比 112.0 ms 的计算短" in text and "SSD 总共比全部重算慢" in text
+    assert "本机 DRAM 读比计算长（223.9 ms 对 112.0 ms）" in text and "SSD 总共比全部重算慢" in text
     tiers[3]["pipe"] = d1["full"] + 1e-6                                     # 印出来相同：一样
     assert "SSD 总共和全部重算一样（都是 875.5 ms）" in _text(m.observations_1, _tweak(d1, tiers=tiers))
 
@@ -674,11 +682,14 @@ def test_observations_3_degenerate(d3):
     assert "只有 1 台节点" in _text(m.observations_3, _tweak(d3, nodes=1))
     same = {s: dict(r, mean=0.5) for s, r in res.items()}
     text = _text(m.observations_3, _tweak(d3, results=same))
-    assert "四种调度的平均 TTFT 都是 0.50 s" in text and "从高到低" not in text and "几乎没变" in text
+    assert "全局和本地一样（都是 0.50 s）" in text and "几乎没变" not in text and "低 0%" not in text
+    assert "从高到低：随机 = 负载均衡 = 本地缓存感知 = 全局缓存感知，论文图 5 是 随机 > 负载均衡 >" in text
     tie = _tweak(d3, results={**res, "local_cache": dict(res["local_cache"], mean=res["global_cache"]["mean"])})
-    assert "不矛盾，但有并列" in _text(m.observations_3, tie)
+    text = _text(m.observations_3, tie)                                  # 有并列：和论文的顺序并排印出来
+    assert "本地缓存感知 = 全局缓存感知，论文图 5 是 随机 > 负载均衡 > 本地缓存感知 > 全局缓存感知" in text
+    assert "全局和本地一样（都是 0.38 s）" in text and "与论文图 5 的顺序一致" not in text
     flip = _tweak(d3, results={**res, "random": dict(res["random"], mean=0.01)})
-    assert "与论文图 5 的顺序不一致" in _text(m.observations_3, flip)
+    assert "从高到低：负载均衡 > 本地缓存感知 > 全局缓存感知 > 随机，论文图 5 是 随机 >" in _text(m.observations_3, flip)
     none = {s: dict(r, hit=0.0, pulled=0, pulled_share=0.0) for s, r in res.items()}
     text = _text(m.observations_3, _tweak(d3, results=none))
     assert "四种调度的命中率都是 0%" in text and "全局调度一次也没有从别的节点拉 KV" in text
@@ -698,11 +709,11 @@ def test_observations_4_degenerate(d4):
     text = _text(m.observations_4, _tweak(d4, nic_gbps=100))
     assert "100 Gbps 在 1,024、8,192 和 32,768 token 时藏不住" in text and "余量" not in text
     one = _tweak(d4, base=d4["base"][:1], hits=d4["hits"][:1], slow=d4["slow"][:1])
-    assert "藏得住要 634.4 Gbps（不命中 32.5）" in _text(m.observations_4, one)
-    text = _text(m.observations_4, one)                     # 只有一个长度藏不住：不把它说两遍
-    assert "1,024 token 藏不住：露出 30.3 ms" in text and "藏不住：1,024 token 露出" not in text
+    text = _text(m.observations_4, one)                     # 只有一个长度：范围只写一个数，不把它说两遍
+    assert "1,024 token 藏不住：露出 30.3 ms（prefill 的 37%）" in text and "–" not in text.replace("24–400", "")
+    assert "藏不住：1,024 token 露出" not in text
     two = _tweak(d4, slow=[dict(c, hidden=c["n"] > 8192) for c in d4["slow"]])
-    assert "1,024 和 8,192 token 藏不住：1,024 token 露出 30.3 ms" in _text(m.observations_4, two)
+    assert "1,024 和 8,192 token 藏不住：露出 30.3–140.8 ms" in _text(m.observations_4, two)
 
 
 # ---------------------------------------------------------------- 图：数字都来自演示返回的 dict

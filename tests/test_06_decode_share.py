@@ -7,6 +7,7 @@
 """
 import copy
 import os
+import re
 
 import numpy as np
 import pytest
@@ -87,8 +88,25 @@ def test_decode_observations_follow_numbers():
     assert "C 占 7.7%–9.1%" in text and "仍看得出来" in text
     swapped = _data(attention="不用 cuDNN", identical=False)
     lines, more = s06.decode_observations(swapped, s06.decode_rows(swapped))
-    assert "选了不同的 kernel" in "".join(lines) and "最多差 0.5" in "".join(lines)
-    assert "只用 cuDNN 的后端时同样不可复现" in "".join(more)
+    assert "KV 缓存却逐位相同：差别来自之后的计算" in "".join(lines) and "最多差 0.5" in "".join(lines)
+    assert "不是克隆" in "".join(lines) and not more
+    for r in swapped["decode"]["rows"]:
+        r["kv_identical"] = False                                      # KV 也不同：怪克隆写出的数据
+    lines, _ = s06.decode_observations(swapped, s06.decode_rows(swapped))
+    assert "KV 缓存不同：克隆写出的数据不一样" in "".join(lines) and "不是克隆" not in "".join(lines)
+
+
+def test_blog_comparison_is_a_table_of_printed_numbers(monkeypatch, capsys):
+    """博客三次的区间确实重叠（表注这么说）；--more 的对照表把博客的平均和我们单独的 A 克隆并排印出来。"""
+    ft = s06.BLOG["first_token_p99_ms"]
+    assert max(min(ft["之前"]), min(ft["之后"])) <= min(max(ft["之前"]), max(ft["之后"]))       # 区间重叠
+    monkeypatch.setattr(console, "SHOW_MORE", True)
+    s06.demo_4(SAVED)
+    out = capsys.readouterr().out
+    assert re.search(r"^博客：之前 +0\.59、0\.55、0\.51 +550$", out, flags=re.M)
+    assert re.search(r"^博客：之后 +0\.52、0\.49、0\.47 +493$", out, flags=re.M)
+    a1 = s06.fmt_us(s06.get(SAVED, "gpt2-small", 1, "A"))
+    assert re.search(rf"^本实验：单独一次 A 克隆（N=1） +- +{a1}$", out, flags=re.M) and "区间重叠" in out
 
 
 def test_saved_results_meet_the_decode_targets():
@@ -103,9 +121,12 @@ def test_saved_results_meet_the_decode_targets():
 def test_validation_observations_cover_both_paths_and_failures():
     ok = dict(cases=15, passed=15, checks=75, arg_pairs=8, ns=[0, 1, 5, 8, 9])
     lines, more = s06.validation_observations(ok)
-    assert "15 个用例、75 项检查全部通过" in lines[0] and "N = 8 块号当 kernel 参数传，N = 9 起" in lines[1]
+    assert "15 个用例、75 项检查都逐位正确" in lines[0] and "N = 8 块号当 kernel 参数传，N = 9 起" in lines[1]
+    assert "ref_count 回到 1" in more[0]
+    lines, _ = s06.validation_observations(dict(ok, ns=[0, 1, 5]))          # 没跨过分界：不说分界
+    assert len(lines) == 1
     lines, _ = s06.validation_observations(dict(ok, passed=14, ns=[1]))
-    assert lines == ["1 个用例失败（共 15 个）：后面的计时没有意义。"]
+    assert lines == ["1 个用例写错了（共 15 个）：后面的计时没有意义。"]
 
 
 def test_bound_observations_name_the_change_that_mattered():
@@ -121,22 +142,34 @@ def test_bound_observations_name_the_change_that_mattered():
     assert "“大 tile 多 warp（8192、8 warp）”反而更慢" in lines[0] and "evict" not in lines[0]
     assert "99.0%" in lines[1] and "30.0%" in lines[1]
     assert len(lines) <= 3 and any("99.5%" in m for m in more)
+    for name in d["shapes"]:                        # 没有一步让每种形状都变快：不点名"作用最大"
+        for r in d["tuning"][name]["ladder"]["steps"]:
+            if r["base"] is not None and r["key"] not in ("contiguous_blocks", "triton_contiguous", "torch_gather"):
+                r["c_over_d"] = 0.90
+    lines, _ = s06.bound_observations(d)
+    assert lines[0].startswith("没有哪一步让每种形状都变快") and "+0.0" not in lines[0] and "作用最大" not in lines[0]
 
 
 def test_timing_observations_say_what_bounds_c_from_the_numbers():
-    """N 最小时 C 没到 D 最高带宽的一半 → 受 launch 开销限制；N 最大时过了一半 → 受显存带宽限制。反过来的数据
-    （学生把 NS 改成都很大 / 都很小）句子跟着变。"""
+    """受什么限制看 C 的时间跟不跟着块数涨：N 最小的两档几乎不涨 → 受 launch 开销限制；N 最大的两档跟着涨、带宽贴近 D
+    → 受显存带宽限制。反过来的数据（学生把 NS 改成都很大 / 都很小、C 写得慢）句子跟着变。"""
     lines, _ = s06.timing_observations(SAVED)
-    assert "受 launch 开销限制" in lines[0] and "这时受显存带宽限制" in lines[1]
-    d = copy.deepcopy(SAVED)
-    for r in d["results"]:
-        r["GBps"] = 1000.0 if r["method"] != "D" else 1500.0            # 每个 N 都过了 D 最高带宽的一半
-    lines, _ = s06.timing_observations(d)
-    assert "已过 D 最高带宽的一半" in lines[0] and "受 launch 开销限制" not in lines[0]
-    for r in d["results"]:
-        r["GBps"] = 100.0 if r["method"] != "D" else 1500.0             # 每个 N 都不到一半
-    lines, _ = s06.timing_observations(d)
-    assert "仍受调用开销限制" in lines[1]
+    assert "受 launch 开销限制" in lines[0] and "：受显存带宽限制" in lines[1] and "受主机开销限制" in lines[0]
+    assert "N 从 256 到 2048（块数 × 8），C 的时间 × 6.4" in lines[1]
+    small = copy.deepcopy(SAVED)                                       # 只量了 N = 1、8：N 大的一头也是固定开销
+    small["results"] = [r for r in small["results"] if r["N"] in (1, 8)]
+    lines, _ = s06.timing_observations(small)
+    assert "仍受调用开销限制" in lines[1] and "显存带宽" not in lines[1]
+    slow = copy.deepcopy(SAVED)                                        # C 跟着块数涨，却只有 D 的两成：怪 kernel
+    for r in slow["results"]:
+        if r["method"] == "C":
+            r["us"] *= 5
+    lines, _ = s06.timing_observations(slow)
+    assert "带宽却不到 D 的一半：受 kernel 本身的写法限制" in lines[1]
+    big = copy.deepcopy(SAVED)                                         # 只量了 N 大的几档：N 小的一头也跟着涨
+    big["results"] = [r for r in big["results"] if r["N"] >= 256]
+    lines, _ = s06.timing_observations(big)
+    assert "已跟着块数涨" in lines[0] and "受 launch 开销限制" not in lines[0]
 
 
 def _cpu_output(argv, monkeypatch, capsys, width=80):
@@ -149,7 +182,7 @@ def _cpu_output(argv, monkeypatch, capsys, width=80):
 def test_main_on_cpu_validates_then_prints_every_saved_table(monkeypatch, capsys):
     out = _cpu_output([], monkeypatch, capsys)
     flat = "".join(out.split())
-    assert "Triton解释器" in flat and "15个用例、75项检查全部通过" in flat
+    assert "Triton解释器" in flat and "15个用例、75项检查都逐位正确" in flat
     m = SAVED["meta"]
     assert "".join(f"{m['gpu']}，torch{m['torch']}，triton{m['triton']}，{m['date']}".split()) in flat
     assert "保存的结果" in flat
@@ -168,13 +201,26 @@ def test_cpu_output_budget_and_no_pass_fail_words(monkeypatch, capsys):
     """默认输出（80 列、管道）至多 80 行、每个演示至多 3 条观察、每条至多 3 行；没有目标和达标与否的字样。"""
     out = _cpu_output([], monkeypatch, capsys)
     assert len(out.splitlines()) <= 80, len(out.splitlines())
-    for word in ("目标", "达标", "大头", "小头", "prefix"):
+    for word in ("目标", "达标", "大头", "小头", "prefix", "通过", "失败", "未达"):
         assert word not in out, word
     for part in out.split("观察\n")[1:]:
         items = [ln for ln in part.split("═")[0].splitlines() if ln.startswith("  ") and ln[2:3].isdigit()]
         assert len(items) <= 3
     more = _cpu_output(["--more", "--demo", "3"], monkeypatch, capsys)
     assert "launch（通用路径）" in more and "Triton 拷一整段连续内存" in more
+    for head in ("受主机开销限制", "受 launch 开销限制", "受显存带宽限制", "几乎看不出来"):     # 每种做法受什么限制、要记住什么
+        assert head.replace(" ", "") in "".join(out.split()), head
+
+
+@pytest.mark.skipif(ON_GPU, reason="GPU 上 main() 会重新测量")
+def test_more_keeps_the_facts_moved_out_of_sentences(monkeypatch, capsys):
+    """--more：以前句子里的数挪进了表格单元格（各轮范围、通用路径的 launch、估算的占比、注意力后端），都还在。"""
+    more = _cpu_output(["--more"], monkeypatch, capsys)
+    flat = "".join(more.split())
+    for fact in ("9.4–10.3", "13.3–18.4", "23.4", "不在主机上逐个launch", "0.04%", "0.7%", "不用cuDNN",
+                 "不确定的就是cuDNN的注意力kernel", "区间重叠", "ref_count回到1", "kernel的写法本身不是瓶颈"):
+        assert fact in flat, fact
+    assert len(more.splitlines()) <= 126
 
 
 @pytest.mark.parametrize("width", [80, 100])

@@ -287,12 +287,16 @@ def test_module_without_triton_falls_back_to_index_copy(monkeypatch):
     (["--plot-only", "--json", "{dir}"], "是一个目录"),
     (["--figures", "{empty}"], "是一个文件，不是目录"),
     (["--json", "{empty}"], "不是本脚本保存的结果"),
-], ids=["flag", "demo", "missing", "empty-json", "not-json", "json-dir", "figures-file", "cpu-bad-json"])
+    (["--json", "{holey}"], "缺少 ('gpt2-small', 8, 'C图')"),
+], ids=["flag", "demo", "missing", "empty-json", "not-json", "json-dir", "figures-file", "cpu-bad-json", "missing-row"])
 def test_bad_command_line_is_one_line_exit_2(argv, word, tmp_path, capsys):
     (tmp_path / "empty.json").write_text("{}")
     (tmp_path / "bad.txt").write_text("{not json")
+    saved = s06.load_results(s06.DEFAULT_JSON)             # 少了一行（N = 8 的 C图）：一行说清，不是 traceback
+    saved["results"] = [r for r in saved["results"] if (r["shape"], r["N"], r["method"]) != ("gpt2-small", 8, "C图")]
+    (tmp_path / "holey.json").write_text(json.dumps(saved, ensure_ascii=False), encoding="utf-8")
     paths = dict(missing=tmp_path / "nope.json", empty=tmp_path / "empty.json", notjson=tmp_path / "bad.txt",
-                 dir=tmp_path)
+                 dir=tmp_path, holey=tmp_path / "holey.json")
     argv = [a.format(**paths) for a in argv]
     if DEVICE == "cuda" and argv[0] == "--json":
         pytest.skip("GPU 上会重新测量并写这个文件")

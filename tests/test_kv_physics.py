@@ -92,3 +92,24 @@ def test_hbm_bytes_are_binary():
 def test_eq1_constants_from_fast25_table1():
     from kv_physics import EQ1_A, EQ1_B
     assert (EQ1_A, EQ1_B) == (4, 22)
+
+
+def test_trace_prefill_time_is_the_sum_of_per_request_times():
+    """一整个 trace：逐个请求的 prefill_time 从前往后加起来；不命中时就是 prefill_compute_time 之和。"""
+    import numpy as np
+    from kv_physics import trace_prefill_time
+    n, h = np.array([1_000, 8_192, 3]), np.array([0, 4_096, 2])
+    want = 0.0
+    for a, b in zip(n.tolist(), h.tolist()):
+        want += prefill_time(LLAMA2_70B, a, b, TIERS[1])
+    assert trace_prefill_time(LLAMA2_70B, n, h, TIERS[1]) == want
+    assert trace_prefill_time(LLAMA2_70B, n, 0 * h, TIERS[1]) == sum(prefill_compute_time(LLAMA2_70B, a, 0) for a in n.tolist())
+    assert trace_prefill_time(LLAMA2_70B, n[:0], h[:0], TIERS[1]) == 0.0
+
+
+def test_hit_tier_blends_local_and_remote_by_bytes():
+    """放得进本机：就是本机那一层；放不下：超出的按比例从远端读，等效带宽是按字节数的调和平均。"""
+    from kv_physics import hit_tier
+    assert hit_tier(1e12, TIERS[1], TIERS[2], 1e12) is TIERS[1]
+    tier = hit_tier(4e12, TIERS[1], TIERS[2], 1e12)                      # 1/4 从 128 GB/s、3/4 从 100 GB/s
+    assert 1 / tier.gb_per_s == pytest.approx(0.25 / 128 + 0.75 / 100)

@@ -15,7 +15,7 @@ from kv_sim_base import has_repeats, infinite_hits
 from kv_sim_lfu import lfu_family_hits
 from kv_sim_lru import _count_less, _popcount, _popcount_by_table, _previous_touch, _wavelet, lru_stack_hits
 from kv_sim_min import _min_hits_by_block, max_live, min_hits, next_use
-from kv_physics import prefill_compute_time, prefill_time
+from kv_physics import prefill_compute_time, prefill_time, trace_prefill_time
 from kv_trace import Trace
 from kv_trace_io import Request
 from paged_kv import BlockPool, PagedSequence, paged_step
@@ -311,7 +311,8 @@ M04 = load_script("04_prefix_caching")
 @given(rows=st.lists(st.tuples(st.integers(1, 200_000), st.integers(0, 400)), min_size=1, max_size=40),
        block=st.sampled_from([16, 512]))
 def test_gpu_hours_by_columns_equals_per_request_loop(rows, block):
-    """gpu_hours / prefill_hours_no_cache 用 numpy 整列算，和逐个请求调用 prefill_time、从前往后累加逐位相同。"""
+    """gpu_hours（kv_physics.trace_prefill_time）用 numpy 整列算，和逐个请求调用 prefill_time、从前往后累加逐位相同；
+    不命中时就是逐个请求的 prefill_compute_time 之和。"""
     tr = Trace.from_requests([Request(float(i), n, 1, ()) for i, (n, _) in enumerate(rows)])
     hits = np.array([h for _, h in rows], dtype=np.int32)
     total, hit_tok = 0.0, 0
@@ -319,24 +320,25 @@ def test_gpu_hours_by_columns_equals_per_request_loop(rows, block):
         n_hit = min(hb * block, n_in - 1)
         total += prefill_time(M04.MODEL, n_in, n_hit, M04.TIERS[M04.TIER_FOR_HITS])
         hit_tok += n_hit
-    assert M04.gpu_hours(tr, hits, block_size=block) == (total / 3600, hit_tok / int(tr.input_len.sum()))
+    tier = M04.TIERS[M04.TIER_FOR_HITS]
+    assert M04.gpu_hours(tr, hits, tier, block) == (total / 3600, hit_tok / int(tr.input_len.sum()))
     base = 0.0
     for n_in in tr.input_len.tolist():
         base += prefill_compute_time(M04.MODEL, n_in, 0)
-    assert M04.prefill_hours_no_cache(tr) == base / 3600
+    assert M04.gpu_hours(tr, np.zeros(len(tr), np.int64), tier, block)[0] == base / 3600
 
 
 def test_gpu_hours_beyond_int64_uses_python_integers():
-    """输入长到式 (1) 的 FLOPs 超出 int64（这里 400 万 token）：改用 Python 整数逐个算，结果不溢出。"""
+    """输入长到式 (1) 的 FLOPs 超出 int64（这里 400 万 token）：trace_prefill_time 改用 Python 整数逐个算，结果不溢出。"""
     tr = Trace.from_requests([Request(0.0, 4_000_000, 1, ()), Request(1.0, 5_000, 1, ())])
-    assert not M04._exact_in_int64(tr.input_len)
+    assert M04.MODEL.prefill_flops(4_000_000) >= 2 ** 63
     hits = np.array([7, 3], dtype=np.int32)
     tier = M04.TIERS[M04.TIER_FOR_HITS]
     want = 0.0
     for n, h in [(4_000_000, 7), (5_000, 3)]:
         want += prefill_time(M04.MODEL, n, min(h * 512, n - 1), tier)
-    assert M04.gpu_hours(tr, hits)[0] == want / 3600 > 0
+    assert M04.gpu_hours(tr, hits, tier, 512)[0] == want / 3600 > 0
     base = 0.0
     for n in (4_000_000, 5_000):
         base += prefill_compute_time(M04.MODEL, n, 0)
-    assert M04.prefill_hours_no_cache(tr) == base / 3600
+    assert trace_prefill_time(M04.MODEL, tr.input_len, np.zeros(2, np.int64), tier) == base

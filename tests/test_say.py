@@ -105,3 +105,58 @@ def test_by_order_and_grouped_decide_on_printed_values():
     assert grouped([([1, 4], "重算更快"), ([], "一样"), ([256], "换出更快")], "块") == "块 1、4 重算更快，块 256 换出更快"
     assert grouped([([1, 4, 16], "重算更快")], "块") == "每个块都是重算更快"
     assert grouped([([16], "一样")], "块") == "块 16 一样"                                # 一个名字：不说"每个"
+
+
+# ---------------------------------------------------------------- 04 加的：never_below、sci
+def test_never_below_decides_on_printed_values():
+    from lab_common.say import fixed, never_below
+    f2, at = fixed(2), "{:,} 块时".format
+    up = never_below("LRU", {10_000: 0.461, 1_000: 0.33}, "LFU", {10_000: 0.387, 1_000: 0.334}, f2, at)
+    assert up == "LRU 在每一处都不低于 LFU，10,000 块时差得最多（0.46 对 0.39）"        # 0.33 对 0.334：印出来相同
+    down = never_below("LRU", {1: 0.30, 2: 0.50}, "LFU", {1: 0.40, 2: 0.50}, f2, at, every="在每个容量")
+    assert down == "LFU 在每个容量都不低于 LRU，1 块时差得最多（0.40 对 0.30）"           # 反过来：换过来说，不说"低于"
+    tie = never_below("A", {1: 0.604, 2: 0.1}, "B", {1: 0.596, 2: 0.1}, f2, at)
+    assert tie == "A 和 B 在每一处都一样"                                                  # 处处印出来相同：不说谁高
+    assert never_below("A", {5: 0.5}, "B", {5: 0.5}, f2, at) == "5 块时 A 和 B 一样（都是 0.50）"   # 一个点：就是 vs
+    mixed = never_below("A", {1: 0.3, 2: 0.6}, "B", {1: 0.4, 2: 0.5}, f2, at)
+    assert mixed == "A 和 B 互有高低：2 块时 A 比 B 高（0.60 对 0.50），1 块时 B 比 A 高（0.40 对 0.30）"
+    keys = never_below("MIN", {("LRU", 1): 0.5, ("LFU", 1): 0.5}, "在线策略", {("LRU", 1): 0.4, ("LFU", 1): 0.3}, f2,
+                       lambda k: f"{k[0]} 在 {k[1]} 块时")                                  # 点可以是任意的键
+    assert keys == "MIN 在每一处都不低于在线策略，LFU 在 1 块时差得最多（0.50 对 0.30）"
+    tied = never_below("MIN", {"LFU": 0.45, "LA": 0.45}, "在线策略", {"LFU": 0.322, "LA": 0.318}, f2, "{} 时".format)
+    assert tied == "MIN 在每一处都不低于在线策略，LA 时差得最多（0.45 对 0.32）"        # 印出来的差一样：按原值的差
+
+
+def test_sci_never_prints_negative_zero():
+    from lab_common.say import sci
+    assert (sci(0.0), sci(-0.0), sci(3.04e-15), sci(-2e-16)) == ("0.0", "0.0", "3.0e-15", "-2.0e-16")
+
+
+def test_whole_counts_complete_units_and_never_says_zero():
+    from lab_common.say import whole
+    assert whole(62633, 2048, "个这样的请求") == "30 个这样的请求"
+    assert whole(2048, 2048, "个请求") == "1 个请求"                    # 恰好一个
+    assert whole(2047, 2048, "个请求") == "不到 1 个请求"               # 不到一个：不说"0 个"或"没有"
+    assert whole(0, 16, "块") == "不到 1 块"
+    assert whole(1_000_000, 3, "块") == "333,333 块"                   # 千分位
+
+
+def test_rel_vs_says_same_for_equal_printed_values():
+    from lab_common.say import fixed, rel_vs
+    s2 = fixed(2, "s")
+    assert rel_vs("全局", 0.38, "本地", 0.44, s2) == "全局比本地低 14%"
+    assert rel_vs("全局", 0.5, "本地", 0.5, s2) == "全局和本地一样（都是 0.50 s）"        # 不说"低 0%""几乎没变"
+    assert rel_vs("全局", 0.501, "本地", 0.499, s2) == "全局和本地一样（都是 0.50 s）"    # 原始值不同，印出来相同
+    assert rel_vs("A", 100.2, "B", 100.6, fixed(1)) == "A 比 B 低不到 1%"                 # 印出来不同，百分数是 0%
+    assert rel_vs("A", 100.2, "B", 100.6, fixed(1), nd=1) == "A 比 B 低 0.4%"
+    assert rel_vs("A", 2.0, "B", 1.0, fixed(1), more="慢") == "A 比 B 慢 100%"
+    assert rel_vs("A", 3, "B", 0, fixed(1)) == "A 比 B 高（3.0 对 0.0）"                  # 分母是 0：不说百分数
+
+
+def test_trend_one_value_is_just_the_value():
+    from lab_common.say import pct, trend, words
+    assert trend([0.2, 0.39, 1.51], pct) == "从 20% 升到 151%"
+    assert trend([1.51], pct) == "151%"                                                  # 不说"从 151% 到 151%"
+    assert trend([0.2, 0.2001], pct) == "保持在 20%"
+    assert trend([0.5, 0.2], pct, down="减到") == "从 50% 减到 20%"
+    assert words("负载", trend([1.51], pct)) == "负载 151%" and words("负载", trend([0.2, 1.5], pct)) == "负载从 20% 升到 150%"

@@ -181,18 +181,18 @@ def both(*checks):
 
 
 def _vllm_row_01(out):
-    """01 演示 2 的 vLLM 一行：(token 状态, 内部碎片, 空闲) 的百分数。"""
-    m = re.search(r"^vLLM +([\d.]+)% +96\.3% +[\d.]+% +([\d.]+)% +([\d.]+)%", out, flags=re.M)
+    """01 演示 2 的 vLLM 一行：(token 状态, 内部碎片, 空闲) 的百分数和平均并发。"""
+    m = re.search(r"^vLLM +([\d.]+)% +96\.3% +[\d.]+% +([\d.]+)% +([\d.]+)% +([\d.]+)$", out, flags=re.M)
     assert m, out[-1500:]
     return tuple(float(x) for x in m.groups())
 
 
 def _paged_obs_matches_row(more_than=None, equal=None):
-    """观察里"零头 X% 和空闲 Y%"的数 = 表里 vLLM 那一行的数；再比较内部碎片和默认块 16 时的 1.6%。"""
+    """观察里分页的 token 状态和平均并发 = 表里 vLLM 那一行的数；再比较内部碎片和默认块 16 时的 1.6%。"""
     def check(rc, out, err):
         runs()(rc, out, err)
-        tok, inner, free = _vllm_row_01(out)
-        assert _nows(f"零头{inner:.1f}%和空闲{free:.1f}%") in _nows(out)
+        tok, inner, free, conc = _vllm_row_01(out)
+        assert _nows(f"高（{tok:.1f}%对") in _nows(out) and _nows(f"平均并发{conc:.1f}，") in _nows(out)
         if more_than is not None:
             assert inner > more_than, inner
         if equal is not None:
@@ -237,7 +237,7 @@ EDITS_01 = [
          "KV 池改成 40 GiB：不说是论文表 1 的值"),
     Edit("01_kv_cache_memory", "KV_POOL_GIB", "0.5", 2, refused("KV_POOL_GIB"), "放不下一个 MAX_SEQ 的请求"),
     Edit("01_kv_cache_memory", "COPY_OVERHEAD_US", "0", 4,
-         says("每个块大小下都是换出再换入更快", "，换出再换入更省", absent=("重算更快",)),
+         says("每个块大小下都是换出再换入更快", "全部重算比全部换出再换入慢", absent=("重算更快",)),
          "试一试 5：拷贝没有固定开销时，小块也不再是重算更快"),
     Edit("01_kv_cache_memory", "N_REQUESTS", "20", 4, says("分页一次也没有抢占"), "没有抢占：另有说法"),
     Edit("01_kv_cache_memory", "GQA_GROUPS", "1", 3,
@@ -318,13 +318,11 @@ def _row_04(out, label):
 
 
 def _04_demo2_saving_matches_table(rc, out, err):
-    """观察 2 里每个前缀的"省下 X%" = 表里那一行的"省下"列；零头的说法和块大小一致。"""
+    """观察 1 的"省下 X%" = 表里 5-shot 那一行的"省下"列；满块和零头按新的块大小数（341 = 5 × 64 + 21）。"""
     runs()(rc, out, err)
     flat = _nows(out)
-    for name, plen in (("1-shot", 80), ("5-shot", 341)):
-        saved = _row_04(out, name)[3]                       # 长度 总输入 实际算 省下 …
-        assert re.search(rf"{name}\d+%→{saved}", flat), saved
     assert _nows(f"5-shot 省下 {_row_04(out, '5-shot')[3]} 的计算") in flat and _nows("前缀的 5 个满块") in flat
+    assert _nows("再减去每个请求都要重算的零头（21 个 token）") in flat
 
 
 def _04_smallest_capacity_matches_table(rc, out, err):
@@ -337,14 +335,22 @@ def _04_smallest_capacity_matches_table(rc, out, err):
 
 
 def _04_s3fifo_counts_match_table(rc, out, err):
-    """S3-FIFO 那一句的"高于 / 持平 / 低于 LRU"个数，按表里两行逐格数出来一样。"""
+    """LRU 和 S3-FIFO 那一句的方向，按表里两行逐格比出来一样；"差得最多"的那一格和表里的数一样。"""
     runs()(rc, out, err)
-    lru, s3 = _row_04(out, "LRU "), _row_04(out, "S3-FIFO ")
-    pairs = [(float(a), float(b)) for a, b in zip(lru[1:], s3[1:])]     # 去掉"无限"那一列：不淘汰
-    words = [("高于", sum(b > a for a, b in pairs)), ("持平", sum(b == a for a, b in pairs)),
-             ("低于", sum(b < a for a, b in pairs))]
-    text = "、".join(f"{n} 个{w} LRU" for w, n in words if n)
-    assert _nows(f"S3-FIFO（SOSP'23）：在 {len(pairs)} 个要淘汰的容量里，{text}") in _nows(out), text
+    caps = _row_04(out, "策略 \\ 容量（块） ")[1:]                 # 去掉"无限"那一列：不淘汰
+    lru, s3 = [float(x) for x in _row_04(out, "LRU ")[1:]], [float(x) for x in _row_04(out, "S3-FIFO ")[1:]]
+    up, down = [a > b for a, b in zip(lru, s3)], [a < b for a, b in zip(lru, s3)]
+    gaps = [round(a - b, 2) for a, b in zip(lru, s3)]
+    if any(up) and any(down):
+        assert _nows("LRU 和 S3-FIFO 互有高低") in _nows(out)
+    elif any(up):
+        i = gaps.index(max(gaps))
+        assert _nows(f"LRU 在每个要淘汰的容量都不低于 S3-FIFO，{caps[i]} 块时差得最多（{lru[i]:.2f} 对 {s3[i]:.2f}）") in _nows(out)
+    elif not any(down):
+        assert _nows("LRU 和 S3-FIFO 在每个要淘汰的容量都一样") in _nows(out)
+    else:
+        i = gaps.index(min(gaps))
+        assert _nows(f"S3-FIFO 在每个要淘汰的容量都不低于 LRU，{caps[i]} 块时差得最多（{s3[i]:.2f} 对 {lru[i]:.2f}）") in _nows(out)
 
 
 def _04_demo4_caps_match_table(rc, out, err):
@@ -353,14 +359,14 @@ def _04_demo4_caps_match_table(rc, out, err):
     frac, hours = _row_04(out, "LRU，容量 5,000 ")[2:4]      # 存储（两段：数、单位） 命中的 token  GPU 时间 …
     assert _nows(f"容量 5,000 块的缓存命中 {frac} 的输入 token") in _nows(out)
     assert _nows(f"降到 {hours} 小时") in _nows(out)
-    frac_s = _row_04(out, "LRU，容量 500 ")[2]
-    assert _nows(f"只有 500 块（78.1 GiB）时命中 {frac_s} 的 token") in _nows(out)
+    assert _row_04(out, "LRU，容量 500 ")[:2] == ["78.1", "GiB"]
+    assert _nows("只有 500 块时命中的 token 是容量 5,000 块的缓存的") in _nows(out)
     assert "无限" not in _nows(out).split("观察")[-1]
 
 
 EDITS_04 = [
     Edit(S04, "N_SHARING", "1", 2,
-         says("只有 1 个请求：完整的块登记进了缓存", "每个前缀都省下 0%", "显存没有省",
+         says("只有 1 个请求：没有后来的请求来用缓存里的块", "每个前缀都省下 0%", "显存也没有省",
               absent=("同样的显存能放下更多请求", "省下的比例 ≈")),
          "试一试 1：没有别的请求来共享，什么也没省（以前说'批可以开得更大'）"),
     Edit(S04, "BLOCK_SIZE", "64", 2, _04_demo2_saving_matches_table,
@@ -371,7 +377,7 @@ EDITS_04 = [
     Edit(S04, "CAPACITIES", "(10_000, 1)", 3, _04_smallest_capacity_matches_table,
          "试一试 3：没有 None、有 1 块：标签和数来自同一列（以前标签 1、数却是 1,000 那一列）"),
     Edit(S04, "POLICIES", '("lru",)', 3,
-         says("MIN 在每个容量都不低于 LRU", absent=("LFU", "3 种")),
+         says("MIN 在每个要淘汰的容量都不低于在线策略，LRU 在", absent=("LFU", "3 种")),
          "只比 LRU：不提 LFU，不说'三种策略'（以前 KeyError）"),
     Edit(S04, "POLICIES", '("lru", "s3fifo")', 3, _04_s3fifo_counts_match_table,
          "试一试 4：注册表里的 S3-FIFO 多出一行和一句话；个数是逐格数出来的"),
@@ -384,11 +390,11 @@ EDITS_04 = [
     Edit(S04, "DEMO4_POLICY", '"s3fifo"', 4, refused("DEMO4_POLICY"), "演示 4 的策略要在 POLICIES 里"),
     # 04b_radix_cache（04 的加餐：基数树）
     Edit("04b_radix_cache", "TREE_MAX_CHILDREN", "8", 1,
-         says("└─ [341, 352) 11 个 ref 1", "16 3,666 718 19 16 3", absent=("…另外",)),
+         says("└─ [341, 352) 11 个 ref 1", "16 3,666 718 19 16 16 2 1", absent=("…另外",)),
          "04b 试一试 1：每个叶子都画出来；表里 16 个叶子"),
     Edit("04b_radix_cache", "BLOCK_SIZE", "1", 2,
-         says("按 token 匹配少算 0 个 token（都是 488）", "块大小 1 时按块也是每个 token 一项索引（2,875 项）",
-              absent=("15.7 倍", "04 演示 2 的\"实际算\"")),
+         says("按 token 和按块匹配要算的一样多（都是 718 个 token）", "块大小 1 时按块也是每个 token 一项索引（3,666 项）",
+              "5-shot 341 = 341×1+0 488 488 0 0 2,875 2,875", absent=("15.7 倍", "04 演示 2 的\"实际算\"")),
          "04b 试一试 2：块只有一个 token 时两者一样；不再说'= 04 演示 2 的实际算'"),
     Edit("04b_radix_cache", "TREE_MAX_CHILDREN", "0", 1, refused("TREE_MAX_CHILDREN")),
 ]
@@ -397,7 +403,7 @@ EDITS_04 = [
 S05 = "05_kv_store"
 EDITS_05 = [
     Edit(S05, "PREFIX", "4096", 1,
-         says("KV 1.25 GiB", "SSD 总共比全部重算快（195.7 ms 对 449.7 ms）", "按 100% 算力、8,192 token",
+         says("KV 1.25 GiB", "SSD 总共比全部重算快（195.7 ms 对 449.7 ms）", "（100% 算力、8,192 token）",
               "6、19 GB/s 一致"),
          "试一试 1：PREFIX 不在 PREFIX_LENS 里也能跑（以前 KeyError）；和论文的比较仍按论文的 8,192"),
     Edit(S05, "PREFIX", "131072", 1,
@@ -416,11 +422,11 @@ EDITS_05 = [
     Edit(S05, "REPLICAS", "(1, 512)", 2, refused("REPLICAS"), "副本数超过节点数"),
     Edit(S05, "NET_GPU_UTIL", "1.5", 2, refused("NET_GPU_UTIL")),
     Edit(S05, "SCHED_CAPACITY", "600", 3,
-         says("本地缓存 93.8 GiB（101 GB）", "命中率从 31%（负载均衡）变为 37%（本地）、39%（全局）",
+         says("本地缓存 93.8 GiB（101 GB）", "命中率从 31% 升到 39%（负载均衡 → 全局）",
               "全局比本地低 11%"),
          "试一试 3：本地缓存小了，全局调度比本地好 11%（默认 15%）"),
     Edit(S05, "SCHED_LOAD", "0.7", 3,
-         says("不用缓存时要 8 台的 70%", "负载从 46% 变为 32%、30%", absent=("超载：",)),
+         says("不用缓存时要 8 台的 70%", "负载从 46% 降到 30%", absent=("超载：", "集群忙的时候")),
          "试一试 4：负载 70% 时随机调度不再超载；随机 / 负载均衡的倍数在 --more 里"),
     Edit(S05, "SCHED_NODES", "1", 3,
          says("只有 1 台节点：四种调度都只能发给它", absent=("与论文图 5 的顺序",)),
@@ -431,7 +437,8 @@ EDITS_05 = [
          says("100 Gbps 在 1,024、8,192 和 32,768 token 时藏不住", "经 100 Gbps 发完要 3,436.0 ms"),
          "试一试 5：网卡 100 Gbps 时命中 95% 的短请求藏不住发送；句子里的带宽 = 设置"),
     Edit(S05, "PD_LENS", "(512,)", 4,
-         says("藏得住要 635.6 Gbps（不命中 32.9）", "按层流水藏得住", absent=("635.6–635.6",)),
+         says("512 token 的 KV 有 160 MiB", "按层流水藏得住", "512 token 藏不住：露出 15.6 ms（prefill 的 38%）",
+              absent=("635.6–635.6", "15.6–", "512 和")),
          "一个长度：范围只写一个数"),
     Edit(S05, "PD_HIT", "0", 4, says("前缀命中 0% 时一个 token 也没命中", absent=("余量从",)), "不命中：另有说法"),
     Edit(S05, "PD_HIT", "1.0", 4, refused("PD_HIT"), "全部命中就没有 token 可算"),
