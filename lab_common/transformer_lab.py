@@ -93,11 +93,14 @@ def rmsnorm(x, g, eps):
 
 
 def rope(x, pos, theta):
-    """旋转位置编码。x: (..., T, head_dim)，pos: (T,) 绝对位置。前一半和后一半配对旋转。"""
+    """旋转位置编码。x: (..., T, head_dim)，pos: (T,) 或 (B, T) 绝对位置（(B, T) 时 x 是 (B, H, T, head_dim)）。
+    前一半和后一半配对旋转；每个数只由它自己的位置决定，与一次算几个 token、几条序列无关。"""
     half = x.shape[-1] // 2
     freq = theta ** (-np.arange(half) / half)          # (half,)
-    ang = pos[:, None] * freq[None, :]                  # (T, half)
+    ang = pos[..., None] * freq                         # (T, half) 或 (B, T, half)
     cos, sin = np.cos(ang), np.sin(ang)
+    if pos.ndim == 2:                                   # 批：(B, 1, T, half)，对所有头广播
+        cos, sin = cos[:, None], sin[:, None]
     x1, x2 = x[..., :half], x[..., half:]
     return np.concatenate([x1 * cos - x2 * sin, x1 * sin + x2 * cos], axis=-1)
 
@@ -108,20 +111,26 @@ def attend(q, k, v, q_pos, pad_to):
     查询 i 只看位置 0..q_pos[i] 的键。先把 K/V 用 0 补到固定长度 pad_to（= max_seq），
     被遮住的位置概率恰好是 0.0：于是每一行的求和长度、求和顺序都与"这次一起算了几个 token、
     缓存里已经有多少"无关——整段 prefill、分块 prefill、逐个 decode 的结果逐位相同。
+
+    一批 B 条序列一起算：q: (B, H, T, hd)，k/v: B 个 (H_kv, L_b, hd) 的列表（各条长度可以不同），
+    q_pos: (B, T)。每条补零到同一个 pad_to，所以批里每一行的结果和单独算时逐位相同。
     """
-    H, T, hd = q.shape
-    Hkv, L, _ = k.shape
-    if L > pad_to:
-        raise ValueError(f"序列长度 {L} 超过了模型的 max_seq={pad_to}")
-    kp = np.zeros((H, pad_to, hd))                     # GQA：第 h 个查询头用第 h // group 组 K/V
-    vp = np.zeros((H, pad_to, hd))
-    kp[:, :L] = np.repeat(k, H // Hkv, axis=0)
-    vp[:, :L] = np.repeat(v, H // Hkv, axis=0)
-    s = np.einsum("htd,hnd->htn", q, kp) / np.sqrt(hd)  # (H, T, pad_to)
-    visible = np.arange(pad_to)[None, :] <= q_pos[:, None]   # (T, pad_to) 因果遮罩
-    s = np.where(visible[None], s, -np.inf)
+    if q.ndim == 3:
+        return attend(q[None], [k], [v], q_pos[None], pad_to)[0]
+    B, H, T, hd = q.shape
+    kp = np.zeros((B, H, pad_to, hd))                  # GQA：第 h 个查询头用第 h // group 组 K/V
+    vp = np.zeros((B, H, pad_to, hd))
+    for b, (kb, vb) in enumerate(zip(k, v)):
+        Hkv, L, _ = kb.shape
+        if L > pad_to:
+            raise ValueError(f"序列长度 {L} 超过了模型的 max_seq={pad_to}")
+        kp[b, :, :L] = np.repeat(kb, H // Hkv, axis=0)
+        vp[b, :, :L] = np.repeat(vb, H // Hkv, axis=0)
+    s = np.einsum("bhtd,bhnd->bhtn", q, kp) / np.sqrt(hd)  # (B, H, T, pad_to)
+    visible = np.arange(pad_to) <= q_pos[:, :, None]       # (B, T, pad_to) 因果遮罩
+    s = np.where(visible[:, None], s, -np.inf)
     p = np.exp(s - s.max(axis=-1, keepdims=True))        # 被遮住的位置：exp(-inf) = 0.0
-    return np.einsum("htn,hnd->htd", p, vp) / p.sum(axis=-1, keepdims=True)
+    return np.einsum("bhtn,bhnd->bhtd", p, vp) / p.sum(axis=-1, keepdims=True)
 
 
 # ---------------------------------------------------------------- 前向
@@ -130,17 +139,26 @@ def run_layers(params, cfg, x, pos, kv_io):
 
     kv_io(layer, k_new, v_new) 负责把这 T 个新位置的 K/V（形状 (H_kv, T, hd)）存起来，
     并返回这条序列到目前为止的全部 K/V（(H_kv, L, hd)）。连续缓存和分页缓存只在这里不同。
+
+    一批 B 条序列（各自接着自己的缓存、每条 T 个新 token）一起过：x: (B, T, d_model)，pos: (B, T)；
+    kv_io 收到 (B, H_kv, T, hd)，返回 B 条各自的全部 K/V（列表，长度可以不同）。线性层按行算、
+    注意力补零到 max_seq，所以批里每条序列的 logits 与单独算时逐位相同（一次调用省下的是 Python 的开销）。
     """
+    if x.ndim == 2:
+        def one(li, k, v):
+            k_all, v_all = kv_io(li, k[0], v[0])
+            return [k_all], [v_all]
+        return run_layers(params, cfg, x[None], pos[None], one)[0]
     H, Hkv, hd = cfg.n_heads, cfg.n_kv_heads, cfg.head_dim
-    T = x.shape[0]
+    B, T = x.shape[:2]
     for li, p in enumerate(params["layers"]):
         h = rmsnorm(x, p["attn_norm"], cfg.norm_eps)
-        q = rope(linear(h, p["wq"]).reshape(T, H, hd).transpose(1, 0, 2), pos, cfg.rope_theta)
-        k = rope(linear(h, p["wk"]).reshape(T, Hkv, hd).transpose(1, 0, 2), pos, cfg.rope_theta)
-        v = linear(h, p["wv"]).reshape(T, Hkv, hd).transpose(1, 0, 2)
+        q = rope(linear(h, p["wq"]).reshape(B, T, H, hd).transpose(0, 2, 1, 3), pos, cfg.rope_theta)
+        k = rope(linear(h, p["wk"]).reshape(B, T, Hkv, hd).transpose(0, 2, 1, 3), pos, cfg.rope_theta)
+        v = linear(h, p["wv"]).reshape(B, T, Hkv, hd).transpose(0, 2, 1, 3)
         k_all, v_all = kv_io(li, k, v)
-        a = attend(q, k_all, v_all, pos, cfg.max_seq)   # (H, T, hd)
-        x = x + linear(a.transpose(1, 0, 2).reshape(T, H * hd), p["wo"])
+        a = attend(q, k_all, v_all, pos, cfg.max_seq)   # (B, H, T, hd)
+        x = x + linear(a.transpose(0, 2, 1, 3).reshape(B, T, H * hd), p["wo"])
         h = rmsnorm(x, p["ffn_norm"], cfg.norm_eps)
         g = linear(h, p["w_gate"])
         x = x + linear(g / (1.0 + np.exp(-g)) * linear(h, p["w_up"]), p["w_down"])  # SwiGLU

@@ -226,16 +226,52 @@ OUTPUT_MEAN = 182                           # 平均输出 token 数（对数正
 MAX_INPUT = 128_000                         # 上下文上限
 
 
-def _lognormal(rng, mean, sigma, size=None):
-    return rng.lognormal(np.log(mean) - sigma ** 2 / 2, sigma, size)
+# make_trace 读的全部设置：结果按 (seed, n_requests, duration_s, 这些设置的值) 记在本进程里，改了任何一个都重新生成
+TRACE_SETTINGS = ("BLOCK_SIZE", "N_REQUESTS", "DURATION_S", "FAMILY_WEIGHTS", "FAMILY_BLOCKS", "TEMPLATES_PER_FAMILY",
+                  "TEMPLATE_EXTRA", "P_ONE_SHOT", "ONE_SHOT_MEAN", "FIRST_TURN_MEAN", "TOOL_RESULT_MEAN", "MEAN_TURNS",
+                  "TURN_GAP_MEAN_S", "OUTPUT_MEAN", "MAX_INPUT")
+_MADE = {}                  # 键 → Trace 的五列（只读数组）；最多记 MAX_MADE 个
+MAX_MADE = 4
 
 
-def make_trace(seed=0, n_requests=N_REQUESTS, duration_s=DURATION_S):
+def _lognormal_mu(mean, sigma):
+    """对数正态的 μ：让均值正好是 mean（σ 给定时 E = exp(μ + σ²/2)）。"""
+    return np.log(mean) - sigma ** 2 / 2
+
+
+def make_trace(seed=0, n_requests=None, duration_s=None):
     """生成 n_requests 个请求（Trace），按到达时间排好，最后一个在 duration_s 秒到达。固定 seed → 同样的 trace。
+
+    n_requests、duration_s 不给时用 N_REQUESTS、DURATION_S。同一个进程里同样的参数和设置只生成一次：
+    返回的 Trace 的列是只读的（要改就先 .copy()）。
 
     >>> tr = make_trace(seed=0, n_requests=5)
     >>> len(tr), float(tr.arrival[-1]), tr.n_blocks.tolist() == [len(r.blocks) for r in tr]
     (5, 3600.0, True)
+    >>> tr.hash_ids.flags.writeable, make_trace(seed=0, n_requests=5) == tr
+    (False, True)
+    """
+    if n_requests is None:
+        n_requests = N_REQUESTS
+    if duration_s is None:
+        duration_s = DURATION_S
+    key = (repr(seed), repr(n_requests), repr(duration_s)) + tuple(repr(globals()[k]) for k in TRACE_SETTINGS)
+    if key not in _MADE:
+        cols = _generate(seed, n_requests, duration_s)
+        for a in cols:
+            a.flags.writeable = False
+        while len(_MADE) >= MAX_MADE:
+            del _MADE[next(iter(_MADE))]       # 最早生成的先丢
+        _MADE[key] = cols
+    return Trace(*_MADE[key])
+
+
+def _generate(seed, n_requests, duration_s):
+    """make_trace 的实际生成：返回 Trace 的五列 (arrival, input_len, output_len, hash_ids, offsets)。
+
+    随机数的抽取顺序是固定的（改动会改变 trace）：模板的长度逐个抽；会话的开始时刻、是否一次性、轮数、模板
+    各抽一整列；各会话的轮间隔按会话顺序一次抽完；每个请求按到达顺序各抽一个输入增量、一个输出长度
+    （交替排成一列一次抽完——和逐个抽的结果逐位相同）。
     """
     block = BLOCK_SIZE
     rng = np.random.default_rng(seed)
@@ -264,32 +300,39 @@ def make_trace(seed=0, n_requests=N_REQUESTS, duration_s=DURATION_S):
     turns = np.where(one_shot, 1, rng.geometric(1 / MEAN_TURNS, n_sessions))
     tmpl = rng.choice(len(templates), n_sessions, p=tmpl_p)
 
-    events = []                              # (到达时刻, 会话号, 第几轮)
-    for s in range(n_sessions):
-        t = starts[s] + np.concatenate([[0.0], np.cumsum(rng.exponential(TURN_GAP_MEAN_S, turns[s] - 1))])
-        events.extend((float(x), s, k) for k, x in enumerate(t))
-    events.sort()
-    events = events[:n_requests]
-    scale = duration_s / events[-1][0]       # 把最后一个请求放在 duration_s：正好一小时
+    # 第 k 轮的到达时刻 = 开始时刻 + 前 k 个间隔之和（gaps 的第 s 行放会话 s 的 turns[s] − 1 个间隔）
+    session = np.repeat(np.arange(n_sessions), turns)                    # 每一轮属于哪个会话 (总轮数,)
+    turn = np.arange(len(session)) - np.repeat(np.cumsum(turns) - turns, turns)   # 第几轮（从 0 起）
+    gaps = np.zeros((n_sessions, int(turns.max())))
+    later = turn > 0
+    gaps[session[later], turn[later]] = rng.exponential(TURN_GAP_MEAN_S, int(later.sum()))
+    when = starts[session] + np.cumsum(gaps, axis=1)[session, turn]      # 逐行累加：和逐个会话 cumsum 相同
+    order = np.lexsort((turn, session, when))[:n_requests]               # 按 (时刻, 会话, 轮) 排序
+    times, sess, turn = when[order].tolist(), session[order].tolist(), turn[order].tolist()
+    scale = duration_s / times[-1]           # 把最后一个请求放在 duration_s：正好一小时
+
+    # 每个请求两个对数正态：输入增量（第一轮是用户内容或一次性内容，之后是工具结果；σ = 0.9）和输出长度（σ = 0.8）
+    first_mu = np.where(one_shot, _lognormal_mu(ONE_SHOT_MEAN, 0.9), _lognormal_mu(FIRST_TURN_MEAN, 0.9))
+    mu = np.empty(2 * len(times))
+    mu[0::2] = np.where(np.asarray(turn) == 0, first_mu[sess], _lognormal_mu(TOOL_RESULT_MEAN, 0.9))
+    mu[1::2] = _lognormal_mu(OUTPUT_MEAN, 0.8)
+    draws = rng.lognormal(mu, np.tile([0.9, 0.8], len(times))).tolist()
 
     ctx = {}                                 # 会话号 → (上一轮输入的完整块 id, 上一轮输入长度 + 输出长度)
     arrival, n_ins, n_outs, lens, ids = [], [], [], [], array("q")
-    for t, s, k in events:
+    for i, (t, s, k) in enumerate(zip(times, sess, turn)):
         sys_ids, sys_len = templates[tmpl[s]]
         if k == 0:
-            mean = FIRST_TURN_MEAN
-            if one_shot[s]:
-                mean = ONE_SHOT_MEAN
-            n_in = sys_len + int(_lognormal(rng, mean, 0.9))
+            n_in = sys_len + int(draws[2 * i])
             prev_ids = sys_ids
         else:
             prev_ids, prev_total = ctx[s]
-            n_in = prev_total + int(_lognormal(rng, TOOL_RESULT_MEAN, 0.9))
+            n_in = prev_total + int(draws[2 * i])
         n_in = min(n_in, MAX_INPUT)
         nb = -(-n_in // block)
         keep = prev_ids[:min(len(prev_ids), n_in // block)]   # 共享前缀：之前的完整块原样复用
         blocks = keep + new_ids(nb - len(keep))               # 其余（含不满的最后一块）是新块
-        n_out = max(1, int(_lognormal(rng, OUTPUT_MEAN, 0.8)))
+        n_out = max(1, int(draws[2 * i + 1]))
         ctx[s] = (blocks[:n_in // block], n_in + n_out)
         arrival.append(round(t * scale, 3))
         n_ins.append(n_in)
@@ -298,4 +341,5 @@ def make_trace(seed=0, n_requests=N_REQUESTS, duration_s=DURATION_S):
         ids.extend(blocks)
     offsets = np.zeros(len(lens) + 1, dtype=np.int64)
     np.cumsum(lens, out=offsets[1:])
-    return Trace(arrival, n_ins, n_outs, np.frombuffer(ids, dtype=np.int64), offsets)
+    return (np.array(arrival, dtype=np.float64), np.array(n_ins, dtype=np.int64), np.array(n_outs, dtype=np.int64),
+            np.frombuffer(ids, dtype=np.int64), offsets)

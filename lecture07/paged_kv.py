@@ -212,21 +212,34 @@ def paged_step(params, cfg, seqs, new_tokens):
     """每条序列接着自己的 KV 往后算 new_tokens[i]，返回每条的 logits (len(new), vocab)。
 
     和 transformer_lab.forward 共用同一份层计算（run_layers），只是 K/V 写进块池、按块表读出。
+    新 token 数相同的序列一起过一次 run_layers（x: (B, T, d)，束搜索、并行采样的一步就是这样）；
+    每条的结果与单独算时逐位相同。先按顺序为每条序列 reserve（写时复制、分配新块），再逐层
+    按顺序"散写这条的 K/V、按块表读回"。
     """
-    outs = []
-    for seq, toks in zip(seqs, new_tokens):
-        toks = np.asarray(toks)
-        start = seq.length
-        blk, off = seq.reserve(len(toks))
-        blocks = np.asarray(seq.blocks, dtype=np.int64)
-        pool = seq.pool
+    toks = [np.asarray(t) for t in new_tokens]
+    starts = [seq.length for seq in seqs]
+    where = [seq.reserve(len(t)) for seq, t in zip(seqs, toks)]       # 每条的 (物理块, 块内偏移)
+    tables = [np.asarray(seq.blocks, dtype=np.int64) for seq in seqs]
+    outs = [None] * len(seqs)
+    by_len = {}
+    for i, t in enumerate(toks):                   # 新 token 数相同的序列一批
+        by_len.setdefault(len(t), []).append(i)
+    for T, idx in by_len.items():
+        def kv_io(layer, k, v, idx=idx, T=T):      # k, v: (B, n_kv_heads, T, head_dim)
+            k_all, v_all = [], []
+            for b, i in enumerate(idx):
+                pool, (blk, off) = seqs[i].pool, where[i]
+                pool.k[layer, blk, :, off] = k[b].transpose(1, 0, 2)   # 按 (块, 偏移) 散写
+                pool.v[layer, blk, :, off] = v[b].transpose(1, 0, 2)
+                kb, vb = gather_kv(pool, layer, tables[i], starts[i] + T)
+                k_all.append(kb)
+                v_all.append(vb)
+            return k_all, v_all
 
-        def kv_io(layer, k, v):          # k, v: (n_kv_heads, T, head_dim)
-            pool.k[layer, blk, :, off] = k.transpose(1, 0, 2)   # 按 (块, 偏移) 散写
-            pool.v[layer, blk, :, off] = v.transpose(1, 0, 2)
-            return gather_kv(pool, layer, blocks, start + len(toks))
-
-        pos = np.arange(start, start + len(toks))
-        outs.append(run_layers(params, cfg, params["embed"][toks], pos, kv_io))
-        seq.length = start + len(toks)
+        x = params["embed"][np.stack([toks[i] for i in idx])]          # (B, T, d_model)
+        pos = np.stack([np.arange(starts[i], starts[i] + T) for i in idx])
+        for i, o in zip(idx, run_layers(params, cfg, x, pos, kv_io)):
+            outs[i] = o
+    for seq, s0, t in zip(seqs, starts, toks):
+        seq.length = s0 + len(t)
     return outs

@@ -103,3 +103,34 @@ def test_paged_step_equals_forward(params, block):
             k, v = gather_kv(pool, layer, np.asarray(s.blocks), s.length)
             assert np.array_equal(k, c.k[layer, 0, :, :s.length])
             assert np.array_equal(v, c.v[layer, 0, :, :s.length])
+
+
+def test_batched_step_equals_one_sequence_at_a_time(params):
+    """paged_step 把新 token 数相同的序列一起过 run_layers：logits、块表、写进块池的 K/V 都与一条一条算逐位相同。
+
+    批里有长度不同的序列、共享块的 fork（写时复制）、和 token 数不同的序列（分成两批）。"""
+    rng = np.random.default_rng(3)
+
+    def run(batched):
+        pool = BlockPool(CFG, n_blocks=40, block_size=4)
+        a, b = PagedSequence(pool), PagedSequence(pool)
+        outs = []
+        if batched:                                # 同样长的两条提示一批
+            outs.append(paged_step(params, CFG, [a, b], rng_toks))
+        else:
+            outs.append([paged_step(params, CFG, [s], [f])[0] for s, f in zip([a, b], rng_toks)])
+        kids = [a.fork(), a.fork(), b.fork()]
+        seqs = [a, *kids, b]
+        for feed in ([[1], [2], [3], [4], [5]], [[6], [7, 8], [9], [10, 11], [12]], [[13]] * 5):
+            if batched:
+                outs.append(paged_step(params, CFG, seqs, feed))
+            else:
+                outs.append([paged_step(params, CFG, [s], [f])[0] for s, f in zip(seqs, feed)])
+        return outs, [s.blocks for s in seqs], pool.ref_count.tolist(), pool.k.copy(), pool.v.copy()
+
+    rng_toks = [rng.integers(0, CFG.vocab, 6), rng.integers(0, CFG.vocab, 6)]
+    one, many = run(False), run(True)
+    for x, y in zip(one[0], many[0]):
+        assert all(np.array_equal(p, q) for p, q in zip(x, y))
+    assert one[1:3] == many[1:3]
+    assert np.array_equal(one[3], many[3]) and np.array_equal(one[4], many[4])

@@ -124,3 +124,30 @@ def test_run_schedulers_in_parallel_equals_one_by_one():
     for s in SCHEDULERS:
         one = run_prefill(arrival, n_in, blocks, s, 4, 50, 30.0, seed=3)
         assert one.keys() == both[s].keys() and all(np.array_equal(one[k], both[s][k]) for k in one)
+
+
+def _globals_read(code):
+    """code（连同它里面的函数）读到的模块级全大写名字。"""
+    names = {n for n in code.co_names if n.isupper()}
+    for c in code.co_consts:
+        if hasattr(c, "co_names"):
+            names |= _globals_read(c)
+    return names
+
+
+def test_make_trace_is_remembered_read_only_and_keyed_on_every_setting(monkeypatch):
+    """同一个进程里同样的参数只生成一次，列是只读的；make_trace 读的每个设置都在键里，改了就重新生成。"""
+    import kv_trace
+    tr = make_trace(0, n_requests=300)
+    assert make_trace(0, n_requests=300) == tr and make_trace(0, n_requests=300).hash_ids is tr.hash_ids
+    assert not any(getattr(tr, k).flags.writeable for k in Trace.__slots__)
+    with pytest.raises(ValueError):
+        tr.input_len[0] = 1
+    assert tr[:10].input_len.flags.writeable                 # 切片是拷贝，可以改
+    read = _globals_read(kv_trace.make_trace.__code__) | _globals_read(kv_trace._generate.__code__)
+    assert read - {"TRACE_SETTINGS", "MAX_MADE", "_MADE"} == set(kv_trace.TRACE_SETTINGS)
+    monkeypatch.setattr(kv_trace, "MEAN_TURNS", 5.0)
+    edited = make_trace(0, n_requests=300)
+    assert edited != tr and edited == Trace(*kv_trace._generate(0, 300, kv_trace.DURATION_S))
+    monkeypatch.setattr(kv_trace, "N_REQUESTS", 40)          # 默认参数也在运行时读
+    assert len(make_trace(0)) == 40
