@@ -172,8 +172,9 @@ def demo1_bytes_per_token():
     """一个 token 的 KV 有多大？一张卡放完权重后还能放多少 token？"""
     gpus, util, max_seq, pool_gib, tp = GPUS, GPU_MEM_UTIL, MAX_SEQ, KV_POOL_GIB, TP_GPUS
     print_header("演示 1：每个 token 的 KV = 2（K、V）× 层数 × KV 头数 × 头维度 × 2 字节")
-    kv = {m.name: model_kv_bytes(m) for m in MODELS}
-    fit = {m.name: {g: tokens_that_fit(m, cap, util, kv_bytes=kv[m.name]) for g, cap in gpus} for m in MODELS}
+    named = tuple(MODELS) + tuple(m for m in (OPT_13B, LLAMA2_13B, LLAMA2_70B) if m not in MODELS)   # 观察点名的三个总要算
+    kv = {m.name: model_kv_bytes(m) for m in named}
+    fit = {m.name: {g: tokens_that_fit(m, cap, util, kv_bytes=kv[m.name]) for g, cap in gpus} for m in named}
     print_table(["模型", "形状", "KV KiB", "权重 GiB"] + [g for g, _ in gpus],
                 [[m.name, f"{m.n_layers}×{m.n_kv_heads}×{m.head_dim}", kib(kv[m.name]),
                   f"{m.n_params * 2 / GiB:.1f}"] + [fit_cell(fit[m.name][g]) for g, _ in gpus] for m in MODELS],
@@ -185,7 +186,7 @@ def demo1_bytes_per_token():
              max_seq=max_seq, pool_gib=pool_gib, tp=tp, opt_req=max_seq * opt_b, opt_slots=kv_pool_tokens(pool_gib),
              opt_slots_decimal=int(pool_gib * 1e9 // opt_b), mha={m.name: model_kv_bytes(m, "MHA") for m in gqa},
              tp_fit=tp_fit, l70_tp=tp_fit[gpus[0][0]], l70_weights=LLAMA2_70B.n_params * 2)
-    d["mha_70"] = d["mha"][LLAMA2_70B.name]
+    d["mha_70"] = model_kv_bytes(LLAMA2_70B, "MHA")
     if console.SHOW_MORE:       # 论文的数和我们按配置算的数并排（论文的 KB、GB 也按 1024 进位）
         print_table(["数", "出处", "论文", "这里"], [
             ["OPT-13B 每 token 的 KV", "vLLM §3", "800 KB", f"2 × {OPT_13B.d_model} × {OPT_13B.n_layers} 层 × 2 B = {integer(opt_b)} B"],
@@ -195,10 +196,11 @@ def demo1_bytes_per_token():
             ["LLaMA3-70B 每 token 的 KV", "FAST'25 §5.3.1", f"{FAST25_KV_KB} KB", f"2 × 80 × 1,024 × 2 B = {integer(l70_b)} B"]],
             title="论文里的数（KB、GB 按 1024 进位才对得上）",
             caption=f"FAST'25 表 1：l = 80、d = 8192、gqa = {FAST25_GQA}（查询头数 / KV 头数）：64 个查询头 ÷ {FAST25_GQA} = 8 个 KV 头。")
-        print_table(["GQA 的模型", "查询头 / KV 组", "KV/token", "每头一组时", "倍数"],
-                    [[m.name, f"{m.n_heads} / {m.n_kv_heads}", size(kv[m.name]), size(d["mha"][m.name]),
-                      times(d["mha"][m.name] / kv[m.name], 0)] for m in gqa],
-                    caption="每头一组 = MHA。批能开多大，取决于 KV 用得多省：这就是后面几个演示要解决的事。")
+        if gqa:                 # MODELS 里没有 GQA 的模型时不印空表
+            print_table(["GQA 的模型", "查询头 / KV 组", "KV/token", "每头一组时", "倍数"],
+                        [[m.name, f"{m.n_heads} / {m.n_kv_heads}", size(kv[m.name]), size(d["mha"][m.name]),
+                          times(d["mha"][m.name] / kv[m.name], 0)] for m in gqa],
+                        caption="每头一组 = MHA。批能开多大，取决于 KV 用得多省：这就是后面几个演示要解决的事。")
         print_table(["GPU", "容量", "能用", f"{tp} 张：token", "8,192 token 请求"],
                     [[g, mib(cap), size(d["usable"][g]), fit_cell(tp_fit[g]), fit_cell(tp_fit[g], 8192)] for g, cap in gpus],
                     caption=f"能用 = 容量 × {num(util)}；后两列：{tp} 张这种卡放完 LLaMA2-70B 的权重以后")

@@ -510,3 +510,11 @@ def test_oracle_share_is_not_called_small_when_it_beats_paging(d2):
     text = flat(m.observations_2(dict(d2, shares=shares))[0])
     assert "只有 46.4%" not in text and "只有" not in text
     assert "分页（块 16）和 Orca (Max) 一样（都是 21.8%）" in text
+
+
+def test_demo1_runs_when_models_lists_none_of_the_named_ones(monkeypatch):
+    """MODELS 只留 GPT-2 small：观察点名的 OPT-13B、LLaMA2-13B、LLaMA2-70B 照样算，不抛 KeyError。"""
+    monkeypatch.setattr(m, "MODELS", (m.GPT2_SMALL,))
+    d = quiet(m.demo1_bytes_per_token)
+    lines, _ = m.observations_1(d)
+    assert "800 KiB" in lines[0] and "320 KiB/token" in lines[1] and d["mha_70"] == 2560 * 1024
