@@ -289,4 +289,21 @@ def test_observations_3_equal_printed_waste_is_a_tie(d3):
     stats = {k: {b: dict(v) for b, v in s.items()} for k, s in d3["stats"].items()}
     stats["Alpaca"][128]["waste_frac"] = 0.1146
     line = m.observations_3(dict(d3, stats=stats))[0][0]
-    assert line.endswith("11.5% 和 11.5%：长短序列浪费的比例一样。") and "更高" not in line
+    assert line.endswith("块 128 时都是 11.5%：两种长度浪费的比例一样。") and "更高" not in line
+
+
+def test_observations_3_shorter_is_read_from_the_lengths_not_the_name(d3):
+    """把两种长度对调（ShareGPT 更短）：句子说更短的是 ShareGPT，不照默认说 Alpaca。"""
+    stats = {"ShareGPT": d3["stats"]["Alpaca"], "Alpaca": d3["stats"]["ShareGPT"]}
+    mean_len = {"ShareGPT": d3["mean_len"]["Alpaca"], "Alpaca": d3["mean_len"]["ShareGPT"]}
+    line = m.observations_3(dict(d3, stats=stats, mean_len=mean_len))[0][0]
+    assert line.endswith("块 128 时 49.3% 和 11.5%：更短的 ShareGPT 浪费的比例更高。"), line
+
+
+def test_length_means_with_other_names_is_refused_in_one_line(monkeypatch, capsys):
+    monkeypatch.setattr(m, "LENGTH_MEANS", {"X": (100.0, 100.0)})
+    with pytest.raises(SystemExit) as e:
+        m.main(["--demo", "3"])
+    err = capsys.readouterr().err
+    assert e.value.code == 2
+    assert "LENGTH_MEANS" in err and err.count("\n") == 1 and "Traceback" not in err
