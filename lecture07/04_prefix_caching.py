@@ -490,9 +490,12 @@ def demo4_compute_saved(data=None, caps=None, policies=None):
                         + [f2(local_hours[(p, c)] * unit[1])] * console.SHOW_MORE)
     rows[0] += ["-"] * console.SHOW_MORE
     which = "你给的 trace 里 " * (data["path"] is not None)
+    dram_source = f"（{FAST25_DRAM}）"
+    if LOCAL_KV_BYTES != 10 ** 12:                 # 改过的本机容量不是论文的数：不挂论文的出处
+        dram_source = "（LOCAL_KV_BYTES）"
     print_table(["缓存", "存储", "命中的 token", f"GPU 时间（{unit[0]}）", "快了"] + ["全在本机"] * console.SHOW_MORE, rows,
                 caption=f"{which}{integer(len(tr))} 个请求的 prefill 在一台 {node.name} 上的总时间。命中的 KV {words('从', local.name)}"
-                        f"读（{local.gb_per_s:,g} GB/s），缓存超过一台机器的 {size(LOCAL_KV_BYTES, binary=False)}（{FAST25_DRAM}）"
+                        f"读（{local.gb_per_s:,g} GB/s），缓存超过一台机器的 {size(LOCAL_KV_BYTES, binary=False)}{dram_source}"
                         f"的部分按比例{words('从', remote.name)}读"
                         f"（{remote.gb_per_s:,g} GB/s），和计算按层重叠。" + LOCAL_NOTE * console.SHOW_MORE)
     d = dict(base_hours=base, hours=hours, hit_frac=frac, local_hours=local_hours, stored=stored, unit=unit, distinct=distinct,

@@ -539,3 +539,13 @@ def test_paper_rows_say_whether_they_are_on_this_trace(match, want, capsys):
     m.print_policy_tables(ratio, gap, (None, 1_000), ("lru",), "lfu", (), match)
     out = flat(capsys.readouterr().out)
     assert want in out and ("另一个" in out) == (match is None)
+
+
+def test_demo4_caption_cites_fast25_only_for_its_1_tb(monkeypatch, tmp_path, capsys):
+    """LOCAL_KV_BYTES 改成 1,000 PB：表注不再把它挂在"FAST'25：每台约 1 TB DRAM"后面。"""
+    tr = tmp_path / "t.jsonl"
+    tr.write_text('{"timestamp": 0, "input_length": 1024, "output_length": 5, "hash_ids": [7, 8]}\n' * 3)
+    monkeypatch.setattr(m, "LOCAL_KV_BYTES", 10 ** 18)
+    assert m.main(["--demo", "4", "--trace", str(tr)]) == 0
+    out = capsys.readouterr().out.replace("\n  ", "")
+    assert "1,000 PB（LOCAL_KV_BYTES）" in out and "每台约 1 TB" not in out
