@@ -28,7 +28,7 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.realpath(__file__))))  # 仓库根目录：让 lab_common 包可以 import
 from lab_common import console  # noqa: E402
 from lab_common.console import print_header, print_observations, print_table  # noqa: E402
-from lab_common.say import count, fixed, integer, listing, order, pct1, size, span  # noqa: E402
+from lab_common.say import count, fixed, integer, listing, order, pct1, sci, size, span  # noqa: E402
 from lab_common.script_tools import run_lecture  # noqa: E402
 from lab_common.settings import check_setting, is_int, is_sorted_ints  # noqa: E402
 from kv_physics import LLAMA2_70B  # noqa: E402
@@ -192,13 +192,6 @@ def decode_both(params, cfg, prompts, n_decode, block_size):
     return diff, seqs, pool
 
 
-def fmt_diff(x):
-    """max |diff| 的一格：恰好 0 打印 "0.0"，否则科学计数法。"""
-    if x == 0:
-        return "0.0"
-    return f"{x:.1e}"
-
-
 def demo2_equivalence():
     """按块表拼回来的 KV 做注意力，结果和连续存放的一样吗？"""
     prompts_len, n_decode, block_size, seeds = tuple(EQ_PROMPTS), EQ_DECODE, EQ_BLOCK_SIZE, (MODEL_SEED, PROMPT_SEED)
@@ -212,7 +205,7 @@ def demo2_equivalence():
     if console.SHOW_MORE:                            # 模型和"为什么相同"：不随数据变，--more 时写在表下
         more_caption = f"。模型：第 2 讲的 TINY（float64，max_seq = {cfg.max_seq}）。" + SAME_LAYERS_NOTE
     print_table(["序列", "输入", "最终长度", "块数", "块表", "最大差"],
-                [[i, len(p), s.length, len(s.blocks), blocks_str(s), fmt_diff(x)]
+                [[i, len(p), s.length, len(s.blocks), blocks_str(s), sci(x)]
                  for i, (p, s, x) in enumerate(zip(prompts, seqs, diff))],
                 caption=f"最大差：prefill 和每步解码的全部 logits 与连续版的 max |diff|（种子 {seeds[0]}）" + more_caption)
     tables = [list(s.blocks) for s in seqs]

@@ -27,7 +27,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.realpath(__file__))))
 from lab_common import console  # noqa: E402
 from lab_common.console import print_header, print_observations, print_table, print_text, status  # noqa: E402
 from lab_common.say import (change, count, fixed, integer, listing, order, pct, pct1, rank, rel_change,  # noqa: E402
-                            rel_vs, same, size, span, times, times1, trend, value, vs, words)
+                            rel_vs, same, sci, size, span, times, times1, trend, value, vs, words)
 from lab_common.script_tools import run_lecture  # noqa: E402
 from lab_common.settings import check_setting, is_int, is_number, is_sorted_ints  # noqa: E402
 from kv_cache_sim import simulate  # noqa: E402
@@ -174,7 +174,7 @@ def demo1_load_or_recompute():
     more_table(["层级", "读/算 H800", "保本 A800", "串行", "逐层模拟"],
                [[r["short"], R3(r["load"] / rec[h800.name]), break_even_cell(r["n_star"]), ms_cell(r["load"] + comp),
                  ms_cell(r["sim"])] for r in tiers],
-               caption=f"单位 ms。串行 = 读完再算；逐层模拟（一层一层走一遍）和流水公式最大差 {worst:.1e} s。带宽出处："
+               caption=f"单位 ms。串行 = 读完再算；逐层模拟（一层一层走一遍）和流水公式最大差 {sci(worst)} s。带宽出处："
                        + "；".join(f"{r['short']}——{r['source']}" for r in tiers) + f"。{h800.name}：{H800_SOURCE}。")
     machines, gqa = [replace(node, mfu=1.0), node, replace(H800_X8, mfu=1.0), h800], model.n_heads // model.n_kv_heads
     cols = sorted(set(lens) | {PAPER_PREFIX})          # 论文的 8,192 总在表里
@@ -450,7 +450,7 @@ def demo4_pd_transfer():
                caption=f"论文：{PAPER_PD['source']}。发完 = KV 字节 / 论文实测的带宽；论文的 TTFT −"
                        f"{pct(PAPER_PD['ttft_cut'])} 含调度、传输和 decode 端加载，这里没有模拟。简化：一次只有一个请求用网卡"
                        f"（不排队），网卡跑满线速；decode 节点怎样收、何时开始解码不在模型里。逐层模拟和流水公式最大差 "
-                       f"{worst:.1e} s。")
+                       f"{sci(worst)} s。")
     d = dict(model=model.name, node=node.name, nic_gbps=nic, slow_gbps=slow_nic, hit=hit, lens=lens, base=base,
              hits=hits, slow=slow, need=need, small=list(small), ref=ref, ref_hit=ref_hit, engine=engine,
              per_gpu=per_gpu, worst_diff=worst, curves=pd_curves(model, node, nic, slow_nic, hit), paper=dict(PAPER_PD))

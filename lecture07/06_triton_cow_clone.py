@@ -25,7 +25,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.realpath(__file__))))
 
 from lab_common import console  # noqa: E402
 from lab_common.console import fail, print_header, print_observations, print_table, print_text, status  # noqa: E402
-from lab_common.say import count, fixed, integer, pct, pct1, signed, size, span, value, vs  # noqa: E402
+from lab_common.say import count, fixed, integer, pct, pct1, signed, size, span, value  # noqa: E402
 from lab_common.script_tools import run_lecture  # noqa: E402
 from lab_common.settings import check_setting, is_int  # noqa: E402
 
@@ -209,16 +209,16 @@ def timing_observations(data):
     names, first = list(data["shapes"]), next(iter(data["shapes"]))
     r, L = {n: ratios(data, n) for n in names}, data["shapes"][first]["n_layers"]
     lo, hi, lo2, hi2 = (r[first][k] for k in ("n_lo", "n_hi", "n_lo2", "n_hi2"))
-    bound, where = f"N 到 {lo2} 时 C 是 {fmt_us(get(data, first, lo2, 'C'))} µs：受 launch 开销限制", "受显存带宽限制"
+    bound, where = f"N={lo2} 时 C 是 {fmt_us(get(data, first, lo2, 'C'))}：受 launch 开销限制", "受显存带宽限制"
     if not r[first]["lo_small"]:
-        bound = f"N 到 {lo2} 时 C 是 {fmt_us(get(data, first, lo2, 'C'))} µs，已跟着块数涨"
+        bound = f"N={lo2} 时 C 是 {fmt_us(get(data, first, lo2, 'C'))}，已跟着块数涨"
     if r[first]["c_over_d_bw"] < 0.5:
         where = "时间跟着块数涨，带宽却不到 D 的一半：受 kernel 本身的写法限制"
     if r[first]["hi_small"]:
         where = "时间还不跟着块数涨，仍受调用开销限制"
     a, b, c, d = (fmt_us(get(data, first, lo, m)) for m in ("A", "B", "C", "D"))
-    return [f"N={lo}（{first}）：A {a} µs、B {b} µs 受主机开销限制（每步 {6 * L}、{3 * L} 次驱动调用）；C {c} µs、"
-            f"D {d} µs 各一次调用，{bound}。",
+    return [f"N={lo}（{first}，µs）：A {a}、B {b} 受主机开销限制（每步 {6 * L}、{3 * L} 次驱动调用：逐层上传下标、launch）；"
+            f"C {c}、D {d} 各一次调用，{bound}。",
             f"N 从 {hi2} 到 {hi}（块数 × {hi / hi2:g}），C 的时间 × {r[first]['grow_hi']:.1f}，C 的带宽是 D 的 "
             + "、".join(f"{n} {pct1(r[n]['c_over_d_bw'])}" for n in names)
             + f"（一步搬 {size(r[first]['bytes_hi'], binary=False)}）：{where}。"], []
