@@ -22,7 +22,8 @@ from rich.cells import cell_len
 
 SCRIPTS = sorted(os.path.basename(p)[:-3] for p in glob.glob(os.path.join(LECTURE, "0*.py"))
                  if "triton" not in os.path.basename(p))          # 06_triton_cow_clone 要 GPU
-GROUP = {"03_sharing_and_cow": "tests/test_03_sharing_and_cow.py", "04_prefix_caching": "s04",
+GROUP = {"01_kv_cache_memory": "tests/test_console.py", "03_sharing_and_cow": "tests/test_03_sharing_and_cow.py",
+         "04_prefix_caching": "s04",
          "04b_radix_cache": "s04", "05_kv_store": "tests/test_05_kv_store.py"}   # 和这几个脚本的测试同一个进程
 
 
