@@ -1,6 +1,6 @@
 # CS349E 第 7 讲：常用命令
 #   make demo      —— 建好环境（若没有）并运行 04_prefix_caching.py
-#   make test      —— 建好环境（若没有）并跑全部测试（2 核约一分钟；Linux x86_64 上含 Triton 解释器下的 kernel 校验）
+#   make test      —— 建好环境（若没有）并跑全部测试（2 核约 45 秒；Linux x86_64 上含 Triton 解释器下的 kernel 校验）
 #   make test-all  —— 同上，再加完整的改设置矩阵（每条改动都既改属性、又改源码、又在新解释器里跑；几分钟）
 #   make bench     —— 测每个脚本的耗时（中位数 / 5 次）、大 trace 的内存和每个脚本的篇幅，对照预算
 #   make check     —— 检查 exercises/ 里的练习（EX=3 只查练习 3）
@@ -49,8 +49,12 @@ venv: $(STAMP)
 demo: $(STAMP)
 	cd lecture07 && ../$(VPY) 04_prefix_caching.py
 
+# make test 不改写 assert（--assert=plain）：两个 pytest 进程各省约 1.5 s 的收集（改写要把每个测试文件重新编译一遍，
+# PYTHONDONTWRITEBYTECODE=1 时每次都要）。检查一条不少；只是失败时看不到 assert 两边的值——用 make test ASSERT=rewrite，
+# 或 .venv/bin/python -m pytest 文件::测试名 单独重跑那一个（pytest 默认改写）。
+ASSERT ?= plain
 test: $(TEST_ENV)
-	$(VPY) -m pytest -q -n $(strip $(JOBS)) --dist loadgroup tests
+	$(VPY) -m pytest -q -n $(strip $(JOBS)) --dist loadgroup --assert=$(ASSERT) tests
 
 test-all: $(TEST_ENV)
 	LAB_TEST_ALL=1 $(VPY) -m pytest -q -n $(strip $(JOBS)) --dist loadgroup tests

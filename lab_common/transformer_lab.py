@@ -95,12 +95,23 @@ def rmsnorm(x, g, eps):
 def rope(x, pos, theta):
     """旋转位置编码。x: (..., T, head_dim)，pos: (T,) 或 (B, T) 绝对位置（(B, T) 时 x 是 (B, H, T, head_dim)）。
     前一半和后一半配对旋转；每个数只由它自己的位置决定，与一次算几个 token、几条序列无关。"""
-    half = x.shape[-1] // 2
+    return rotate(x, *rope_angles(pos, x.shape[-1] // 2, theta))
+
+
+def rope_angles(pos, half, theta):
+    """rope 的 (cos, sin)：(T, half)，或 pos 是 (B, T) 时 (B, 1, T, half)（对所有头广播）。一次前向里 q、k 和
+    每一层的位置都一样，run_layers 只算一次。"""
     freq = theta ** (-np.arange(half) / half)          # (half,)
     ang = pos[..., None] * freq                         # (T, half) 或 (B, T, half)
     cos, sin = np.cos(ang), np.sin(ang)
-    if pos.ndim == 2:                                   # 批：(B, 1, T, half)，对所有头广播
+    if pos.ndim == 2:
         cos, sin = cos[:, None], sin[:, None]
+    return cos, sin
+
+
+def rotate(x, cos, sin):
+    """按 rope_angles 给的角度旋转 x 的前后两半。"""
+    half = x.shape[-1] // 2
     x1, x2 = x[..., :half], x[..., half:]
     return np.concatenate([x1 * cos - x2 * sin, x1 * sin + x2 * cos], axis=-1)
 
@@ -118,14 +129,17 @@ def attend(q, k, v, q_pos, pad_to):
     if q.ndim == 3:
         return attend(q[None], [k], [v], q_pos[None], pad_to)[0]
     B, H, T, hd = q.shape
-    kp = np.zeros((B, H, pad_to, hd))                  # GQA：第 h 个查询头用第 h // group 组 K/V
-    vp = np.zeros((B, H, pad_to, hd))
+    Hkv = k[0].shape[0]
+    kp = np.zeros((B, Hkv, pad_to, hd))
+    vp = np.zeros((B, Hkv, pad_to, hd))
     for b, (kb, vb) in enumerate(zip(k, v)):
-        Hkv, L, _ = kb.shape
+        L = kb.shape[1]
         if L > pad_to:
             raise ValueError(f"序列长度 {L} 超过了模型的 max_seq={pad_to}")
-        kp[b, :, :L] = np.repeat(kb, H // Hkv, axis=0)
-        vp[b, :, :L] = np.repeat(vb, H // Hkv, axis=0)
+        kp[b, :, :L] = kb
+        vp[b, :, :L] = vb
+    kp = np.repeat(kp, H // Hkv, axis=1)               # GQA：第 h 个查询头用第 h // group 组 K/V
+    vp = np.repeat(vp, H // Hkv, axis=1)
     s = np.einsum("bhtd,bhnd->bhtn", q, kp) / np.sqrt(hd)  # (B, H, T, pad_to)
     visible = np.arange(pad_to) <= q_pos[:, :, None]       # (B, T, pad_to) 因果遮罩
     s = np.where(visible[:, None], s, -np.inf)
@@ -151,10 +165,11 @@ def run_layers(params, cfg, x, pos, kv_io):
         return run_layers(params, cfg, x[None], pos[None], one)[0]
     H, Hkv, hd = cfg.n_heads, cfg.n_kv_heads, cfg.head_dim
     B, T = x.shape[:2]
+    angles = rope_angles(pos, hd // 2, cfg.rope_theta)
     for li, p in enumerate(params["layers"]):
         h = rmsnorm(x, p["attn_norm"], cfg.norm_eps)
-        q = rope(linear(h, p["wq"]).reshape(B, T, H, hd).transpose(0, 2, 1, 3), pos, cfg.rope_theta)
-        k = rope(linear(h, p["wk"]).reshape(B, T, Hkv, hd).transpose(0, 2, 1, 3), pos, cfg.rope_theta)
+        q = rotate(linear(h, p["wq"]).reshape(B, T, H, hd).transpose(0, 2, 1, 3), *angles)
+        k = rotate(linear(h, p["wk"]).reshape(B, T, Hkv, hd).transpose(0, 2, 1, 3), *angles)
         v = linear(h, p["wv"]).reshape(B, T, Hkv, hd).transpose(0, 2, 1, 3)
         k_all, v_all = kv_io(li, k, v)
         a = attend(q, k_all, v_all, pos, cfg.max_seq)   # (B, H, T, hd)

@@ -14,7 +14,12 @@ import subprocess
 import sys
 import tempfile
 
-import pytest
+# numpy 的 OpenBLAS 默认每个进程起"核数"个线程，启动时空转：每个 Python 进程多花约 0.07 s CPU（测试会起几十个新
+# 解释器）。本课的 CPU 脚本不做 BLAS 运算（线性层用 einsum），一个线程不改变任何结果。在 import numpy 之前设好，
+# pytest 的工作进程和测试起的新解释器都继承它。
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+import pytest  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 LECTURE = os.path.join(ROOT, "lecture07")
@@ -106,6 +111,20 @@ def pytest_configure(config):
     if not hasattr(config, "workerinput"):
         fd, config._lab_groups_path = tempfile.mkstemp(prefix="lab-xdist-groups-", suffix=".json")
         os.close(fd)
+    elif config.workerinput.get("workercount", 1) > 1:
+        # 几个 pytest 进程已经占满了核：本进程里的 sweep、run_schedulers、radix_sweep 不再 fork 进程池（从几百 MB 的
+        # pytest 进程 fork 比省下的还贵），逐格在本进程里算，结果相同（test_cache_policies 等另用 workers=2 测 fork 的路径）。
+        # 测试起的新解释器不受影响，照常按核数 fork。
+        import kv_cache_sim
+        import kv_cluster
+        import kv_sim_base
+        import radix_cache
+        for mod in (kv_sim_base, kv_cache_sim, kv_cluster, radix_cache):
+            mod.n_cores = _one_core
+
+
+def _one_core():
+    return 1
 
 
 def pytest_unconfigure(config):

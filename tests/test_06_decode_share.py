@@ -172,10 +172,17 @@ def test_timing_observations_say_what_bounds_c_from_the_numbers():
     assert "已跟着块数涨" in lines[0] and "受 launch 开销限制" not in lines[0]
 
 
+_CPU_OUT = {}     # {(argv, width): 输出}：输出是确定的，同一条命令在本进程里只跑一遍（演示 1 要在解释器里校验）
+
+
 def _cpu_output(argv, monkeypatch, capsys, width=80):
-    monkeypatch.setattr(console, "DEFAULT_WIDTH", width)
-    assert s06.main(argv) == 0
-    return capsys.readouterr().out
+    key = (tuple(argv), width)
+    if key not in _CPU_OUT:
+        monkeypatch.setattr(console, "DEFAULT_WIDTH", width)
+        capsys.readouterr()
+        assert s06.main(argv) == 0
+        _CPU_OUT[key] = capsys.readouterr().out
+    return _CPU_OUT[key]
 
 
 @pytest.mark.skipif(ON_GPU, reason="GPU 上 main() 会重新测量")

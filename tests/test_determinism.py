@@ -22,7 +22,8 @@ from rich.cells import cell_len
 
 SCRIPTS = sorted(os.path.basename(p)[:-3] for p in glob.glob(os.path.join(LECTURE, "0*.py"))
                  if "triton" not in os.path.basename(p))          # 06_triton_cow_clone 要 GPU
-GROUP = {"03_sharing_and_cow": "tests/test_03_sharing_and_cow.py", "04_prefix_caching": "s04",
+GROUP = {"01_kv_cache_memory": "tests/test_console.py", "03_sharing_and_cow": "tests/test_03_sharing_and_cow.py",
+         "04_prefix_caching": "s04",
          "04b_radix_cache": "s04", "05_kv_store": "tests/test_05_kv_store.py"}   # 和这几个脚本的测试同一个进程
 
 
@@ -85,6 +86,14 @@ def test_tables_keep_every_number_whole_at_60_columns(name, monkeypatch, capsys)
 
 
 @pytest.mark.real_trace
+@pytest.mark.xdist_group("s04")
 def test_real_trace_run_is_deterministic():
-    a, b = (start_fresh("04_prefix_caching", "--trace", REAL_TRACE, "--demo", "3", text=False) for _ in range(2))
-    assert finish_bytes(a) == finish_bytes(b)
+    """真实 trace 上的演示 3：新进程打印的字节和本进程 main 的一样（本进程的命中表用 04 的测试共享的那一份）。"""
+    import helpers_04
+    proc = start_fresh("04_prefix_caching", "--trace", REAL_TRACE, "--demo", "3", text=False)
+    m = load_script("04_prefix_caching")
+    buf = io.StringIO()
+    with pytest.MonkeyPatch.context() as mp, contextlib.redirect_stdout(buf):
+        mp.setattr(m, "trace_sweep", lambda *a, **k: helpers_04.trace_data(REAL_TRACE))
+        assert m.main(["--trace", REAL_TRACE, "--demo", "3"]) == 0
+    assert finish_bytes(proc) == buf.getvalue().encode("utf-8")
