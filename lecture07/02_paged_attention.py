@@ -28,7 +28,7 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.realpath(__file__))))  # 仓库根目录：让 lab_common 包可以 import
 from lab_common import console  # noqa: E402
 from lab_common.console import print_header, print_observations, print_table  # noqa: E402
-from lab_common.say import count, fixed, integer, listing, order, pct1, sci, size, span, words  # noqa: E402
+from lab_common.say import count, fixed, integer, listed, listing, order, pct1, sci, size, span, words  # noqa: E402
 from lab_common.script_tools import run_lecture  # noqa: E402
 from lab_common.settings import check_setting, is_int, is_number, is_sorted_ints  # noqa: E402
 from kv_physics import LLAMA2_70B  # noqa: E402
@@ -308,16 +308,11 @@ def observations_3(d):
         ref = paper["default_block"]                 # 拿 vLLM 的默认块大小作对照
     text = f"块 {ref} 时 ShareGPT 每条浪费 {fixed(1)(sg[ref]['waste'])} 个位置（{pct1(sg[ref]['waste_frac'])}），Alpaca {pct1(al[ref]['waste_frac'])}"
     if ref != bmax:
-        pair = f"{pct1(sg[bmax]['waste_frac'])} 和 {pct1(al[bmax]['waste_frac'])}"
-        if order(sg[bmax]["waste_frac"], al[bmax]["waste_frac"], pct1) == 0:
-            pair = f"都是 {pct1(sg[bmax]['waste_frac'])}"            # 印出来相同：只说一次
-        text += words("；块", bmax, "时", pair)
+        text += words("；块", bmax, "时", listed([sg[bmax]["waste_frac"], al[bmax]["waste_frac"]], pct1).replace("、", " 和 "))
     short, long_ = sorted(("Alpaca", "ShareGPT"), key=lambda k: d["mean_len"][k])   # 哪个更短按设置算，不按名字
-    st, shorter = d["stats"], {1: "更短的 {} 浪费的比例更高", 0: "两种长度浪费的比例一样", -1: "更短的 {} 反而浪费得少"}
-    o = order(st[short][bmax]["waste_frac"], st[long_][bmax]["waste_frac"], pct1)   # 比的是最后说到的块 bmax
-    if o != 0 and order(d["mean_len"][short], d["mean_len"][long_], integer) == 0:
-        shorter = {1: f"{short} 浪费的比例更高", -1: f"{long_} 浪费的比例更高"}    # 平均长度印出来相同：不说谁短
-    lines = [text + f"：{shorter[o].format(short)}。"]
+    shorter = {1: f"更短的 {short} 浪费的比例更高", 0: "两种长度浪费的比例一样", -1: f"更短的 {short} 反而浪费得少"}
+    st = d["stats"]                                  # 比的是最后说到的块 bmax
+    lines = [text + f"：{shorter[order(st[short][bmax]['waste_frac'], st[long_][bmax]['waste_frac'], pct1)]}。"]
     seg = f"块 {bmin} 时每步要读 {integer(reads[bmin]['segments'])} 段、每段 {size(reads[bmin]['segment_bytes'])}"
     if ref != bmin:
         seg += f"，块 {ref} 时 {integer(reads[ref]['segments'])} 段、{size(reads[ref]['segment_bytes'])}"
