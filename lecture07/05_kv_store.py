@@ -380,7 +380,7 @@ def observations_3(d):
     if d["nodes"] == 1:
         return [f"只有 1 台节点：四种调度都只能发给它（平均 TTFT 都是 {F2(glo['mean'])} s），要比较调度至少要 2 台。"], []
     ours, paper = (rank([(names[s], v) for s, v in x.items()], F2) for x in ({s: r["mean"] for s, r in res.items()}, p))
-    agree = f"，论文图 5 是 {paper}"
+    agree = f"，论文图 5 是{paper}"
     if ours == paper:
         agree = "，与论文图 5 的顺序一致"
     obs = [f"平均 TTFT {rel_vs('全局', glo['mean'], '本地', loc['mean'], fixed(2, 's'))}，论文"
