@@ -59,6 +59,20 @@ def pct(frac, nd=0):
     return _no_neg_zero(f"{frac * 100:,.{nd}f}%")
 
 
+def share(frac):
+    """整体里的一部分 → 百分数，但只有真的全部 / 真的没有才印 100% / 0%（表里"100%"却还有例外就自相矛盾）。
+
+    >>> share(0.62), share(0.9996), share(1.0), share(0.0004), share(0)
+    ('62%', '> 99%', '100%', '< 1%', '0%')
+    """
+    text = pct(frac)
+    if text == "100%" and frac < 1:
+        return "> 99%"
+    if text == "0%" and frac > 0:
+        return "< 1%"
+    return text
+
+
 def pct1(frac):
     """一位小数的百分数：pct1(0.0634) == '6.3%'。"""
     return pct(frac, 1)

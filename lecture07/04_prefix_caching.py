@@ -37,8 +37,8 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.realpath(__file__))))  # 仓库根目录：让 lab_common 包可以 import
 from lab_common import console  # noqa: E402
 from lab_common.console import ArgParser, fail, print_header, print_observations, print_table, print_text, status  # noqa: E402
-from lab_common.say import (change, fixed, integer, never_below, order, pct, rel_change, same, sci, size, span,  # noqa: E402
-                            vs, words)
+from lab_common.say import (change, fixed, integer, never_below, order, pct, rel_change, same, sci, share, size,  # noqa: E402
+                            span, vs, words)
 from lab_common.script_tools import run_in_child, run_lecture  # noqa: E402
 from lab_common.settings import check_setting, is_int  # noqa: E402
 from lab_common.transformer_lab import TINY, KVCache, config_like, forward, init_params  # noqa: E402
@@ -327,9 +327,9 @@ def print_trace_tables(d):
     print_table(["trace", "请求数", "分钟", "输入", "输出", "前缀命中率", "cache ratio"], rows,
                 caption="输入 / 输出：平均 token 数。前缀命中率：容量无限时（arXiv v3 的取自表 1）；"
                         "cache ratio：FAST'25 表 2 的原名，论文没给定义。")
-    heat = [("只被访问过一次的块", "once", pct, "超过 50% 的块没有被再次使用"),
+    heat = [("只被访问过一次的块", "once", share, "超过 50% 的块没有被再次使用"),   # share：不全是就不印 100%
             ("最热的块被访问的次数", "hottest", integer, "有的块被访问数万次"),
-            ("最热 1% 的块占全部访问", "top1pct", pct, "-")]
+            ("最热 1% 的块占全部访问", "top1pct", share, "-")]
     heat += [("块复用率", "reuse", f2, "-")] * console.SHOW_MORE
     cols = [("本实验", st)]
     if real:

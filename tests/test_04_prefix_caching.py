@@ -549,3 +549,14 @@ def test_demo4_caption_cites_fast25_only_for_its_1_tb(monkeypatch, tmp_path, cap
     assert m.main(["--demo", "4", "--trace", str(tr)]) == 0
     out = capsys.readouterr().out.replace("\n  ", "")
     assert "1,000 PB（LOCAL_KV_BYTES）" in out and "每台约 1 TB" not in out
+
+
+def test_heat_table_never_prints_100_percent_once_when_a_block_repeats(tmp_path, capsys):
+    """250 个不同的块里有 1 块被访问两次：只被访问过一次的块是 99.6%，表里印 "> 99%"，不印 "100%"。"""
+    lines = [{"timestamp": i, "input_length": 100, "output_length": 1, "hash_ids": [i]} for i in range(250)]
+    lines.append({"timestamp": 250, "input_length": 100, "output_length": 1, "hash_ids": [0]})
+    tr = tmp_path / "t.jsonl"
+    tr.write_text("".join(json.dumps(r) + "\n" for r in lines))
+    assert m.main(["--demo", "3", "--trace", str(tr)]) == 0
+    row = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("只被访问过一次的块"))
+    assert "> 99%" in row and "100%" not in row

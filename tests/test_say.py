@@ -160,3 +160,8 @@ def test_trend_one_value_is_just_the_value():
     assert trend([0.2, 0.2001], pct) == "保持在 20%"
     assert trend([0.5, 0.2], pct, down="减到") == "从 50% 减到 20%"
     assert words("负载", trend([1.51], pct)) == "负载 151%" and words("负载", trend([0.2, 1.5], pct)) == "负载从 20% 升到 150%"
+
+
+def test_share_prints_100_and_0_only_when_exact():
+    assert say.share(0.9996) == "> 99%" and say.share(1) == "100%"
+    assert say.share(0.0004) == "< 1%" and say.share(0.0) == "0%" and say.share(0.5) == "50%"
