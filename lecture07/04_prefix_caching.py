@@ -424,12 +424,12 @@ def observations_3(d, policies, contrast, hot):
         if None not in d["capacities"]:
             s += "；无限容量是另外算的，CAPACITIES 里没有它"
         obs = [s + "。"]
-    pairs = []
+    pairs, why = [], "：复用多在时间上相近的请求之间（论文表 1 也是 LRUCache performs best）"
     for p in [p for p in policies if live and p != lead]:
         ahead = {order(r[(lead, c)], r[(p, c)], f2) for c in evict}
         s = never_below(L, {c: r[(lead, c)] for c in evict}, _short(p), {c: r[(p, c)] for c in evict}, f2, at, "在每个要淘汰的容量")
         if lead == "lru" and 1 in ahead and -1 not in ahead:
-            s += "：复用多在时间上相近的请求之间（论文表 1 也是 LRUCache performs best）"
+            s, why = s + why, ""                          # 道理只说一次：第二个被 LRU 胜过的策略不再重复
         pairs.append(s + "。")
     if live:
         on = {(p, c): r[(p, c)] for p in policies for c in evict}

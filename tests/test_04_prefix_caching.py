@@ -560,3 +560,14 @@ def test_heat_table_never_prints_100_percent_once_when_a_block_repeats(tmp_path,
     assert m.main(["--demo", "3", "--trace", str(tr)]) == 0
     row = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("只被访问过一次的块"))
     assert "> 99%" in row and "100%" not in row
+
+
+def test_observations_3_gives_the_lru_reason_once():
+    """只有一个要淘汰的容量、LRU 同时胜过 LFU 和 LengthAware：理由（论文表 1 也是 LRU 最好）只说一次。"""
+    r = {("lru", None): 0.61, ("lru", 10): 0.46, ("lfu", None): 0.61, ("lfu", 10): 0.39,
+         ("lengthaware", None): 0.61, ("lengthaware", 10): 0.37, ("min", None): 0.61, ("min", 10): 0.61}
+    d = dict(ratio=r, stats=dict(distinct=100, reuse=0.61, hottest=5), lead="lru", match=None,
+             capacities=(None, 10), gap={("lru", 10): 0.15}, real=False)
+    lines, more = m.observations_3(d, ("lru", "lfu", "lengthaware"), None, 1000)
+    assert sum("LRUCache performs best" in x for x in lines + more) == 1
+    assert any(x.startswith("10 块时 LRU 比 LengthAware 高（0.46 对 0.37）。") for x in more), more
