@@ -258,7 +258,7 @@ def observations_3(d):
         lines = [f"{listing(diff)} 块时两者不同（表里 {count(len(d['caps']), '个容量')}中的 {len(diff)} 个）。"]
     if len(diff) == len(d["caps"]):
         lines = [f"表里每个容量下两者都不同（{count(len(diff), '个容量')}）。"]
-    premise = "这个 trace 的块 id 是严格的链式哈希（没有例外），表下的道理成立。"
+    premise = "这个 trace 的块 id 都是严格的链式哈希：两者每一步删的是同一块（见表下）。"
     if d["breaks"]:
         premise = (f"有 {integer(d['breaks'])} 个块 id 跟在不同的前一块后面（不是严格的链式哈希）：哈希表把它们当成一块，"
                    "基数树当成不同的节点：表下那条道理的前提不满足，两者可能不同。")

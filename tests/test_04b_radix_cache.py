@@ -108,7 +108,7 @@ def test_demo3_leaf_lru_equals_block_lru_at_every_capacity(run):
     out = flat(run[1])
     assert "逐个相同" in out and "LRU碰父块不会晚于碰子块" in out
     lines, more = r.observations_3(d3)
-    assert "没有例外" in lines[1] and "道理成立" in lines[1] and len(lines) == 2 and "同一段前缀" in more[0]
+    assert "严格的链式哈希" in lines[1] and "同一块" in lines[1] and len(lines) == 2 and "同一段前缀" in more[0]
 
 
 def test_main_prints_a_number_from_each_demo(run):
@@ -162,7 +162,9 @@ def test_observations_3_differs_when_the_chain_is_broken():
     d = dict(same={None: True, 10: False}, breaks=3, caps=[None, 10], cap_names=["无限", "10"])
     lines, more = r.observations_3(d)
     assert lines[0].startswith("10 块时两者不同（表里 2 个容量中的 1 个）") and "有 3 个块 id" in lines[1] and more == [r.CHAIN_NOTE]
-    assert "前提不满足" in lines[1] and "道理成立" not in lines[1]
+    assert "前提不满足" in lines[1] and "同一块" not in lines[1]
+    lines, _ = r.observations_3(dict(d, same={None: True, 10: True}, breaks=0))
+    assert lines[1] == "这个 trace 的块 id 都是严格的链式哈希：两者每一步删的是同一块（见表下）。"   # 说道理，不像检查报告
     lines, _ = r.observations_3(dict(d, same={None: False, 10: False}))
     assert lines[0] == "表里每个容量下两者都不同（2 个容量）。"
 
