@@ -39,6 +39,53 @@ NO_KERNEL = ("没有安装 {}：kernel 测试跳过。make test 只在 Linux x86
              "（triton 3.6.0 没有 macOS、Windows 的 wheel）；make test KERNEL=1 一定装")
 
 
+def kernel_missing():
+    """没装 torch 或 triton 时返回跳过的理由，都装了返回 None。只查找、不 import（import torch 要一秒多）。"""
+    import importlib.util
+    for name in ("torch", "triton"):
+        if importlib.util.find_spec(name) is None:
+            return NO_KERNEL.format(name)
+    return None
+
+
+_KERNEL_MODULES = {}
+
+
+def kernel_module(name):
+    """import torch / triton 或用到它们的模块（第一次用到时才 import）。没有 CUDA 时先设 TRITON_INTERPRET=1：
+    triton 在 import 时读它，kernel 就在解释器里跑。"""
+    if name not in _KERNEL_MODULES:
+        import importlib
+        import torch
+        if not torch.cuda.is_available():
+            os.environ.setdefault("TRITON_INTERPRET", "1")      # 必须在导入 triton 之前
+        _KERNEL_MODULES[name] = importlib.import_module(name)
+    return _KERNEL_MODULES[name]
+
+
+class LazyModule:
+    """kernel_module(name) 的替身：第一次读它的属性时才 import。两个 kernel 测试文件在模块顶层用它，收集测试时
+    就不 import torch——两个 pytest 进程里只有跑这两个文件的那个付这一秒多（它们在同一个 xdist 组 kernel 里）。"""
+
+    def __init__(self, name):
+        self._name = name
+
+    def __getattr__(self, attr):
+        if attr.startswith("_") and self._name not in _KERNEL_MODULES:
+            raise AttributeError(attr)           # pytest 收集时翻看模块里每个对象的 _pytest… 属性：不为这个 import
+        return getattr(kernel_module(self._name), attr)
+
+    def __setattr__(self, attr, value):          # kvc.TILE = 32 改的是真模块
+        if attr == "_name":
+            object.__setattr__(self, attr, value)
+        else:
+            setattr(kernel_module(self._name), attr, value)
+
+
+def on_cuda():
+    return kernel_module("torch").cuda.is_available()
+
+
 # ---------------------------------------------------------------- 真实 trace；只在 make test-all 里跑的测试
 TEST_ALL = os.environ.get("LAB_TEST_ALL") == "1"      # make test-all
 

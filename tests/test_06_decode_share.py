@@ -11,23 +11,27 @@ import re
 
 import numpy as np
 import pytest
-from conftest import NO_KERNEL
+from conftest import LECTURE, ROOT, LazyModule, kernel_missing, kernel_module, load_script, on_cuda  # noqa: F401  on_cuda：skipif 的字符串条件里用
 
-torch = pytest.importorskip("torch", reason=NO_KERNEL.format("torch"))
-if not torch.cuda.is_available():
-    os.environ.setdefault("TRITON_INTERPRET", "1")      # 必须在导入 triton 之前
-pytest.importorskip("triton", reason=NO_KERNEL.format("triton"))
-
-from conftest import LECTURE, ROOT, load_script  # noqa: E402
+if kernel_missing():
+    pytest.skip(kernel_missing(), allow_module_level=True)
 
 from lab_common import console  # noqa: E402
 from lab_common.transformer_lab import TINY, config_like, init_params  # noqa: E402
-from paged_decode import PagedKVCache, decode_step, torch_params  # noqa: E402
 from paged_kv import BlockPool, PagedSequence, gather_kv, paged_step  # noqa: E402
 
+pytestmark = pytest.mark.xdist_group("kernel")     # 和 test_kv_clone_triton 同一个进程：只有它 import torch
+torch = LazyModule("torch")                        # 收集测试时不 import（第一次用到时才 import）
+paged_decode = LazyModule("paged_decode")
 s06 = load_script("06_triton_cow_clone")
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _kernel_stack():
+    """这个文件的第一个测试之前 import torch、triton（没有 CUDA 时先设好 TRITON_INTERPRET=1）。"""
+    kernel_module("triton")
 SAVED = s06.load_results(s06.DEFAULT_JSON)
-ON_GPU = torch.cuda.is_available()
+ON_GPU = "on_cuda()"                               # skipif 的字符串条件：跑到这个测试时才求值（才 import torch）
 
 
 def test_torch_decode_is_the_transformer_lab_model():
@@ -39,7 +43,7 @@ def test_torch_decode_is_the_transformer_lab_model():
     paged_step(params, cfg, [a], [np.arange(1, 8)])                 # 7 个 token：最后一块写了 3 个
     toks = [5, 9, 11]
     ref = np.stack([x[0] for x in paged_step(params, cfg, [a.fork() for _ in toks], [[t] for t in toks])])
-    cache = PagedKVCache(cfg.n_layers, cfg.n_kv_heads, cfg.head_dim, 4, 16, dtype=torch.float64)
+    cache = paged_decode.PagedKVCache(cfg.n_layers, cfg.n_kv_heads, cfg.head_dim, 4, 16, dtype=torch.float64)
     p = cache.new_sequence()
     kv = [np.stack([gather_kv(pool, li, a.blocks, a.length)[j].transpose(1, 0, 2) for li in range(cfg.n_layers)])
           for j in (0, 1)]                                          # [L, T, H_kv, hd]
@@ -48,7 +52,8 @@ def test_torch_decode_is_the_transformer_lab_model():
     pairs, _, _ = cache.reserve(kids, 1)                            # 3 个块对，一次克隆（解释器里的 kernel）
     for k in kids:
         k.length += 1
-    out = decode_step(torch_params(params, "cpu", torch.float64), cfg, cache.kv, torch.tensor(toks),
+    tp = paged_decode.torch_params(params, "cpu", torch.float64)
+    out = paged_decode.decode_step(tp, cfg, cache.kv, torch.tensor(toks),
                       torch.tensor([k.blocks for k in kids]), kids[0].length)
     assert len(pairs) == 3 and cache.clone_calls == 1
     assert np.abs(out.numpy() - ref).max() <= 1e-12

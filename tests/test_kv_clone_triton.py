@@ -8,24 +8,32 @@ import os
 import sys
 
 import pytest
-from conftest import NO_KERNEL
+from conftest import LazyModule, kernel_missing, kernel_module, load_script, on_cuda
 
-torch = pytest.importorskip("torch", reason=NO_KERNEL.format("torch"))
-if not torch.cuda.is_available():
-    os.environ.setdefault("TRITON_INTERPRET", "1")      # 必须在导入 triton 之前
-pytest.importorskip("triton", reason=NO_KERNEL.format("triton"))
+if kernel_missing():
+    pytest.skip(kernel_missing(), allow_module_level=True)
 
 import numpy as np  # noqa: E402
-from conftest import load_script  # noqa: E402
 
-import kv_clone_bench as bench  # noqa: E402
-import kv_clone_triton as kvc  # noqa: E402
-from paged_decode import PagedKVCache  # noqa: E402
 from paged_kv import BlockPool  # noqa: E402
 
-DEVICE = ("cpu", "cuda")[torch.cuda.is_available()]
-DTYPES = [torch.float16, torch.bfloat16, torch.float32]
+pytestmark = pytest.mark.xdist_group("kernel")     # 和 test_06_decode_share 同一个进程：只有它 import torch
+torch = LazyModule("torch")                        # 收集测试时不 import（第一次用到时才 import）
+kvc = LazyModule("kv_clone_triton")
+bench = LazyModule("kv_clone_bench")
+paged_decode = LazyModule("paged_decode")
+DTYPES = ["float16", "bfloat16", "float32"]        # torch 的 dtype 名字：getattr(torch, 名字)
 s06 = load_script("06_triton_cow_clone")
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _kernel_stack():
+    """这个文件的第一个测试之前 import torch、triton（没有 CUDA 时先设好 TRITON_INTERPRET=1）。"""
+    kernel_module("triton")
+
+
+def device():
+    return ("cpu", "cuda")[on_cuda()]
 
 
 def bits(t):
@@ -33,15 +41,16 @@ def bits(t):
 
 
 def test_interpreter_or_cuda_is_active():
-    assert kvc.HAVE_TRITON and kvc.kernel_available(DEVICE)
+    assert kvc.HAVE_TRITON and kvc.kernel_available(device())
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 @pytest.mark.parametrize("n,tile", [(0, 32), (1, 32), (11, 32), (3, None)])
 def test_all_layers_kernel_matches_reference(dtype, n, tile):
     """每块 3×5×7 = 105 个元素：tile=32 时一块跨 4 个 tile，最后一个只有 9 个。"""
+    dtype = getattr(torch, dtype)
     g = torch.Generator().manual_seed(n)
-    kv = torch.randn((2, 2, 2 * n + 5, 3, 5, 7), generator=g).to(dtype).to(DEVICE)
+    kv = torch.randn((2, 2, 2 * n + 5, 3, 5, 7), generator=g).to(dtype).to(device())
     perm = torch.randperm(kv.shape[2], generator=g).tolist()
     src, dst = perm[:n], perm[n:2 * n]
     kv.view(torch.uint8)[:, :, dst] = 0xFF                  # 毒化：没写到的字节一定露馅
@@ -58,8 +67,9 @@ def test_all_layers_kernel_matches_reference(dtype, n, tile):
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 @pytest.mark.parametrize("n", [0, 1, 9])
 def test_per_layer_kernel_of_the_blog(dtype, n):
+    dtype = getattr(torch, dtype)
     g = torch.Generator().manual_seed(n)
-    k, v = (torch.randn((2 * n + 3, 3, 5, 8), generator=g).to(dtype).to(DEVICE) for _ in range(2))
+    k, v = (torch.randn((2 * n + 3, 3, 5, 8), generator=g).to(dtype).to(device()) for _ in range(2))
     ek, ev = k.clone(), v.clone()
     src, dst = list(range(n)), list(range(n, 2 * n))
     ek[dst], ev[dst] = k[src], v[src]
@@ -67,18 +77,20 @@ def test_per_layer_kernel_of_the_blog(dtype, n):
     assert torch.equal(bits(k), bits(ek)) and torch.equal(bits(v), bits(ev))
 
 
-@pytest.mark.parametrize("dtype,n_cow", [(torch.float16, 13), (torch.bfloat16, 1), (torch.float32, 0)], ids=str)
+@pytest.mark.parametrize("dtype,n_cow", [("float16", 13), ("bfloat16", 1), ("float32", 0)], ids=str)
 def test_one_cow_write_step_bit_exact(dtype, n_cow):
     """演示 1 的检查：一步写入里混着 COW 子序列、独占的、刚写满的序列；整个缓存逐位对上。"""
-    ok, n_checks = bench.check_cow_write(dtype, 2, 3, 7, 5, n_cow, DEVICE, seed=17 + n_cow, tile=32)
+    dtype = getattr(torch, dtype)
+    ok, n_checks = bench.check_cow_write(dtype, 2, 3, 7, 5, n_cow, device(), seed=17 + n_cow, tile=32)
     assert ok and n_checks == 5
 
 
-@pytest.mark.parametrize("n", [kvc.ARG_PAIRS, kvc.ARG_PAIRS + 1], ids=["N=k", "N=k+1"])
-def test_pairs_as_kernel_arguments_boundary(n):
+@pytest.mark.parametrize("extra", [0, 1], ids=["N=k", "N=k+1"])
+def test_pairs_as_kernel_arguments_boundary(extra):
     """N ≤ ARG_PAIRS：块号当 kernel 的标量参数，不写锁页内存、不上传；N = ARG_PAIRS + 1 起上传下标。两边都逐位对。"""
+    n = kvc.ARG_PAIRS + extra
     g = torch.Generator().manual_seed(100 + n)
-    kv = torch.randn((2, 2, 2 * n + 7, 3, 5, 7), generator=g).to(torch.float16).to(DEVICE)
+    kv = torch.randn((2, 2, 2 * n + 7, 3, 5, 7), generator=g).to(torch.float16).to(device())
     perm = torch.randperm(kv.shape[2], generator=g).tolist()
     src, dst = perm[:n], perm[n:2 * n]
     kv.view(torch.uint8)[:, :, dst] = 0xFF
@@ -101,12 +113,12 @@ def test_kernel_variants_of_the_ladder_are_bit_exact(order, hints, evict, tile, 
     """演示 3 逐步改的每个版本（grid 顺序、提示、evict、tile；E = 2×4×8 = 64 时 tile 16/32/64 不用 mask、128 要 mask），
     下标读显存或走标量参数（n = 3），结果都逐位相同。"""
     g = torch.Generator().manual_seed(order * 10 + n)
-    kv = torch.randn((2, 2, 2 * n + 4, 2, 4, 8), generator=g).to(DEVICE)
+    kv = torch.randn((2, 2, 2 * n + 4, 2, 4, 8), generator=g).to(device())
     perm = torch.randperm(kv.shape[2], generator=g).tolist()
     src, dst = perm[:n], perm[n:2 * n]
     exp = kv.clone()
     exp[:, :, dst] = kv[:, :, src]
-    sd = torch.tensor(src + dst, dtype=torch.int32, device=DEVICE)
+    sd = torch.tensor(src + dst, dtype=torch.int32, device=device())
     pairs = (src, dst) if n <= kvc.ARG_PAIRS else None
     kvc.launch_all_kernel(kv, sd[:n], sd[n:], tile=tile, num_warps=1, pairs=pairs, order=order, hints=hints,
                           evict=evict)
@@ -121,7 +133,7 @@ def test_large_n_is_ordered_by_destination():
 
 def test_repeated_src_is_allowed_and_fallback_agrees():
     """几个子序列从同一个共享块 COW：src 可以重复；没有 kernel 时的 index_copy_ 回退结果一样。"""
-    kv = torch.randn((1, 2, 6, 2, 3, 4)).to(DEVICE)
+    kv = torch.randn((1, 2, 6, 2, 3, 4)).to(device())
     ref = kv.clone()
     kvc.kv_clone_blocks_all(kv, [0, 0, 0], [3, 4, 5], use_kernel=True)
     kvc.kv_clone_blocks_all(ref, [0, 0, 0], [3, 4, 5], use_kernel=False)
@@ -130,7 +142,7 @@ def test_repeated_src_is_allowed_and_fallback_agrees():
 
 def test_gpu_cache_uses_paged_kv_bookkeeping():
     """GPU 缓存没有自己的簿记：块表、ref_count、写时复制都是 paged_kv.BlockPool / PagedSequence。"""
-    cache = PagedKVCache(2, 2, 4, 4, 16, dtype=torch.float32, device=DEVICE)
+    cache = paged_decode.PagedKVCache(2, 2, 4, 4, 16, dtype=torch.float32, device=device())
     assert type(cache.pool) is BlockPool and cache.pool.k is None
     p = cache.new_sequence()
     cache.prefill(p, torch.randn(2, 6, 2, 4), torch.randn(2, 6, 2, 4))       # 6 个 token：块 0 满、块 1 写了 2 个
@@ -151,10 +163,10 @@ def test_cpu_gpu_buffer_many_steps_without_sync():
     """连续很多步、每步一组不同的块对（N 跨过缓冲区容量 64），中间不同步：和逐步重放的结果逐位相同。
     GPU 上 200 步（16 份锁页内存轮换 12 圈多）；解释器很慢，CPU 上走 7 步。"""
     g = torch.Generator().manual_seed(0)
-    kv = torch.randn((1, 2, 300, 1, 2, 3), generator=g).to(DEVICE)
+    kv = torch.randn((1, 2, 300, 1, 2, 3), generator=g).to(device())
     ref = kv.cpu().clone()
     ns = [0, 1, 5, 12, 70, 3, 9]
-    if DEVICE == "cuda":
+    if device() == "cuda":
         ns = torch.randint(0, 150, (200,), generator=g).tolist()
     for n in ns:
         perm = torch.randperm(300, generator=g).tolist()
@@ -163,7 +175,7 @@ def test_cpu_gpu_buffer_many_steps_without_sync():
     assert torch.equal(kv.cpu(), ref)
 
 
-@pytest.mark.skipif(DEVICE != "cuda", reason="CUDA graph 只在 CUDA 上")
+@pytest.mark.skipif("device() != 'cuda'", reason="CUDA graph 只在 CUDA 上")
 def test_clone_graph_matches_reference():
     kv = torch.randn((2, 2, 64, 2, 4, 8), device="cuda")
     cg = bench.CloneGraph(kv, 3)
@@ -178,7 +190,7 @@ def test_clone_graph_matches_reference():
         cg([1], [2])
 
 
-@pytest.mark.skipif(DEVICE != "cuda", reason="旁路 stream 与直接调 C 启动函数只在 CUDA 上")
+@pytest.mark.skipif("device() != 'cuda'", reason="旁路 stream 与直接调 C 启动函数只在 CUDA 上")
 def test_overlapped_upload_many_steps_without_sync():
     """N ≥ OVERLAP_MIN_PAIRS：下标在旁路 stream 上传；连续 40 步（锁页内存与显存各 16 份、轮换两圈多）、每步不同的
     块对、中间不同步，和逐步重放的结果逐位相同；N 在 1…2×阈值之间变，三条路径交替出现。"""
@@ -196,8 +208,9 @@ def test_overlapped_upload_many_steps_without_sync():
     assert torch.equal(kv.cpu(), ref)
 
 
-def _stacked(nb=8, dtype=torch.float32):
-    return torch.zeros((2, 2, nb, 2, 3, 4), dtype=dtype, device=DEVICE)
+def _stacked(nb=8, dtype=None):
+    dtype = dtype or torch.float32
+    return torch.zeros((2, 2, nb, 2, 3, 4), dtype=dtype, device=device())
 
 
 BAD = [
@@ -231,7 +244,7 @@ def test_bad_input_is_refused_before_anything_is_written(use_kernel, name, make,
 
 
 def test_per_layer_bad_input():
-    layer = torch.zeros((8, 2, 3, 4), device=DEVICE)
+    layer = torch.zeros((8, 2, 3, 4), device=device())
     with pytest.raises(ValueError, match="形状、dtype、设备必须相同"):
         kvc.kv_clone_blocks_triton(layer, layer.half(), [0], [1])
     with pytest.raises(ValueError, match="越界"):
@@ -239,7 +252,7 @@ def test_per_layer_bad_input():
 
 
 def test_kernel_path_without_interpreter_is_a_clear_error(monkeypatch):
-    if DEVICE != "cpu":
+    if device() != "cpu":
         pytest.skip("只在 CPU 上有意义")
     monkeypatch.setenv("TRITON_INTERPRET", "0")
     with pytest.raises(ValueError, match="TRITON_INTERPRET=1"):
@@ -253,10 +266,11 @@ def test_kernel_path_without_interpreter_is_a_clear_error(monkeypatch):
     ({}, ("torch 2.1.0 太旧", "≥ 2.4")),
 ], ids=["no-torch", "no-triton", "old-torch"])
 def test_missing_or_old_torch_triton_is_one_line_exit_2(missing, words, monkeypatch, capsys):
+    real_torch = kernel_module("kv_clone_triton") and kernel_module("torch")    # 先照常 import（设好解释器）
     for name, mod in missing.items():
         monkeypatch.setitem(sys.modules, name, mod)          # import 时抛 ImportError
     if not missing:
-        monkeypatch.setattr(torch, "__version__", "2.1.0")
+        monkeypatch.setattr(real_torch, "__version__", "2.1.0")
     with pytest.raises(SystemExit) as e:
         s06.import_gpu_stack()
     err = capsys.readouterr().err.strip().splitlines()
@@ -298,7 +312,7 @@ def test_bad_command_line_is_one_line_exit_2(argv, word, tmp_path, capsys):
     paths = dict(missing=tmp_path / "nope.json", empty=tmp_path / "empty.json", notjson=tmp_path / "bad.txt",
                  dir=tmp_path, holey=tmp_path / "holey.json")
     argv = [a.format(**paths) for a in argv]
-    if DEVICE == "cuda" and argv[0] == "--json":
+    if device() == "cuda" and argv[0] == "--json":
         pytest.skip("GPU 上会重新测量并写这个文件")
     with pytest.raises(SystemExit) as e:
         s06.main(argv + ["--demo", "2"] * ("--demo" not in argv and "--no-such-flag" not in argv))
