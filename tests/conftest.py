@@ -18,10 +18,6 @@ import tempfile
 # 解释器）。本课的 CPU 脚本不做 BLAS 运算（线性层用 einsum），一个线程不改变任何结果。在 import numpy 之前设好，
 # pytest 的工作进程和测试起的新解释器都继承它。
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-# 测试会起几十个新解释器跑同一批脚本：让它们把编译好的字节码留在 __pycache__/（.gitignore 里有）给下一个用，
-# 每个进程省约 0.06 s CPU。环境里设了 PYTHONDONTWRITEBYTECODE 时，每个新解释器都要把本课的模块重新编译一遍。
-os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
-sys.dont_write_bytecode = False
 
 import pytest  # noqa: E402
 
