@@ -13,7 +13,7 @@ import threading
 import time
 
 import pytest
-from conftest import LECTURE, ROOT
+from conftest import LECTURE, ROOT, load_script
 
 import kv_trace_io as tio
 from kv_trace import load_trace
@@ -60,6 +60,18 @@ def error_of(path, **kw):
 def run(script, *args):
     return subprocess.run([sys.executable, os.path.join(LECTURE, script), *args], capture_output=True, text=True,
                           env=dict(os.environ, NO_COLOR="1", LAB_NO_TIMING="1"), timeout=60)
+
+
+def run_here(script, *args):
+    """和 run 一样，但在本进程里调 main(argv)（省一个新解释器）；命令行本身由 run 的测试和 test_cli_errors 覆盖。"""
+    from types import SimpleNamespace
+    from conftest import call_main
+    m = load_script(script[:-3])
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("NO_COLOR", "1")
+        mp.setenv("LAB_NO_TIMING", "1")
+        rc, out, err = call_main(m, list(args))
+    return SimpleNamespace(returncode=rc, stdout=out, stderr=err)
 
 
 def check_cli(r, path_shown, lineno, words):
@@ -380,19 +392,19 @@ def test_fifo_waits_for_a_writer(tmp_path):
 def test_cli_truncated_gzip_04(tmp_path):
     p = write_bytes(tmp_path, gz(TEXT)[:2000], "t.jsonl.gz")
     n, e = error_of(p)
-    check_cli(run("04_prefix_caching.py", "--trace", p), p, e.line, "gzip 文件被截断了")
+    check_cli(run_here("04_prefix_caching.py", "--trace", p), p, e.line, "gzip 文件被截断了")
 
 
 def test_cli_deep_nesting_and_big_integer_04(tmp_path):
     p = write_bytes(tmp_path, (line(0) + "\n" + "[" * 100_000 + "\n").encode())
-    check_cli(run("04_prefix_caching.py", "--trace", p), p, 2, "嵌套超过")
+    check_cli(run_here("04_prefix_caching.py", "--trace", p), p, 2, "嵌套超过")
     p = write_bytes(tmp_path, (line(raw_ts=BIG) + "\n").encode())
-    check_cli(run("04_prefix_caching.py", "--trace", p), p, 1, "timestamp 太大")
+    check_cli(run_here("04_prefix_caching.py", "--trace", p), p, 1, "timestamp 太大")
 
 
 def test_cli_bad_utf8_and_newline_in_name_04(tmp_path):
     p = write_bytes(tmp_path, b"\n".join(s.encode() for s in trace_lines(40)[:29]) + b"\n\xff\n", "a\nb.jsonl")
-    check_cli(run("04_prefix_caching.py", "--trace", p), p.replace("\n", "\\n"), 30, "不是 UTF-8")
+    check_cli(run_here("04_prefix_caching.py", "--trace", p), p.replace("\n", "\\n"), 30, "不是 UTF-8")
 
 
 @pytest.mark.parametrize("script", ["04_prefix_caching.py", "05_kv_store.py"])
