@@ -168,6 +168,13 @@ def pytest_configure(config):
         import radix_cache
         for mod in (kv_sim_base, kv_cache_sim, kv_cluster, radix_cache):
             mod.n_cores = _one_core
+        # 每个 pytest 进程占一个核（gw0 → 第 1 个核，gw1 → 第 2 个……）。测试起的新解释器继承这一个核，脚本看到
+        # 1 个核就不 fork 进程池（核早被 pytest 进程占满了，fork 只多花 CPU）；fork 的路径另有测试（workers=2）。
+        if hasattr(os, "sched_setaffinity"):
+            cores = sorted(os.sched_getaffinity(0))
+            k = int(config.workerinput["workerid"][2:])
+            if len(cores) >= config.workerinput["workercount"]:
+                os.sched_setaffinity(0, {cores[k % len(cores)]})
 
 
 def _one_core():

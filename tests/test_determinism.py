@@ -55,7 +55,7 @@ def finish_bytes(proc):
 @pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.xdist_group(GROUP.get(n, "determinism")))
                                   for n in SCRIPTS])
 def test_same_output_in_a_fresh_process_on_a_gbk_stdout(name):
-    proc = start_fresh(name, env=fresh_env(PYTHONIOENCODING="gbk"), text=False)   # 新进程在另一个核上跑
+    proc = start_fresh(name, env=fresh_env(PYTHONIOENCODING="gbk"), text=False)   # 新进程和本进程同时跑
     here = output_here(name)                                                      # 同时本进程跑（或拿缓存）
     fresh = finish_bytes(proc)
     assert here.strip(), f"{name} 什么也没打印"
