@@ -492,6 +492,8 @@ def observations_4(d):
     obs = [f"{long_['n']:,} token 的 KV 有 {size(long_['kv'])}，经 {gbs(nic)} Gbps 发完要 {ms(long_['send'])}，"
            f"prefill 要 {ms(long_['prefill'])}{text}。"]
     text = "，每个长度仍藏得住：这个模型算得够久"
+    if bad:                                                  # 主网卡有藏不住的：换了网卡才藏得住，不说"仍"
+        text = "，每个长度都藏得住：这个模型算得够久"
     if exposed:
         text = (f"，{listing(integer(x['n']) for x in exposed)} token 藏不住：露出 {span([c['exposed'] for c in exposed], ms_cell)} ms"
                 f"（prefill 的 {span([c['exposed'] / c['prefill'] for c in exposed], pct)}）")

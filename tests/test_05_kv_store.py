@@ -764,3 +764,12 @@ def test_plot_load_vs_recompute_titles_the_break_even(plot05, d1, tmp_path):
 def test_plot_ttft_titles_the_finding(plot05, d3, tmp_path):
     text = _texts(plot05.plot_ttft, d3["results"], d3["names"], d3["paper"], str(tmp_path / "t.png"), "测试")
     assert "全局缓存感知最快（0.38" in text and "随机最慢（3.56" in text and "3.07\u00a0s" in text
+
+
+def test_demo4_faster_contrast_nic_does_not_say_still(monkeypatch, capsys):
+    """主网卡每个长度都藏不住、对照的网卡反而快得藏得住：说"都藏得住"，不说"仍"。"""
+    monkeypatch.setattr(m, "PD_NIC_GBPS", 1)
+    monkeypatch.setattr(m, "PD_SLOW_GBPS", 100_000)
+    assert m.main(["--demo", "4"]) == 0
+    text = flat(capsys.readouterr().out)
+    assert "每个长度都藏得住" in text and "仍藏得住" not in text
