@@ -86,6 +86,22 @@ def on_cuda():
     return kernel_module("torch").cuda.is_available()
 
 
+def skip_without_kernel():
+    """kernel 测试文件的第一行：没装 torch 或 triton 时整个文件跳过，理由写明。"""
+    if kernel_missing():
+        pytest.skip(kernel_missing(), allow_module_level=True)
+
+
+@pytest.fixture(scope="module")
+def kernel_stack():
+    """文件的第一个测试之前 import torch、triton（没有 CUDA 时先设好 TRITON_INTERPRET=1）。"""
+    kernel_module("triton")
+
+
+# kernel 测试文件的 pytestmark：两个文件在同一个 pytest 进程里（只有它 import torch），先备好 torch、triton
+KERNEL_MARKS = [pytest.mark.xdist_group("kernel"), pytest.mark.usefixtures("kernel_stack")]
+
+
 # ---------------------------------------------------------------- 真实 trace；只在 make test-all 里跑的测试
 TEST_ALL = os.environ.get("LAB_TEST_ALL") == "1"      # make test-all
 

@@ -11,25 +11,19 @@ import re
 
 import numpy as np
 import pytest
-from conftest import LECTURE, ROOT, LazyModule, kernel_missing, kernel_module, load_script, on_cuda  # noqa: F401  on_cuda：skipif 的字符串条件里用
+from conftest import (KERNEL_MARKS, LECTURE, ROOT, LazyModule, kernel_module, load_script, on_cuda,  # noqa: F401
+                      skip_without_kernel)                      # on_cuda：skipif 的字符串条件里用
 
-if kernel_missing():
-    pytest.skip(kernel_missing(), allow_module_level=True)
+skip_without_kernel()
 
 from lab_common import console  # noqa: E402
 from lab_common.transformer_lab import TINY, config_like, init_params  # noqa: E402
 from paged_kv import BlockPool, PagedSequence, gather_kv, paged_step  # noqa: E402
 
-pytestmark = pytest.mark.xdist_group("kernel")     # 和 test_kv_clone_triton 同一个进程：只有它 import torch
+pytestmark = KERNEL_MARKS                          # 和 test_kv_clone_triton 同一个进程：只有它 import torch
 torch = LazyModule("torch")                        # 收集测试时不 import（第一次用到时才 import）
 paged_decode = LazyModule("paged_decode")
 s06 = load_script("06_triton_cow_clone")
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _kernel_stack():
-    """这个文件的第一个测试之前 import torch、triton（没有 CUDA 时先设好 TRITON_INTERPRET=1）。"""
-    kernel_module("triton")
 SAVED = s06.load_results(s06.DEFAULT_JSON)
 ON_GPU = "on_cuda()"                               # skipif 的字符串条件：跑到这个测试时才求值（才 import torch）
 

@@ -8,28 +8,21 @@ import os
 import sys
 
 import pytest
-from conftest import LazyModule, kernel_missing, kernel_module, load_script, on_cuda
+from conftest import KERNEL_MARKS, LazyModule, kernel_module, load_script, on_cuda, skip_without_kernel
 
-if kernel_missing():
-    pytest.skip(kernel_missing(), allow_module_level=True)
+skip_without_kernel()
 
 import numpy as np  # noqa: E402
 
 from paged_kv import BlockPool  # noqa: E402
 
-pytestmark = pytest.mark.xdist_group("kernel")     # 和 test_06_decode_share 同一个进程：只有它 import torch
+pytestmark = KERNEL_MARKS                          # 和 test_06_decode_share 同一个进程：只有它 import torch
 torch = LazyModule("torch")                        # 收集测试时不 import（第一次用到时才 import）
 kvc = LazyModule("kv_clone_triton")
 bench = LazyModule("kv_clone_bench")
 paged_decode = LazyModule("paged_decode")
 DTYPES = ["float16", "bfloat16", "float32"]        # torch 的 dtype 名字：getattr(torch, 名字)
 s06 = load_script("06_triton_cow_clone")
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _kernel_stack():
-    """这个文件的第一个测试之前 import torch、triton（没有 CUDA 时先设好 TRITON_INTERPRET=1）。"""
-    kernel_module("triton")
 
 
 def device():
