@@ -18,7 +18,6 @@ import time
 FIGDIR = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(FIGDIR)
 LECTURE = os.path.join(ROOT, "lecture07")
-DATA = os.path.join(FIGDIR, "data")
 if ROOT not in sys.path:
     sys.path.insert(0, ROOT)   # python figures/plot_XX.py：让 lab_common 包可以 import
 

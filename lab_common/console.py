@@ -143,10 +143,6 @@ def wrap_cjk(text, width, indent=0):
     return [lines[0]] + [pad + x for x in lines[1:]] if lines else []
 
 
-def _width():
-    return _console().width
-
-
 def print_header(title):
     """一个演示的大标题：上方空一行和一条粗线，标题太长时折行而不是被截断。"""
     c = _console()

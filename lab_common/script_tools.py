@@ -117,11 +117,6 @@ def run_lecture(demos, description, argv=None, run=None, add_args=None, prog=Non
         console.SHOW_MORE = False
 
 
-def run_demos(demos, description, argv=None):
-    """旧名字：等于 run_lecture(demos, description, argv)。"""
-    return run_lecture(demos, description, argv)
-
-
 def run_in_child(demos):
     """在 fork 出来的子进程里依次跑 demos（它们只打印，返回值不用），返回"等它跑完、给出退出码"的函数。
     这样两个核一起干活：子进程跑演示，主进程同时做别的（04 里是建 trace、开始算命中表）。
