@@ -10,10 +10,10 @@ launch，N 大时是显存带宽——一次 launch 搬完所有层的 Triton ke
 一步 COW 要克隆 N 个块（所有层、K 和 V），四种做法；A、B 是博客《从零实现 LLM Inference：063. Triton
 batched KV COW clone（替换 index_select/index_copy）》（rosellm 项目的 roseinfer 引擎）里的"之前"和"之后"：
     A 每层 index_select + index_copy_   B 每层一次 Triton launch   C 所有层一次 launch   D 连续拷贝（上限）
-GPU 上的安装、测量方法和 H200 的结果表见 lecture07/GPU.md。
+GPU 上的安装、测量方法和 H200 的结果表见 lecture07/gpu/GPU.md。
 
 试一试：把 NS 改成 (1, 2, 4, 8, 9, 16)，看块号从 kernel 参数（N ≤ 8）换成上传下标（N = 9）时 C 多了多少 µs；
-在 GPU 上把 kv_clone_triton.ORDER_LAYER_MAJOR 改成 0，看演示 2 里 N 最大时 C/D 带宽掉多少。
+在 GPU 上把 gpu/clone_kernel.py 的 ORDER_LAYER_MAJOR 改成 0，看演示 2 里 N 最大时 C/D 带宽掉多少。
 """
 import json
 import os
@@ -86,9 +86,8 @@ def import_gpu_stack():
         got = tuple(int(x) for x in mods[name].__version__.split("+")[0].split(".")[:2])
         if got < MIN_VERSIONS[name]:
             fail(SCRIPT, f"{name} {mods[name].__version__} 太旧：需要 ≥ {'.'.join(map(str, MIN_VERSIONS[name]))}")
-    import kv_clone_bench
-    import kv_clone_triton
-    return mods["torch"], kv_clone_triton, kv_clone_bench
+    from gpu import clone_bench, clone_kernel
+    return mods["torch"], clone_kernel, clone_bench
 
 
 # ───────────────────────────── 演示 1：校验 ─────────────────────────────

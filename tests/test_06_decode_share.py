@@ -22,7 +22,7 @@ from paged_kv import BlockPool, PagedSequence, gather_kv, paged_step  # noqa: E4
 
 pytestmark = KERNEL_MARKS                          # 和 test_kv_clone_triton 同一个进程：只有它 import torch
 torch = LazyModule("torch")                        # 收集测试时不 import（第一次用到时才 import）
-paged_decode = LazyModule("paged_decode")
+paged_decode = LazyModule("gpu.paged_decode")
 s06 = load_script("06_triton_cow_clone")
 SAVED = s06.load_results(s06.DEFAULT_JSON)
 ON_GPU = "on_cuda()"                               # skipif 的字符串条件：跑到这个测试时才求值（才 import torch）
@@ -178,7 +178,7 @@ _CHECKS = {}      # 演示 1 的每个校验用例（参数 → 结果）：默�
 def _cpu_output(argv, monkeypatch, capsys, width=80):
     key = (tuple(argv), width)
     if key not in _CPU_OUT:
-        bench = kernel_module("kv_clone_bench")
+        bench = kernel_module("gpu.clone_bench")
         check = bench.check_cow_write
 
         def check_once(*args):
@@ -254,8 +254,9 @@ def test_tables_never_break_inside_a_number(width, monkeypatch, capsys):
 
 
 def test_what_students_read_has_no_build_process_words():
-    files = [os.path.join(LECTURE, f) for f in ("06_triton_cow_clone.py", "kv_clone_triton.py", "kv_clone_bench.py",
-                                                "paged_decode.py")] + [os.path.join(ROOT, "figures", "plot_06.py")]
+    files = [os.path.join(LECTURE, f) for f in ("06_triton_cow_clone.py", "gpu/clone_kernel.py", "gpu/clone_bench.py",
+                                                "gpu/paged_decode.py", "gpu/GPU.md")]
+    files.append(os.path.join(ROOT, "figures", "plot_06.py"))
     for f in files:
         with open(f, encoding="utf-8") as fh:
             text = fh.read()

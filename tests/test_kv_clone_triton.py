@@ -1,4 +1,4 @@
-"""COW 克隆 kernel 的校验矩阵（lecture07/kv_clone_triton.py）和 06 脚本的命令行。
+"""COW 克隆 kernel 的校验矩阵（lecture07/gpu/clone_kernel.py）和 06 脚本的命令行。
 
 没有 GPU 时 kernel 在 Triton 解释器（TRITON_INTERPRET=1）里跑；在 GPU 机器上同一批测试跑真实 kernel，
 另外几项（锁页内存轮换、CUDA graph）只在 CUDA 上有意义。没装 torch / triton 时整文件跳过并说明原因。
@@ -18,9 +18,9 @@ from paged_kv import BlockPool  # noqa: E402
 
 pytestmark = KERNEL_MARKS                          # 和 test_06_decode_share 同一个进程：只有它 import torch
 torch = LazyModule("torch")                        # 收集测试时不 import（第一次用到时才 import）
-kvc = LazyModule("kv_clone_triton")
-bench = LazyModule("kv_clone_bench")
-paged_decode = LazyModule("paged_decode")
+kvc = LazyModule("gpu.clone_kernel")
+bench = LazyModule("gpu.clone_bench")
+paged_decode = LazyModule("gpu.paged_decode")
 DTYPES = ["float16", "bfloat16", "float32"]        # torch 的 dtype 名字：getattr(torch, 名字)
 s06 = load_script("06_triton_cow_clone")
 
@@ -259,7 +259,7 @@ def test_kernel_path_without_interpreter_is_a_clear_error(monkeypatch):
     ({}, ("torch 2.1.0 太旧", "≥ 2.4")),
 ], ids=["no-torch", "no-triton", "old-torch"])
 def test_missing_or_old_torch_triton_is_one_line_exit_2(missing, words, monkeypatch, capsys):
-    real_torch = kernel_module("kv_clone_triton") and kernel_module("torch")    # 先照常 import（设好解释器）
+    real_torch = kernel_module("gpu.clone_kernel") and kernel_module("torch")    # 先照常 import（设好解释器）
     for name, mod in missing.items():
         monkeypatch.setitem(sys.modules, name, mod)          # import 时抛 ImportError
     if not missing:

@@ -3,7 +3,7 @@
 - kv_clone_blocks_triton：每层一次 launch，K/V 一起搬（博客《从零实现 LLM Inference：063. Triton batched KV
   COW clone（替换 index_select/index_copy）》的 kernel）。
 - kv_clone_blocks_all：所有层 × K/V × N 个块对一次 launch，缓存是一整块 [L, 2, n_blocks, H, BS, D]（GPU KV 缓存
-  在 paged_decode；捕获进 CUDA graph 的版本 CloneGraph 在 kv_clone_bench）。
+  在 gpu/paged_decode.py；捕获进 CUDA graph 的版本 CloneGraph 在 gpu/clone_bench.py）。
 没有 CUDA 时先设 TRITON_INTERPRET=1（须在 import triton 之前）：kernel 在 Triton 解释器里逐个 program 在 CPU
 上执行——慢，但逐位结果相同，测试就这样校验 kernel。
 """
@@ -24,7 +24,7 @@ except ImportError:          # 没装 triton：模块照样可用，克隆走 in
 
 HAVE_TRITON = triton is not None
 SUPPORTED_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)   # float64：CPU 上逐位核对用
-TILE = 2048          # 一个 program 搬几个元素（2 的幂；fp16 时 4 KB）：H200 上扫过，见 kv_clone_bench.sweep_tiles
+TILE = 2048          # 一个 program 搬几个元素（2 的幂；fp16 时 4 KB）：H200 上扫过，见 clone_bench.sweep_tiles
 NUM_WARPS = 1        # 每个 program 几个 warp：小 program、多个同时在飞，H200 上比大 tile 多 warp 快
 ARG_PAIRS = 8        # N ≤ 8：块对直接当 kernel 的标量参数传（kernel 里写死 8 对），不上传下标：一次驱动调用
 OVERLAP_MIN_PAIRS = 512   # N ≥ 它：下标在旁路 stream 上传，与上一步的拷贝重叠（N 小时多出的主机开销不划算）

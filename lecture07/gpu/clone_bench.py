@@ -4,7 +4,7 @@ CUDA graph 捕获、A/B/C/D 计时、tile 扫描、克隆占一步 decode 多少
 
     A  每层新建 long 下标张量 + index_select + index_copy_（博客里的"之前"）
     B  每层新建 int32 下标张量 + 一次 Triton launch（博客里的"之后"）
-    C  所有层 × K/V 一次 launch（kv_clone_triton.kv_clone_blocks_all）：N ≤ 8 时块号是 kernel 参数，否则下标经锁页
+    C  所有层 × K/V 一次 launch（clone_kernel.kv_clone_blocks_all）：N ≤ 8 时块号是 kernel 参数，否则下标经锁页
        缓冲区一次上传（N 大时在旁路 stream 上传，与上一步的拷贝重叠）
     D  同样字节数的一次连续 device-to-device 拷贝（带宽上限）
     图  捕获进 CUDA graph 后 replay（H2D 拷贝也在 graph 里）；C图 每步还包括主机上检查下标、写锁页内存
@@ -19,9 +19,9 @@ import numpy as np
 import torch
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
-import kv_clone_triton as kvc
+from gpu import clone_kernel as kvc
 from lab_common.transformer_lab import TINY, config_like, init_params
-from paged_decode import PagedKVCache, decode_step, torch_params
+from gpu.paged_decode import PagedKVCache, decode_step, torch_params
 from paged_kv import n_blocks
 
 DTYPES = {"float16": torch.float16, "bfloat16": torch.bfloat16, "float32": torch.float32}

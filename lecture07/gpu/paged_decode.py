@@ -13,7 +13,7 @@
 import torch
 import torch.nn.functional as F
 
-from kv_clone_triton import check_cache, kernel_available, kv_clone_blocks_all
+from gpu.clone_kernel import check_cache, kernel_available, kv_clone_blocks_all
 from paged_kv import BlockPool, PagedSequence
 
 
