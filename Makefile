@@ -72,8 +72,8 @@ check: $(STAMP)
 # 画图脚本、它加载的 lecture07 脚本和共用模块；改了哪个，只重画用到它的图，什么都没改时不做任何事。
 LAB := lab_common/say.py lab_common/console.py lab_common/settings.py lab_common/plotting.py lab_common/script_tools.py figures/figlib.py $(STAMP)
 PAGED := lecture07/paged_kv.py lab_common/transformer_lab.py lab_common/settings.py
-# 04、05 用到的 lecture07 共用模块（物理量、trace、缓存策略、模拟器）
-STORE := lecture07/kv_physics.py lecture07/kv_trace.py lecture07/kv_trace_io.py lecture07/kv_cache_policies.py lecture07/kv_cache_sim.py lecture07/kv_sim_base.py lecture07/kv_sim_lfu.py lecture07/kv_sim_lru.py lecture07/kv_sim_min.py lecture07/kv_sim_guard.py $(PAGED)
+# 04、05 用到的 lecture07 共用模块：kv_store/ 整个包（前缀匹配、淘汰策略、回放、层级、trace、集群）
+STORE := $(wildcard lecture07/kv_store/*.py) $(PAGED)
 
 F01 := figures/01_kv_memory_breakdown.png figures/01_kv_per_token.png figures/01_recompute_vs_swap.png
 F02 := figures/02_block_table.png
@@ -92,7 +92,7 @@ $(error 画图的规则要 GNU make ≥ 4.3，这里是 $(MAKE_VERSION)：macOS 
 endif
 endif
 
-$(F01) &: figures/plot_01.py lecture07/01_kv_cache_memory.py lecture07/kv_alloc_sim.py $(STORE) $(LAB)
+$(F01) &: figures/plot_01.py lecture07/01_kv_cache_memory.py lecture07/allocation.py $(STORE) $(LAB)
 	$(VPY) figures/plot_01.py
 $(F02) &: figures/plot_02.py lecture07/02_paged_attention.py $(STORE) $(LAB)
 	$(VPY) figures/plot_02.py
@@ -100,9 +100,9 @@ $(F03) &: figures/plot_03.py lecture07/03_sharing_and_cow.py $(PAGED) $(LAB)
 	$(VPY) figures/plot_03.py
 $(F04) &: figures/plot_04.py lecture07/04_prefix_caching.py $(STORE) $(LAB)
 	$(VPY) figures/plot_04.py
-$(F04B) &: figures/plot_04b.py lecture07/04b_radix_cache.py lecture07/04_prefix_caching.py lecture07/radix_cache.py $(STORE) $(LAB)
+$(F04B) &: figures/plot_04b.py lecture07/04b_radix_cache.py lecture07/04_prefix_caching.py lecture07/kv_store/radix_tree.py $(STORE) $(LAB)
 	$(VPY) figures/plot_04b.py
-$(F05) &: figures/plot_05.py lecture07/05_kv_store.py lecture07/kv_cluster.py $(STORE) $(LAB)
+$(F05) &: figures/plot_05.py lecture07/05_kv_store.py lecture07/kv_store/cluster.py $(STORE) $(LAB)
 	$(VPY) figures/plot_05.py
 # 06 的图只从 H200 上实测的 JSON 画（CPU 上不能重新测）
 $(F06) &: figures/plot_06.py lecture07/06_triton_cow_clone.py lecture07/gpu/clone_kernel.py lecture07/gpu/clone_bench.py figures/data/triton_cow_clone_h200.json $(LAB)

@@ -9,9 +9,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from kv_cache_policies import BlockCache, LRUCache
+from kv_store.eviction import BlockCache, LRUCache
 from paged_kv import PagedSequence
-from radix_cache import RadixCache
+from kv_store.radix_tree import RadixCache
 
 
 @dataclass(frozen=True)

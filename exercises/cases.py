@@ -80,9 +80,9 @@ def _kv_case(args, kwargs, expected, hint):
 def _kv_all_models(m):
     """讲义里的模型形状 × 四种注意力 × 两种字节数，和参考实现逐个比。"""
     need(m, "kv_bytes_per_token")
-    import kv_physics
+    import kv_store.tiers
     ref = reference(1)["kv_bytes_per_token"]
-    shapes = [v for v in vars(kv_physics).values() if isinstance(v, kv_physics.ModelSpec)]
+    shapes = [v for v in vars(kv_store.tiers).values() if isinstance(v, kv_store.tiers.ModelSpec)]
     for spec in shapes:
         for att in ("MHA", "GQA", "MQA", "MLA"):
             for nbytes in (2, 1):
@@ -91,7 +91,7 @@ def _kv_all_models(m):
                 same(m["kv_bytes_per_token"](*args, **kw), ref(*args, **kw),
                      f"{spec.name} 的形状，{att}，dtype_bytes={nbytes}", "和参考实现不同：对照上面几个手算的用例")
     if not shapes:
-        raise Fail("kv_physics 的模型", "至少一个", "0 个", "kv_physics 里没有 ModelSpec")
+        raise Fail("kv_store.tiers 的模型", "至少一个", "0 个", "kv_store.tiers 里没有 ModelSpec")
 
 
 CASES_1 = [
@@ -427,7 +427,7 @@ def _case_trace(m):
     """合成 trace（make_trace，种子 0）的前 3,000 个请求，缓存是容量 1,500 块的"先淘汰靠前的块"（04 的对照策略）：
     它先拆掉前缀的父块，于是有 45 个请求"后面的块还在、前面的不在"——正好考 match_prefix 会不会停。"""
     need(m, "match_prefix")
-    from kv_cache_policies import LengthAwareEarlyCache
+    from kv_store.eviction import LengthAwareEarlyCache
     ref = reference(4)["match_prefix"]
     tr = _trace()
     cache = LengthAwareEarlyCache(1500)
@@ -448,7 +448,7 @@ _TRACE = []
 def _trace():
     """合成 trace 只造一次（约 0.5 秒）。"""
     if not _TRACE:
-        from kv_trace import make_trace
+        from kv_store.traces import make_trace
         _TRACE.append(make_trace(0))
     return _TRACE[0]
 

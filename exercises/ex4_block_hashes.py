@@ -21,7 +21,7 @@
 
 【检查】make check EX=4
 【用在演示里】python lecture07/04_prefix_caching.py --mine --demo 1
-参考实现：lecture07/kv_physics.py 的 block_hashes、lecture07/paged_kv.py 的 match_prefix（写完之前别看）。
+参考实现：lecture07/kv_store/prefix_match.py 的 block_hashes 和 match_prefix（写完之前别看）。
 """
 import hashlib  # noqa: F401
 

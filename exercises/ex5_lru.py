@@ -2,7 +2,7 @@
 
 前缀缓存满了，新块要进来，就得踢走一块。LRU（最近最少使用）踢的是"最久没被用过"的那一块。
 
-【任务】把 LRUCache 写成 kv_cache_policies.BlockCache 的子类，实现两个方法：
+【任务】把 LRUCache 写成 kv_store.eviction.BlockCache 的子类，实现两个方法：
   - touch(block, pos)：记下对 block 的一次访问。它已经在缓存里：变成"最新"的；不在：加进来（也是最新的）。
     （pos 是它在请求里的位置，LRU 用不上。）
   - evict()：删掉最久没用的一块，返回它的块号。
@@ -19,11 +19,11 @@ BlockCache 已经写好了 match（前缀命中）和 insert：insert 从请求�
 
 【检查】make check EX=5
 【用在演示里】python lecture07/04_prefix_caching.py --mine --demo 3   （命中率表里的 LRU 一行用你的类算）
-参考实现：lecture07/kv_cache_policies.py 的 LRUCache（写完之前别看）。
+参考实现：lecture07/kv_store/eviction.py 的 LRUCache（写完之前别看）。
 """
 from collections import OrderedDict
 
-from kv_cache_policies import BlockCache
+from kv_store.eviction import BlockCache
 
 
 class LRUCache(BlockCache):

@@ -7,8 +7,8 @@ SGLang 的 RadixAttention 把所有请求的 token 放进一棵基数树：每�
         根 ─ [1 2] ┬─ [3 4]
                    └─ [9]
 
-【任务】写下面 RadixCache 的三个方法（淘汰 _evict、画图 render 都继承自 radix_cache.RadixCache，已经写好）。
-节点是 radix_cache.RadixNode(key, parent, last_access)：node.key（list）、node.children（{第一个 token: 子节点}）、
+【任务】写下面 RadixCache 的三个方法（淘汰 _evict、画图 render 都继承自 kv_store.radix_tree.RadixCache，已经写好）。
+节点是 kv_store.radix_tree.RadixNode(key, parent, last_access)：node.key（list）、node.children（{第一个 token: 子节点}）、
 node.parent、node.last_access（最近访问的时刻）、node.ref（几个还在跑的请求用着它）。
   1. match(seq)：seq 从头起有多少个 token 已经在树里。只读：不改时刻、不拆节点。
      走到某个孩子时，它的 key 可能只有前一部分和 seq 相同——那就停在那里，命中到那个位置为止。
@@ -32,14 +32,14 @@ node.parent、node.last_access（最近访问的时刻）、node.ref（几个还
 
 【检查】make check EX=6
 【用在演示里】python lecture07/04b_radix_cache.py --mine
-参考实现：lecture07/radix_cache.py（写完之前别看）。
+参考实现：lecture07/kv_store/radix_tree.py（写完之前别看）。
 """
-import radix_cache
-from radix_cache import RadixNode  # noqa: F401
+import kv_store.radix_tree
+from kv_store.radix_tree import RadixNode  # noqa: F401
 
 
-class RadixCache(radix_cache.RadixCache):
-    """capacity：最多存多少个单位（token 或块），None = 不淘汰。其余的属性见 radix_cache.RadixCache.__init__。"""
+class RadixCache(kv_store.radix_tree.RadixCache):
+    """capacity：最多存多少个单位（token 或块），None = 不淘汰。其余的属性见 kv_store.radix_tree.RadixCache.__init__。"""
 
     def match(self, seq):
         # TODO

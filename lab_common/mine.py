@@ -45,11 +45,11 @@ EXERCISES = {e.number: e for e in (
     Exercise(3, "ex3_cow", "fork、写时复制、free：ref_count 的账", ("03_sharing_and_cow",),
              (("PagedSequence", "paged_kv"),)),
     Exercise(4, "ex4_block_hashes", "链式块哈希和前缀匹配", ("04_prefix_caching", "04b_radix_cache"),
-             (("block_hashes", "kv_physics"), ("match_prefix", "paged_kv")), "--demo 1"),
+             (("block_hashes", "kv_store.prefix_match"), ("match_prefix", "kv_store.prefix_match")), "--demo 1"),
     Exercise(5, "ex5_lru", "LRU 淘汰策略（BlockCache 的子类）", ("04_prefix_caching",),
-             (("LRUCache", "kv_cache_policies"),), "--demo 3"),
+             (("LRUCache", "kv_store.eviction"),), "--demo 3"),
     Exercise(6, "ex6_radix", "基数树的 match 和 insert（含拆节点）", ("04b_radix_cache",),
-             (("RadixCache", "radix_cache"),)),
+             (("RadixCache", "kv_store.radix_tree"),)),
 )}
 
 

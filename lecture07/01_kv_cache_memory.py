@@ -12,7 +12,7 @@
   演示 3：MHA、GQA、MQA、MLA（DeepSeek-V2）与 FP8：每 token 的 KV 能小多少（对照 DeepSeek-V2 的 2.25 组、93.3%）。
   演示 4：抢占时重算还是换出到 CPU 内存，随块大小、PCIe 带宽怎样变（对照 vLLM 论文 §7.3、图 19）。
 
-【依赖】numpy、rich；本目录的 kv_physics、paged_kv、kv_alloc_sim（连续预留与分页的模拟）；lab_common。
+【依赖】numpy、rich；本目录的 kv_store.tiers、paged_kv、allocation（连续预留与分页的模拟）；lab_common。
 
 【练习】exercises/ex1_kv_bytes.py：自己写 kv_bytes_per_token（MHA、GQA、MQA、MLA）；make check EX=1，再加 --mine 运行本脚本。
 【试一试】改下面"学生可以改的设置"里的一个值，再运行（不合理的值会被一行拒绝，并说明允许的范围）：
@@ -34,10 +34,10 @@ from lab_common.say import by_order, count, fixed, grouped, integer, listed, lis
 from lab_common.say import ratio, rel_change, size, times, vs, whole, words  # noqa: E402
 from lab_common.script_tools import run_lecture  # noqa: E402
 from lab_common.settings import check_setting, is_int, is_number, is_sorted_ints  # noqa: E402
-from kv_physics import LLAMA2_70B, ModelSpec, Node  # noqa: E402
+from kv_store.tiers import LLAMA2_70B, ModelSpec, Node  # noqa: E402
 from paged_kv import kv_bytes_per_token, n_blocks  # noqa: E402
-from kv_alloc_sim import make_lengths, recompute_seconds, simulate_contiguous, simulate_paged  # noqa: E402
-from kv_alloc_sim import attention_share, swap_row, swap_seconds  # noqa: E402
+from allocation import make_lengths, recompute_seconds, simulate_contiguous, simulate_paged  # noqa: E402
+from allocation import attention_share, swap_row, swap_seconds  # noqa: E402
 
 KiB, MiB, GiB = 1024, 1024 ** 2, 1024 ** 3   # 本脚本的字节数一律按 1024 进位、标成 KiB/MiB/GiB（vLLM 论文写的
 #                                             "800 KB""12 GB" 也是按 1024 进位：演示 1 的 --more 核对了这一点）

@@ -11,7 +11,7 @@
 
 【运行】python lecture07/02_paged_attention.py          （约 0.2 秒，2 核笔记本，不需要 GPU；两次输出逐字节相同）
         python lecture07/02_paged_attention.py --demo 3 （只跑演示 3；--more 印出全部观察，--list 列出演示）
-【依赖】numpy、rich；本目录的 paged_kv、kv_physics（LLaMA2-70B 的配置）；lab_common 的 transformer_lab、console、say。
+【依赖】numpy、rich；本目录的 paged_kv、kv_store.tiers（LLaMA2-70B 的配置）；lab_common 的 transformer_lab、console、say。
 
 【练习】exercises/ex2_gather_kv.py：自己写 gather_kv（按块表取回 K/V）；make check EX=2，再加 --mine 运行本脚本。
 【试一试】改下面"学生可以改的设置"里的一个值，再运行（不合理的值会被一行拒绝，并说明允许的范围）：
@@ -31,7 +31,7 @@ from lab_common.console import print_header, print_observations, print_table  # 
 from lab_common.say import count, fixed, integer, listed, listing, order, pct1, sci, size, span, words  # noqa: E402
 from lab_common.script_tools import run_lecture  # noqa: E402
 from lab_common.settings import check_setting, is_int, is_number, is_sorted_ints  # noqa: E402
-from kv_physics import LLAMA2_70B  # noqa: E402
+from kv_store.tiers import LLAMA2_70B  # noqa: E402
 from paged_kv import BlockPool, PagedSequence, n_blocks, paged_step  # noqa: E402
 from lab_common.transformer_lab import TINY, KVCache, config_like, forward, init_params  # noqa: E402
 
@@ -54,7 +54,7 @@ LENGTH_MEANS = {"ShareGPT": (161.31, 337.99), "Alpaca": (19.31, 58.45)}   # vLLM
 VLLM_DEFAULT_BLOCK = 16              # vLLM 论文 §7.2：默认块大小 16
 VLLM_BEST_SHAREGPT = (16, 128)       # vLLM 论文 §7.2：ShareGPT 上 16–128 最好（Alpaca 上 16、32 好，更大明显变差）
 VLLM_KERNEL_OVERHEAD = (20, 26)      # vLLM 论文 §7.1、图 18(a)：注意力 kernel 延迟比 FasterTransformer 高 20–26%
-READ_MODEL = LLAMA2_70B              # 演示 3 数"每步读几段"用的模型（kv_physics 里的配置）
+READ_MODEL = LLAMA2_70B              # 演示 3 数"每步读几段"用的模型（kv_store.tiers 里的配置）
 VLLM_7_NOTE = (f"vLLM 论文 §7.2：默认块 {VLLM_DEFAULT_BLOCK}，ShareGPT 上 {VLLM_BEST_SHAREGPT[0]}–{VLLM_BEST_SHAREGPT[1]} 最好，"
                f"Alpaca 上大于 32 明显变差；§7.1：查块表让注意力 kernel 比 FasterTransformer 慢 "
                f"{VLLM_KERNEL_OVERHEAD[0]}–{VLLM_KERNEL_OVERHEAD[1]}%。")

@@ -7,7 +7,7 @@
 【运行】python lecture07/04_prefix_caching.py          （约 2 秒，2 核笔记本，不需要 GPU）
         python lecture07/04_prefix_caching.py --demo 3 --more   （只跑演示 3，印出全部观察）
         python lecture07/04_prefix_caching.py --trace 你的trace.jsonl   （演示 3、4 改用 Mooncake 格式的
-              trace 文件，比如 Mooncake 仓库 FAST25-release/traces/ 下公开的三个；格式和报错规则见 kv_trace_io.py）
+              trace 文件，比如 Mooncake 仓库 FAST25-release/traces/ 下公开的三个；格式和报错规则见 kv_store/trace_file.py）
   演示 1：怎样认出来——链式块哈希（Mooncake arXiv v3 图 3、vLLM 的自动前缀缓存）。
   演示 2：在第 2 讲的小模型上真的复用：N_SHARING 个请求共享 few-shot 前缀（长度取自 vLLM 论文 §6.4、图 16）。
   演示 3：仿 Mooncake Tool&Agent trace 的合成负载：块的热度、缓存容量与命中率、LRU / LFU / LengthAwareCache
@@ -15,8 +15,8 @@
   演示 4：命中换算成 LLaMA3-70B 在 8×A800 上的 prefill GPU 时间（Mooncake FAST'25 表 1、式 1）。
   另一种认前缀的办法——SGLang 的基数树——在 04b_radix_cache.py。
 【命中】本讲只有一种"命中"：真实的缓存用得上的前缀命中——从第一块起连续在缓存里的块，而且最后一个 token
-        总要重算（只装着最后一个 token 的块不算命中；kv_sim_base.usable_hits）。别的计数（块的复用）另有名字。
-【改代码】设置都在下面"学生可以改的设置"里，不合理的值一行拒绝（退出码 2）；淘汰策略的类在 kv_cache_policies.py。
+        总要重算（只装着最后一个 token 的块不算命中；kv_store.sim_base.usable_hits）。别的计数（块的复用）另有名字。
+【改代码】设置都在下面"学生可以改的设置"里，不合理的值一行拒绝（退出码 2）；淘汰策略的类在 kv_store/eviction.py。
 
 【练习】exercises/ex4_block_hashes.py（block_hashes、match_prefix，演示 1、2）和 exercises/ex5_lru.py（LRUCache，演示 3）；
         make check EX=4 / EX=5，再加 --mine 运行本脚本。
@@ -25,7 +25,7 @@
   2. 把 BLOCK_SIZE 改成 64（--demo 2）：块变大以后，前缀的零头变成多少，省下的比例怎样变？
   3. 把 CAPACITIES 改成 (10_000, 1)（--demo 3）：缓存只能放 1 块时，LRU 还剩多少命中？
   4. 把 POLICIES 改成 ("lru", "s3fifo")（--demo 3）：S3-FIFO（Yang 等，SOSP'23）离离线最优的 MIN 还差多少？
-     自己的淘汰策略：照 kv_cache_policies.py 开头的说明写一个类、注册，再把名字加进 POLICIES。
+     自己的淘汰策略：照 kv_store/eviction.py 开头的说明写一个类、注册，再把名字加进 POLICIES。
   5. 把 DEMO4_CAPS 改成 (5_000, 500)（--demo 4）：缓存只有几百块时，prefill 的 GPU 时间还能省多少？
 """
 import itertools
@@ -42,15 +42,15 @@ from lab_common.say import (change, fixed, integer, never_below, order, pct, rel
 from lab_common.script_tools import run_in_child, run_lecture  # noqa: E402
 from lab_common.settings import check_setting, is_int  # noqa: E402
 from lab_common.transformer_lab import TINY, KVCache, config_like, forward, init_params  # noqa: E402
-from kv_cache_policies import CACHE_POLICIES, LENGTHAWARE_DEFINITION, LENGTHAWARE_SOURCE  # noqa: E402
-from kv_cache_sim import simulate, sweep  # noqa: E402
-from kv_sim_base import dense_ids, usable_hit_tokens, usable_hits  # noqa: E402
-from kv_physics import (A800_X8, LLAMA2_70B, LLAMA3_70B, TIERS, block_hashes, hit_tier,  # noqa: E402
-                        trace_prefill_time)
-from kv_trace import load_trace, make_trace  # noqa: E402
-from kv_trace_io import BLOCK_SIZE as TRACE_BLOCK_SIZE  # noqa: E402  Mooncake trace 的块大小：512 token
-from kv_trace_io import TraceError  # noqa: E402
-from paged_kv import BlockPool, PagedSequence, match_prefix, n_blocks, paged_step  # noqa: E402
+from kv_store.eviction import CACHE_POLICIES, LENGTHAWARE_DEFINITION, LENGTHAWARE_SOURCE  # noqa: E402
+from kv_store.replay import simulate, sweep  # noqa: E402
+from kv_store.sim_base import dense_ids, usable_hit_tokens, usable_hits  # noqa: E402
+from kv_store.prefix_match import block_hashes, match_prefix  # noqa: E402
+from kv_store.tiers import A800_X8, LLAMA2_70B, LLAMA3_70B, TIERS, hit_tier, trace_prefill_time  # noqa: E402
+from kv_store.traces import load_trace, make_trace  # noqa: E402
+from kv_store.trace_file import BLOCK_SIZE as TRACE_BLOCK_SIZE  # noqa: E402  Mooncake trace 的块大小：512 token
+from kv_store.trace_file import TraceError  # noqa: E402
+from paged_kv import BlockPool, PagedSequence, n_blocks, paged_step  # noqa: E402
 
 # ---- 学生可以改的设置 ----
 TRACE_SEED = 0                      # 合成 trace 的随机种子
@@ -62,7 +62,7 @@ SUFFIX_LEN = (10, 30)               # 演示 2：每个请求自己的后缀长�
 BLOCK_SIZE = 16                     # 演示 2 的块大小（token；vLLM 默认 16）
 CAPACITIES = (None, 100_000, 50_000, 30_000, 10_000, 3_000, 1_000)   # 演示 3 的缓存容量（块）；None = 无限
 POLICIES = ("lru", "lfu", "lengthaware")   # 演示 3 比较的策略（Mooncake arXiv v3 表 1 的三种）；可选的见
-                                          # kv_cache_policies.CACHE_POLICIES（还有 "s3fifo"，以及你自己注册的）
+                                          # kv_store.eviction.CACHE_POLICIES（还有 "s3fifo"，以及你自己注册的）
 CONTRAST = "lengthaware_early"      # 演示 3 的对照行：CACHE_POLICIES 里的任何一种（默认：LengthAware 的另一种读法）
 CONTRAST_CAPS = (10_000,)           # 对照行算哪几个容量（每格约 0.15 秒，默认只算一格）；() = 不要对照行
 BOUND = "min"                       # 演示 3 的上界：Belady 的 MIN（离线最优，逐块命中）
@@ -456,7 +456,7 @@ def observations_3(d, policies, contrast, hot):
 # =============================================================================
 def gpu_hours(tr, hit_blocks, tier, block_size):
     """(全部请求的 prefill GPU 时间（小时）, 命中的 token 比例)：命中只数用得上的 token（最后一个总要算），
-    时间按 FAST'25 式 (1) 逐个请求算、加起来（kv_physics.trace_prefill_time）。token 数用 Python 整数求和，不会溢出。"""
+    时间按 FAST'25 式 (1) 逐个请求算、加起来（kv_store.tiers.trace_prefill_time）。token 数用 Python 整数求和，不会溢出。"""
     n_hit = usable_hit_tokens(hit_blocks, tr.input_len, block_size)
     return trace_prefill_time(MODEL, tr.input_len, n_hit, tier) / 3600, sum(n_hit.tolist()) / max(1, sum(tr.input_len.tolist()))
 
@@ -566,7 +566,7 @@ def check_settings():
               f"前缀 + 最长的后缀不超过 {MAX_DEMO2_TOKENS:,} 个 token（现在是 {longest:,}；小模型要在几秒内算完）"),
              ("CAPACITIES", _capacities_ok(CAPACITIES), "非空、不重复的容量（块，正整数；None = 无限）"),
              ("DEMO4_CAPS", _capacities_ok(DEMO4_CAPS), "非空、不重复的容量（块，正整数；None = 无限）"),
-             ("POLICIES", ok_pol, f"非空、不重复，每个都在 {names} 里（kv_cache_policies.CACHE_POLICIES）"),
+             ("POLICIES", ok_pol, f"非空、不重复，每个都在 {names} 里（kv_store.eviction.CACHE_POLICIES）"),
              ("BOUND", BOUND == "min", " \"min\"（Belady 的 MIN，唯一的离线上界）"),
              ("CONTRAST", CONTRAST in CACHE_POLICIES, f"{names} 之一"),
              ("CONTRAST_CAPS", isinstance(CONTRAST_CAPS, tuple) and all(is_int(c, 1) for c in CONTRAST_CAPS),

@@ -13,7 +13,7 @@ of Structured Language Model Programs"，NeurIPS 2024）把所有请求的 token
 
 【运行】python lecture07/04b_radix_cache.py           （约 2 秒，2 核笔记本，不需要 GPU）
         python lecture07/04b_radix_cache.py --demo 3  （只跑演示 3；--more 印出全部观察，--list 列出演示）
-【依赖】numpy、rich；本目录的 radix_cache、kv_physics、kv_cache_sim，以及 04_prefix_caching.py 的请求、trace 和设置
+【依赖】numpy、rich；本目录的 kv_store.radix_tree、kv_store.tiers、kv_store.replay，以及 04_prefix_caching.py 的请求、trace 和设置
         （演示 2 的请求、演示 3 的 trace 和容量都从 04 取：改 04 的设置，这里跟着变）。
 
 【练习】exercises/ex6_radix.py：自己写基数树的 match、insert 和拆节点；make check EX=6，再加 --mine 运行本脚本。
@@ -33,10 +33,10 @@ from lab_common.say import change, count, fixed, integer, listing, pct, span, wo
 from lab_common.script_tools import load_script, run_lecture  # noqa: E402
 from lab_common.settings import check_setting, is_int  # noqa: E402
 from lab_common.transformer_lab import TINY  # noqa: E402
-from kv_cache_sim import sweep  # noqa: E402
-from kv_physics import block_hashes  # noqa: E402
-from paged_kv import match_prefix, n_blocks  # noqa: E402
-from radix_cache import RadixCache, radix_sweep  # noqa: E402
+from kv_store.replay import sweep  # noqa: E402
+from kv_store.prefix_match import block_hashes, match_prefix  # noqa: E402
+from paged_kv import n_blocks  # noqa: E402
+from kv_store.radix_tree import RadixCache, radix_sweep  # noqa: E402
 
 S04 = load_script("04_prefix_caching")    # 演示 2 的请求、演示 3 的 trace 和容量都用 04 的（同一份代码、同一组设置）
 
@@ -241,7 +241,7 @@ def demo3_trace():
         rows.append([S04.cap_name(c), fixed(4)(lru[("lru", c)].sum() / total), fixed(4)(radix[c].sum() / total),
                      verdict])
     print_table(["容量（块）", "块哈希 LRU", "基数树叶子 LRU", f"{integer(len(tr))} 个请求的命中块数"], rows,
-                caption="前缀命中率 = 命中的块 / 全部块访问；块哈希 LRU = 04 演示 3 的 LRU 行；基数树：radix_cache.RadixCache，"
+                caption="前缀命中率 = 命中的块 / 全部块访问；块哈希 LRU = 04 演示 3 的 LRU 行；基数树：kv_store.radix_tree.RadixCache，"
                         "超出容量时从最久没用的叶子的尾巴删。" + LEAF_LRU_WHY)
     d = dict(same=same, breaks=chain_breaks(tr), caps=list(caps), cap_names=[S04.cap_name(c) for c in caps],
              lru={c: float(lru[("lru", c)].sum() / total) for c in caps},

@@ -30,14 +30,14 @@ from lab_common.say import (change, count, fixed, integer, listing, order, pct, 
                             rel_vs, same, sci, size, span, times, times1, trend, value, vs, words)
 from lab_common.script_tools import run_lecture  # noqa: E402
 from lab_common.settings import check_setting, is_int, is_number, is_sorted_ints  # noqa: E402
-from kv_cache_sim import simulate  # noqa: E402
-from kv_sim_base import usable_hits  # noqa: E402
-from kv_cluster import (BLOCK_BYTES, LOCAL_DRAM, NIC_GB_PER_S, RDMA, SCHEDULERS, block_homes, fetch_plan,  # noqa: E402
+from kv_store.replay import simulate  # noqa: E402
+from kv_store.sim_base import usable_hits  # noqa: E402
+from kv_store.cluster import (BLOCK_BYTES, LOCAL_DRAM, NIC_GB_PER_S, RDMA, SCHEDULERS, block_homes, fetch_plan,  # noqa: E402
                         hit_accesses, hit_tokens, nic_fetch, run_schedulers, trace_columns)
-from kv_physics import (A800_X8, EQ1_A, EQ1_B, LLAMA2_7B, LLAMA3_8B, LLAMA3_70B, TIERS, Node,  # noqa: E402
+from kv_store.tiers import (A800_X8, EQ1_A, EQ1_B, LLAMA2_7B, LLAMA3_8B, LLAMA3_70B, TIERS, Node,  # noqa: E402
                         layer_overlap, load_time, prefill_compute_time, prefill_time)
-from kv_trace import load_trace, make_trace  # noqa: E402
-from kv_trace_io import BLOCK_SIZE  # noqa: E402  Mooncake trace 的块大小：512 token
+from kv_store.traces import load_trace, make_trace  # noqa: E402
+from kv_store.trace_file import BLOCK_SIZE  # noqa: E402  Mooncake trace 的块大小：512 token
 
 # ---- 学生可以改的设置 ----
 TRACE_SEED = 0                  # 合成 trace 的随机种子（--trace 给了文件就不用）
@@ -74,7 +74,7 @@ PAPER_PD = dict(n=131_072, kv_gb=40, engine_gbs={"4×200 Gbps": 87, "8×400 Gbps
                 source="Mooncake FAST'25 §5.4.1（128K token 的 KV 40 GB；传输引擎实测 87、190 GB/s）、"
                        "§5.4.2（24–400 Gbps，建议至少 100 Gbps）、§5.4.3 图 14（命中 95%：prefill −92%、TTFT −86%）")
 SCHED_NAMES = dict(random="随机", load_balancing="负载均衡", local_cache="本地缓存感知", global_cache="全局缓存感知")
-SHORT_TIER = ["HBM", "本机 DRAM", "远端 DRAM", "SSD"]   # 表格里的短名字，顺序同 kv_physics.TIERS
+SHORT_TIER = ["HBM", "本机 DRAM", "远端 DRAM", "SSD"]   # 表格里的短名字，顺序同 kv_store.tiers.TIERS
 FIG_PREFIX_RANGE = (256, 131_072)   # 演示 1 返回给 figures/plot_05.py 的曲线：前缀长度范围（token）
 BURST_S = 1e-3      # 全部请求在 1 ms（trace 时间戳的单位）之内到达：当成同一时刻的突发，算不出请求率
 MAX_TOKENS = 1 << 20            # 前缀 / 新算的 token 数的上限：1,048,576（百万 token 级的长上下文）
@@ -231,7 +231,7 @@ def observations_1(d):
 def demo2_hot_blocks(cols, source):
     """热门前缀只存在一台机器上，它的网卡会不会被挤爆？把热点块复制到 k 台以后呢？
 
-    cols = (到达秒数, 输入 token 数, 每个请求的块 id)：trace 的三列（kv_cluster.trace_columns）。"""
+    cols = (到达秒数, 输入 token 数, 每个请求的块 id)：trace 的三列（kv_store.cluster.trace_columns）。"""
     arrival, input_len, blocks = cols
     nodes, replicas, util, hot_share = list(NET_NODES), list(REPLICAS), NET_GPU_UTIL, HOT_SHARE
     print_header(f"演示 2：热点块与网络——命中的 KV 从持有它的节点经网卡拉（每台合计 {NIC_GB_PER_S:g} GB/s）")

@@ -5,8 +5,7 @@
 - 块表（block_table，这里是 PagedSequence.blocks）：序列的第 i 个逻辑块 → 物理块号；
 - ref_count：有几个序列（或前缀缓存）在用这个物理块；降到 0 就回到空闲表；
 - 写时复制（copy-on-write，COW）：要往一个 ref_count > 1 的块里写时，先复制一份自己的。
-另有两个小函数：kv_bytes_per_token（每个 token 的 KV 有多大，MHA/GQA/MQA/MLA）和 match_prefix（按块哈希
-从第一块起命中几块，前缀缓存的查找）。
+另有一个小函数：kv_bytes_per_token（每个 token 的 KV 有多大，MHA/GQA/MQA/MLA）。
 
     >>> from lab_common.transformer_lab import TINY, config_like, init_params
     >>> cfg = config_like(TINY, max_seq=32); params = init_params(cfg, seed=0)
@@ -189,23 +188,6 @@ def gather_kv(pool, layer, blocks, length):
     k = k.transpose(1, 0, 2, 3).reshape(H, -1, hd)[:, :length]
     v = v.transpose(1, 0, 2, 3).reshape(H, -1, hd)[:, :length]
     return k, v
-
-
-def match_prefix(hashes, cache):
-    """前缀缓存命中几块：从第一块起，连续有几个块哈希在 cache 里（cache：{块哈希: 物理块}，或哈希的集合）。
-
-    第一次没命中就停：KV 依赖前面的全部内容，中间缺了一块，后面的块即使还在缓存里也用不上
-    （链式哈希下，有容量、会淘汰的缓存里就会出现"父块被淘汰了、子块还在"）。
-
-    >>> match_prefix(["a1", "b2", "c3"], {"a1": 7, "b2": 4}), match_prefix(["a1", "b2", "c3"], {"b2", "c3"})
-    (2, 0)
-    """
-    n = 0
-    for h in hashes:
-        if h not in cache:
-            break
-        n += 1
-    return n
 
 
 def paged_step(params, cfg, seqs, new_tokens):

@@ -113,8 +113,8 @@ def big_trace():
 
 def time_policy_cells(path):
     """大 trace 上每种策略（04 的 7 个容量）逐个算完的时间：一个进程、一格接一格（看哪种策略最慢）。"""
-    from kv_cache_sim import sweep
-    from kv_trace import load_trace
+    from kv_store.replay import sweep
+    from kv_store.traces import load_trace
     tr = load_trace(path)
     out = []
     for policy in ONLINE + ("min",):
@@ -126,8 +126,8 @@ def time_policy_cells(path):
 
 def time_sweep(policies):
     """04 演示 3 的整张命中率表（合成 trace 种子 0）的扫描时间；生成 trace 不计时。"""
-    from kv_cache_sim import sweep
-    from kv_trace import make_trace
+    from kv_store.replay import sweep
+    from kv_store.traces import make_trace
     tr = make_trace(0)
     t = time.perf_counter()
     sweep(tr, SWEEP_CAPACITIES, policies)

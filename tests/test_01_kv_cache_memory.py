@@ -197,7 +197,7 @@ def test_one_gpu_sentence_follows_the_utilization():
 
 # ---------------------------------------------------------------- 演示 2
 def test_reservation_rules():
-    from kv_alloc_sim import reservation
+    from allocation import reservation
     assert reservation("Max", 10, 25, 2048) == 2048
     assert reservation("Pow2", 10, 25, 2048) == 10 + 32                  # 论文：输出 25 → 预留 32
     assert reservation("Oracle", 10, 25, 2048) == 35
@@ -357,8 +357,8 @@ def test_bandwidth_sensitivity_and_the_papers_20_percent(d4):
 
 
 def test_pcie_bandwidth_assumption_is_the_fast25_node_total_over_8():
-    """每卡 16 GB/s = FAST'25 表 1 的整机 128 GB/s ÷ 8 卡（kv_physics.TIERS 里的同一个数）。"""
-    from kv_physics import A800_X8, TIERS
+    """每卡 16 GB/s = FAST'25 表 1 的整机 128 GB/s ÷ 8 卡（kv_store.tiers.TIERS 里的同一个数）。"""
+    from kv_store.tiers import A800_X8, TIERS
     assert m.PCIE_GBPS == TIERS[1].gb_per_s / A800_X8.n_gpus
 
 
@@ -474,9 +474,9 @@ def test_probe_fixes_formatting_and_duplicates(monkeypatch):
 
 def test_kv_alloc_sim_doctests():
     import doctest
-    import kv_alloc_sim
-    assert doctest.testmod(kv_alloc_sim).failed == 0
-    assert m.simulate_paged is kv_alloc_sim.simulate_paged          # 01 用的就是这一份
+    import allocation
+    assert doctest.testmod(allocation).failed == 0
+    assert m.simulate_paged is allocation.simulate_paged          # 01 用的就是这一份
 
 
 def test_probe_p1_sentence_classes():

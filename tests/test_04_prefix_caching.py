@@ -83,7 +83,7 @@ def default_out(data):
 
 
 # ---------------------------------------------------------------- 代码本身
-@pytest.mark.parametrize("name", ["04_prefix_caching.py", "04b_radix_cache.py", "radix_cache.py"])
+@pytest.mark.parametrize("name", ["04_prefix_caching.py", "04b_radix_cache.py", "kv_store/radix_tree.py"])
 def test_no_conditional_expressions(name):
     """观察用普通的 if/else 拼句子：一个条件表达式（a if c else b）都没有。"""
     tree = ast.parse(pathlib.Path(LECTURE, name).read_text(encoding="utf-8"))
@@ -340,8 +340,8 @@ def test_unusable_reuse_is_not_a_hit(tmp_path, capsys, case):
 
 def test_sums_do_not_overflow():
     """3,000 个请求、每个 2^52 个 token：命中的 token 比例用 Python 整数算，不会超过 100%。"""
-    from kv_trace import Trace
-    from kv_trace_io import Request
+    from kv_store.traces import Trace
+    from kv_store.trace_file import Request
     tr = Trace.from_requests([Request(float(i), 2 ** 52, 1, (1, 2, 3)) for i in range(3_000)])
     tier = m.TIERS[1]
     hours, frac = m.gpu_hours(tr, m.usable_hits(np.full(3_000, 3), tr.input_len, 512), tier, 512)
@@ -355,8 +355,8 @@ def test_sums_do_not_overflow():
 
 def test_usable_hits_one_rule():
     """全讲一条规则：最后一个 token 总要重算；只装着最后一个 token 的块不算命中（和 GPU 时间里数的 token 一致）。"""
-    from kv_trace import Trace
-    from kv_trace_io import Request
+    from kv_store.traces import Trace
+    from kv_store.trace_file import Request
     tr = Trace.from_requests([Request(0.0, 1024, 1, (1, 2)), Request(1.0, 1025, 1, (1, 2, 3)), Request(2.0, 1, 1, (1,))])
     assert m.usable_hits(np.array([2, 3, 1]), tr.input_len, 512).tolist() == [2, 2, 0]
 
@@ -375,7 +375,7 @@ def test_demo4_reads_excess_from_remote(d4, data):
         assert d4["hours"][("lru", c)] >= d4["local_hours"][("lru", c)]
         assert f"{d4['hours'][('lru', c)]:.2f}" == f"{d4['local_hours'][('lru', c)]:.2f}"
     assert d4["hours"][("lru", 1_000)] == d4["local_hours"][("lru", 1_000)]
-    from kv_physics import hit_tier
+    from kv_store.tiers import hit_tier
     tier = hit_tier(4e12, m.TIERS[1], m.TIERS[2], 1e12)
     assert 1 / tier.gb_per_s == pytest.approx(0.25 / 128 + 0.75 / 100)
 

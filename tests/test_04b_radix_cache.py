@@ -1,4 +1,4 @@
-"""04b_radix_cache.py 和 radix_cache.py：基数树的结构、按 token 匹配的得失、叶子 LRU = 块哈希 LRU。"""
+"""04b_radix_cache.py 和 kv_store/radix_tree.py：基数树的结构、按 token 匹配的得失、叶子 LRU = 块哈希 LRU。"""
 import doctest
 import re
 
@@ -7,9 +7,9 @@ import pytest
 from conftest import assert_observation_shape, load_script, run_main
 from helpers_04 import demo2_results, m as m04, synthetic_data
 
-import radix_cache
-from kv_cache_sim import simulate
-from radix_cache import RadixCache, radix_lru_hits
+import kv_store.radix_tree
+from kv_store.replay import simulate
+from kv_store.radix_tree import RadixCache, radix_lru_hits
 
 pytestmark = pytest.mark.xdist_group("s04")   # 04 的三个测试文件在同一个 pytest 进程里：命中表只算一遍
 
@@ -27,9 +27,9 @@ def flat(s):
     return "".join(s.split())
 
 
-# ---------------------------------------------------------------- radix_cache.py：手算得出的小例子
+# ---------------------------------------------------------------- kv_store/radix_tree.py：手算得出的小例子
 def test_radix_cache_doctests():
-    assert doctest.testmod(radix_cache).failed == 0
+    assert doctest.testmod(kv_store.radix_tree).failed == 0
 
 
 def test_split_and_match_are_token_granular():

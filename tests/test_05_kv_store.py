@@ -1,4 +1,4 @@
-"""05_kv_store.py 和 kv_cluster.py：每个演示打印的每条结论都在这里检查，再加几个手算的小例子。"""
+"""05_kv_store.py 和 kv_store/cluster.py：每个演示打印的每条结论都在这里检查，再加几个手算的小例子。"""
 import ast
 import contextlib
 import doctest
@@ -17,25 +17,25 @@ from rich.cells import cell_len
 from lab_common.console import observation_lines
 from lab_common.say import integer
 
-import kv_cluster
-from kv_cluster import (BLOCK_BYTES, LOCAL_DRAM, block_homes, fetch_plan, hit_accesses, hit_tokens, nic_fetch,
+import kv_store.cluster
+from kv_store.cluster import (BLOCK_BYTES, LOCAL_DRAM, block_homes, fetch_plan, hit_accesses, hit_tokens, nic_fetch,
                         run_prefill, trace_columns)
-from kv_physics import A800_X8, LLAMA2_70B, TIERS, load_time, prefill_compute_time, prefill_time
-from kv_trace_io import Request
-from kv_trace import Trace
+from kv_store.tiers import A800_X8, LLAMA2_70B, TIERS, load_time, prefill_compute_time, prefill_time
+from kv_store.trace_file import Request
+from kv_store.traces import Trace
 
 m = load_script("05_kv_store")
 SCRIPT = os.path.join(LECTURE, "05_kv_store.py")
 
 
 def prefill_s(n_in, hit_blocks):
-    """集群模拟里一个请求的 prefill 时间：kv_physics.prefill_time，命中的 KV 从本机 DRAM 读。"""
+    """集群模拟里一个请求的 prefill 时间：kv_store.tiers.prefill_time，命中的 KV 从本机 DRAM 读。"""
     return prefill_time(LLAMA2_70B, n_in, hit_tokens(hit_blocks, n_in), LOCAL_DRAM, A800_X8)
 
 
 def _key(x):
     """参数的指纹：数组按字节，dict、list、tuple 逐项（长的数字列表整体当数组），有 __slots__ 的对象（比如
-    kv_trace.BlockLists）按它的各个字段，其余用 repr。"""
+    kv_store.traces.BlockLists）按它的各个字段，其余用 repr。"""
     import hashlib
     if isinstance(x, (list, tuple)) and len(x) > 64:
         try:
@@ -219,26 +219,26 @@ def test_demo3_random_is_worse_than_load_balancing(d3):
     assert r["random"]["mean"] > r["load_balancing"]["mean"]
 
 
-# ---------------------------------------------------------------- kv_cluster：手算的小例子
+# ---------------------------------------------------------------- kv_store.cluster：手算的小例子
 P = BLOCK_BYTES / 100e9          # 一块经 100 GB/s 网卡的时间
 
 
 def test_one_prefill_formula_for_04_05_and_the_cluster():
-    """prefill 时间只有 kv_physics.prefill_time 一个；FAST'25 式 1 的常数 a = 4、b = 22 只写在 kv_physics 里。"""
-    assert not hasattr(kv_cluster, "prefill_seconds") and kv_cluster.prefill_time is prefill_time
+    """prefill 时间只有 kv_store.tiers.prefill_time 一个；FAST'25 式 1 的常数 a = 4、b = 22 只写在 kv_store.tiers 里。"""
+    assert not hasattr(kv_store.cluster, "prefill_seconds") and kv_store.cluster.prefill_time is prefill_time
     assert m.prefill_time is prefill_time and m.prefill_compute_time is prefill_compute_time
     homes = set()
-    for name in os.listdir(LECTURE):
+    for name in os.listdir(LECTURE) + ["kv_store/" + n for n in os.listdir(os.path.join(LECTURE, "kv_store"))]:
         if name.endswith(".py"):
             with open(os.path.join(LECTURE, name), encoding="utf-8") as f:
                 src = f.read()
             if re.search(r"\b4\s*\*\s*n\s*\*\s*n|\b22\s*\*|=\s*4,\s*22\b", src):
                 homes.add(name)
-    assert homes == {"kv_physics.py"}
+    assert homes == {"kv_store/tiers.py"}
 
 
 def test_no_conditional_expressions_in_05_and_its_modules():
-    for name in ("05_kv_store.py", "kv_cluster.py", "kv_physics.py"):
+    for name in ("05_kv_store.py", "kv_store/cluster.py", "kv_store/tiers.py"):
         with open(os.path.join(LECTURE, name), encoding="utf-8") as f:
             tree = ast.parse(f.read())
         assert not [n.lineno for n in ast.walk(tree) if isinstance(n, ast.IfExp)], name
@@ -329,7 +329,7 @@ def test_run_prefill_rejects_unknown_scheduler():
 
 
 def test_kv_cluster_doctests():
-    assert doctest.testmod(kv_cluster).failed == 0
+    assert doctest.testmod(kv_store.cluster).failed == 0
 
 
 def test_05_doctests():
@@ -443,11 +443,11 @@ def test_min_bandwidth_is_finite():
 # ---------------------------------------------------------------- 引用的事实（核对过论文原文）
 def test_model_is_named_as_fast25_and_shares_shape_with_v3_dummy(d1, out, more_out):
     """FAST'25 表 1 是 LLaMA3-70B；arXiv v3 是同形状的 dummy LLaMA2-70B：KV 都是 320 KiB/token。"""
-    from kv_physics import LLAMA2_70B, LLAMA3_70B
+    from kv_store.tiers import LLAMA2_70B, LLAMA3_70B
     shape = lambda s: (s.n_layers, s.d_model, s.n_heads, s.n_kv_heads, s.dtype_bytes)  # noqa: E731
     assert shape(LLAMA3_70B) == shape(LLAMA2_70B) == (80, 8192, 64, 8, 2)
     assert LLAMA3_70B.kv_bytes_per_token() == 320 * 1024
-    assert kv_cluster.MODEL is LLAMA3_70B and d1["model"] == "LLaMA3-70B"
+    assert kv_store.cluster.MODEL is LLAMA3_70B and d1["model"] == "LLaMA3-70B"
     assert "演示1：读还是重算——LLaMA3-70B" in flat(out)
     assert flat("FAST'25 表 1（gqa = 查询头数 / KV 头数）、§5.3.1：gqa = 8") in flat(more_out)
     assert flat("64 个查询头 ÷ 8 = 8 个 KV 头，2 × 80 × 1,024 × 2 B = 320 KiB") in flat(more_out)
@@ -466,7 +466,7 @@ def test_citations_of_layerwise_streaming_and_placement(out):
 
 def test_nic_is_the_node_total_modelled_as_one_fifo(out, more_out):
     """FAST'25 表 1 的 800 Gbps 是一台节点的合计；§3.2.3 每张 A800 配一块 100/200 Gbps 网卡。"""
-    assert kv_cluster.NIC_GB_PER_S * 8 == 800
+    assert kv_store.cluster.NIC_GB_PER_S * 8 == 800
     assert "每块网卡" not in more_out and "每台一块" not in more_out
     assert "每台合计100GB/s" in flat(out)
     assert "B_nic=800Gbps=100GB/s是一台节点全部网卡的合计" in flat(more_out)

@@ -13,19 +13,19 @@ from collections import OrderedDict
 import numpy as np
 import pytest
 
-import kv_cache_policies
+import kv_store.eviction
 from conftest import ROOT
 from lab_common.script_tools import load_script
-from kv_cache_policies import (CACHE_POLICIES, LENGTHAWARE_DEFINITION, LENGTHAWARE_SOURCE, PAPER_POLICIES,
+from kv_store.eviction import (CACHE_POLICIES, LENGTHAWARE_DEFINITION, LENGTHAWARE_SOURCE, PAPER_POLICIES,
                                BlockCache, LengthAwareCache, LRUCache, S3FIFOCache, make_cache,
                                policy_name)
-from kv_cache_sim import class_hits, hit_ratio, simulate, sweep
-from kv_sim_base import infinite_hits
-from kv_sim_guard import SHIPPED, _compiles_to, fast_engine, fingerprint
-from kv_sim_lru import lru_stack_hits
-from kv_sim_min import min_hits, next_use
-from kv_trace import Trace
-from kv_trace_io import Request
+from kv_store.replay import class_hits, hit_ratio, simulate, sweep
+from kv_store.sim_base import infinite_hits
+from kv_store.sim_guard import SHIPPED, _compiles_to, fast_engine, fingerprint
+from kv_store.sim_lru import lru_stack_hits
+from kv_store.belady import min_hits, next_use
+from kv_store.traces import Trace
+from kv_store.trace_file import Request
 
 ONLINE = list(CACHE_POLICIES)
 
@@ -201,16 +201,16 @@ def test_next_use():
 
 def test_next_use_across_chunks(monkeypatch):
     """一段一段往前算（段的边界上"下一次"在后面的段里）和一次算完一样。"""
-    import kv_sim_base
+    import kv_store.sim_base
     rng = np.random.default_rng(1)
     blocks = [list(rng.choice(30, size=int(rng.integers(1, 5)), replace=False)) for _ in range(50)]
     whole = next_use(blocks).tolist()
-    monkeypatch.setattr(kv_sim_base, "CHUNK", 3)
+    monkeypatch.setattr(kv_store.sim_base, "CHUNK", 3)
     assert next_use(blocks).tolist() == whole
     for p in ONLINE + ["min"]:                      # 分段转换成 Python 列表：段的边界不影响结果
-        monkeypatch.setattr(kv_sim_base, "CHUNK", 3)
+        monkeypatch.setattr(kv_store.sim_base, "CHUNK", 3)
         small = simulate(blocks, 4, p).tolist()
-        monkeypatch.setattr(kv_sim_base, "CHUNK", 4096)
+        monkeypatch.setattr(kv_store.sim_base, "CHUNK", 4096)
         assert small == simulate(blocks, 4, p).tolist()
 
 
@@ -294,7 +294,7 @@ def test_sweep_accepts_trace_and_lists_alike():
 @pytest.mark.parametrize("policy", ["lfu", "lengthaware", "lengthaware_early"])
 def test_lfu_shortcut_equals_class_on_synthetic_trace(policy):
     """合成 trace 的前 1,500 个请求：lfu_family_hits 和逐请求跑策略类（match 再 insert）完全相同。"""
-    from kv_trace import make_trace
+    from kv_store.traces import make_trace
     blocks = [r.blocks for r in make_trace(0)[:1500]]
     for cap in (300, 2_000):
         c = make_cache(cap, policy)
@@ -335,11 +335,11 @@ def test_sweep_extra_cells():
 def test_shipped_fingerprints_are_the_shipped_classes():
     """快速引擎只替 SHIPPED 里记下的类算：记下的指纹必须就是现在发布的类（改了类就要在这里看到）。"""
     for name, (engine, shipped) in SHIPPED.items():
-        now = fingerprint(getattr(kv_cache_policies, name))
-        assert now == shipped, (f"kv_cache_policies.{name} 改过了，快速引擎不再替它算（照原样跑类，慢但对）。"
+        now = fingerprint(getattr(kv_store.eviction, name))
+        assert now == shipped, (f"kv_store.eviction.{name} 改过了，快速引擎不再替它算（照原样跑类，慢但对）。"
                                 f"确认快速引擎和改过的类仍然逐请求相同（tests/test_properties.py）后，"
-                                f"把 kv_sim_guard.SHIPPED[{name!r}] 的指纹改成 {now!r}")
-        assert fast_engine(getattr(kv_cache_policies, name)) == engine
+                                f"把 kv_store.sim_guard.SHIPPED[{name!r}] 的指纹改成 {now!r}")
+        assert fast_engine(getattr(kv_store.eviction, name)) == engine
     assert fast_engine(S3FIFOCache) is None and fast_engine(FIFOCache) is None
 
 
@@ -351,9 +351,9 @@ def test_any_change_turns_the_fast_engine_off(monkeypatch):
     assert fast_engine(Same) is None
     with monkeypatch.context() as mp:
         mp.setattr(LRUCache, "evict", lambda self: self.entries.popitem(last=True)[0])
-        assert fast_engine(LRUCache) is None and fast_engine(kv_cache_policies.LFUCache) == "lfu"
+        assert fast_engine(LRUCache) is None and fast_engine(kv_store.eviction.LFUCache) == "lfu"
     with monkeypatch.context() as mp:
-        mp.setattr(kv_cache_policies, "MAX_RANK", 7)
+        mp.setattr(kv_store.eviction, "MAX_RANK", 7)
         assert fast_engine(LengthAwareCache) is None and fast_engine(LRUCache) == "lru"
     with monkeypatch.context() as mp:
         mp.setattr(BlockCache, "match", BlockCache.count)
@@ -392,7 +392,7 @@ N_PREFIX = 4_000   # 改过的类要逐块跑：用合成 trace 的前 4,000 个
 
 def small_trace():
     """04 演示 3 用的合成 trace 的前 N_PREFIX 个请求。"""
-    from kv_trace import make_trace
+    from kv_store.traces import make_trace
     return make_trace(load_script("04_prefix_caching").TRACE_SEED)[:N_PREFIX]
 
 
@@ -449,12 +449,12 @@ def test_edited_lru_changes_04s_hit_table(newest_demo3):
 def test_edited_lengthaware_changes_the_numbers(monkeypatch):
     """LengthAwareCache.rank 改成"先淘汰靠前的块"：sweep（04 的命中表就是它算的）给出的 LengthAware 一格
     变成对照组的数（它就是这么算的），不再是快速引擎的数。合成 trace 的前 3,000 个请求。"""
-    from kv_trace import make_trace
+    from kv_store.traces import make_trace
     tr = make_trace(0)[:3000]
     before = sweep(tr, (None, 500), ("lengthaware",), workers=1)
-    monkeypatch.setattr(LengthAwareCache, "rank", lambda self, pos: min(pos, kv_cache_policies.MAX_RANK))
+    monkeypatch.setattr(LengthAwareCache, "rank", lambda self, pos: min(pos, kv_store.eviction.MAX_RANK))
     after = sweep(tr, (None, 500), ("lengthaware",), workers=2)
-    early = class_hits(tr, 500, kv_cache_policies.LengthAwareEarlyCache)
+    early = class_hits(tr, 500, kv_store.eviction.LengthAwareEarlyCache)
     assert after[("lengthaware", 500)].tolist() == early.tolist() != before[("lengthaware", 500)].tolist()
     assert after[("lengthaware", None)].tolist() == before[("lengthaware", None)].tolist()   # 无限容量：类跑出来也一样
 def test_a_registered_policy_gets_its_row_in_04(monkeypatch):
@@ -485,7 +485,7 @@ def test_editing_the_source_file_changes_04s_output(tmp_path):
     新解释器里跑 04 --demo 3：打印的和本进程里换掉这两个方法时一样，和没改时不一样。"""
     for d in ("lecture07", "lab_common"):
         shutil.copytree(os.path.join(ROOT, d), tmp_path / d, ignore=shutil.ignore_patterns("__pycache__"))
-    src = tmp_path / "lecture07" / "kv_cache_policies.py"
+    src = tmp_path / "lecture07" / "kv_store/eviction.py"
     text = src.read_text(encoding="utf-8")
     lru = text[text.index("class LRUCache"):text.index("class LFUCache")]
     assert lru.count("popitem(last=False)") == 2

@@ -5,8 +5,8 @@ import importlib
 import pytest
 
 
-@pytest.mark.parametrize("name", ["kv_physics", "kv_cache_policies", "kv_cache_sim", "kv_sim_base", "kv_sim_guard", "kv_sim_lfu",
-                                  "kv_sim_lru", "kv_sim_min", "lab_common.console", "lab_common.say", "paged_kv"])
+@pytest.mark.parametrize("name", ["kv_store.tiers", "kv_store.eviction", "kv_store.replay", "kv_store.sim_base", "kv_store.sim_guard", "kv_store.sim_lfu",
+                                  "kv_store.sim_lru", "kv_store.belady", "lab_common.console", "lab_common.say", "paged_kv"])
 def test_module_doctests(name):
     assert doctest.testmod(importlib.import_module(name)).failed == 0
 

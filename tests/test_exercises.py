@@ -14,8 +14,8 @@ from conftest import ROOT
 
 from exercises.buggy import BUGGY
 from exercises.check import check_exercise, main as check_main, variant_impl
-from kv_cache_policies import BlockCache
-import kv_cache_policies
+from kv_store.eviction import BlockCache
+import kv_store.eviction
 import paged_kv
 from lab_common import mine
 from lab_common.mine import EXERCISES, Impl, bind, compare, run_with_mine
@@ -88,7 +88,7 @@ def _student_dir(tmp_path, files):
 
 LRU_OK = '''
 from collections import OrderedDict
-from kv_cache_policies import BlockCache
+from kv_store.eviction import BlockCache
 
 
 class LRUCache(BlockCache):
@@ -155,7 +155,7 @@ def _hit_table():
     """一个小"演示"：make_cache("lru") 在几个容量下的命中块数（04 演示 3 的同一条路：CACHE_POLICIES）。"""
     trace = [(1, 2, 3), (1, 2, 4), (5,), (1, 2, 3), (6, 7), (1, 2, 4), (5, 6), (1, 2, 3)] * 3
     for cap in (2, 3, 5):
-        c = kv_cache_policies.make_cache(cap, "lru")
+        c = kv_store.eviction.make_cache(cap, "lru")
         hits = 0
         for blocks in trace:
             hits += c.match(blocks)
@@ -184,7 +184,7 @@ def test_mine_shows_differences_for_buggy_lru(tmp_path, capsys):
     assert "有 3 行和参考实现不同（参考共 3 行）" in out
     table = out.split("有 3 行和参考实现不同")[1].splitlines()
     assert table[1].split()[0] == "行" and table[2].split()[0] == "1"
-    assert kv_cache_policies.CACHE_POLICIES["lru"] is kv_cache_policies.LRUCache      # 换回来了
+    assert kv_store.eviction.CACHE_POLICIES["lru"] is kv_store.eviction.LRUCache      # 换回来了
     assert [x for x in out.splitlines() if x.startswith("容量 2：")] == ["容量 2：LRU 命中 0 块，命中率 0.00"]
     # ↑ 只打印了学生那一遍（参考那一遍留着比较，不显示）
 
@@ -213,11 +213,11 @@ def test_bind_swaps_every_reference_and_restores():
 
     def gather(*a):
         return None
-    ref_lru, ref_gather = kv_cache_policies.LRUCache, paged_kv.gather_kv
+    ref_lru, ref_gather = kv_store.eviction.LRUCache, paged_kv.gather_kv
     with bind([(ref_lru, Mine), (ref_gather, gather)]):
-        assert kv_cache_policies.LRUCache is Mine and kv_cache_policies.CACHE_POLICIES["lru"] is Mine
+        assert kv_store.eviction.LRUCache is Mine and kv_store.eviction.CACHE_POLICIES["lru"] is Mine
         assert paged_kv.gather_kv is gather
-    assert kv_cache_policies.LRUCache is ref_lru and kv_cache_policies.CACHE_POLICIES["lru"] is ref_lru
+    assert kv_store.eviction.LRUCache is ref_lru and kv_store.eviction.CACHE_POLICIES["lru"] is ref_lru
     assert paged_kv.gather_kv is ref_gather
 
 
@@ -305,7 +305,7 @@ def test_mine_on_the_lecture_scripts_shows_a_buggy_variant(capsys, script, args,
 
 
 def test_importing_the_lecture_class_is_not_an_answer(tmp_path, capsys):
-    d = _student_dir(tmp_path, {"ex5_lru.py": "from kv_cache_policies import LRUCache  # noqa: F401\n"})
+    d = _student_dir(tmp_path, {"ex5_lru.py": "from kv_store.eviction import LRUCache  # noqa: F401\n"})
     code, out = _check(["5", "--dir", d], capsys)
     assert code == 1
-    assert "ex5_lru.py 里的 LRUCache 是从 kv_cache_policies import 的讲义实现，不是你写的" in out
+    assert "ex5_lru.py 里的 LRUCache 是从 kv_store.eviction import 的讲义实现，不是你写的" in out

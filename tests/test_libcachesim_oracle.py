@@ -1,6 +1,6 @@
 """外部的对照：libCacheSim（S3-FIFO 作者的缓存模拟器，pip 包 libcachesim）。
 
-共享 trace 的块流按 04 喂块的顺序排好（每个请求从最后一块到第一块，见 kv_cache_policies 的"从尾到头"），
+共享 trace 的块流按 04 喂块的顺序排好（每个请求从最后一块到第一块，见 kv_store.eviction 的"从尾到头"），
 取前 ACCESSES 次访问，一块一块地喂：本课的策略类每块先 count([块]) 再 insert([块])，libCacheSim 每块 get 一次。
 两边的逐块命中数（object hit）在每个容量上都必须完全相同：
 - LRU、LFU：libCacheSim 的 LRU、LFU；
@@ -13,8 +13,8 @@ from collections import OrderedDict, deque
 
 import pytest
 
-from kv_cache_policies import LFUCache, LRUCache, S3FIFOCache
-from kv_trace import load_trace
+from kv_store.eviction import LFUCache, LRUCache, S3FIFOCache
+from kv_store.traces import load_trace
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TRACE = os.path.join(ROOT, "..", "shared", "traces", "mooncake_fast25_synthetic_trace.jsonl")

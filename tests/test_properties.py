@@ -5,19 +5,19 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import kv_sim_base
-import kv_sim_lfu
-import kv_sim_lru
+import kv_store.sim_base
+import kv_store.sim_lfu
+import kv_store.sim_lru
 from lab_common.script_tools import load_script
-from kv_cache_policies import CACHE_POLICIES, BlockCache, make_cache
-from kv_cache_sim import simulate
-from kv_sim_base import has_repeats, infinite_hits
-from kv_sim_lfu import lfu_family_hits
-from kv_sim_lru import _count_less, _popcount, _popcount_by_table, _previous_touch, _wavelet, lru_stack_hits
-from kv_sim_min import _min_hits_by_block, max_live, min_hits, next_use
-from kv_physics import prefill_compute_time, prefill_time, trace_prefill_time
-from kv_trace import Trace
-from kv_trace_io import Request
+from kv_store.eviction import CACHE_POLICIES, BlockCache, make_cache
+from kv_store.replay import simulate
+from kv_store.sim_base import has_repeats, infinite_hits
+from kv_store.sim_lfu import lfu_family_hits
+from kv_store.sim_lru import _count_less, _popcount, _popcount_by_table, _previous_touch, _wavelet, lru_stack_hits
+from kv_store.belady import _min_hits_by_block, max_live, min_hits, next_use
+from kv_store.tiers import prefill_compute_time, prefill_time, trace_prefill_time
+from kv_store.traces import Trace
+from kv_store.trace_file import Request
 from paged_kv import BlockPool, PagedSequence, paged_step
 from lab_common.transformer_lab import TINY, config_like, forward, init_params
 
@@ -254,7 +254,7 @@ def test_fast_paths_do_not_depend_on_chunk_boundaries(blocks, cap, chunk):
     """每次只把 CHUNK 个请求转成 Python 列表：段的边界（LFU 的饱和、LRU 的 prev、MIN 的区间跨段）不影响结果。"""
     whole = {p: simulate(blocks, cap, p).tolist() for p in ONLINE + ["min"]}
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(kv_sim_base, "CHUNK", chunk)
+        mp.setattr(kv_store.sim_base, "CHUNK", chunk)
         for p in ONLINE + ["min"]:
             assert simulate(blocks, cap, p).tolist() == whole[p]
         assert lru_stack_hits(blocks, (cap, cap + 3))[cap].tolist() == whole["lru"]
@@ -265,8 +265,8 @@ def test_lfu_saturation_cut_off_is_taken_and_exact(monkeypatch):
     确认走到了这条路（_fixed_cache_hits 被调用），结果和 LFU / LengthAware 的类逐请求相同。"""
     blocks = [(1,), (1,), (2,), (2,), (3, 4), (1, 2), (3,), (1, 5), (2, 1), (6,)]
     calls = []
-    real = kv_sim_lfu._fixed_cache_hits
-    monkeypatch.setattr(kv_sim_lfu, "_fixed_cache_hits", lambda *a: calls.append(a[1]) or real(*a))
+    real = kv_store.sim_lfu._fixed_cache_hits
+    monkeypatch.setattr(kv_store.sim_lfu, "_fixed_cache_hits", lambda *a: calls.append(a[1]) or real(*a))
     for p in ("lfu", "lengthaware", "lengthaware_early"):
         assert lfu_family_hits(blocks, 2, CACHE_POLICIES[p]).tolist() == class_sim(blocks, 2, p)
     assert calls == [4, 4, 4]                   # 第 4 个请求之后 hot = {1, 2}
@@ -279,7 +279,7 @@ def test_count_less_equals_brute_force(values, data, piece):
     ends = data.draw(st.lists(st.integers(0, len(values)), min_size=1, max_size=10))
     bounds = data.draw(st.lists(st.integers(0, 700), min_size=len(ends), max_size=len(ends)))
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(kv_sim_lru, "_SLICE", piece)
+        mp.setattr(kv_store.sim_lru, "_SLICE", piece)
         levels = _wavelet(np.array(values, dtype=np.int64))
     got = _count_less(levels, np.array(ends), np.array(bounds)).tolist()
     assert got == [sum(v < b for v in values[:e]) for e, b in zip(ends, bounds)]
@@ -293,7 +293,7 @@ def test_previous_touch_equals_brute_force(blocks, chunk):
     offsets = np.concatenate([[0], np.cumsum([len(b) for b in blocks])])
     want = [max([q for q in range(t) if flat[q] == flat[t]], default=-1) for t in range(len(flat))]
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(kv_sim_base, "CHUNK", chunk)
+        mp.setattr(kv_store.sim_base, "CHUNK", chunk)
         assert _previous_touch(np.array(flat), offsets).tolist() == want
 
 
@@ -311,7 +311,7 @@ M04 = load_script("04_prefix_caching")
 @given(rows=st.lists(st.tuples(st.integers(1, 200_000), st.integers(0, 400)), min_size=1, max_size=40),
        block=st.sampled_from([16, 512]))
 def test_gpu_hours_by_columns_equals_per_request_loop(rows, block):
-    """gpu_hours（kv_physics.trace_prefill_time）用 numpy 整列算，和逐个请求调用 prefill_time、从前往后累加逐位相同；
+    """gpu_hours（kv_store.tiers.trace_prefill_time）用 numpy 整列算，和逐个请求调用 prefill_time、从前往后累加逐位相同；
     不命中时就是逐个请求的 prefill_compute_time 之和。"""
     tr = Trace.from_requests([Request(float(i), n, 1, ()) for i, (n, _) in enumerate(rows)])
     hits = np.array([h for _, h in rows], dtype=np.int32)

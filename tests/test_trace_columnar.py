@@ -1,4 +1,4 @@
-"""列式 trace（kv_trace.Trace）：列的形状和类型、和 Request 的互相转换、读文件、合成 trace 不变、内存紧凑。"""
+"""列式 trace（kv_store.traces.Trace）：列的形状和类型、和 Request 的互相转换、读文件、合成 trace 不变、内存紧凑。"""
 import gzip
 import json
 import os
@@ -6,12 +6,12 @@ import os
 import numpy as np
 import pytest
 
-import kv_sim_base
-from kv_cache_sim import simulate, sweep
-from kv_sim_base import columns
-from kv_trace import BlockLists, Trace, iter_block_lists, load_trace, make_trace
-from kv_trace_io import BLOCK_SIZE, Request
-from kv_trace_io import iter_trace_records
+import kv_store.sim_base
+from kv_store.replay import simulate, sweep
+from kv_store.sim_base import columns
+from kv_store.traces import BlockLists, Trace, iter_block_lists, load_trace, make_trace
+from kv_store.trace_file import BLOCK_SIZE, Request
+from kv_store.trace_file import iter_trace_records
 
 REQS = [Request(0.0, 1024, 7, (5, 6)), Request(2.5, 1025, 0, (5, 6, 9)), Request(2.5, 1, 3, (11,))]
 from conftest import REAL_TRACE as REAL
@@ -111,13 +111,13 @@ def test_real_trace_is_compact():
 def test_chunk_size_does_not_change_results(monkeypatch):
     tr = make_trace(0)[:600]
     ref = {p: simulate(tr, 500, p).tolist() for p in ("lru", "lfu", "lengthaware", "s3fifo", "min")}
-    monkeypatch.setattr(kv_sim_base, "CHUNK", 7)
+    monkeypatch.setattr(kv_store.sim_base, "CHUNK", 7)
     assert {p: simulate(tr, 500, p).tolist() for p in ref} == ref
 
 
 def test_run_schedulers_in_parallel_equals_one_by_one():
-    """kv_cluster.run_schedulers：几个调度器分给两个进程同时跑，每个的结果和单独 run_prefill 逐位相同。"""
-    from kv_cluster import SCHEDULERS, run_prefill, run_schedulers, trace_columns
+    """kv_store.cluster.run_schedulers：几个调度器分给两个进程同时跑，每个的结果和单独 run_prefill 逐位相同。"""
+    from kv_store.cluster import SCHEDULERS, run_prefill, run_schedulers, trace_columns
     arrival, n_in, blocks = trace_columns(make_trace(0)[:400])
     both = run_schedulers(arrival, n_in, blocks, SCHEDULERS, 4, 50, 30.0, seed=3, workers=2)
     assert list(both) == list(SCHEDULERS)
@@ -137,17 +137,17 @@ def _globals_read(code):
 
 def test_make_trace_is_remembered_read_only_and_keyed_on_every_setting(monkeypatch):
     """同一个进程里同样的参数只生成一次，列是只读的；make_trace 读的每个设置都在键里，改了就重新生成。"""
-    import kv_trace
+    import kv_store.traces
     tr = make_trace(0, n_requests=300)
     assert make_trace(0, n_requests=300) == tr and make_trace(0, n_requests=300).hash_ids is tr.hash_ids
     assert not any(getattr(tr, k).flags.writeable for k in Trace.__slots__)
     with pytest.raises(ValueError):
         tr.input_len[0] = 1
     assert tr[:10].input_len.flags.writeable                 # 切片是拷贝，可以改
-    read = _globals_read(kv_trace.make_trace.__code__) | _globals_read(kv_trace._generate.__code__)
-    assert read - {"TRACE_SETTINGS", "MAX_MADE", "_MADE"} == set(kv_trace.TRACE_SETTINGS)
-    monkeypatch.setattr(kv_trace, "MEAN_TURNS", 5.0)
+    read = _globals_read(kv_store.traces.make_trace.__code__) | _globals_read(kv_store.traces._generate.__code__)
+    assert read - {"TRACE_SETTINGS", "MAX_MADE", "_MADE"} == set(kv_store.traces.TRACE_SETTINGS)
+    monkeypatch.setattr(kv_store.traces, "MEAN_TURNS", 5.0)
     edited = make_trace(0, n_requests=300)
-    assert edited != tr and edited == Trace(*kv_trace._generate(0, 300, kv_trace.DURATION_S))
-    monkeypatch.setattr(kv_trace, "N_REQUESTS", 40)          # 默认参数也在运行时读
+    assert edited != tr and edited == Trace(*kv_store.traces._generate(0, 300, kv_store.traces.DURATION_S))
+    monkeypatch.setattr(kv_store.traces, "N_REQUESTS", 40)          # 默认参数也在运行时读
     assert len(make_trace(0)) == 40

@@ -1,7 +1,7 @@
 """坏 trace 文件的边角：损坏的 gzip、恶意 JSON、超长的行、坏 UTF-8 的行号、空文件名、文件名里的换行、BOM、FIFO。
 
 每种情况：要么一行 "文件:行号: 说明"（TraceError；脚本里退出码 2），要么按说明接受。大部分直接测
-kv_trace_io.iter_trace_records / kv_trace.load_trace；只有几个有代表性的情况起子进程跑 04 / 05。
+kv_store.trace_file.iter_trace_records / kv_store.traces.load_trace；只有几个有代表性的情况起子进程跑 04 / 05。
 """
 import gzip
 import json
@@ -15,9 +15,9 @@ import time
 import pytest
 from conftest import LECTURE, ROOT, load_script
 
-import kv_trace_io as tio
-from kv_trace import load_trace
-from kv_trace_io import MAX_DEPTH, MAX_EXACT, MAX_LINE_BYTES, Request, TraceError, iter_trace_records
+import kv_store.trace_file as tio
+from kv_store.traces import load_trace
+from kv_store.trace_file import MAX_DEPTH, MAX_EXACT, MAX_LINE_BYTES, Request, TraceError, iter_trace_records
 
 
 def line(ts=0, n_in=1000, n_out=5, ids=(1, 2), raw_ts=None, **extra):
@@ -300,8 +300,8 @@ def test_memory_stays_bounded_on_bombs(tmp_path):
     code = f"""
 import resource, sys
 sys.path[:0] = [{LECTURE!r}, {ROOT!r}]
-from kv_trace import load_trace
-from kv_trace_io import TraceError
+from kv_store.traces import load_trace
+from kv_store.trace_file import TraceError
 def peak():
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 base = peak()

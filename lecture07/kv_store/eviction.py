@@ -28,8 +28,8 @@ self.entries 是"在缓存里的块"的字典（块 → 这个策略自己记的
   3. 在 04_prefix_caching.py 的 POLICIES 里加上 "mine"，运行 python 04_prefix_caching.py --demo 3：
      命中率表里多出一行，"MIN 减去"表里是它离离线最优还差多少。
   S3FIFOCache 就是照这个接口写的完整例子；tests/test_cache_policies.py 里有一个 10 行的 FIFOCache。
-按 trace 跑这些缓存（以及离线最优的 Belady MIN）的代码在 kv_cache_sim.py：它跑的就是这里的类——你改了哪个类，
-04、04b、05 的数字就来自改过的类；只有类和发布时一字不差，才换成算得快的等价做法（见 kv_sim_guard.py）。
+按 trace 跑这些缓存（以及离线最优的 Belady MIN）的代码在 kv_store/replay.py：它跑的就是这里的类——你改了哪个类，
+04、04b、05 的数字就来自改过的类；只有类和发布时一字不差，才换成算得快的等价做法（见 kv_store/sim_guard.py）。
 """
 import heapq
 from collections import OrderedDict, deque
@@ -185,7 +185,7 @@ class LFUCache(BlockCache):
             heapq.heappush(heap, key[b])                 # 旧记录：换成真实的键放回去
 
 
-_BLOCK_BITS = 53                          # 块 id < 2^53（kv_trace_io 检查过）
+_BLOCK_BITS = 53                          # 块 id < 2^53（kv_store.trace_file 检查过）
 _TICK_SHIFT, _RANK_SHIFT, _COUNT_SHIFT = _BLOCK_BITS, _BLOCK_BITS + 40, _BLOCK_BITS + 52
 _BLOCK_MASK = (1 << _BLOCK_BITS) - 1
 _COUNT_ONE = 1 << _COUNT_SHIFT

@@ -1,6 +1,6 @@
 """基数树（radix tree）前缀缓存：SGLang 的 RadixAttention 找前缀、淘汰叶子的办法。
 
-vLLM、Mooncake 用链式块哈希认前缀（kv_physics.block_hashes）；SGLang（Zheng 等，"SGLang: Efficient Execution of
+vLLM、Mooncake 用链式块哈希认前缀（kv_store.prefix_match.block_hashes）；SGLang（Zheng 等，"SGLang: Efficient Execution of
 Structured Language Model Programs"，NeurIPS 2024）把所有请求的 token 放进一棵基数树：
 - 每个节点 = 一段 token（key，长度不固定），孩子按下一段的第一个 token 索引；
 - match(seq)：从根往下走，能走多远就命中多长——按 token 匹配，不必凑满一块；
@@ -25,7 +25,7 @@ import heapq
 
 import numpy as np
 
-from kv_sim_base import fork_map, n_cores
+from kv_store.sim_base import fork_map, n_cores
 from lab_common.say import integer, span
 
 
@@ -189,7 +189,7 @@ class RadixCache:
 def radix_lru_hits(trace_blocks, capacity):
     """按到达顺序把每个请求的块序列先 match、再 insert 进一棵容量为 capacity 块的基数树，返回每个请求的命中块数。
 
-    >>> radix_lru_hits([(1, 2), (1, 2, 3), (4,), (1, 2)], 2)      # 和 kv_cache_sim.simulate(..., 2, "lru") 一样
+    >>> radix_lru_hits([(1, 2), (1, 2, 3), (4,), (1, 2)], 2)      # 和 kv_store.replay.simulate(..., 2, "lru") 一样
     [0, 2, 0, 1]
     """
     tree = RadixCache(capacity)

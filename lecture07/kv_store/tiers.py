@@ -1,5 +1,5 @@
 """KV 的物理量：模型每 token 的 KV 有多大、各存储层级的带宽、prefill 要算多久（FAST'25 式 1）、读 KV 要多久
-（一个请求，或一整个 trace 的请求加起来），以及认前缀用的链式块哈希。这里只有这些；trace、缓存策略和模拟器各在自己的模块里。
+（一个请求，或一整个 trace 的请求加起来），这里只有这些；块哈希、trace、缓存策略和模拟器各在自己的模块里。
 
 数字的来源（都在变量旁边注明）：
 - Mooncake arXiv 2407.00079v3（§4、表 1）和 FAST'25 论文（式 1、表 1、表 2）；
@@ -12,11 +12,8 @@
     327680
     >>> LLAMA3_70B.kv_bytes_per_token() == LLAMA2_70B.kv_bytes_per_token()   # 同形状
     True
-    >>> block_hashes([1, 2, 3, 4, 5, 6], block=4)   # 只有一个完整块；结尾 2 个 token 不算哈希
-    ['73e200e2b048']
 """
 import functools
-import hashlib
 import itertools
 import operator
 from dataclasses import dataclass
@@ -171,23 +168,3 @@ def hit_tier(cache_bytes, local, remote, local_bytes):
     f = local_bytes / cache_bytes
     return Tier(f"{local.name} + {remote.name}", 1 / (f / local.gb_per_s + (1 - f) / remote.gb_per_s),
                 f"{local.source}；{remote.source}")
-
-
-# ---------------------------------------------------------------- 链式块哈希
-def block_hashes(tokens, block):
-    """每个完整块的哈希 = SHA-256(前一块的哈希 ‖ 这一块的 token)，返回前 12 位十六进制。
-
-    链式：第 i 块的哈希包含了第 0..i 块的全部内容，所以"哈希相同"就等于"从开头到这里都相同"。
-    结尾不满一块的 token 不算哈希（vLLM、Mooncake 都只缓存完整的块）。
-
-    >>> a = block_hashes([1, 2, 3, 4, 5, 6, 7, 8], block=4)
-    >>> b = block_hashes([1, 2, 3, 4, 9, 9, 9, 9], block=4)
-    >>> a[0] == b[0], a[1] == b[1]
-    (True, False)
-    """
-    out, prev = [], b""
-    for i in range(len(tokens) // block):
-        chunk = np.asarray(tokens[i * block:(i + 1) * block], dtype=np.int64).tobytes()
-        prev = hashlib.sha256(prev + chunk).digest()
-        out.append(prev.hex()[:12])
-    return out

@@ -1,6 +1,6 @@
 """读真实的请求 trace（Mooncake 公开的 JSONL 格式），逐行检查，错误给出"文件:行号: 哪里不对"。
 
-    from kv_trace import load_trace          # 列式的 Trace；建在下面的 iter_trace_records 上
+    from kv_store.traces import load_trace          # 列式的 Trace；建在下面的 iter_trace_records 上
     tr = load_trace("../shared/traces/mooncake_fast25_synthetic_trace.jsonl")
     len(tr), tr[0].input_len, len(tr[0].blocks)      # (3993, 40160, 79)
 
@@ -140,7 +140,7 @@ def _check_depth(text):
     >>> _check_depth('[' * 65)
     Traceback (most recent call last):
     ...
-    kv_trace_io._Bad: JSON 嵌套超过 64 层（合法的一行只有 2 层）
+    kv_store.trace_file._Bad: JSON 嵌套超过 64 层（合法的一行只有 2 层）
     """
     if text.count("[") + text.count("{") <= MAX_DEPTH:
         return

@@ -1,7 +1,7 @@
-"""kv_physics.py 的物理量：KV 大小、FAST'25 式 (1)、prefill 时间的重叠公式、存储层级。手算的小例子。"""
+"""kv_store/tiers.py 的物理量：KV 大小、FAST'25 式 (1)、prefill 时间的重叠公式、存储层级。手算的小例子。"""
 import pytest
 
-from kv_physics import A800_X8, LLAMA2_70B, TIERS, ModelSpec, Node, Tier, prefill_compute_time, prefill_time
+from kv_store.tiers import A800_X8, LLAMA2_70B, TIERS, ModelSpec, Node, Tier, prefill_compute_time, prefill_time
 from paged_kv import n_blocks
 
 # 手算用的小模型：2 层、d = 4、2 个头（头维度 2）、1 个 KV 头
@@ -90,14 +90,14 @@ def test_hbm_bytes_are_binary():
 
 
 def test_eq1_constants_from_fast25_table1():
-    from kv_physics import EQ1_A, EQ1_B
+    from kv_store.tiers import EQ1_A, EQ1_B
     assert (EQ1_A, EQ1_B) == (4, 22)
 
 
 def test_trace_prefill_time_is_the_sum_of_per_request_times():
     """一整个 trace：逐个请求的 prefill_time 从前往后加起来；不命中时就是 prefill_compute_time 之和。"""
     import numpy as np
-    from kv_physics import trace_prefill_time
+    from kv_store.tiers import trace_prefill_time
     n, h = np.array([1_000, 8_192, 3]), np.array([0, 4_096, 2])
     want = 0.0
     for a, b in zip(n.tolist(), h.tolist()):
@@ -109,7 +109,7 @@ def test_trace_prefill_time_is_the_sum_of_per_request_times():
 
 def test_hit_tier_blends_local_and_remote_by_bytes():
     """放得进本机：就是本机那一层；放不下：超出的按比例从远端读，等效带宽是按字节数的调和平均。"""
-    from kv_physics import hit_tier
+    from kv_store.tiers import hit_tier
     assert hit_tier(1e12, TIERS[1], TIERS[2], 1e12) is TIERS[1]
     tier = hit_tier(4e12, TIERS[1], TIERS[2], 1e12)                      # 1/4 从 128 GB/s、3/4 从 100 GB/s
     assert 1 / tier.gb_per_s == pytest.approx(0.25 / 128 + 0.75 / 100)

@@ -1,6 +1,6 @@
 """按到达顺序把 trace 喂给缓存，数命中：simulate（一个容量、一种策略）、hit_ratio、一次算完整张表的 sweep。
 
-simulate 跑的就是 kv_cache_policies 里的类（class_hits）：每个请求先 match 再 insert。
+simulate 跑的就是 kv_store.eviction 里的类（class_hits）：每个请求先 match 再 insert。
 
     >>> blocks = [(1, 2), (1, 2, 3), (4,), (1, 2)]
     >>> simulate(blocks, 2, "lru").tolist()       # 每个请求的前缀命中块数；容量 2
@@ -10,27 +10,27 @@ simulate 跑的就是 kv_cache_policies 里的类（class_hits）：每个请求
     >>> simulate(blocks, None, "lfu").tolist()    # 无限容量：任何策略都一样
     [0, 2, 0, 2]
 
-"min"：Belady 的 MIN（离线最优，要预知未来，真实系统做不到），见 kv_sim_min.min_hits。它数的是逐块命中
+"min"：Belady 的 MIN（离线最优，要预知未来，真实系统做不到），见 kv_store.belady.min_hits。它数的是逐块命中
 （请求的块只要在缓存里就算，不要求从开头连续），这是任何策略前缀命中的上界：
 前缀命中 ≤ 同一个缓存的逐块命中 ≤ MIN 的逐块命中。sweep(..., policies=("lru", "min")) 直接可用。
 
-快速引擎：类和发布时一字不差（kv_sim_guard.fast_engine 比对指纹）时，才换成算得快的等价做法
+快速引擎：类和发布时一字不差（kv_store.sim_guard.fast_engine 比对指纹）时，才换成算得快的等价做法
 （每条都和类逐请求比对过，见 tests/test_properties.py）；你改了类或注册了新类，跑的就是你的类：
-- 无限容量：闭式解 kv_sim_base.infinite_hits；容量不少于 trace 里不同的块数时也一样（从来不用淘汰）；
-- LRU：栈算法，一遍算出所有容量（kv_sim_lru.lru_stack_hits）；
-- LFU 类（LFU、LengthAware 和对照组）：kv_sim_lfu.lfu_family_hits；
+- 无限容量：闭式解 kv_store.sim_base.infinite_hits；容量不少于 trace 里不同的块数时也一样（从来不用淘汰）；
+- LRU：栈算法，一遍算出所有容量（kv_store.sim_lru.lru_stack_hits）；
+- LFU 类（LFU、LengthAware 和对照组）：kv_store.sim_lfu.lfu_family_hits；
 - sweep：各格分给多个进程（fork），LRU、MIN 的所有容量各合成一格；background=True 在后台算。
 """
 from collections.abc import Mapping
 
 import numpy as np
 
-from kv_cache_policies import CACHE_POLICIES, LFUCache, check_policy_args
-from kv_sim_base import block_lists, columns, fork_map, infinite_hits, n_cores
-from kv_sim_guard import fast_engine
-from kv_sim_lfu import TickOrder, lfu_family_hits
-from kv_sim_lru import lru_stack_hits
-from kv_sim_min import MinPrep, min_hits
+from kv_store.eviction import CACHE_POLICIES, LFUCache, check_policy_args
+from kv_store.sim_base import block_lists, columns, fork_map, infinite_hits, n_cores
+from kv_store.sim_guard import fast_engine
+from kv_store.sim_lfu import TickOrder, lfu_family_hits
+from kv_store.sim_lru import lru_stack_hits
+from kv_store.belady import MinPrep, min_hits
 
 
 # ---------------------------------------------------------------- 通用：一个容量、一个策略

@@ -1,6 +1,6 @@
 """快速引擎什么时候可以替策略类算：只在策略类和本讲发布的那一版一字不差的时候（fast_engine）。
 
-kv_sim_lru（LRU 的栈距离）和 kv_sim_lfu（LFU 类）比逐请求跑 kv_cache_policies 里的类快好几倍，但它们是另写的
+kv_store.sim_lru（LRU 的栈距离）和 kv_store.sim_lfu（LFU 类）比逐请求跑 kv_store.eviction 里的类快好几倍，但它们是另写的
 代码。你改了那里的一个类（或注册了自己的类），看到的数字就必须来自你改过的类。所以 simulate、sweep 每次先问
 fast_engine(cls)：
 
@@ -14,7 +14,7 @@ fast_engine(cls)：
 tests/test_cache_policies.py 检查 SHIPPED 和发布的类一致、快速引擎和类逐请求相同；改了发布的类又想要
 快速引擎的，照那个测试打印的新指纹更新 SHIPPED（先确认快速引擎和改过的类仍然相同）。
 
-    >>> from kv_cache_policies import LRUCache, S3FIFOCache
+    >>> from kv_store.eviction import LRUCache, S3FIFOCache
     >>> fast_engine(LRUCache), fast_engine(S3FIFOCache)      # S3-FIFO 没有快速引擎：总是跑类本身
     ('lru', None)
     >>> class MyLRU(LRUCache):                                # 子类：哪怕什么都没改，也照原样跑它
@@ -28,14 +28,14 @@ import sys
 import textwrap
 import types
 
-SHIPPED = {   # 类名 → (快速引擎, 发布时的指纹)：kv_cache_policies 里的这几个类一字不差时才用快速引擎
-    "LRUCache": ("lru", "1018152358b75bd6"),
-    "LFUCache": ("lfu", "4dfc24c8ec5cdf70"),
-    "LengthAwareCache": ("lfu", "66687068e288694c"),
-    "LengthAwareEarlyCache": ("lfu", "cd814a217de6a1a9"),
+SHIPPED = {   # 类名 → (快速引擎, 发布时的指纹)：kv_store.eviction 里的这几个类一字不差时才用快速引擎
+    "LRUCache": ("lru", "81730343a48495d8"),
+    "LFUCache": ("lfu", "3f318e3159d8071d"),
+    "LengthAwareCache": ("lfu", "c962507b63e7aa67"),
+    "LengthAwareEarlyCache": ("lfu", "3ebcc492c0ccb98d"),
 }
 DISPLAY_ONLY = ("NAME", "SHORT")   # 只是显示的名字：改了不影响数字
-POLICY_MODULE = "kv_cache_policies"
+POLICY_MODULE = "kv_store.eviction"
 
 
 def fast_engine(cls):

@@ -9,22 +9,22 @@
   调度器（random / load-balancing / local cache-aware / global cache-aware）决定每个请求去哪台。
   run_schedulers() 把几个调度器分给几个核同时跑（互不相干，结果和逐个 run_prefill 相同）。
 
-prefill 时间只有一个公式：kv_physics.prefill_time（FAST'25 式 1 + 按层流水），04、05 和这里共用。
+prefill 时间只有一个公式：kv_store.tiers.prefill_time（FAST'25 式 1 + 按层流水），04、05 和这里共用。
 集群的配置：MODEL 在 NODE 上做 prefill，命中的 KV 从本机 DRAM（LOCAL_DRAM）读。
 
     >>> round(prefill_time(MODEL, 8192, hit_tokens(0, 8192), LOCAL_DRAM, NODE), 3)   # 从头算 8K token
     0.764
 
 输入是 trace 的几列（不是 Request 对象）：arrival（到达秒数）、input_len（输入 token 数）、
-blocks（每个请求的块 id 序列）。trace_columns() 从列式的 Trace（kv_trace）一次取出这三列。
+blocks（每个请求的块 id 序列）。trace_columns() 从列式的 Trace（kv_store.traces）一次取出这三列。
 """
 import numpy as np
 
-from kv_cache_policies import LRUCache
-from kv_sim_base import columns, first_request, fork_map, n_cores
-from kv_trace import CHUNK
-from kv_physics import A800_X8, LLAMA3_70B, TIERS, prefill_time
-from kv_trace_io import BLOCK_SIZE  # Mooncake trace 的块大小：512 token
+from kv_store.eviction import LRUCache
+from kv_store.sim_base import columns, first_request, fork_map, n_cores
+from kv_store.traces import CHUNK
+from kv_store.tiers import A800_X8, LLAMA3_70B, TIERS, prefill_time
+from kv_store.trace_file import BLOCK_SIZE  # Mooncake trace 的块大小：512 token
 
 MODEL, NODE = LLAMA3_70B, A800_X8                          # 每台 prefill 节点：8×A800 张量并行（FAST'25 表 1）
 LOCAL_DRAM, RDMA = TIERS[1], TIERS[2]                      # 命中的 KV 从本机 DRAM 读；跨节点经 RDMA 拉
@@ -34,12 +34,12 @@ SCHEDULERS = ("random", "load_balancing", "local_cache", "global_cache")
 
 
 def trace_columns(trace):
-    """kv_trace 的列式 Trace → (arrival 列表, input_len 列表, blocks)：模拟要反复走好几遍的三列。
+    """kv_store.traces 的列式 Trace → (arrival 列表, input_len 列表, blocks)：模拟要反复走好几遍的三列。
     前两列一次转成 Python 列表（逐个元素取 numpy 数组很慢）；blocks 是 Trace.block_lists()：
     像块 id 列表的列表一样 for / len / 下标，但每次遍历才按段转换，12 万个请求也不占几百 MB。
 
-    >>> from kv_trace import Trace
-    >>> from kv_trace_io import Request
+    >>> from kv_store.traces import Trace
+    >>> from kv_store.trace_file import Request
     >>> arrival, n_in, blocks = trace_columns(Trace.from_requests([Request(0.5, 600, 1, (7, 8)), Request(1.0, 100, 2, (9,))]))
     >>> arrival, n_in, list(blocks)
     ([0.5, 1.0], [600, 100], [[7, 8], [9]])
@@ -163,7 +163,7 @@ def run_prefill(arrival, input_len, blocks, scheduler, n_nodes, capacity, rate_s
     """M = n_nodes 个 prefill 实例（各一台 8×A800），各有容量 capacity 块的本地 LRU 前缀缓存。
 
     每个实例一次做一个 prefill（FIFO，不做 batching）。服务时间 = 从别的节点拉 KV 的时间（只有
-    global_cache 会拉）+ kv_physics.prefill_time(输入, 命中)。TTFT = 完成时刻 − 到达时刻。调度器：
+    global_cache 会拉）+ kv_store.tiers.prefill_time(输入, 命中)。TTFT = 完成时刻 − 到达时刻。调度器：
 
     - random：随机挑一台；
     - load_balancing：排队最短（最早空下来）的那台，不看缓存；
@@ -235,8 +235,8 @@ def run_schedulers(arrival, input_len, blocks, schedulers, n_nodes, capacity, ra
     """{调度器: run_prefill(..., 调度器, ...) 的结果}：各调度器互不相干，分给 workers 个进程同时跑
     （None：本机的核数；1：在本进程里逐个跑）。
 
-    >>> from kv_trace import Trace
-    >>> from kv_trace_io import Request
+    >>> from kv_store.traces import Trace
+    >>> from kv_store.trace_file import Request
     >>> arrival, n_in, blocks = trace_columns(Trace.from_requests([Request(0.0, 1024, 1, (1, 2)), Request(1.0, 1024, 1, (1, 2))]))
     >>> r = run_schedulers(arrival, n_in, blocks, ("random", "global_cache"), 2, 10, 1.0, workers=1)
     >>> r["global_cache"]["hits"].tolist()             # 第二个请求去了有这两块的那台

@@ -1,4 +1,4 @@
-"""kv_cache_sim 各算法共用的小工具：trace → 两列数组（columns）、块 id 压成小整数（dense_ids）、按 CHUNK 个请求
+"""kv_store.replay 各算法共用的小工具：trace → 两列数组（columns）、块 id 压成小整数（dense_ids）、按 CHUNK 个请求
 分段（_chunks）、前缀命中计数（_prefix_counts）、无限容量的闭式解（infinite_hits），以及 fork 进程池（fork_map）。
 
     >>> ids, offsets = columns([(1, 2), (1, 2, 3), (4,)])
@@ -12,7 +12,7 @@ import os
 
 import numpy as np
 
-from kv_trace import CHUNK, iter_block_lists
+from kv_store.traces import CHUNK, iter_block_lists
 
 
 # ---------------------------------------------------------------- trace → 两列数组
@@ -118,7 +118,7 @@ def infinite_hits(trace, per_block=False):
 
 
 def has_repeats(ids, offsets):
-    """有没有哪个请求里同一个块出现了不止一次（真实 trace 和合成 trace 都没有；kv_trace_io 会报错）。"""
+    """有没有哪个请求里同一个块出现了不止一次（真实 trace 和合成 trace 都没有；kv_store.trace_file 会报错）。"""
     for a, b, lo, hi, seg in _chunks(offsets):
         x = ids[lo:hi]
         order = np.lexsort((x, seg))
@@ -198,7 +198,7 @@ def _start_methods():
 
 def usable_hit_tokens(hit_blocks, input_len, block_size):
     """命中的前缀里真正用得上的 token 数：最后一个 token 总要重算（才能得到第一个输出），所以最多 输入 − 1 个。
-    全讲的"命中"都按这一条算（04 演示 3、4，04b，05；kv_cluster.hit_tokens 是它的单个请求版）。
+    全讲的"命中"都按这一条算（04 演示 3、4，04b，05；kv_store.cluster.hit_tokens 是它的单个请求版）。
 
     >>> usable_hit_tokens([2, 2, 1, 0], [2000, 1024, 1, 5], 512).tolist()     # 1 个 token 的请求：一个也用不上
     [1024, 1023, 0, 0]

@@ -6,8 +6,8 @@
 """
 import numpy as np
 
-from kv_sim_base import _chunks, _index_type, _prefix_counts, _tick_order
-from kv_sim_lfu import TickOrder
+from kv_store.sim_base import _chunks, _index_type, _prefix_counts, _tick_order
+from kv_store.sim_lfu import TickOrder
 
 
 def lru_stack_hits(trace, capacities, order=None):

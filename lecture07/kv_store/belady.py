@@ -12,7 +12,7 @@ from collections import deque
 
 import numpy as np
 
-from kv_sim_base import _chunks, _index_type, columns, dense_ids, has_repeats, infinite_hits
+from kv_store.sim_base import _chunks, _index_type, columns, dense_ids, has_repeats, infinite_hits
 
 
 def next_use(trace):

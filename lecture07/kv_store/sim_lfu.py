@@ -10,8 +10,8 @@ from collections import OrderedDict, deque
 
 import numpy as np
 
-from kv_cache_policies import MAX_RANK, LFUCache
-from kv_sim_base import _chunks, _prefix_counts, _tick_order, columns, first_request, has_repeats
+from kv_store.eviction import MAX_RANK, LFUCache
+from kv_store.sim_base import _chunks, _prefix_counts, _tick_order, columns, first_request, has_repeats
 
 
 class TickOrder:

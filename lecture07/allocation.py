@@ -18,7 +18,7 @@ from collections import deque
 
 import numpy as np
 
-from kv_physics import EQ1_B, ModelSpec, prefill_compute_time
+from kv_store.tiers import EQ1_B, ModelSpec, prefill_compute_time
 from paged_kv import n_blocks
 
 
@@ -172,7 +172,7 @@ def attention_share(model, n):
 
 
 def recompute_seconds(model, n_tokens, node):
-    """把 n_tokens 个 token 当作输入在 node 上重新 prefill 一遍（kv_physics.prefill_compute_time，FAST'25 式 1）。"""
+    """把 n_tokens 个 token 当作输入在 node 上重新 prefill 一遍（kv_store.tiers.prefill_compute_time，FAST'25 式 1）。"""
     return prefill_compute_time(model, n_tokens, 0, node=node)
 
 

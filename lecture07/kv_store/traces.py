@@ -16,13 +16,13 @@ hash_ids 是每 512 个 token 一块的链式哈希 id。合成 trace 生成同�
   所以相邻两轮共享前缀；两轮之间隔几秒到几分钟（时间局部性：LRU 擅长的情况）；
 - 一次性请求：系统提示 + 一大段只出现一次的内容（文档、网页），这些块之后再没人用。
 
-读真实 trace：load_trace(路径) 读 Mooncake 公开的 JSONL（格式、哪些算错误见 kv_trace_io.py）。
+读真实 trace：load_trace(路径) 读 Mooncake 公开的 JSONL（格式、哪些算错误见 kv_store/trace_file.py）。
 """
 from array import array
 
 import numpy as np
 
-from kv_trace_io import BLOCK_SIZE, Request, iter_trace_records   # 逐行检查的读取器、Request、TraceError 都在 kv_trace_io
+from kv_store.trace_file import BLOCK_SIZE, Request, iter_trace_records   # 逐行检查的读取器、Request、TraceError 都在 kv_store.trace_file
 
 CHUNK = 4096                # 逐请求遍历时，每次把这么多个请求的块 id 转成 Python 列表（内存有上限）
 
@@ -121,7 +121,7 @@ class Trace:
 
     def block_lists(self):
         """每个请求的块 id 列表组成的"序列"（BlockLists）：可以反复 for、len、下标，但不把几百万个 id
-        一次变成 Python 对象（每次遍历按段转换）。kv_cache_sim 的函数直接认得它（用它的两列）。"""
+        一次变成 Python 对象（每次遍历按段转换）。kv_store.replay 的函数直接认得它（用它的两列）。"""
         return BlockLists(self.hash_ids, self.offsets)
 
     def popularity(self):

@@ -1,4 +1,4 @@
-"""kv_trace.load_trace：读 Mooncake JSONL trace；每种坏输入都是一行 "文件:行号: 说明"，脚本退出码 2。
+"""kv_store.traces.load_trace：读 Mooncake JSONL trace；每种坏输入都是一行 "文件:行号: 说明"，脚本退出码 2。
 
 更刁钻的坏文件（损坏的 gzip、恶意 JSON、超长的行……）在 test_trace_errors.py。
 """
@@ -12,8 +12,8 @@ import sys
 import pytest
 from conftest import LECTURE, REAL_TRACE as REAL
 
-from kv_trace import load_trace
-from kv_trace_io import BLOCK_SIZE, Request, TraceError
+from kv_store.traces import load_trace
+from kv_store.trace_file import BLOCK_SIZE, Request, TraceError
 
 SCRIPT = os.path.join(LECTURE, "04_prefix_caching.py")
 
@@ -58,8 +58,8 @@ def test_real_trace_gz_gives_the_same_requests(tmp_path):
 
 @pytest.mark.real_trace
 def test_columnar_loader_agrees_with_line_reader():
-    """kv_trace.load_trace（列式）和逐行检查的读取器 kv_trace_io.iter_trace_records 给出同样的请求。"""
-    from kv_trace_io import iter_trace_records
+    """kv_store.traces.load_trace（列式）和逐行检查的读取器 kv_store.trace_file.iter_trace_records 给出同样的请求。"""
+    from kv_store.trace_file import iter_trace_records
     assert load_trace(REAL) == [Request(ts / 1000, n_in, n_out, tuple(ids))
                                 for ts, n_in, n_out, ids in iter_trace_records(REAL)]
 
