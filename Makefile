@@ -68,20 +68,28 @@ check: $(STAMP)
 	$(VPY) exercises/check.py $(EX)
 
 # ---- 图：make all / make clean ----
-# 每个 figures/plot_XX.py 一次生成几张 PNG（&: 是 make ≥ 4.3 的"一条命令出几个文件"）。依赖写全：
+# 每个 figures/plot_XX.py 一次生成几张图（&: 是 make ≥ 4.3 的"一条命令出几个文件"）：每张 PNG 旁边一个同名 SVG
+# （矢量，放进幻灯片），02、03 另有一步一帧的 GIF（块表怎样长出来、一次写时复制）。依赖写全：
 # 画图脚本、它加载的 lecture07 脚本和共用模块；改了哪个，只重画用到它的图，什么都没改时不做任何事。
-LAB := lab_common/say.py lab_common/console.py lab_common/settings.py lab_common/plotting.py lab_common/script_tools.py figures/figlib.py $(STAMP)
-PAGED := lecture07/paged_kv.py lab_common/transformer_lab.py lab_common/settings.py
+LAB := lab_common/say.py lab_common/console.py lab_common/frames.py lab_common/settings.py lab_common/plotting.py lab_common/script_tools.py figures/figlib.py $(STAMP)
+PAGED := lecture07/paged_kv.py lecture07/pool_pictures.py lab_common/transformer_lab.py lab_common/settings.py
 # 04、05 用到的 lecture07 共用模块：kv_store/ 整个包（前缀匹配、淘汰策略、回放、层级、trace、集群）
 STORE := $(wildcard lecture07/kv_store/*.py) $(PAGED)
 
-F01 := figures/01_kv_memory_breakdown.png figures/01_kv_per_token.png figures/01_recompute_vs_swap.png
-F02 := figures/02_block_table.png
-F03 := figures/03_blocks_over_steps.png
-F04 := figures/04_block_popularity.png figures/04_hit_ratio.png figures/04_prefill_time.png
-F04B := figures/04b_radix_tree.png
-F05 := figures/05_load_vs_recompute.png figures/05_hot_nic.png figures/05_ttft_by_scheduler.png figures/05_pd_transfer.png
-F06 := figures/06_triton_cow_clone.png figures/06_triton_cow_clone_detail.png
+F01 := figures/01_kv_memory_breakdown.png figures/01_kv_per_token.png figures/01_recompute_vs_swap.png \
+       figures/01_kv_memory_breakdown.svg figures/01_kv_per_token.svg figures/01_recompute_vs_swap.svg
+F02 := figures/02_block_table.png figures/02_block_table_steps.gif \
+       figures/02_block_table.svg
+F03 := figures/03_blocks_over_steps.png figures/03_cow_steps.gif \
+       figures/03_blocks_over_steps.svg
+F04 := figures/04_block_popularity.png figures/04_hit_ratio.png figures/04_prefill_time.png \
+       figures/04_block_popularity.svg figures/04_hit_ratio.svg figures/04_prefill_time.svg
+F04B := figures/04b_radix_tree.png \
+       figures/04b_radix_tree.svg
+F05 := figures/05_load_vs_recompute.png figures/05_hot_nic.png figures/05_ttft_by_scheduler.png figures/05_pd_transfer.png \
+       figures/05_load_vs_recompute.svg figures/05_hot_nic.svg figures/05_ttft_by_scheduler.svg figures/05_pd_transfer.svg
+F06 := figures/06_triton_cow_clone.png figures/06_triton_cow_clone_detail.png \
+       figures/06_triton_cow_clone.svg figures/06_triton_cow_clone_detail.svg
 FIGS := $(F01) $(F02) $(F03) $(F04) $(F04B) $(F05) $(F06)
 
 # &:（一条命令生成几张图）要 GNU make ≥ 4.3。更老的 make（macOS 自带 3.81）照样能 make test / make demo，
@@ -110,6 +118,6 @@ $(F06) &: figures/plot_06.py lecture07/06_triton_cow_clone.py lecture07/gpu/clon
 
 all: $(FIGS)
 
-# 只删生成的 PNG；figures/data/*.json 是 H200 上的实测结果，CPU 上重新生成不了，不删
+# 只删生成的图（PNG、SVG、GIF）；figures/data/*.json 是 H200 上的实测结果，CPU 上重新生成不了，不删
 clean:
 	rm -f $(FIGS)

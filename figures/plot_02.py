@@ -1,7 +1,8 @@
 """02_paged_attention 的图：块表——几条序列的逻辑块各自映射到块池里的哪个物理块。
 
 运行：python figures/plot_02.py [--out DIR]     （约 1 秒；make all 会调用它）
-数据和配置全部来自 lecture07/02_paged_attention.py 的 demo1_block_table() 返回的 dict（同一次 prefill + 解码）。
+数据和配置全部来自 lecture07/02_paged_attention.py 的 demo1_block_table() 返回的 dict（同一次 prefill + 解码）；
+GIF 的每一帧是演示 1 每走一步给块池拍的快照（d["frames"]，lecture07/pool_pictures.py），--step 时终端上放的也是它。
 
 版面：上面一排是各条序列的逻辑块（从左到右 A、B、C…），下面一排是块池；每支箭头从它所属的逻辑块的
 下边出发，落在物理块的上边——箭头只走两排之间的空白，不穿过任何格子。
@@ -13,8 +14,9 @@ from matplotlib.patches import FancyArrowPatch, Rectangle
 
 import figlib
 from figlib import caption, plt, save_png
+from lab_common.frames import save_gif
 
-FIGURES = ("02_block_table.png",)
+FIGURES = ("02_block_table.png", "02_block_table_steps.gif")   # GIF：块表一步一步长出来（演示 1 的每一步）
 SEQ_COLORS = ("tab:blue", "tab:orange", "tab:green", "tab:purple", "tab:brown", "tab:olive")
 W = 16.0                     # 横向的画布（数据坐标 = 英寸）
 TOP, POOL = 5.6, 1.3         # 逻辑块一排、块池一排的下沿 y
@@ -42,7 +44,7 @@ def compute():
     config = (f"块大小 {r['block_size']}、块池 {r['n_pool']} 块；输入长度 {prompts}，依次 prefill 后一起解码 "
               f"{r['n_decode']} 步（TINY 模型，种子 {r['seeds'][0]}/{r['seeds'][1]}）")
     return dict(tables=r["tables"], lengths=r["lengths"], block_size=r["block_size"], n_blocks=r["n_pool"],
-                events=r["events"], config=config)
+                events=r["events"], config=config, frames=r["frames"])
 
 
 def finding(tables):
@@ -126,7 +128,8 @@ def plot_block_table(tables, lengths, block_size, n_blocks, events, out, config)
 def build(out_dir):
     d = compute()
     return [plot_block_table(d["tables"], d["lengths"], d["block_size"], d["n_blocks"], d["events"],
-                             os.path.join(out_dir, FIGURES[0]), d["config"])]
+                             os.path.join(out_dir, FIGURES[0]), d["config"]),
+            save_gif(d["frames"], os.path.join(out_dir, FIGURES[1]))]
 
 
 def main(argv=None):

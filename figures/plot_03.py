@@ -4,6 +4,8 @@
 数据全部来自 lecture07/03_sharing_and_cow.py 的 demo1_savings() 返回的 dict：每一步的 (块池占用的块, 不共享时
 要的块, 累计 COW 次数)（"steps"，最大的 n / 宽度；束搜索在 TINY 模型上真的解码，并行采样是块池重放，演示 1
 在真模型上核对过它逐步相同）。这里只挑请求、画图，不重算。
+GIF 的每一帧是 demo2_cow_step_by_step() 每走一步给块池拍的快照（fork → ref_count 2 → 第一次写 → 写时复制 →
+ref_count 1；它返回的 d["frames"]，lecture07/pool_pictures.py），--step 时终端上放的也是它。
 """
 import os
 import sys
@@ -12,8 +14,9 @@ import numpy as np
 
 import figlib
 from figlib import caption, plt, save_png
+from lab_common.frames import save_gif
 
-FIGURES = ("03_blocks_over_steps.png",)
+FIGURES = ("03_blocks_over_steps.png", "03_cow_steps.gif")   # GIF：演示 2 的一次写时复制，一步一帧
 
 
 def compute():
@@ -64,8 +67,10 @@ def plot_blocks_over_steps(series, totals, out, config, n_requests, width):
 
 def build(out_dir):
     d = compute()
+    cow = figlib.quiet(figlib.load_script("03_sharing_and_cow").demo2_cow_step_by_step)
     return [plot_blocks_over_steps(d["series"], d["totals"], os.path.join(out_dir, FIGURES[0]), d["config"],
-                                   d["n_requests"], d["width"])]
+                                   d["n_requests"], d["width"]),
+            save_gif(cow["frames"], os.path.join(out_dir, FIGURES[1]))]
 
 
 def main(argv=None):

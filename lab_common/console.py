@@ -143,9 +143,69 @@ def wrap_cjk(text, width, indent=0):
     return [lines[0]] + [pad + x for x in lines[1:]] if lines else []
 
 
+# ---- 投影仪上的逐步揭晓（--step，只在终端上）：清屏 → 标题和表 → 想一想 → 回车 → 观察 ----
+STEP = False        # --step：由 script_tools 的运行器设置，跑完复原；管道输出时不起作用
+QUESTIONS = {}      # {演示编号: 它 docstring 的第一个问句}，运行器在 --step 时填；print_header 按标题里的编号取
+_shown = {"title": None, "question": None}      # 当前演示的标题（动画播完重画用）和要问的问题
+
+
+def stepping():
+    """--step 而且标准输入、输出都是终端：这时才清屏、停下来等回车。管道、文件、测试里永远是 False。"""
+    if not STEP:
+        return False
+    try:
+        return sys.stdin.isatty() and sys.stdout.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+def question_of(text):
+    """演示的问题：docstring 第一行到最后一个"？"为止（后面常是答案的提示，不提前说）；没有问句时返回 None。
+
+    >>> question_of("块该多大？小块浪费少，但块表长、读得碎。"), question_of("C 为什么停在那里：N 大时……")
+    ('块该多大？', None)
+    """
+    head, mark, _ = text.rpartition("？")
+    return head + mark if mark else None
+
+
+def clear_screen():
+    """清屏并把光标放回左上角（只在 stepping() 时调用）。"""
+    sys.stdout.write("\033[H\033[2J\033[3J")
+    sys.stdout.flush()
+
+
+def wait_enter(prompt):
+    """在终端上印一行暗色的提示、等回车。Ctrl-C：换一行、退出码 130，不打印 traceback；输入结束（EOF）就继续。"""
+    _console().print(Text(prompt, style="dim"), end="")
+    sys.stdout.flush()
+    try:
+        input()
+    except EOFError:
+        print()
+    except KeyboardInterrupt:
+        print()
+        raise SystemExit(130) from None
+
+
+def redraw_title():
+    """清屏、重画当前演示的标题（终端上的动画播完以后，表格从一屏的顶上开始）。"""
+    if stepping() and _shown["title"] is not None:
+        clear_screen()
+        _print_title(_console(), _shown["title"])
+
+
 def print_header(title):
-    """一个演示的大标题：上方空一行和一条粗线，标题太长时折行而不是被截断。"""
+    """一个演示的大标题：上方空一行和一条粗线，标题太长时折行而不是被截断。--step 时先清屏。"""
     c = _console()
+    if stepping():
+        clear_screen()
+        m = re.match(r"演示 (\d+)", title)
+        _shown.update(title=title, question=QUESTIONS.get(int(m.group(1))) if m else None)
+    _print_title(c, title)
+
+
+def _print_title(c, title):
     c.print()
     c.print("═" * c.width, style="cyan")
     for line in wrap_cjk(title, c.width - 2):
@@ -250,6 +310,12 @@ def print_observations(lines, more=(), title="观察"):
         shown += list(more)
     if not shown:
         return
+    if stepping():                                 # 先让全班看表、想一想，回车后才揭晓
+        if _shown["question"]:
+            for out in wrap_cjk(f"想一想：{_shown['question']}", c.width - 2, indent=4):
+                c.print(Text(out, style="bold magenta"), soft_wrap=True)
+        wait_enter("（回车看观察）")
+        _shown["question"] = None
     c.print(Text(title, style="bold yellow"))
     for i, line in enumerate(shown, 1):
         style = None

@@ -1,11 +1,11 @@
 """全课程共用的画图设置：无界面（Agg）、中文字体、可复现的 PNG。
 
-    from lab_common.plotting import plt, setup_matplotlib, save_png, font_description
+    from lab_common.plotting import SLIDE, plt, setup_matplotlib, save_png, font_description
     setup_matplotlib()                 # 选好中文字体，返回字体名
     print(font_description())          # 例如："中文字体：Noto Sans CJK SC（PyPI 包 noto-cjk-sans-otc，…/NotoSansCJK-Regular.ttc）"
-    fig, ax = plt.subplots(figsize=(12, 6))
+    fig, ax = plt.subplots(figsize=SLIDE)   # 16:9 的一页幻灯片，13.33 × 7.5 英寸；字号 ≥ 16 pt
     ...
-    save_png(fig, "figures/xxx.png")   # 200 dpi、不写时间戳和 Software，同样的输入 → 同样的字节
+    save_png(fig, "figures/xxx.png")   # 200 dpi 的 PNG + 同名 SVG，不写时间戳和 Software，同样的输入 → 同样的字节
 
 中文字体从哪来：requirements.txt 里的 PyPI 包 noto-cjk-sans-otc（Google 的 Noto Sans CJK，
 SIL Open Font License 1.1，wheel 约 15 MB、装好约 19 MB）。它是一个 .ttc 字体集，里面有
@@ -32,8 +32,9 @@ CJK_CANDIDATES = ("Noto Sans CJK SC", "Noto Sans SC", "Source Han Sans SC", "Wen
 BUNDLED_PACKAGE = "noto-cjk-sans-otc"   # requirements.txt 里的字体包（PyPI 名字）
 DPI = 200          # 8 英寸宽 × 200 dpi = 1600 像素：投影仪上够清楚
 MIN_WIDTH_PX = 1600
-FONT_SIZE = 13     # 默认字号；
-MIN_FONT_PT = 12   # 任何文字都不小于 12 pt：坐在后排也看得清（save_png 会把更小的放大到这个字号）
+SLIDE = (13.33, 7.5)   # 16:9 幻灯片一页的大小（英寸）：图就画成这么大，铺满一页时字号就是这里写的字号
+FONT_SIZE = 16     # 默认字号
+MIN_FONT_PT = 16   # 图铺满一页 13.33 英寸宽的幻灯片时，任何文字都不小于 16 pt（save_png 把更小的放大到这个字号）
 GLYPH_WARNING = r"Glyph \d+ .*missing from"   # matplotlib 缺字时的警告（测试和 make all 把它变成错误）
 
 _font = None       # 选中的字体名
@@ -75,9 +76,9 @@ def setup_matplotlib():
         _pick_font()
     plt.rcParams.update({
         "font.size": FONT_SIZE, "axes.titlesize": FONT_SIZE + 2, "axes.labelsize": FONT_SIZE,
-        "xtick.labelsize": 12, "ytick.labelsize": 12, "legend.fontsize": 12,
-        "figure.titlesize": FONT_SIZE + 3, "axes.unicode_minus": False,
-        "svg.hashsalt": "cs349e", "figure.dpi": 100, "savefig.dpi": DPI,
+        "xtick.labelsize": FONT_SIZE, "ytick.labelsize": FONT_SIZE, "legend.fontsize": FONT_SIZE,
+        "figure.titlesize": FONT_SIZE + 4, "axes.unicode_minus": False,
+        "svg.hashsalt": "cs349e", "svg.fonttype": "path", "figure.dpi": 100, "savefig.dpi": DPI,
         "mathtext.fontset": "dejavusans",
     })
     if _font:
@@ -105,11 +106,23 @@ def glyph_warnings_as_errors():
     warnings.filterwarnings("error", message=GLYPH_WARNING)
 
 
+def slide_scale(figsize):
+    """图缩放到刚好放进一页 16:9 幻灯片（SLIDE）时缩放的倍数：slide_scale(SLIDE) == 1.0；16 英寸宽的图 → 0.83。"""
+    w, h = figsize
+    return min(SLIDE[0] / w, SLIDE[1] / h)
+
+
+def min_font_pt(fig):
+    """这张图里的文字至少要多大，铺满幻灯片时才不小于 MIN_FONT_PT。"""
+    return MIN_FONT_PT / slide_scale(fig.get_size_inches())
+
+
 def save_png(fig, path):
-    """写 PNG，去掉 Software/时间戳等元数据，保证同样的图两次写出的字节相同。
+    """写 PNG 和旁边同名的 SVG（矢量，幻灯片上放大不糊），去掉 Software / 日期这些元数据：
+    同样的图两次写出的字节相同（SVG 里的 id 由 svg.hashsalt 定）。返回 PNG 的路径。
 
     图宽不足 1600 像素（8 英寸 × 200 dpi）时报错：投影到幻灯片上会糊。
-    小于 12 pt 的文字（比如某个 legend(fontsize=10)）放大到 12 pt。
+    铺满一页幻灯片时小于 16 pt 的文字（比如某个 legend(fontsize=10)）放大到 16 pt。
     """
     width = fig.get_figwidth() * DPI
     if width < MIN_WIDTH_PX:
@@ -117,11 +130,13 @@ def save_png(fig, path):
         raise ValueError(f"{path}：图宽 {width:.0f} 像素 < {MIN_WIDTH_PX}；figsize 的宽至少 "
                          f"{MIN_WIDTH_PX / DPI:g} 英寸")
     fig.draw_without_rendering()                 # 先排一次版，刻度标签这些文字才存在
+    least = min_font_pt(fig)
     for t in fig.findobj(Text):
-        if t.get_fontsize() < MIN_FONT_PT:
-            t.set_fontsize(MIN_FONT_PT)
+        if t.get_fontsize() < least - 1e-9:
+            t.set_fontsize(least)
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     fig.savefig(path, dpi=DPI, metadata={"Software": None}, bbox_inches=None)
+    fig.savefig(os.path.splitext(path)[0] + ".svg", format="svg", metadata={"Date": None}, bbox_inches=None)
     plt.close(fig)
     return path
 

@@ -56,27 +56,22 @@ def lecture_parser(demos, description, prog=None):
     ap.add_argument("--demo", type=int, choices=sorted(demos), help="只跑某一个演示（默认全跑）")
     ap.add_argument("--list", action="store_true", help="列出各演示的题目，不运行")
     ap.add_argument("--more", action="store_true", help="每个演示印出全部观察（默认至多 3 条）")
-    ap.add_argument("--step", action="store_true", help="每个演示之后停下来，按回车继续（只在终端上）")
+    ap.add_argument("--step", action="store_true", help="投影仪上讲课：每个演示先清屏、印表、问一句，回车后才印观察（只在终端上）")
     ap.add_argument("--mine", action="store_true", help="用 exercises/ 里你自己写的实现跑，并和参考实现对比")
     return ap
 
 
-def _stepper(on):
-    """--step：标准输入和输出都是终端时，每个演示之后等回车；否则什么也不做（管道输出不变）。"""
-    interactive = False
-    if on:
-        try:
-            interactive = sys.stdin.isatty() and sys.stdout.isatty()
-        except (AttributeError, ValueError):
-            interactive = False
+def _stepper(demos, on):
+    """--step（投影仪上讲课）：标准输入和输出都是终端时，每个演示先清屏、印标题和表，问一句它 docstring 的问题，
+    回车后才印观察（lab_common.console 做这几步）；演示之间再等一次回车。不是终端时什么也不做：管道输出逐字节不变。
+    返回 step()：运行器在两个演示之间调用它。"""
+    console.STEP = on
+    console.QUESTIONS = {k: console.question_of(demo_title(fn)) for k, fn in demos.items()}
 
     def step():
-        if interactive:
+        if console.stepping():
             sys.stdout.flush()
-            try:
-                input("（回车继续）")
-            except EOFError:
-                pass
+            console.wait_enter("（回车看下一个演示）")
     return step
 
 
@@ -96,7 +91,7 @@ def run_lecture(demos, description, argv=None, run=None, add_args=None, prog=Non
     todo = sorted(demos)
     if args.demo:
         todo = [args.demo]
-    step = _stepper(args.step)
+    step = _stepper(demos, args.step)
 
     def go():
         if run is not None:
@@ -114,7 +109,7 @@ def run_lecture(demos, description, argv=None, run=None, add_args=None, prog=Non
             return run_with_mine(go, prog or os.path.basename(sys.argv[0] or "script"))
         return go()
     finally:
-        console.SHOW_MORE = False
+        console.SHOW_MORE = console.STEP = False
 
 
 def run_in_child(demos):

@@ -33,6 +33,8 @@ from lab_common.script_tools import run_lecture  # noqa: E402
 from lab_common.settings import check_setting, is_int, is_number, is_sorted_ints  # noqa: E402
 from kv_store.tiers import LLAMA2_70B  # noqa: E402
 from paged_kv import BlockPool, PagedSequence, n_blocks, paged_step  # noqa: E402
+from pool_pictures import PoolFilm  # noqa: E402
+from lab_common.frames import play  # noqa: E402
 from lab_common.transformer_lab import TINY, KVCache, config_like, forward, init_params  # noqa: E402
 
 # ---- 学生可以改的设置（每个演示运行时才读）----
@@ -91,9 +93,11 @@ def demo1_block_table():
     seqs = {n: PagedSequence(pool) for n in prompts}
     last = {}
     rows, events = [], []
+    film = PoolFilm(pool)                            # 每一步块池的快照：--step 时一步一屏，make all 画成 GIF
 
     def snapshot(step, what):
         rows.append([step, what] + [f"{blocks_str(s)} {s.length}" for s in seqs.values()] + [pool.num_free])
+        film.snap(f"{step}（{what}）", seqs)
 
     for n, plen in prompts.items():                 # 依次 prefill：每条序列一次写入整段输入
         before = list(seqs[n].blocks)
@@ -113,6 +117,7 @@ def demo1_block_table():
         if not grown:
             grown = "不分配"
         snapshot(f"解码 {t}", grown)
+    play(film.frames)
     print_table(["步", "分配", *(f"{n} 块表 长度" for n in seqs), "空闲"], rows,
                 caption=f"[..]：物理块号，按逻辑块的顺序；后面是序列长度；空闲：块池（共 {pool.n_blocks} 块）还剩几块。")
     alloc_order = [b for _, _, new in events for b in new]
@@ -135,7 +140,7 @@ def demo1_block_table():
              waste=sum(len(s.blocks) * block_size - s.length for s in seqs.values()),
              total=sum(s.length for s in seqs.values()), first_grow=first_grow,
              n_decode_alloc=sum(len(b) for _, _, b in decode_events), n_free=pool.num_free, n_pool=pool.n_blocks,
-             events=events, block_size=block_size, prompts=prompts, n_decode=n_decode, seeds=seeds)
+             events=events, block_size=block_size, prompts=prompts, n_decode=n_decode, seeds=seeds, frames=film.frames)
     print_observations(*observations_1(d))
     return d
 

@@ -33,6 +33,8 @@ from lab_common.say import change, count, integer, order, pct, pct1, value, word
 from lab_common.script_tools import run_lecture  # noqa: E402
 from lab_common.settings import check_setting, is_int, is_number, is_sorted_ints  # noqa: E402
 from paged_kv import BlockPool, PagedSequence, n_blocks, paged_step  # noqa: E402
+from pool_pictures import PoolFilm  # noqa: E402
+from lab_common.frames import play  # noqa: E402
 from lab_common.transformer_lab import TINY, KVCache, config_like, forward, init_params  # noqa: E402
 
 # ---- 学生可以改的设置 ----
@@ -377,12 +379,14 @@ def demo2_cow_step_by_step():
     # 块池按设置算：a 的块 + b 写时要的一块（复制或新块）+ a 写时可能要的一块
     pool = BlockPool(cfg, n_blocks=n_blocks(L, block_size) + 2, block_size=block_size)
     rows = []
+    film = PoolFilm(pool)                           # 每一步块池的快照：--step 时一步一屏，make all 画成 GIF
 
     def snap(what, a, b):
         b_table = "-"
         if b is not None:
             b_table = fmt_list(b.blocks)
         rows.append([what, fmt_list(a.blocks), b_table, fmt_list(pool.ref_count), pool.num_free, pool.n_cow])
+        film.snap(what, {"a": a, "b": b})
 
     a = PagedSequence(pool)
     paged_step(params, cfg, [a], [prompt])
@@ -394,6 +398,7 @@ def demo2_cow_step_by_step():
     rc_fork = int(pool.ref_count[last_blk])
     before = (pool.k[:, last_blk].copy(), pool.v[:, last_blk].copy())
     old_len = b.length
+    film.snap(f"b 要写第 {old_len + 1} 个 token", {"a": a, "b": b}, mark=[b.blocks[-1]])
     out_b = paged_step(params, cfg, [b], [[tok_b]])[0]
     new_blk = b.blocks[-1]
     cow_after_b = pool.n_cow
@@ -402,6 +407,7 @@ def demo2_cow_step_by_step():
     out_a = paged_step(params, cfg, [a], [[tok_a]])[0]
     a_blk = a.blocks[-1]
     snap(f"a 写第 {old_len + 1} 个 token", a, b)
+    play(film.frames)
     print_table(["步", "a 块表", "b 块表", "ref_count", "空闲", "COW"], rows,
                 caption=f"ref_count：块池里每个物理块的引用计数（块 0–{pool.n_blocks - 1}）；COW：累计写时复制次数（BlockPool.n_cow）。")
 
@@ -459,7 +465,7 @@ def demo2_cow_step_by_step():
     d = dict(checks=checks, rows=rows, last_blk=last_blk, new_blk=new_blk, a_blk=a_blk, old_len=old_len, pos=pos,
              full=list(full), n_cow=pool.n_cow, ref_count=list(pool.ref_count), a_blocks=list(a.blocks),
              b_blocks=list(b.blocks), slot_was_zero=pos > 0 and bool(np.all(before[0][:, :, pos] == 0)),
-             n_layers=cfg.n_layers, block_size=block_size)
+             n_layers=cfg.n_layers, block_size=block_size, frames=film.frames)
     lines, more = observations_2(d)
     print_observations(lines, more)
     return d

@@ -38,7 +38,8 @@ def strict(monkeypatch):
         small = [(t.get_text(), t.get_fontsize()) for t in fig.findobj(Text)
                  if t.get_visible() and t.get_text().strip() and t.get_fontsize() < 12]
         assert not small, f"{path}：字号小于 12 pt 的文字：{small[:5]}"
-        saved.append(path)
+        if not str(path).endswith(".svg"):                 # save_png 在 PNG 旁边再写一个 SVG：只记 PNG
+            saved.append(path)
         return real(fig, path, *a, **kw)
 
     monkeypatch.setattr(Figure, "savefig", checking_savefig)
@@ -93,16 +94,31 @@ def test_png_bytes_are_reproducible_and_carry_no_metadata(tmp_path):
     data = pathlib.Path(a).read_bytes()
     assert data == pathlib.Path(b).read_bytes()
     assert b"tIME" not in data and b"Software" not in data and b"matplotlib" not in data.lower()
+    svg = pathlib.Path(tmp_path / "a.svg").read_bytes()          # 旁边的 SVG：也逐字节相同，不写日期
+    assert svg == pathlib.Path(tmp_path / "b.svg").read_bytes() and b"<dc:date>" not in svg
 
 
-def test_small_text_is_raised_to_12pt(tmp_path, strict):
-    fig, ax = plotting.plt.subplots(figsize=(8, 4))
+def test_small_text_is_raised_to_16pt_at_slide_size(tmp_path, strict):
+    """铺满一页 16:9 幻灯片（13.33 英寸宽）时任何文字 ≥ 16 pt：16 英寸宽的图里至少 16 × 16 / 13.33 pt。"""
+    fig, ax = plotting.plt.subplots(figsize=(16, 6))
     ax.plot([1, 2], [1, 2], label="图例")
     ax.legend(fontsize=9)
     ax.text(1, 1, "小字", fontsize=8)
     ax.tick_params(labelsize=8)
-    plotting.save_png(fig, str(tmp_path / "s.png"))
-    assert strict == [str(tmp_path / "s.png")]
+    sizes = []
+    real = plotting.plt.close
+
+    def look(f):
+        sizes.extend(t.get_fontsize() for t in f.findobj(Text) if t.get_text().strip())
+        real(f)
+    try:
+        plotting.plt.close = look
+        plotting.save_png(fig, str(tmp_path / "s.png"))
+    finally:
+        plotting.plt.close = real
+    assert strict == [str(tmp_path / "s.png")] and (tmp_path / "s.svg").exists()
+    assert min(sizes) >= 16 * 16 / 13.33 - 1e-6
+    assert plotting.slide_scale(plotting.SLIDE) == 1.0
 
 
 def test_narrow_figure_is_refused(tmp_path):
