@@ -115,6 +115,7 @@ def nic_fetch(arrival, plan, n_nodes, k, rate_scale, nic_gb_per_s=NIC_GB_PER_S):
 
     plan：fetch_plan() 的结果；k：每个热点块的副本数（1 = 不复制）。家在 h 的热点块，副本在
     (h + j·n_nodes/k) mod n_nodes，j = 0..k−1；请求从网卡最早空下来的副本拉，本机有副本就不走网络。
+    一个请求从同一台节点拉的块（不管冷热）合成一次传输：k = 1 时结果和热点块怎么选无关。
     请求到达时刻 = arrival / rate_scale（请求率放大 rate_scale 倍）。
     返回 dict：每个请求的排队等待（秒，它的几次传输里等得最久的）、每块网卡的忙碌时间（秒）、
     时间跨度（秒）、走网络的块数。
@@ -132,6 +133,7 @@ def nic_fetch(arrival, plan, n_nodes, k, rate_scale, nic_gb_per_s=NIC_GB_PER_S):
         t = t0 / rate_scale
         dst = i % n_nodes
         w = 0.0
+        pulls = {}                                  # 源节点 → 块数：同一个源的几组合成一次传输（按第一次出现的顺序）
         for g in range(groups[i], groups[i + 1]):
             src = homes[g]
             if k > 1 and hots[g]:
@@ -140,17 +142,18 @@ def nic_fetch(arrival, plan, n_nodes, k, rate_scale, nic_gb_per_s=NIC_GB_PER_S):
                     src = dst
                 else:
                     src = min(reps, key=free_time)
-            if src == dst:
-                continue                            # 本机的 DRAM 里就有，不走网络
+            if src != dst:                          # 本机的 DRAM 里就有，不走网络
+                pulls[src] = pulls.get(src, 0) + nbs[g]
+        for src, nb in pulls.items():
             start = free_at[src]
             if start < t:
                 start = t
-            dur = nbs[g] * per_block
+            dur = nb * per_block
             free_at[src] = start + dur
             busy[src] += dur
             if start - t > w:
                 w = start - t
-            sent += nbs[g]
+            sent += nb
         wait[i] = w
     wait = np.array(wait)
     span = max(max(free_at), arrival[-1] / rate_scale) - arrival[0] / rate_scale
@@ -170,12 +173,14 @@ def run_prefill(arrival, input_len, blocks, scheduler, n_nodes, capacity, rate_s
     - local_cache：估计 TTFT = 排队 + 用本地命中算 prefill，取最小（只看本机缓存）；
     - global_cache（Conductor）：还考虑把别的节点上更长的前缀经 RDMA 拉过来：
       估计 TTFT = 排队 + 传输缺的那几块 + 用更长的命中算 prefill，和不拉的方案比，取最小。
+      只能拉请求到达时已经算完的块（done_prefix）：一个块要等算出它的那个 prefill 做完，才在那台的 DRAM 里。
 
     返回 dict：每个请求的 TTFT、命中块数、拉取的块数、去了哪台、服务时间（拉 KV + prefill，秒）。
     """
     if scheduler not in SCHEDULERS:
         raise ValueError(f"未知的调度器 {scheduler!r}；可选：{', '.join(SCHEDULERS)}")
     caches = [LRUCache(capacity) for _ in range(n_nodes)]
+    ready = [{} for _ in range(n_nodes)]     # 每台：块 → 它在这台算完（存进 DRAM）的时刻；只有算完的块能被别人拉走
     free_at = [0.0] * n_nodes
     rng = np.random.default_rng(seed)
     picks = rng.integers(0, n_nodes, len(arrival)).tolist()
@@ -187,31 +192,38 @@ def run_prefill(arrival, input_len, blocks, scheduler, n_nodes, capacity, rate_s
         xfer = 0
         if scheduler == "random":
             j = picks[i]
-            h = caches[j].match(bl)
+            h = have = caches[j].match(bl)
             pf_h = prefill_time(MODEL, n_in, hit_tokens(h, n_in), LOCAL_DRAM, NODE)
         elif scheduler == "load_balancing":
             j = free_at.index(min(free_at))                       # 最早空下来的（并列取编号小的）
-            h = caches[j].match(bl)
+            h = have = caches[j].match(bl)
             pf_h = prefill_time(MODEL, n_in, hit_tokens(h, n_in), LOCAL_DRAM, NODE)
         else:
+            # 本机的命中可以包括还在这台排队的请求要算的块：排到这个请求时它们一定算完了（FIFO）。
+            # 从别台拉的只能是现在（t）已经算完的块：还没算出来的 KV 拉不到。
             local = [c.match(bl) for c in caches]
-            best_h = max(local)
+            best_h = 0
+            if pull:
+                best_h = done_prefix(ready, local, bl, t)
             pf = {hh: prefill_time(MODEL, n_in, hit_tokens(hh, n_in), LOCAL_DRAM, NODE)
-                  for hh in set(local)}                                             # 不同的命中数只算一次
+                  for hh in set(local) | {best_h}}                              # 不同的命中数只算一次
             best = None
             for jj, hj in enumerate(local):                       # 每台两个方案：用本机的命中；拉更长的前缀
                 q = max(0.0, free_at[jj] - t)
                 est = q + pf[hj]
                 if best is None or est < best:
                     best, h, xfer, j = est, hj, 0, jj
-                if pull and best_h > hj:
+                if best_h > hj:
                     est = q + (best_h - hj) * per_block + pf[best_h]
                     if est < best:
                         best, h, xfer, j = est, best_h, best_h - hj, jj
-            pf_h = pf[h]
+            pf_h, have = pf[h], local[j]
         start = max(t, free_at[j])
         free_at[j] = start + xfer * per_block + pf_h
         caches[j].insert(bl)
+        done = ready[j]
+        for b in bl[have:]:               # 这台原来没有（或排队中不会有）的块：这个请求做完才在这台
+            done[b] = free_at[j]
         ttft.append(free_at[j] - t)
         service.append(xfer * per_block + pf_h)
         hits.append(h)
@@ -220,6 +232,26 @@ def run_prefill(arrival, input_len, blocks, scheduler, n_nodes, capacity, rate_s
     ttft, service = np.array(ttft, dtype=float), np.array(service, dtype=float)
     hits, pulled, where = (np.array(x, dtype=np.int64) for x in (hits, pulled, where))
     return dict(ttft=ttft, hits=hits, pulled=pulled, where=where, service=service)
+
+
+def done_prefix(ready, local, bl, t):
+    """别的节点上在时刻 t 已经算完、能拉过来的最长前缀（块数）：节点 jj 缓存里有前 local[jj] 块，
+    其中从第一块起连续、ready[jj][块] ≤ t 的那几块。按 local 从大到小试，够不上当前最好的就停。
+
+    >>> done_prefix([{1: 0.5, 2: 3.0}, {1: 0.2}], [2, 1], [1, 2], t=1.0)   # 节点 0 的块 2 到 3.0 s 才算完
+    1
+    """
+    best = 0
+    for jj in sorted(range(len(local)), key=lambda x: -local[x]):
+        if local[jj] <= best:
+            break
+        done, n = ready[jj], 0
+        for b in bl[:local[jj]]:
+            if done.get(b, float("inf")) > t:
+                break
+            n += 1
+        best = max(best, n)
+    return best
 
 
 _JOB = None   # run_schedulers 的参数：fork 出的子进程直接继承（三列数据不用序列化）

@@ -1,0 +1,69 @@
+"""集群模拟（kv_cluster）在手算得出答案的小例子上：KV 算完才能拉走；不复制的对照行不受热点块怎么选的影响。"""
+import pytest
+
+from kv_cluster import (BLOCK_BYTES, LOCAL_DRAM, NIC_GB_PER_S, block_homes, done_prefix, fetch_plan, hit_accesses,
+                        hit_tokens, nic_fetch, run_prefill, trace_columns)
+from kv_physics import A800_X8, LLAMA3_70B, prefill_time
+from kv_trace import Trace
+from kv_trace_io import Request
+import numpy as np
+
+P = BLOCK_BYTES / (NIC_GB_PER_S * 1e9)        # 经网卡拉一块的秒数
+
+
+def prefill_s(n_in, hit_blocks):
+    return prefill_time(LLAMA3_70B, n_in, hit_tokens(hit_blocks, n_in), LOCAL_DRAM, A800_X8)
+
+
+def cols(reqs):
+    return trace_columns(Trace.from_requests(reqs))
+
+
+PREFIX = tuple(range(100))          # 100 块 = 51,200 token：一个 prefill 要好几秒
+
+
+def test_kv_cannot_be_pulled_before_the_prefill_that_makes_it_finishes():
+    # 两个请求相隔 1 ms、前缀相同：第一个还在算，第二个不能从它那里拉 KV，只能自己从头算（去空闲的节点 1）
+    reqs = [Request(0.0, 51_200, 1, PREFIX), Request(0.001, 51_200, 1, PREFIX)]
+    r = run_prefill(*cols(reqs), "global_cache", n_nodes=8, capacity=1_000, rate_scale=1.0)
+    assert r["where"].tolist() == [0, 1] and r["pulled"].tolist() == [0, 0] and r["hits"].tolist() == [0, 0]
+    assert r["ttft"].tolist() == pytest.approx([prefill_s(51_200, 0)] * 2)
+    # 全局调度此时和本地缓存感知选得一样
+    loc = run_prefill(*cols(reqs), "local_cache", n_nodes=8, capacity=1_000, rate_scale=1.0)
+    assert loc["ttft"].tolist() == r["ttft"].tolist()
+
+
+def test_kv_is_pulled_once_the_prefill_has_finished():
+    # r0 在节点 0 算出前缀（T0 秒做完）；r1 在 T0 之后到、占住节点 0；r2 再到：前缀已经算完，拉到空闲的节点 1
+    t0 = prefill_s(51_200, 0)
+    reqs = [Request(0.0, 51_200, 1, PREFIX), Request(t0 + 0.01, 51_200, 1, tuple(range(1000, 1100))),
+            Request(t0 + 0.02, 51_200, 1, PREFIX)]
+    r = run_prefill(*cols(reqs), "global_cache", n_nodes=2, capacity=1_000, rate_scale=1.0)
+    assert r["where"].tolist() == [0, 0, 1] and r["pulled"].tolist() == [0, 0, 100] and r["hits"].tolist() == [0, 0, 100]
+    assert r["ttft"][2] == pytest.approx(100 * P + prefill_s(51_200, 100))
+
+
+def test_done_prefix_counts_only_finished_leading_blocks():
+    ready = [{1: 0.5, 2: 3.0, 3: 0.1}, {1: 0.2, 2: 0.9}]
+    assert done_prefix(ready, [3, 2], [1, 2, 3], t=1.0) == 2     # 节点 0 的块 2 还没算完；节点 1 的两块都算完了
+    assert done_prefix(ready, [3, 2], [1, 2, 3], t=5.0) == 3
+    assert done_prefix(ready, [3, 2], [1, 2, 3], t=0.0) == 0
+
+
+def _plan(hot_ids, n_nodes=2):
+    # 2 个节点，轮询：r0→0、r1→1、r2→0、r3→1。块 1、2 由 r0 在节点 0 算出；r1、r3 在节点 1，从节点 0 拉
+    blocks = [(1, 2), (1, 2, 3), (1, 2, 4), (1, 5)]
+    hits = [0, 2, 2, 1]
+    arrival, _, bl = cols([Request(0.0, 512 * len(b), 1, b) for b in blocks])
+    homes = block_homes(bl)
+    hot = np.isin(np.arange(len(homes[1])), list(hot_ids))
+    return arrival, fetch_plan(hit_accesses(bl, hits, homes, hot), len(blocks), n_nodes)
+
+
+@pytest.mark.parametrize("hot", [set(), {1}, {2}, {1, 2}])
+def test_no_replication_row_does_not_depend_on_which_blocks_are_hot(hot):
+    # k = 1：冷热只影响怎样复制，不复制时 r1 从节点 0 一次拉 2 块，r3 排在它后面等 2 块的时间
+    arrival, plan = _plan(hot)
+    res = nic_fetch(arrival, plan, 2, 1, rate_scale=1.0)
+    assert res["wait"].tolist() == pytest.approx([0, 0, 0, 2 * P])
+    assert res["blocks_sent"] == 3 and res["busy"].tolist() == pytest.approx([3 * P, 0])
