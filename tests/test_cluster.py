@@ -1,12 +1,12 @@
-"""集群模拟（kv_cluster）在手算得出答案的小例子上：KV 算完才能拉走；不复制的对照行不受热点块怎么选的影响。"""
+"""集群模拟（kv_store.cluster）在手算得出答案的小例子上：KV 算完才能拉走；不复制的对照行不受热点块怎么选的影响。"""
+import numpy as np
 import pytest
 
-from kv_cluster import (BLOCK_BYTES, LOCAL_DRAM, NIC_GB_PER_S, block_homes, done_prefix, fetch_plan, hit_accesses,
-                        hit_tokens, nic_fetch, run_prefill, trace_columns)
-from kv_physics import A800_X8, LLAMA3_70B, prefill_time
-from kv_trace import Trace
-from kv_trace_io import Request
-import numpy as np
+from kv_store.cluster import (BLOCK_BYTES, LOCAL_DRAM, NIC_GB_PER_S, block_homes, done_prefix, fetch_plan,
+                              hit_accesses, hit_tokens, nic_fetch, run_prefill, trace_columns)
+from kv_store.tiers import A800_X8, LLAMA3_70B, prefill_time
+from kv_store.trace_file import Request
+from kv_store.traces import Trace
 
 P = BLOCK_BYTES / (NIC_GB_PER_S * 1e9)        # 经网卡拉一块的秒数
 
