@@ -140,7 +140,9 @@ def _make_rules():
     """Makefile 里的 "$(F0x) &: 依赖…" 规则展开成 {图: 依赖集合}（只展开本文件里的 := 变量）。"""
     text = pathlib.Path(ROOT, "Makefile").read_text(encoding="utf-8")
     var = dict(re.findall(r"^(\w+) := (.*)$", text, flags=re.M))
-    expand = lambda s: re.sub(r"\$\((\w+)\)", lambda m: expand(var.get(m.group(1), m.group(0))), s)  # noqa: E731
+
+    def expand(s):  # 只展开 := 变量；别的（VENV ?= …）原样留下
+        return re.sub(r"\$\((\w+)\)", lambda m: expand(var[m.group(1)]) if m.group(1) in var else m.group(0), s)
     rules = {}
     for outs, deps in re.findall(r"^(\$\(F0\d\)) &: (.*)$", text, flags=re.M):
         for out in expand(outs).split():
