@@ -35,8 +35,8 @@ REAL_TRACE_MISSING = (f"没有真实 trace：把 Mooncake 的公开 trace moonca
 
 
 # kernel 测试（Triton 解释器）没装 torch / triton 时跳过的理由
-NO_KERNEL = ("没有安装 {}：kernel 测试跳过。make test 只在 Linux x86_64 上装 torch（CPU 版）和 triton"
-             "（triton 3.6.0 没有 macOS、Windows 的 wheel）；make test KERNEL=1 一定装")
+NO_KERNEL = ("没有安装 {}：kernel 测试跳过（可选）。make test 只在 pip 装得上 CPU 版 torch 和 triton 时才装"
+             "（triton 3.6.0 只有 Linux 的 wheel），装法见 README 的\"kernel 测试\"；make test KERNEL=1 一定装")
 
 
 def kernel_missing():
