@@ -3,13 +3,14 @@
 【问题】04 用链式块哈希认前缀（vLLM 的自动前缀缓存、Mooncake）。SGLang（Zheng 等，"SGLang: Efficient Execution
 of Structured Language Model Programs"，NeurIPS 2024）把所有请求的 token 放进一棵基数树：按 token 匹配、
 只淘汰叶子（LRU）。按 token 匹配比按块匹配多复用多少？代价是什么？在 trace 上，按叶子淘汰的 LRU 和
-按块淘汰的 LRU 命中率一样吗——为什么？
+按块淘汰的 LRU 命中率一样吗——SGLang 自己的淘汰规则呢，为什么？
 
   演示 1：把 04 演示 2 的请求放进一棵基数树：树长什么样（每个节点的 token 区间、ref = 几个请求正在用它）。
   演示 2：同一批请求，按 token 匹配（基数树）和按块匹配（块大小同 04 演示 2）各要算多少 token；
           按 token 的代价：拆节点、节点长短不一、每个 token 一项索引（SGLang 2024 年的论文和博客里一页就是
           1 个 token；今天的 SGLang 也可以设 page_size > 1，那时只匹配整页）。
-  演示 3：04 演示 3 的 trace（块 id，所以按块匹配）和容量：基数树按叶子 LRU 淘汰，和块哈希的 LRU 逐个请求比命中。
+  演示 3：04 演示 3 的 trace（块 id，所以按块匹配）和容量：基数树的两种淘汰规则——SGLang 0.5.23 的（整片叶子、
+          拆开的尾巴记成刚用过）和修剪（从叶子尾巴删到刚好满）——和块哈希 LRU 逐个请求比命中。
 
 【运行】python lecture07/04b_radix_cache.py           （约 2 秒，2 核笔记本，不需要 GPU）
         python lecture07/04b_radix_cache.py --demo 3  （只跑演示 3；--more 印出全部观察，--list 列出演示）
@@ -20,6 +21,7 @@ of Structured Language Model Programs"，NeurIPS 2024）把所有请求的 token
 【试一试】
   1. 把 TREE_MAX_CHILDREN 改成 8（--demo 1）：把每个后缀叶子都画出来，ref 加起来是多少？
   2. 把 BLOCK_SIZE 改成 1（--demo 2）：块只有一个 token 时，按块和按 token 匹配还差多少？代价呢？
+  3. 把 RULE_ORDER 里的 "sglang" 换成你在 kv_store/radix_tree.py 里加的规则（--demo 3）：比块 LRU 多还是少？
 """
 import os
 import sys
@@ -29,7 +31,7 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.realpath(__file__))))  # 仓库根目录：让 lab_common 包可以 import
 from lab_common import console  # noqa: E402
 from lab_common.console import print_header, print_observations, print_table, print_text, status  # noqa: E402
-from lab_common.say import change, count, fixed, integer, listing, pct, span, words  # noqa: E402
+from lab_common.say import change, count, fixed, integer, listing, pct, rel_change, signed, span, words  # noqa: E402
 from lab_common.script_tools import load_script, run_lecture  # noqa: E402
 from lab_common.settings import check_setting, is_int  # noqa: E402
 from lab_common.transformer_lab import TINY  # noqa: E402
@@ -37,6 +39,8 @@ from kv_store.replay import sweep  # noqa: E402
 from kv_store.prefix_match import block_hashes, match_prefix  # noqa: E402
 from paged_kv import n_blocks  # noqa: E402
 from kv_store.radix_tree import RadixCache, radix_sweep  # noqa: E402
+from kv_store.sim_base import usable_hits  # noqa: E402
+from kv_store.trace_file import BLOCK_SIZE as TRACE_BLOCK_SIZE  # noqa: E402  trace 的块大小：512 token
 
 S04 = load_script("04_prefix_caching")    # 演示 2 的请求、演示 3 的 trace 和容量都用 04 的（同一份代码、同一组设置）
 
@@ -45,9 +49,12 @@ TREE_MAX_CHILDREN = 2                     # 演示 1：每个节点最多画几�
 BLOCK_SIZE = S04.BLOCK_SIZE               # 演示 2：按块匹配的块大小（token；默认和 04 演示 2 一样）
 
 # ---- 出处（只用来对照，标明出处）----
+f2 = fixed(2)                             # 命中率的格式：和 04 演示 3 的表一样两位小数
 SGLANG_SHORT = "SGLang 的 RadixAttention"   # Zheng 等，"SGLang: Efficient Execution of Structured Language Model Programs"，NeurIPS 2024
-LEAF_LRU_WHY = ("为什么可能逐个相同：块 id 是链式哈希时，LRU 碰父块不会晚于碰子块，最久没用的块一定是某片叶子的"
-                "最后一块；基数树只淘汰叶子、从尾巴删，每一步删掉的正是同一块。")
+RULE_ORDER = ("trim", "sglang")           # 演示 3 的两种淘汰规则（kv_store.radix_tree.RULES）
+TRIM_WHY = ("修剪 = 块 LRU：链式块 id 下，LRU 最久没用的块总是某片叶子的最后一块，修剪每一步删的正是它。")
+SGLANG_WHY = ("SGLang（0.5.23 的 RadixCache）删的块不同：evict 整片删叶子、删够为止，树常停在容量以下；请求在节点"
+              "中间分叉时先记时刻再拆，没用到的尾巴也像刚用过。")
 CHAIN_NOTE = "链式哈希：每个块 id 前面永远是同一个 id，\"同一个 id\"就是\"同一段前缀\"，树和哈希表认的是同一组块。"
 SGLANG_PAGE_NOTE = ("按 token 匹配，KV 就要按 token 分页（SGLang 论文（arXiv 2312.07104 §3）和 LMSYS 博客（2024-01-17）："
                     "一页 1 个 token）；今天的 SGLang 也可以设 page_size > 1，那时基数树只匹配整页，和按块一样要凑满一页。")
@@ -224,45 +231,65 @@ def chain_breaks(trace):
 
 
 def demo3_trace():
-    """在 trace 上，按叶子 LRU 淘汰的基数树和按块 LRU 淘汰的块哈希缓存，命中一样吗？为什么？"""
+    """在 trace 上，按叶子淘汰的基数树和按块淘汰的 LRU，命中一样吗？SGLang 自己的规则差多少、为什么？"""
     caps = S04.CAPACITIES
     tr = S04.read_trace()
-    print_header(f"演示 3：04 演示 3 的合成 trace（种子 {S04.TRACE_SEED}）——基数树的叶子 LRU 和块哈希 LRU")
-    with status(f"{integer(len(tr))} 个请求 × {len(caps)} 个容量，两种缓存各模拟一遍…"):
+    print_header(f"演示 3：04 演示 3 的合成 trace（种子 {S04.TRACE_SEED}）——基数树的两种淘汰规则和块哈希 LRU")
+    with status(f"{integer(len(tr))} 个请求 × {len(caps)} 个容量，块哈希 LRU 和两种规则的基数树各模拟一遍…"):
         lru = sweep(tr, caps, ("lru",))
-        radix = radix_sweep(tr.iter_blocks(), caps)
+        radix = radix_sweep(tr.iter_blocks(), caps, RULE_ORDER)
     total = int(len(tr.hash_ids))
-    same = {c: bool(np.array_equal(lru[("lru", c)], radix[c])) for c in caps}
+
+    def usable(h):                                   # 和 04 演示 3 同一个"命中"：最后一个 token 总要重算
+        return int(usable_hits(h, tr.input_len, TRACE_BLOCK_SIZE).sum())
+    d = dict(caps=list(caps), cap_names=[S04.cap_name(c) for c in caps], breaks=chain_breaks(tr), total=total,
+             same={c: bool(np.array_equal(lru[("lru", c)], radix[("trim", c)])) for c in caps},
+             lru={c: usable(lru[("lru", c)]) for c in caps},
+             radix={rule: {c: usable(radix[(rule, c)]) for c in caps} for rule in RULE_ORDER})
     rows = []
-    for c in caps:
+    for c, name in zip(caps, d["cap_names"]):
         verdict = "不同"
-        if same[c]:
+        if d["same"][c]:
             verdict = "逐个相同"
-        rows.append([S04.cap_name(c), fixed(4)(lru[("lru", c)].sum() / total), fixed(4)(radix[c].sum() / total),
-                     verdict])
-    print_table(["容量（块）", "块哈希 LRU", "基数树叶子 LRU", f"{integer(len(tr))} 个请求的命中块数"], rows,
-                caption="前缀命中率 = 命中的块 / 全部块访问；块哈希 LRU = 04 演示 3 的 LRU 行；基数树：kv_store.radix_tree.RadixCache，"
-                        "超出容量时从最久没用的叶子的尾巴删。" + LEAF_LRU_WHY)
-    d = dict(same=same, breaks=chain_breaks(tr), caps=list(caps), cap_names=[S04.cap_name(c) for c in caps],
-             lru={c: float(lru[("lru", c)].sum() / total) for c in caps},
-             radix={c: float(radix[c].sum() / total) for c in caps})
+        rows.append([name, f2(d["lru"][c] / total), f2(d["radix"]["trim"][c] / total),
+                     f2(d["radix"]["sglang"][c] / total), verdict, signed(d["radix"]["sglang"][c] - d["lru"][c], 0)])
+    print_table(["容量（块）", "块哈希 LRU", "修剪", "SGLang", "修剪比 LRU", "SGLang − LRU"], rows,
+                caption="命中率 = 用得上的命中块 / 全部块访问（同 04 演示 3，块哈希 LRU 就是它的 LRU 行）；修剪比 LRU："
+                        "逐个请求比命中块数；SGLang − LRU：命中块数之差。" + TRIM_WHY + SGLANG_WHY)
     print_observations(*observations_3(d))
     return d
 
 
 def observations_3(d):
-    """演示 3 的观察 → (默认, --more)。d["breaks"]：几个块 id 跟在不同的前一块后面（表下那条道理的前提）。"""
-    diff = [n for c, n in zip(d["caps"], d["cap_names"]) if not d["same"][c]]
-    lines = [f"{count(len(d['caps']), '个容量')}下，两种缓存给每个请求的命中块数都逐个相同，不只是命中率相同。"]
+    """演示 3 的观察 → (默认, --more)。d["lru"][容量]、d["radix"][规则][容量]：用得上的命中块数；
+    d["same"][容量]：修剪规则和块 LRU 逐个请求相同；d["breaks"]：几个块 id 跟在不同的前一块后面。"""
+    caps, names = d["caps"], dict(zip(d["caps"], d["cap_names"]))
+
+    def at(c):                                       # "10,000 块" / "容量无限"
+        return "容量无限" if c is None else f"{names[c]} 块"
+    diff = [at(c) for c in caps if not d["same"][c]]
+    first = (f"修剪规则下，{count(len(caps), '个容量')}里基数树给每个请求的命中块数都和块哈希 LRU 逐个相同："
+             "块 id 是链式哈希，两者每一步删的是同一块。")
     if diff:
-        lines = [f"{listing(diff)} 块时两者不同（表里 {count(len(d['caps']), '个容量')}中的 {len(diff)} 个）。"]
-    if len(diff) == len(d["caps"]):
-        lines = [f"表里每个容量下两者都不同（{count(len(diff), '个容量')}）。"]
-    premise = "这个 trace 的块 id 都是严格的链式哈希：两者每一步删的是同一块（见表下）。"
+        first = f"修剪规则下，{listing(diff)}时基数树和块哈希 LRU 不同（表里 {count(len(caps), '个容量')}中的 {len(diff)} 个）。"
     if d["breaks"]:
-        premise = (f"有 {integer(d['breaks'])} 个块 id 跟在不同的前一块后面（不是严格的链式哈希）：哈希表把它们当成一块，"
-                   "基数树当成不同的节点：表下那条道理的前提不满足，两者可能不同。")
-    return lines + [premise], [CHAIN_NOTE]
+        first += (f"有 {integer(d['breaks'])} 个块 id 跟在不同的前一块后面（不是严格的链式哈希）：哈希表把它们当成一块，"
+                  "基数树当成不同的节点，表下那条道理的前提不满足。")
+    gap = {c: d["radix"]["sglang"][c] - d["lru"][c] for c in caps}
+    less = [c for c in caps if gap[c] < 0]
+    more = [c for c in caps if gap[c] > 0]
+    second = "SGLang 的规则在每个容量下命中都和块哈希 LRU 一样多：这些容量下两种淘汰删掉的恰好是同样的块。"
+    if less and not more:
+        worst = min(less, key=lambda c: gap[c] / max(1, d["lru"][c]))
+        second = (f"SGLang 的规则在 {count(len(less), '个容量')}下比块哈希 LRU 少命中 {span([-gap[c] for c in less], integer)} 块，"
+                  f"{at(worst)}时相对最多（{rel_change(d['lru'][worst], d['radix']['sglang'][worst], nd=1)}）："
+                  "整片叶子删够为止，拆开的尾巴像刚用过（见表下）。")
+    elif more:
+        second = f"SGLang 的规则在 {listing([at(c) for c in more])}时命中比块哈希 LRU 多"
+        if less:
+            second += f"，{listing([at(c) for c in less])}时少"
+        second += "：两条规则删的块不同，谁多谁少看 trace。"
+    return [first, second], [CHAIN_NOTE]
 
 
 # =============================================================================

@@ -4,12 +4,15 @@ import re
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from conftest import assert_observation_shape, load_script, run_main
 from helpers_04 import demo2_results, m as m04, synthetic_data
 
 import kv_store.radix_tree
 from kv_store.replay import simulate
 from kv_store.radix_tree import RadixCache, radix_lru_hits
+from kv_store.sim_base import usable_hits
 
 pytestmark = pytest.mark.xdist_group("s04")   # 04 的三个测试文件在同一个 pytest 进程里：命中表只算一遍
 
@@ -41,13 +44,39 @@ def test_split_and_match_are_token_granular():
 
 
 def test_eviction_trims_the_oldest_leaf_from_its_tail():
-    t = RadixCache(capacity=5)
+    t = RadixCache(capacity=5, rule="trim")
     t.insert([1, 2, 3])          # 时刻 0
     t.insert([1, 2, 4, 5])       # 时刻 1：共 2 + 1 + 2 = 5
     t.insert([9])                # 超 1 个：最旧的叶子是 [3]（时刻 0），删掉它
     assert t.size == 5 and t.match([1, 2, 3]) == 2 and t.match([1, 2, 4, 5]) == 4
     t.insert([8, 7])             # 再超 2 个：最旧的叶子是 [4 5]（时刻 1），从尾巴删 2 个
     assert t.match([1, 2, 4, 5]) == 2 and t.match([8, 7]) == 2 and t.size == 5
+
+
+def test_sglang_rule_evicts_whole_leaves_until_enough_is_freed():
+    """SGLang 的 evict(n)：整片叶子，从旧到新，删够 n 个为止。手算：[1 2 3 4 5]（时刻 0）、[6 7]（1）、[8]（2），
+    容量 7：第三个请求超 1 个，最旧的叶子 [1 2 3 4 5] 整个删掉，树停在 3 个；修剪只删它尾巴上的 [5]。"""
+    for rule, hit, size in (("sglang", 0, 3), ("trim", 3, 7)):
+        t = RadixCache(capacity=7, rule=rule)
+        for seq in ([1, 2, 3, 4, 5], [6, 7], [8]):
+            t.insert(seq)
+        assert (t.match([1, 2, 3]), t.size) == (hit, size), rule
+
+
+def test_sglang_rule_stamps_the_split_tail_as_just_used():
+    """请求在节点中间分叉：SGLang 先给节点记上现在的时刻再拆，原来的对象成了尾巴，也像刚用过。手算，容量 5：
+    [1 2 3]（时刻 0）、[4]（1）、[1 2 9]（2：拆成 [1 2] → [3]、[9]；SGLang 的 [3] 记成 2，修剪的 [3] 还是 0）、
+    [5]（3：超 1 个）。SGLang 删最旧的叶子 [4]，[1 2 3] 还在；修剪删 [3]，只剩 [1 2]。"""
+    for rule, hit in (("sglang", 3), ("trim", 2)):
+        t = RadixCache(capacity=5, rule=rule)
+        for seq in ([1, 2, 3], [4], [1, 2, 9], [5]):
+            t.insert(seq)
+        assert t.match([1, 2, 3]) == hit, rule
+
+
+def test_unknown_rule_is_refused():
+    with pytest.raises(ValueError, match="rule"):
+        RadixCache(rule="lfu")
 
 
 def test_locked_nodes_are_not_evicted():
@@ -58,8 +87,8 @@ def test_locked_nodes_are_not_evicted():
 
 
 @pytest.mark.parametrize("capacity", [1, 2, 3, 5, 8, 20, None])
-def test_leaf_lru_equals_block_lru_on_random_chain_traces(capacity):
-    """随机的链式 trace（每个请求 = 以前某个请求的前缀 + 新块）：逐个请求的命中数和块哈希 LRU 相同。"""
+def test_trim_rule_equals_block_lru_on_random_chain_traces(capacity):
+    """随机的链式 trace（每个请求 = 以前某个请求的前缀 + 新块）：修剪规则逐个请求的命中数和块哈希 LRU 相同。"""
     rng = np.random.default_rng(capacity or 0)
     reqs, nxt = [], 0
     for _ in range(300):
@@ -68,7 +97,7 @@ def test_leaf_lru_equals_block_lru_on_random_chain_traces(capacity):
         new = int(rng.integers(1, 4))
         reqs.append(tuple(base + list(range(nxt, nxt + new))))
         nxt += new
-    assert radix_lru_hits(reqs, capacity) == simulate(reqs, capacity, "lru").tolist()
+    assert radix_lru_hits(reqs, capacity, "trim") == simulate(reqs, capacity, "lru").tolist()
 
 
 # ---------------------------------------------------------------- 演示 1：树的样子
@@ -98,31 +127,42 @@ def test_demo2_by_block_equals_04_demo2_and_gain_is_the_tail(run):
 
 
 # ---------------------------------------------------------------- 演示 3：trace 上的叶子 LRU
-def test_demo3_leaf_lru_equals_block_lru_at_every_capacity(run):
+def test_demo3_trim_equals_block_lru_and_sglang_hits_less(run):
     d3 = run[0][3]
     assert set(d3["same"]) == set(m04.CAPACITIES) and all(d3["same"].values()) and d3["breaks"] == 0
-    total = len(synthetic_data()["trace"].hash_ids)
-    for c in m04.CAPACITIES:                                     # 块哈希那一列 = 04 演示 3 的 LRU 行
-        assert d3["lru"][c] == pytest.approx(synthetic_data()["hits"][("lru", c)].sum() / total, abs=1e-15)
-        assert d3["radix"][c] == d3["lru"][c]
+    data = synthetic_data()
+    tr = data["trace"]
+    for c in m04.CAPACITIES:                                     # 块哈希那一列 = 04 演示 3 的 LRU 行（同一个命中）
+        assert d3["lru"][c] == int(usable_hits(data["hits"][("lru", c)], tr.input_len, 512).sum())
+        assert d3["radix"]["trim"][c] == d3["lru"][c]
+    gap = {c: d3["radix"]["sglang"][c] - d3["lru"][c] for c in m04.CAPACITIES}
+    assert gap == {None: 0, 100_000: 0, 50_000: -98, 30_000: -312, 10_000: -419, 3_000: -164, 1_000: -257}
     out = flat(run[1])
-    assert "逐个相同" in out and "LRU碰父块不会晚于碰子块" in out
+    assert "逐个相同" in out and "LRU最久没用的块总是某片叶子的最后一块" in out and "-419" in out
     lines, more = r.observations_3(d3)
-    assert "严格的链式哈希" in lines[1] and "同一块" in lines[1] and len(lines) == 2 and "同一段前缀" in more[0]
+    assert len(lines) == 2 and "逐个相同" in lines[0] and "链式哈希" in lines[0] and "同一段前缀" in more[0]
+    assert "在5个容量下比块哈希LRU少命中98–419块，10,000块时相对最多（少了0.2%）" in flat(lines[1])
+
+
+def test_demo3_prints_04s_hit_ratio(run):
+    """04b 的 LRU 行和 04 演示 3 印的是同一个数，同样两位小数。"""
+    d3 = run[0][3]
+    assert f"{d3['lru'][None] / d3['total']:.2f}" == "0.61" and "0.61" in run[1]
 
 
 def test_main_prints_a_number_from_each_demo(run):
     results, out = run
     assert f"{results[1]['tree_tokens']:,}" in out                          # 演示 1：树里的 token
     assert f"{results[2]['5-shot']['by_token']}" in out                       # 演示 2：按 token 算
-    assert f"{results[3]['lru'][10_000]:.4f}" in out                           # 演示 3：命中率
+    assert f"{results[3]['lru'][10_000] / results[3]['total']:.2f}" in out     # 演示 3：命中率
 
 
 # ---------------------------------------------------------------- 观察函数：手造的退化情况
 def test_default_output_is_short(run):
     from lab_common.console import observation_lines
     out = run[1]
-    assert len(out.splitlines()) <= 63
+    demos = out.split("═" * 80)[1:]
+    assert len(demos) == len(r.DEMOS) and all(len(x.strip("\n").splitlines()) <= 28 for x in demos)   # 每个演示一屏
     for k, fn in ((1, r.observations_1), (3, r.observations_3)):
         lines, _ = fn(run[0][k])
         assert 1 <= len(lines) <= 3 and all(observation_lines(x) <= 3 for x in lines)
@@ -159,14 +199,16 @@ def test_observations_2_no_gain_and_block_size_one():
 
 
 def test_observations_3_differs_when_the_chain_is_broken():
-    d = dict(same={None: True, 10: False}, breaks=3, caps=[None, 10], cap_names=["无限", "10"])
+    d = dict(same={None: True, 10: False}, breaks=3, caps=[None, 10], cap_names=["无限", "10"],
+             lru={None: 50, 10: 20}, radix={"sglang": {None: 50, 10: 20}, "trim": {None: 50, 10: 21}})
     lines, more = r.observations_3(d)
-    assert lines[0].startswith("10 块时两者不同（表里 2 个容量中的 1 个）") and "有 3 个块 id" in lines[1] and more == [r.CHAIN_NOTE]
-    assert "前提不满足" in lines[1] and "同一块" not in lines[1]
-    lines, _ = r.observations_3(dict(d, same={None: True, 10: True}, breaks=0))
-    assert lines[1] == "这个 trace 的块 id 都是严格的链式哈希：两者每一步删的是同一块（见表下）。"   # 说道理，不像检查报告
-    lines, _ = r.observations_3(dict(d, same={None: False, 10: False}))
-    assert lines[0] == "表里每个容量下两者都不同（2 个容量）。"
+    assert lines[0].startswith("修剪规则下，10 块时基数树和块哈希 LRU 不同（表里 2 个容量中的 1 个）") and more == [r.CHAIN_NOTE]
+    assert "有 3 个块 id" in lines[0] and "前提不满足" in lines[0] and "同一块" not in lines[0]
+    assert lines[1] == "SGLang 的规则在每个容量下命中都和块哈希 LRU 一样多：这些容量下两种淘汰删掉的恰好是同样的块。"
+    lines, _ = r.observations_3(dict(d, radix={"sglang": {None: 50, 10: 23}, "trim": {None: 50, 10: 20}}))
+    assert lines[1].startswith("SGLang 的规则在 10 块时命中比块哈希 LRU 多：") and "时少" not in lines[1]
+    lines, _ = r.observations_3(dict(d, radix={"sglang": {None: 49, 10: 23}, "trim": {None: 50, 10: 20}}))
+    assert "10 块时命中比块哈希 LRU 多，容量无限时少" in lines[1]
 
 
 def test_render_folded_children_with_equal_lengths_print_one_length():
@@ -206,3 +248,39 @@ def test_observations_1_names_each_shared_prefix_with_cjk_spacing():
     lines, more = r.observations_1(d)
     assert "共用的前缀（短的 1 个 token、1-shot 的 80 个 token）各是一个节点" in lines[0]
     assert_observation_shape(lines, more)
+
+
+# ---------------------------------------------------------------- 性质：容量和锁
+RADIX_OPS = st.lists(st.tuples(st.sampled_from(["insert", "lock", "unlock"]), st.integers(0, 10 ** 6),
+                               st.lists(st.integers(0, 3), min_size=1, max_size=6)), max_size=40)
+
+
+def tree_nodes_consistent(t):
+    """size = 全部节点的长度之和；每个孩子按它 key 的第一个单位挂在父节点下；ref 不为负。"""
+    nodes = [n for _, _, n in t.nodes()]
+    assert t.size == sum(len(n.key) for n in nodes)
+    for n in nodes:
+        assert n.key and n.parent.children[n.key[0]] is n and n.ref >= 0 and n.alive
+
+
+@pytest.mark.parametrize("rule", ["sglang", "trim"])
+@settings(max_examples=80, deadline=None)
+@given(capacity=st.integers(1, 12), ops=RADIX_OPS)
+def test_tree_never_exceeds_capacity_nor_evicts_a_locked_node(rule, capacity, ops):
+    """随机的插入、加锁插入、解锁（词表 4 个 token，常有相同的开头、常拆节点）：只要锁着的 token 不超过容量，
+    每一步之后树都不超容量；锁着的请求从头到尾都还整段在树里。"""
+    t, locked = RadixCache(capacity, rule), []
+    for op, pick, seq in ops:
+        if op == "unlock" and locked:
+            t.unlock(locked.pop(pick % len(locked)))
+        elif op == "lock" and sum(map(len, locked)) + len(seq) <= capacity:   # 锁着的最多占满容量
+            t.insert(seq, lock=True)
+            locked.append(seq)
+        else:
+            t.insert(seq)
+        assert t.size <= capacity
+        assert all(t.match(s) == len(s) for s in locked)
+        tree_nodes_consistent(t)
+    while locked:                                   # 全部解锁以后，每个节点的 ref 都回到 0
+        t.unlock(locked.pop())
+    assert all(n.ref == 0 for _, _, n in t.nodes())
