@@ -21,7 +21,6 @@ of Structured Language Model Programs"，NeurIPS 2024）把所有请求的 token
 【试一试】
   1. 把 TREE_MAX_CHILDREN 改成 8（--demo 1）：把每个后缀叶子都画出来，ref 加起来是多少？
   2. 把 BLOCK_SIZE 改成 1（--demo 2）：块只有一个 token 时，按块和按 token 匹配还差多少？代价呢？
-  3. 把 RULE_ORDER 里的 "sglang" 换成你在 kv_store/radix_tree.py 里加的规则（--demo 3）：比块 LRU 多还是少？
 """
 import os
 import sys
@@ -266,7 +265,9 @@ def observations_3(d):
     caps, names = d["caps"], dict(zip(d["caps"], d["cap_names"]))
 
     def at(c):                                       # "10,000 块" / "容量无限"
-        return "容量无限" if c is None else f"{names[c]} 块"
+        if c is None:
+            return "容量无限"
+        return f"{names[c]} 块"
     diff = [at(c) for c in caps if not d["same"][c]]
     first = (f"修剪规则下，{count(len(caps), '个容量')}里基数树给每个请求的命中块数都和块哈希 LRU 逐个相同："
              "块 id 是链式哈希，两者每一步删的是同一块。")
