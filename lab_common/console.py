@@ -73,6 +73,10 @@ class _Console(Console):
         """排版一律按 UTF-8（表格线不因为终端是 GBK 就换成 ASCII），所以不同编码的输出只差那几个被换掉的字符。"""
         return "utf-8"
 
+    def on_broken_pipe(self):
+        """管道那头关了（`| head -3`）：交给运行器（script_tools.ended_quietly）安静地结束；rich 自己会 exit(1)。"""
+        raise BrokenPipeError
+
 
 def _on_terminal():
     return sys.stdout.isatty()

@@ -2,6 +2,8 @@
 
 规则只有一条：**句子按印出来的值说话**。先用和表格相同的格式把数印成字符串，再比较印出来的字符串：
 印出来相同就说"一样"，范围两端印出来相同就只写一个值，绝不印 "-0"，大小自己挑单位（160 MiB 不会印成 "0 GiB"）。
+印出来的值不说假话：不是 0 的数不印成 0（多给一位小数，还是 0 就写 "< 0.1%"），不到 1 的比例不印成 100%
+（"> 99.9%"）；"< x"、"> x" 也是印出来的值，比较时它比 x 小（大）一点点，两个 "< 1%" 算一样。
 
     >>> f2 = fixed(2)                              # 和表格一样：两位小数
     >>> vs("LRU", 0.4612, "LFU", 0.3871, f2)
@@ -12,8 +14,8 @@
     ('从 0.61 降到 0.33', '保持在 0.61')
     >>> span([0.041, 0.044], f2), span([0.04, 0.3], f2)
     ('0.04', '0.04–0.30')
-    >>> size(160 * 2**20), size(1.53 * 2**40), pct(-0.0004)
-    ('160 MiB', '1.53 TiB', '0%')
+    >>> size(160 * 2**20), size(1.53 * 2**40), pct(0.004), pct(0.0004), pct(0.9996), pct(0)
+    ('160 MiB', '1.53 TiB', '0.4%', '< 0.1%', '> 99.9%', '0%')
 
 一个"格式"就是一个函数 x → 字符串（fixed(2)、pct、size、times……），比较函数都收这样一个格式。
 """
@@ -35,52 +37,97 @@ def _no_neg_zero(s):
     return s
 
 
+def _digits(x, nd):
+    """x 印成 nd 位小数、千分位；不印 -0。"""
+    return _no_neg_zero(f"{x:,.{max(nd, 0)}f}")
+
+
+def _is_zero(text):
+    return not re.search(r"[1-9]", text)
+
+
+def honest(x, nd, extra=1, top=None):
+    """x 印成 nd 位小数，但不说假话：x 不是 0 却印成 0 时多给 extra 位小数，还是 0 就写 "< 0.1"（负数 "> -0.1"）；
+    top（例如 100）：x 比 top 小却印成 top 时同样多给一位，还是 top 就写 "> 99.9"。返回不带单位的字符串。
+
+    >>> honest(0.4, 0), honest(0.04, 0), honest(-0.04, 0), honest(0, 2), honest(0.3, 0, extra=0)
+    ('0.4', '< 0.1', '> -0.1', '0.00', '< 1')
+    >>> honest(99.6, 0, top=100), honest(99.96, 0, top=100), honest(100, 0, top=100), honest(99.4, 0, top=100)
+    ('99.6', '> 99.9', '100', '99')
+    """
+    text = _digits(x, nd)
+    if x != 0 and _is_zero(text):
+        for more in range(1, extra + 1):
+            text = _digits(x, nd + more)
+            if not _is_zero(text):
+                return text
+        bound = _digits(10.0 ** -(nd + extra), nd + extra)
+        if x < 0:
+            return f"> -{bound}"
+        return f"< {bound}"
+    if top is not None and x < top and value(text) >= top:
+        for more in range(1, extra + 1):
+            text = _digits(x, nd + more)
+            if value(text) < top:
+                return text
+        return f"> {_digits(top - 10.0 ** -(nd + extra), nd + extra)}"
+    return text
+
+
+def _with_unit(text, unit):
+    if unit:
+        return f"{text} {unit}"
+    return text
+
+
 def fixed(nd=2, unit=""):
     """固定小数位、千分位的格式：fixed(1)(1234.56) == '1,234.6'；unit 跟在数后面（前面空一格）。
+    不是 0 的数不印成 0：多给一位小数，还是 0 就写 "< 0.001"。
 
-    >>> fixed(0, "s")(3.4), fixed(1)(-0.04), fixed(2)(0.456)
-    ('3 s', '0.0', '0.46')
+    >>> fixed(0, "s")(3.4), fixed(1)(-0.04), fixed(2)(0.456), fixed(2, "s")(0.004), fixed(2, "s")(0.0004)
+    ('3 s', '-0.04', '0.46', '0.004 s', '< 0.001 s')
     """
     def f(x):
-        s = _no_neg_zero(f"{x:,.{nd}f}")
-        if unit:
-            return f"{s} {unit}"
-        return s
+        return _with_unit(honest(x, nd), unit)
     return f
 
 
 def integer(x):
-    """千分位整数：integer(23608) == '23,608'；integer(-0.2) == '0'。"""
-    return _no_neg_zero(f"{int(round(x)):,}")
+    """千分位整数：integer(23608) == '23,608'；不是 0 的数不印成 0：integer(0.2) == '< 1'，integer(-0.2) == '> -1'。
+
+    >>> integer(23608), integer(0.2), integer(-0.2), integer(0)
+    ('23,608', '< 1', '> -1', '0')
+    """
+    return honest(x, 0, extra=0)
 
 
 def pct(frac, nd=0):
-    """比例 → 百分数：pct(0.623) == '62%'，pct(0.0623, 1) == '6.2%'；不会印 '-0%'。"""
-    return _no_neg_zero(f"{frac * 100:,.{nd}f}%")
+    """比例 → 百分数：pct(0.623) == '62%'，pct(0.0623, 1) == '6.2%'。不会印 '-0%'；
+    不是 0 的比例不印成 0%、不到 1 的比例不印成 100%（多给一位小数，还不行就写 "< 0.1%"、"> 99.9%"）。
+
+    >>> pct(0.623), pct(0.004), pct(0.0004), pct(0.996), pct(0.9996), pct(1.0), pct(0.0004, 1)
+    ('62%', '0.4%', '< 0.1%', '99.6%', '> 99.9%', '100%', '0.04%')
+    """
+    return honest(frac * 100, nd, top=100) + "%"
 
 
 def share(frac):
-    """整体里的一部分 → 百分数，但只有真的全部 / 真的没有才印 100% / 0%（表里"100%"却还有例外就自相矛盾）。
+    """整体里的一部分 → 百分数：就是 pct（只有真的全部 / 真的没有才印 100% / 0%）。
 
     >>> share(0.62), share(0.9996), share(1.0), share(0.0004), share(0)
-    ('62%', '> 99%', '100%', '< 1%', '0%')
+    ('62%', '> 99.9%', '100%', '< 0.1%', '0%')
     """
-    text = pct(frac)
-    if text == "100%" and frac < 1:
-        return "> 99%"
-    if text == "0%" and frac > 0:
-        return "< 1%"
-    return text
+    return pct(frac)
 
 
 def pct1(frac):
-    """一位小数的百分数：pct1(0.0634) == '6.3%'。"""
+    """一位小数的百分数：pct1(0.0634) == '6.3%'，pct1(0.0004) == '0.04%'。"""
     return pct(frac, 1)
 
 
 def times(x, nd=2):
-    """倍数：times(2.444) == '2.44×'；times(2.444, 1) == '2.4×'。"""
-    return _no_neg_zero(f"{x:,.{nd}f}×")
+    """倍数：times(2.444) == '2.44×'；times(2.444, 1) == '2.4×'；times(0.0004) == '< 0.001×'。"""
+    return honest(x, nd) + "×"
 
 
 def times1(x):
@@ -109,8 +156,8 @@ def size(nbytes, binary=True):
     if scale == 1 or abs(v) >= 100 or float(v).is_integer():
         return f"{integer(v)} {name}"
     if abs(v) >= 10:
-        return f"{_no_neg_zero(f'{v:.1f}')} {name}"
-    return f"{_no_neg_zero(f'{v:.2f}')} {name}"
+        return f"{honest(v, 1)} {name}"
+    return f"{honest(v, 2)} {name}"
 
 
 def count(n, unit):
@@ -175,18 +222,39 @@ _UNIT_SCALE = {u: s for u, s in _BIN + _DEC}
 
 def value(text):
     """印出来的字符串 → 它表示的数（去掉千分位、%、×、单位；大小按单位换回字节），用来比较"印出来的值"。
+    "< x" 比 x 小一点点、"> x" 比 x 大一点点：两个 "< 1%" 一样，"< 1%" 比 "1%" 小、比 "0%" 大。
 
     >>> value("1,234.5"), value("62%"), value("2.4×"), value("160 MiB") == 160 * 2**20, value("-0.3 s")
     (1234.5, 62.0, 2.4, True, -0.3)
+    >>> 0 < value("< 0.1%") < 0.1, 99.9 < value("> 99.9%") < 100, value("< 1%") == value("< 1%")
+    (True, True, True)
     """
     t = str(text).replace(",", "").replace("−", "-").strip()
-    m = re.match(r"^(-?\d+(?:\.\d*)?(?:e[-+]?\d+)?)\s*(.*)$", t)
+    m = re.match(r"^([<>]\s*)?(-?\d+(?:\.\d*)?(?:e[-+]?\d+)?)\s*(.*)$", t)
     if not m:
         raise ValueError(f"不是印出来的数：{text!r}")
-    v, rest = float(m.group(1)), m.group(2).strip()
+    v, rest = float(m.group(2)), m.group(3).strip()
+    if m.group(1):
+        nudge = 1e-9 * max(abs(v), 1e-12)
+        if m.group(1).startswith("<"):
+            nudge = -nudge
+        v += nudge
     if rest in _UNIT_SCALE:
         v *= _UNIT_SCALE[rest]
     return v
+
+
+def amount(text, less="不到", more="超过"):
+    """接在动词后面的量："< 1%" → "不到 1%"，"> 99.9%" → "超过 99.9%"，其余原样（"少了不到 1%"，不说"少了 < 1%"）。
+
+    >>> amount("< 1%"), amount("> 99.9%"), amount("62%")
+    ('不到 1%', '超过 99.9%', '62%')
+    """
+    if text.startswith("< "):
+        return f"{less} {text[2:]}"
+    if text.startswith("> "):
+        return f"{more} {text[2:]}"
+    return text
 
 
 def order(a, b, fmt):
@@ -283,11 +351,12 @@ def change(a, b, fmt, up="升到", down="降到", flat="保持在"):
     return f"从 {fmt(a)} {word} {fmt(b)}"
 
 
-def rel_change(before, after, nd=0, less="少了", more="多了", flat="几乎没变"):
-    """相对变化，按印出来的百分数说方向："少了 59%" / "多了 5%" / "几乎没变（0%）"。不会说"少了 -5%"。
+def rel_change(before, after, nd=0, less="少了", more="多了", flat="没变"):
+    """相对变化，按印出来的百分数说方向："少了 59%" / "多了 5%" / "多了 0.3%" / "没变（0%）"。不会说"少了 -5%"，
+    也不把不是 0 的变化说成 0%（pct 多给一位小数，还是 0 就说"不到 0.1%"）。
 
-    >>> rel_change(5.74, 2.35), rel_change(2.0, 2.1), rel_change(3.0, 3.001), rel_change(0, 0)
-    ('少了 59%', '多了 5%', '几乎没变（0%）', '几乎没变（0%）')
+    >>> rel_change(5.74, 2.35), rel_change(2.0, 2.1), rel_change(3.0, 3.01), rel_change(0, 0), rel_change(3.0, 3.001)
+    ('少了 59%', '多了 5%', '多了 0.3%', '没变（0%）', '多了不到 0.1%')
     """
     if before == 0:
         frac = 0.0
@@ -300,23 +369,25 @@ def rel_change(before, after, nd=0, less="少了", more="多了", flat="几乎�
     text = pct(abs(frac), nd)
     if value(text) == 0:
         return f"{flat}（{text}）"
+    word = more
     if frac < 0:
-        return f"{less} {text}"
-    return f"{more} {text}"
+        word = less
+    return words(word, amount(text))
 
 
 def ratio(a, b, nd=1, more="倍", same_word="一样"):
-    """a 是 b 的几倍，按印出来的倍数说："是 2.4 倍" / "一样（1.0 倍）"；b = 0 时说不出倍数。
+    """a 是 b 的几倍，按印出来的倍数说："是 2.4 倍" / "一样（1.0 倍）"；b = 0 时说不出倍数；
+    不是 0 的倍数不印成 0（"是 0.04 倍"、"不到 0.01 倍"）。
 
-    >>> ratio(2.44, 1.0), ratio(1.02, 1.0), ratio(0.5, 1.0), ratio(1, 0)
-    ('是 2.4 倍', '一样（1.0 倍）', '是 0.5 倍', '无法相比（分母是 0）')
+    >>> ratio(2.44, 1.0), ratio(1.02, 1.0), ratio(0.5, 1.0), ratio(1, 0), ratio(1, 25), ratio(1, 2000)
+    ('是 2.4 倍', '一样（1.0 倍）', '是 0.5 倍', '无法相比（分母是 0）', '是 0.04 倍', '是不到 0.01 倍')
     """
     if b == 0:
         return "无法相比（分母是 0）"
-    r = _no_neg_zero(f"{a / b:,.{nd}f}")
-    if float(r.replace(",", "")) == 1:
+    r = honest(a / b, nd)
+    if value(r) == 1 and r.replace(".", "").strip("0") == "1":
         return f"{same_word}（{r} {more}）"
-    return f"是 {r} {more}"
+    return words("是", amount(r), more)
 
 
 def rank(names_values, fmt, more=" > ", tie=" = "):
@@ -418,7 +489,7 @@ def rel_vs(name_a, a, name_b, b, fmt, nd=0, more="高", less="低"):
     if frac < 0:
         word = less
     text = f"{word} {pct(abs(frac), nd)}"
-    if value(pct(abs(frac), nd)) == 0:
+    if value(pct(abs(frac), nd)) < 10 ** -nd:            # 印出来的差不到一个百分数的末位：说"不到"
         text = f"{word}不到 {pct(10 ** -nd / 100, nd)}"
     return words(name_a, "比", name_b, text)
 
@@ -437,12 +508,14 @@ def trend(values, fmt, up="升到", down="降到", flat="保持在"):
 
 
 def signed(x, nd=1):
-    """带正负号的差（百分点、毫秒……）：印出来是 0 时不带号（不印 "+0.0"、"-0.0"）。
+    """带正负号的差（百分点、毫秒……）：恰好是 0 时不带号；不是 0 的差不印成 0（多给一位小数，还是 0 就写 "< 0.01"）。
 
-    >>> signed(1.84), signed(-2.25), signed(0.04), signed(-0.04), signed(1234.5, 0)
-    ('+1.8', '-2.2', '0.0', '0.0', '+1,234')
+    >>> signed(1.84), signed(-2.25), signed(0.04), signed(-0.04), signed(1234.5, 0), signed(0), signed(0.001)
+    ('+1.8', '-2.2', '+0.04', '-0.04', '+1,234', '0.0', '< 0.01')
     """
     s = fixed(nd)(x)
+    if s[0] in "<>":
+        return s
     if value(s) > 0:
         return "+" + s
     return s

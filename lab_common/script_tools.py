@@ -13,6 +13,7 @@
 的顺序跑演示，每跑完一个调用一次 step()（--step 时在终端上停下来等回车）。
 """
 import argparse
+import errno
 import importlib.util
 import os
 import sys
@@ -20,6 +21,7 @@ import traceback
 
 from lab_common import console
 from lab_common.console import ArgParser
+from lab_common.settings import missing_setting
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 LECTURE = os.path.join(ROOT, "lecture07")
@@ -76,6 +78,12 @@ def _stepper(demos, on):
 
 
 def run_lecture(demos, description, argv=None, run=None, add_args=None, prog=None, check=None):
+    """解析参数并跑演示（_run_lecture），结束的方式由 ended_quietly 决定：Ctrl-C、管道被关、设置不见了、
+    只读的目录都只打一行（或什么都不打），不打印 traceback。"""
+    return ended_quietly(lambda: _run_lecture(demos, description, argv, run, add_args, prog, check), prog)
+
+
+def _run_lecture(demos, description, argv=None, run=None, add_args=None, prog=None, check=None):
     """解析参数并跑演示。run(todo, args, step) 可以替换默认的"依次调用 demos[k]()"；
     add_args(ap) 加脚本自己的参数；check(args) 在跑之前检查设置 / 参数（不合理时一行报错、退出码 2）。"""
     ap = lecture_parser(demos, description, prog)
@@ -112,6 +120,123 @@ def run_lecture(demos, description, argv=None, run=None, add_args=None, prog=Non
         console.SHOW_MORE = console.STEP = False
 
 
+# ---------------------------------------------------------------------------
+# 怎样结束：没有一种结束方式打印 traceback（学生的代码真有 bug 时除外）
+
+INTERRUPTED = 130      # Ctrl-C：和 shell 的约定一样（128 + SIGINT）
+
+
+def _script_name(prog=None):
+    return prog or os.path.basename(sys.argv[0] if sys.argv and sys.argv[0] else "script")
+
+
+def _quiet_stdout():
+    """管道那头已经关了（`| head -3`）：把标准输出接到 /dev/null，退出时 Python 冲缓冲区也不再报 BrokenPipeError。"""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):
+        pass
+
+
+def _unwritable(err):
+    """写文件失败是因为目录只读 / 没有权限 / 磁盘满：返回一行说明；别的 OSError 返回 None。"""
+    if isinstance(err, OSError) and err.errno in (errno.EROFS, errno.EACCES, errno.EPERM, errno.ENOSPC):
+        where = err.filename or "文件"
+        why = {errno.EROFS: "文件系统只读", errno.ENOSPC: "磁盘满了"}.get(err.errno, "没有写权限")
+        return f"写不了 {where}：{why}（换一个可写的目录再跑）"
+    return None
+
+
+def ended_quietly(fn, prog=None, child=False):
+    """跑 fn()，返回它的退出码；下面几种结束都不打印 traceback：
+    Ctrl-C → 130（stderr 一行 "已中断"）；管道被关（`| head`）→ 0，什么都不打；读一个不存在的设置（改了名、删掉了）
+    → 一行说明、2；写文件时目录只读 / 没有权限 → 一行说明、1。child=True（fork 出的子进程）：Ctrl-C 不另打一行
+    （主进程会打）。"""
+    name = _script_name(prog)
+    try:
+        return fn()
+    except KeyboardInterrupt:
+        _stop_worker_pools()
+        _flush_quietly()
+        if not child:
+            print(f"\n{name}: 已中断（Ctrl-C）", file=sys.stderr)
+        return INTERRUPTED
+    except BrokenPipeError:
+        _stop_worker_pools()
+        _quiet_stdout()
+        return 0
+    except NameError as err:
+        line = missing_setting(err, name)
+        if line is None:
+            raise
+        print(line, file=sys.stderr)
+        return 2
+    except OSError as err:
+        if err.errno == errno.EPIPE:
+            _stop_worker_pools()
+            _quiet_stdout()
+            return 0
+        line = _unwritable(err)
+        if line is None:
+            raise
+        print(f"{name}: {line}", file=sys.stderr)
+        return 1
+
+
+def _stop_worker_pools():
+    """提前结束时（管道被关、Ctrl-C）还在后台算的进程池（kv_cache_sim.sweep 的 background=True）：先关掉，
+    否则解释器退出时 Pool.__del__ 会在 stderr 上打一段 OSError。"""
+    if "multiprocessing.pool" not in sys.modules:
+        return
+    import gc
+    from multiprocessing.pool import Pool
+    for obj in gc.get_objects():
+        if isinstance(obj, Pool):
+            try:
+                obj.terminate()
+                obj.join()
+            except (OSError, ValueError, AssertionError):
+                pass
+
+
+def worker_ignores_ctrl_c():
+    """进程池的 initializer：工作进程不理 Ctrl-C（主进程收到后关掉进程池），否则每个工作进程各打一段 traceback。"""
+    import signal
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _flush_quietly():
+    try:
+        sys.stdout.flush()
+    except (BrokenPipeError, OSError, ValueError):
+        _quiet_stdout()
+
+
+def _excepthook(kind, err, tb):
+    """脚本 import 时（还没进 run_lecture）出的同几种错：也只打一行。其余的照 Python 原样打印。"""
+    try:
+        code = ended_quietly(lambda: _reraise(err))
+    except BaseException:
+        sys.__excepthook__(kind, err, tb)
+        return
+    _flush_quietly()
+    os._exit(code)
+
+
+def _reraise(err):
+    raise err
+
+
+def _run_all(demos):
+    for demo in demos:
+        demo()
+    return 0
+
+
+sys.excepthook = _excepthook
+
+
 def run_in_child(demos):
     """在 fork 出来的子进程里依次跑 demos（它们只打印，返回值不用），返回"等它跑完、给出退出码"的函数。
     这样两个核一起干活：子进程跑演示，主进程同时做别的（04 里是建 trace、开始算命中表）。
@@ -129,9 +254,7 @@ def run_in_child(demos):
     if pid == 0:                                   # 子进程：跑完演示就退出（不回到 main）
         code = 1
         try:
-            for demo in demos:
-                demo()
-            code = 0
+            code = ended_quietly(lambda: _run_all(demos), child=True)
         except SystemExit as e:                    # fail()：一行错误已经打印了
             code = 1
             if e.code is None:
@@ -141,8 +264,11 @@ def run_in_child(demos):
         except BaseException:
             traceback.print_exc()
         finally:
-            sys.stdout.flush()
-            sys.stderr.flush()
+            _flush_quietly()
+            try:
+                sys.stderr.flush()
+            except (OSError, ValueError):
+                pass
             os._exit(code)
 
     def wait():

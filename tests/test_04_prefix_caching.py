@@ -350,7 +350,7 @@ def test_sums_do_not_overflow():
     assert frac == (2 ** 52 - 1) / 2 ** 52 and f"{frac:.0%}" == "100%"
     lines, _ = m.observations_4(dict(unit=("小时", 1.0), hours={("lru", None): 1.0}, hit_frac={("lru", None): frac}, kv_block_bytes=1,
                                      base_hours=2.0, stored={None: 1}, hbm_bytes=10, local_hours={}), "lru", (None,))
-    assert "命中100%的输入token" in flat("".join(lines))
+    assert "命中>99.9%的输入token" in flat("".join(lines))           # 不到 1：不印 100%
 
 
 def test_usable_hits_one_rule():
@@ -552,14 +552,14 @@ def test_demo4_caption_cites_fast25_only_for_its_1_tb(monkeypatch, tmp_path, cap
 
 
 def test_heat_table_never_prints_100_percent_once_when_a_block_repeats(tmp_path, capsys):
-    """250 个不同的块里有 1 块被访问两次：只被访问过一次的块是 99.6%，表里印 "> 99%"，不印 "100%"。"""
+    """250 个不同的块里有 1 块被访问两次：只被访问过一次的块是 99.6%，表里印 "99.6%"（say.pct 多给一位），不印 "100%"。"""
     lines = [{"timestamp": i, "input_length": 100, "output_length": 1, "hash_ids": [i]} for i in range(250)]
     lines.append({"timestamp": 250, "input_length": 100, "output_length": 1, "hash_ids": [0]})
     tr = tmp_path / "t.jsonl"
     tr.write_text("".join(json.dumps(r) + "\n" for r in lines))
     assert m.main(["--demo", "3", "--trace", str(tr)]) == 0
     row = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("只被访问过一次的块"))
-    assert "> 99%" in row and "100%" not in row
+    assert "99.6%" in row and "100%" not in row
 
 
 def test_observations_3_gives_the_lru_reason_once():

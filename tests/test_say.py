@@ -6,13 +6,42 @@ from lab_common.console import observation_lines
 
 
 def test_no_negative_zero():
-    assert say.fixed(0)(-0.3) == "0"
-    assert say.fixed(1)(-0.04) == "0.0"
-    assert say.pct(-0.004) == "0%"
-    assert say.times(-0.001) == "0.00×"
-    assert say.integer(-0.4) == "0"
-    assert say.fixed(0, "µs")(-0.2) == "0 µs"
+    assert say.fixed(0)(-0.0) == "0"
+    assert say.fixed(1)(-0.0) == "0.0"
+    assert say.pct(-0.0) == "0%"
+    assert say.times(-0.0) == "0.00×"
+    assert say.integer(-0.0) == "0"
+    assert say.fixed(0, "µs")(-0.0) == "0 µs"
     assert say.fixed(2)(-0.01) == "-0.01"          # 真正的负数保留
+
+
+def test_nonzero_never_prints_as_zero():
+    """多给一位小数；还是 0 就写界限（"< 0.1"，负数 "> -0.1"）。"""
+    assert say.fixed(0)(-0.3) == "-0.3" and say.fixed(0)(0.04) == "< 0.1" and say.fixed(0)(-0.04) == "> -0.1"
+    assert say.fixed(1)(0.04) == "0.04" and say.fixed(1, "s")(0.004) == "< 0.01 s"
+    assert say.pct(0.004) == "0.4%" and say.pct(0.0004) == "< 0.1%" and say.pct(-0.0004) == "> -0.1%"
+    assert say.pct1(0.0004) == "0.04%" and say.pct1(0.00004) == "< 0.01%"
+    assert say.times(0.004) == "0.004×" and say.times(0.0004) == "< 0.001×"
+    assert say.integer(0.4) == "< 1" and say.integer(-0.4) == "> -1" and say.integer(0.5001) == "1"
+    assert say.size(0.3) == "< 1 B"
+    assert say.signed(0.04) == "+0.04" and say.signed(-0.04) == "-0.04" and say.signed(0.001) == "< 0.01"
+    assert say.signed(0) == "0.0"
+
+
+def test_below_one_never_prints_as_100_percent():
+    assert say.pct(0.996) == "99.6%" and say.pct(0.9996) == "> 99.9%" and say.pct(1.0) == "100%"
+    assert say.pct1(0.9996) == "99.96%" and say.pct1(0.99996) == "> 99.99%"
+    assert say.pct(1.004) == "100%"                                 # 比 1 大：不是"不到全部"的问题
+
+
+@pytest.mark.parametrize("x", [1e-12, 3e-7, 0.00049, 0.0049, 0.049, 0.49, 0.9951, 0.99951, 0.999999, 1 - 1e-12])
+def test_printed_value_keeps_zero_one_and_order(x):
+    """印出来的值：不是 0 就不等于 0，不到 1 就小于 100%；"< x"、"> x" 排在该排的位置。"""
+    for fmt in (say.pct, say.pct1, say.fixed(0), say.fixed(2), say.times, say.share):
+        assert say.value(fmt(x)) > 0 and say.value(fmt(-x)) < 0
+    for fmt in (say.pct, say.pct1, say.share):
+        assert say.value(fmt(x)) < 100
+        assert say.order(x, 0, fmt) == 1 and say.order(x, 1, fmt) == -1 and say.order(x, x, fmt) == 0
 
 
 def test_equal_printed_values_are_the_same():
@@ -42,7 +71,9 @@ def test_change_collapses_equal_ends():
 def test_rel_change_direction_and_flat():
     assert say.rel_change(5.74, 2.35) == "少了 59%"
     assert say.rel_change(1.0, 20.23) == "多了 1,923%"     # 不会说"少 -1923%"
-    assert say.rel_change(3.0, 3.001) == "几乎没变（0%）"
+    assert say.rel_change(3.0, 3.001) == "多了不到 0.1%"         # 不是 0：不说"没变"
+    assert say.rel_change(3.0, 3.0) == "没变（0%）"
+    assert say.rel_change(1.0, 1.004) == "多了 0.4%"
     assert say.rel_change(0, 5) == "多了（原来是 0）"
 
 
@@ -163,5 +194,5 @@ def test_trend_one_value_is_just_the_value():
 
 
 def test_share_prints_100_and_0_only_when_exact():
-    assert say.share(0.9996) == "> 99%" and say.share(1) == "100%"
-    assert say.share(0.0004) == "< 1%" and say.share(0.0) == "0%" and say.share(0.5) == "50%"
+    assert say.share(0.9996) == "> 99.9%" and say.share(1) == "100%"
+    assert say.share(0.0004) == "< 0.1%" and say.share(0.0) == "0%" and say.share(0.5) == "50%"
