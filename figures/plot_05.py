@@ -114,8 +114,8 @@ def plot_hot_nic(d2, out):
         title += f"；{n_big:,} 台复制 {ks[1]} 份：{change(k1['hot_load'], by[(n_big, ks[1])]['hot_load'], pct)}"
     if k1["hot_load"] is None:
         title = f"全部请求同时到达：{n_big:,} 台不复制时平均排队 {fixed(1, 'ms')(k1['mean'] * 1e3)}"
-    fig.suptitle(f"{title}\n{d2['source']}，热点块 {d2['n_hot']} 个，每台网卡合计 {d2['nic_gb_per_s']:g}{NBSP}GB/s，"
-                 f"请求率按 GPU 忙到 {d2['util']:.0%} 放大", fontsize=15)
+    fig.suptitle(f"{title}\n{d2['source']}，热点块 {d2['n_hot']} 个，每台网卡合计 {d2['nic_gbps']:g}{NBSP}Gbps；"
+                 f"{d2['rate_text']}", fontsize=15)
     note = "负载 = 要发的字节 / (带宽 × trace 时长)。"
     if k1["avg_load"] is not None:
         note += f"{n_big:,} 台不复制时，全部网卡的平均负载 {pct1(k1['avg_load'])}"

@@ -9,7 +9,7 @@ prefill 和 decode 分开放时，把 KV 送过去的时间藏得住吗？
         python lecture07/05_kv_store.py --trace 文件.jsonl （演示 2、3 换成一个 Mooncake 格式的 JSONL trace）
 
 【试一试】改下面"学生可以改的设置"，再跑对应的演示（--demo N）：
-  1. 把 PREFIX 改成 4096：前缀短了一半，SSD 还比重算快吗？"露出"怎样变？（--demo 1）
+  1. 把 PREFIX 改成 4096：前缀短了一半，SSD 还比重算快吗？"没盖住"的时间怎样变？（--demo 1）
   2. 把 NET_NODES 改成 (16, 32, 64, 128, 256)：集群再大一倍，热点块要复制几份才不超载？（--demo 2）
   3. 把 SCHED_CAPACITY 改成 600（每台只留约 0.1 TB DRAM）：本地缓存小了，看缓存的调度还赢多少？（--demo 3）
   4. 把 SCHED_LOAD 改成 0.7：不用缓存也做得完时，随机调度还比负载均衡慢几倍？（--demo 3 --more）
@@ -29,7 +29,7 @@ from lab_common.console import print_header, print_observations, print_table, pr
 from lab_common.say import (change, count, fixed, integer, listing, order, pct, pct1, rank, rel_change,  # noqa: E402
                             rel_vs, same, sci, size, span, times, times1, trend, value, vs, words)
 from lab_common.script_tools import run_lecture  # noqa: E402
-from lab_common.settings import check_setting, is_int, is_number, is_sorted_ints  # noqa: E402
+from lab_common.settings import Source, check_setting, is_int, is_number, is_sorted_ints  # noqa: E402
 from kv_store.replay import simulate  # noqa: E402
 from kv_store.sim_base import usable_hits  # noqa: E402
 from kv_store.cluster import (BLOCK_BYTES, LOCAL_DRAM, NIC_GB_PER_S, RDMA, SCHEDULERS, block_homes, fetch_plan,  # noqa: E402
@@ -42,11 +42,11 @@ from kv_store.trace_file import BLOCK_SIZE  # noqa: E402  Mooncake trace 的块�
 # ---- 学生可以改的设置 ----
 TRACE_SEED = 0                  # 合成 trace 的随机种子（--trace 给了文件就不用）
 SCHED_SEED = 0                  # 演示 3 随机调度的种子
-PREFIX = 8192                   # 演示 1：前缀长度（token），FAST'25 的保本带宽就是按 8,192 算的
+PREFIX = 8192                   # 演示 1：前缀长度（token）；FAST'25 §2.2 的最低带宽按 8,192 算（那一句总按 8,192）
 SUFFIX = 1024                   # 演示 1 的流水线：命中前缀之后还要新算的 token 数
-PREFIX_LENS = (1024, 8192, 32768, 131072)   # 演示 1（--more）：保本带宽随前缀长度的变化
+PREFIX_LENS = (1024, 8192, 32768, 131072)   # 演示 1（--more）：最低带宽随前缀长度的变化
 NET_NODES = (16, 32, 64, 128)   # 演示 2：集群的节点数（每台的网卡合计 800 Gbps）
-NET_GPU_UTIL = 0.8              # 演示 2：按"GPU 忙到 80%"放大请求率（节点越多，请求越多）
+NET_GPU_UTIL = 0.8              # 演示 2：按"GPU 忙到 80%"调请求率（节点越多，请求越多）
 HOT_SHARE = 0.04                # 演示 2：被至少 4% 的请求用到的块算"热点块"
 REPLICAS = (1, 2, 4, 8, 16)     # 演示 2：热点块的副本数 k（1 = 不复制）
 SCHED_NODES = 8                 # 演示 3：prefill 节点数（每台 8×A800）
@@ -60,7 +60,7 @@ PD_HIT = 0.95                   # 演示 4：前缀命中的比例（FAST'25 §5
 # ---- 论文和数据手册的数字（只用来对照，标明出处）----
 H800_X8 = Node("8×H800", n_gpus=8, tflops_per_gpu=989, hbm_gb_per_gpu=80)
 H800_SOURCE = ("NVIDIA H100 SXM 数据手册：BF16 稠密 989 TFLOPS（表中 1,979 是 2:4 稀疏）；"
-               "H800 SXM 的 BF16 张量算力与 H100 SXM 相同，主要削减的是 NVLink 互连带宽")
+               "H800 SXM 的 BF16 张量算力与 H100 SXM 相同，削减的是 NVLink 互连带宽和 FP64 算力")
 PAPER_MIN_BW = {"8×A800": 6, "8×H800": 19}      # GB/s，Mooncake FAST'25 §2.2 式 (2)：LLaMA3-70B、8,192 token 前缀
 PAPER_PREFIX = 8192                              # 上面两个数用的前缀长度（token）
 PAPER_SHAPE = dict(gqa=8, kv="320 KB", source="FAST'25 表 1（gqa = 查询头数 / KV 头数）、§5.3.1")
@@ -68,11 +68,14 @@ PAPER_FIG5 = {"global_cache": 3.07, "local_cache": 3.58, "load_balancing": 5.27,
 PAPER_FIG5_SETUP = dict(nodes=16, node="8×A800", trace="Conversation trace",   # FAST'25 §4.2：图 5 的实验设置
                         source="Mooncake FAST'25 §4.2 图 5")
 PAPER_LOCAL_DRAM = dict(tb=1, tokens=3e6, source="Mooncake FAST'25 §5.3.1")   # 本机留约 1 TB DRAM ≈ 300 万 token
+SRC_LOCAL_CACHE = Source(6_000, "FAST'25 §5.3.1", "每台约留 1 TB DRAM、存约 300 万 token")   # SCHED_CAPACITY 的论文值
 A800_X1 = Node("1×A800", n_gpus=1, tflops_per_gpu=312, hbm_gb_per_gpu=80)    # 一张卡跑小模型
 PAPER_PD = dict(n=131_072, kv_gb=40, engine_gbs={"4×200 Gbps": 87, "8×400 Gbps": 190}, min_gbps=100, sweep=(24, 400),
                 hit=0.95, prefill_cut=0.92, ttft_cut=0.86, a800_nic_gbps=100,
                 source="Mooncake FAST'25 §5.4.1（128K token 的 KV 40 GB；传输引擎实测 87、190 GB/s）、"
                        "§5.4.2（24–400 Gbps，建议至少 100 Gbps）、§5.4.3 图 14（命中 95%：prefill −92%、TTFT −86%）")
+SRC_PD_NIC = Source(800, "FAST'25 表 1 的 B_nic")                          # PD_NIC_GBPS 的论文值
+SRC_PD_HIT = Source(0.95, "FAST'25 §5.4.3 图 14 的设置")                   # PD_HIT 的论文值
 SCHED_NAMES = dict(random="随机", load_balancing="负载均衡", local_cache="本地缓存感知", global_cache="全局缓存感知")
 SHORT_TIER = ["HBM", "本机 DRAM", "远端 DRAM", "SSD"]   # 表格里的短名字，顺序同 kv_store.tiers.TIERS
 FIG_PREFIX_RANGE = (256, 131_072)   # 演示 1 返回给 figures/plot_05.py 的曲线：前缀长度范围（token）
@@ -80,6 +83,7 @@ BURST_S = 1e-3      # 全部请求在 1 ms（trace 时间戳的单位）之内�
 MAX_TOKENS = 1 << 20            # 前缀 / 新算的 token 数的上限：1,048,576（百万 token 级的长上下文）
 MAX_NODES = 4096                # 节点数的上限
 F1, F2, R3, GBPS = fixed(1), fixed(2), fixed(3), fixed(1, "Gbps")   # 表格和句子共用的格式（lab_common.say）
+NIC_GBPS = NIC_GB_PER_S * 8     # 网卡一律用 Gbps 说（内存、读 KV 用 GB/s）：100 GB/s = 800 Gbps
 
 
 def ms_cell(sec):
@@ -135,7 +139,7 @@ def break_even_len(gb_per_s, node, model=None):
 
 
 def break_even_cell(n):
-    """保本长度：< 1 → "任意"（任意长度的前缀都是读更快）。"""
+    """读更快的最短前缀：< 1 → "任意"（任意长度的前缀都是读更快）。"""
     if n < 1:
         return "任意"
     return integer(n)
@@ -154,7 +158,7 @@ def demo1_load_or_recompute():
     """一段前缀的 KV：从哪一层读比重算快？最低要多少带宽？读和算重叠以后还剩多少？"""
     model, node, prefix, suffix, lens = LLAMA3_70B, A800_X8, PREFIX, SUFFIX, list(PREFIX_LENS)
     h800, n_in, kv = replace(H800_X8, mfu=node.mfu), prefix + suffix, prefix * model.kv_bytes_per_token()
-    print_header(f"演示 1：读还是重算——{model.name}、{prefix:,} token 的前缀、{node.name}（{pct(node.mfu)} 峰值算力）")
+    print_header(f"演示 1：读还是重算——{model.name}、{prefix:,} token 的前缀、{node.name}")
     rec = {m.name: prefill_compute_time(model, prefix, 0, m) for m in (node, h800)}
     comp, full = prefill_compute_time(model, n_in, prefix, node), prefill_compute_time(model, n_in, 0, node)
     tiers = []
@@ -163,18 +167,20 @@ def demo1_load_or_recompute():
         tiers.append(dict(short=short, gbps=t.gb_per_s, source=t.source, load=ld, ratio=ld / rec[node.name],
                           n_star=break_even_len(t.gb_per_s, node), n_star_h800=break_even_len(t.gb_per_s, h800),
                           pipe=pipe, sim=layer_pipeline(ld, comp, model.n_layers), exposed=pipe - comp))
-    print_text(f"KV {size(kv)}；重算（FAST'25 式 1）{node.name} {ms(rec[node.name])}、{h800.name} {ms(rec[h800.name])}。"
-               f"流水：命中前 {prefix:,} 个、再算 {suffix:,} 个 token（只算 {ms(comp)}，全部重算 {ms(full)}）。")
-    print_table(["层级", "GB/s", "读", "读/算", "保本", "流水", "露出"],
-                [[r["short"], gbs(r["gbps"]), ms_cell(r["load"]), R3(r["ratio"]), break_even_cell(r["n_star_h800"]),
-                  ms_cell(r["pipe"]), ms_cell(r["exposed"])] for r in tiers],
-                caption=f"单位 ms；读/算 = 读 / 重算（{node.name}）；保本：{h800.name} 上前缀超过它才该读。流水 = max(读, "
-                        f"算) + min(读, 算) / {model.n_layers}（逐层读 KV，arXiv v3 §5.2），露出 = 流水 − 算。")
+    print_text(f"KV {size(kv)}；{node.name} 重算它要 {ms(rec[node.name])}（算力按峰值的 {pct(node.mfu)}，本实验的假设）。"
+               f"流水：命中这 {prefix:,} 个，再算 {suffix:,} 个 token。")
+    print_table(["层级", "GB/s", "读", "读/重算", "流水", "没盖住"],
+                [[r["short"], gbs(r["gbps"]), ms_cell(r["load"]), R3(r["ratio"]), ms_cell(r["pipe"]),
+                  ms_cell(r["exposed"])] for r in tiers],
+                caption=f"单位 ms。流水：逐层读 KV、和算 {suffix:,} 个新 token 重叠（arXiv v3 §5.2）；"
+                        f"没盖住 = 流水 − 只算（{ms(comp)}）。")
     worst = max(abs(r["sim"] - r["pipe"]) for r in tiers)
-    more_table(["层级", "读/算 H800", "保本 A800", "串行", "逐层模拟"],
-               [[r["short"], R3(r["load"] / rec[h800.name]), break_even_cell(r["n_star"]), ms_cell(r["load"] + comp),
+    more_table(["层级", "读/重算 H800", "读更快的最短前缀 H800", "串行", "逐层模拟"],
+               [[r["short"], R3(r["load"] / rec[h800.name]), break_even_cell(r["n_star_h800"]), ms_cell(r["load"] + comp),
                  ms_cell(r["sim"])] for r in tiers],
-               caption=f"单位 ms。串行 = 读完再算；逐层模拟（一层一层走一遍）和流水公式最大差 {sci(worst)} s。带宽出处："
+               caption=f"单位 ms。{h800.name} 重算要 {ms(rec[h800.name])}；前缀比“最短前缀”长，读才比重算快（任意 = 任何长度"
+                       f"都是读快；{node.name} 上每层都是任意）。串行 = 读完再算；逐层模拟（一层一层走一遍）和流水公式 max(读, "
+                       f"算) + min(读, 算) / {model.n_layers} 最大差 {sci(worst)} s。带宽出处："
                        + "；".join(f"{r['short']}——{r['source']}" for r in tiers) + f"。{h800.name}：{H800_SOURCE}。")
     machines, gqa = [replace(node, mfu=1.0), node, replace(H800_X8, mfu=1.0), h800], model.n_heads // model.n_kv_heads
     cols = sorted(set(lens) | {PAPER_PREFIX})          # 论文的 8,192 总在表里
@@ -211,20 +217,25 @@ def load_vs_recompute_curves(model, nodes):
 
 
 def observations_1(d):
-    """演示 1 的观察：(默认至多 3 条, --more 才印的)；每句都按表里印出来的值说话。"""
+    """演示 1 的观察：(默认 2 条, --more 才印的)；每句都按表里印出来的值说话。"""
     t, node, h800, dram, ssd = d["tiers"], d["node"], d["h800"], d["tiers"][1], d["tiers"][3]
-    fast, worst = [r for r in t if order(r["ratio"], 1, R3) < 0], min(t, key=lambda r: r["gbps"])
-    obs = [f"在 {node} 上读 {d['prefix']:,} token 的 KV，比重算（{ms(d['recompute'][node])}）快的层级有 {len(fast)}/"
-           f"{len(t)} 个；最慢的 {worst['short']} 读 {ms(worst['load'])}，读/算 {R3(worst['ratio'])}。"]
+    fast, worst = [r["short"] for r in t if order(r["ratio"], 1, R3) < 0], max(t, key=lambda r: r["load"])
+    which = f"只有 {zh_listing(fast)} 比重算快"
+    if len(fast) == len(t):
+        which = f"{len(t)} 个层级都比重算快"
+    elif not fast:
+        which = "没有一个层级比重算快"
+    obs = [f"在 {node} 上读 {d['prefix']:,} token 的 KV：{which}（重算 {ms(d['recompute'][node])}）；最慢的 "
+           f"{worst['short']} 读 {ms(worst['load'])}，读/重算 {R3(worst['ratio'])}。"]
     a, h, pa, ph = d["a800_100"], d["h800_100"], d["paper_bw"][node], d["paper_bw"][h800]
     agree = "一致"
     if (integer(a), integer(h)) != (str(pa), str(ph)):
         agree = "不一致"
-    obs.append(f"读比重算快的最低带宽（100% 算力、{d['paper_prefix']:,} token）：{node} 要 {F2(a)}、{h800} 要 {F2(h)} "
+    obs.append(f"读比重算快的最低带宽（{d['paper_prefix']:,} token、峰值算力）：{node} 要 {F2(a)}、{h800} 要 {F2(h)} "
                f"GB/s，取整与 FAST'25 §2.2 的 {pa}、{ph} GB/s {agree}：GPU 越快，门槛越高。")
-    obs.append(f"按层流水：{vs(dram['short'] + ' 读', dram['load'], '计算', d['compute'], ms, more='长', less='短')}，"
-               f"露出 {ms(dram['exposed'])}；{vs(ssd['short'] + ' 总共', ssd['pipe'], '全部重算', d['full'], ms, '慢', '快')}。")
-    return obs, []
+    more = [f"按层流水：{vs(dram['short'] + ' 读', dram['load'], '只算', d['compute'], ms, more='长', less='短')}，"
+            f"没盖住 {ms(dram['exposed'])}；{vs(ssd['short'] + ' 总共', ssd['pipe'], '全部重算', d['full'], ms, '慢', '快')}。"]
+    return obs, more
 
 
 # =============================================================================
@@ -234,7 +245,7 @@ def demo2_hot_blocks(cols, source):
     cols = (到达秒数, 输入 token 数, 每个请求的块 id)：trace 的三列（kv_store.cluster.trace_columns）。"""
     arrival, input_len, blocks = cols
     nodes, replicas, util, hot_share = list(NET_NODES), list(REPLICAS), NET_GPU_UTIL, HOT_SHARE
-    print_header(f"演示 2：热点块与网络——命中的 KV 从持有它的节点经网卡拉（每台合计 {NIC_GB_PER_S:g} GB/s）")
+    print_header(f"演示 2：热点块与网络——命中的 KV 从持有它的节点经网卡拉（每台网卡合计 {gbs(NIC_GBPS)} Gbps）")
     span_s = arrival[-1] - arrival[0]
     burst, node_h, by = span_s < BURST_S, None, {}
     with status(f"模拟 {len(nodes)} 种集群 × {len(replicas)} 种副本数的网卡排队…"):
@@ -263,6 +274,7 @@ def demo2_hot_blocks(cols, source):
     total, sec0, avg_nodes, n_big = int(counts.sum()), fixed(0, "s"), "", nodes[-1]
     if not burst:
         avg_nodes = f"，平均要 {F2(node_h)} 台一直做"
+    rate = rate_text(burst, [by[(n, replicas[0])]["scale"] for n in nodes], util)
     print_text(f"{source}：{count(len(arrival), '个请求')}、{fixed(1, '分钟')(span_s / 60)}；请求轮流分给各节点，块存在第一"
                f"次算出它的节点上。热点块（至少 {pct(hot_share)} 且至少 2 个请求用到）：{count(int(is_hot.sum()), '块')}，"
                f"占块访问的 {pct(counts[is_hot].sum() / max(1, total))}。")
@@ -270,26 +282,44 @@ def demo2_hot_blocks(cols, source):
                 [[k, *(share(by[(n, k)]["hot_load"]) for n in nodes), ms_cell(by[(n_big, k)]["mean"])]
                  for k in replicas],
                 caption="单元格：最忙那块网卡的负载 = 要发的字节 / (带宽 × 时长)，> 100% 即超载；末列：平均排队（ms）。"
-                        f"请求率按 GPU 忙到 {pct(util)} 放大；热点块复制到 k 台。")
+                        f"热点块复制到 k 台；{rate}。")
+    covered = rel_change(work[LOCAL_DRAM.name], work[RDMA.name])
+    if value(pct(abs(work[RDMA.name] / work[LOCAL_DRAM.name] - 1))) == 0:
+        covered += "：读被计算盖住"
+    else:
+        covered += "：读没有全被计算盖住"
     more_table(["节点", "k", "倍率", "平均负载", "平均排队", "P99", "最长"],
                [[n, k, F1(r["scale"]), share(r["avg_load"], 1), ms_cell(r["mean"]), ms_cell(r["p99"]),
                  ms_cell(r["max"])] for (n, k), r in by.items()],
-               caption="倍率：请求率放大的倍数；平均负载：全部网卡的平均；排队（ms）：每个请求几次传输里等得最久的那次。"
-                       f"网卡：FAST'25 表 1 的 B_nic = 800 Gbps = {gbs(NIC_GB_PER_S)} GB/s 是一台节点全部网卡的合计（§3.2.3：每张 A800 配一块"
-                       " 100/200 Gbps 的网卡），这里当成一个 FIFO 队列。命中按无限容量的池算；全部 prefill 在一台 "
-                       f"{A800_X8.name} 上要 {sec0(work[LOCAL_DRAM.name])}{avg_nodes}（命中从本机 DRAM 读），改从远端 DRAM"
-                       f"（{gbs(RDMA.gb_per_s)} GB/s）读{change(work[LOCAL_DRAM.name], work[RDMA.name], sec0)}：读被计算盖住。"
+               caption="倍率：请求率乘的倍数；平均负载：全部网卡的平均；排队（ms）：每个请求等得最久的那次传输（一个请求从"
+                       f"同一台拉的块合成一次传输）。网卡：FAST'25 表 1 的 B_nic = {gbs(NIC_GBPS)} Gbps（{gbs(NIC_GB_PER_S)} "
+                       "GB/s）是一台节点全部网卡的合计（§3.2.3：每张 A800 配一块 100/200 Gbps 的网卡），这里当成一个 FIFO 队列。"
+                       f"命中按无限容量的池算；全部 prefill 在一台 {A800_X8.name} 上要 {sec0(work[LOCAL_DRAM.name])}{avg_nodes}"
+                       f"（命中从本机 DRAM 读），改从远端 DRAM 读{covered}。"
                        "简化：只模拟发送方的网卡，每次传输独占网卡；热点块由整个 trace 事先选出，副本事先放好。")
     d = dict(burst=burst, nodes=nodes, replicas=replicas, by=by, node_hours=node_h, util=util, hot_share=hot_share,
-             source=source, nic_gb_per_s=NIC_GB_PER_S,
+             source=source, nic_gb_per_s=NIC_GB_PER_S, nic_gbps=NIC_GBPS, rate_text=rate,
              n_hot=int(is_hot.sum()), hot_access_share=float(counts[is_hot].sum() / max(1, total)),
              raw_hits=int(raw.sum()), hit_blocks=int(hits.sum()), reuse=total - int(np.count_nonzero(counts)))
     print_observations(*observations_2(d))
     return d
 
 
+def rate_text(burst, scales, util):
+    """演示 2 怎样调请求率，按实际乘的倍数说："按节点数放大 5.4–43.6 倍…" / "缩小…" / 突发时"按原样重放"。"""
+    if burst:
+        return "全部请求同一时刻到达：按原样重放，算不出负载（-）"
+    shown = span(scales, seconds_fmt(scales, 1))
+    goal = f"使 GPU 忙到 {pct(util)}"
+    if all(order(s, 1, F1) > 0 for s in scales):
+        return f"请求率放大 {shown} 倍，{goal}"
+    if all(order(s, 1, F1) < 0 for s in scales):
+        return f"请求率缩小到 {shown} 倍，{goal}"
+    return f"请求率乘以 {shown}，{goal}"
+
+
 def observations_2(d):
-    """演示 2 的观察：没有网络流量、突发、一种规模、没有热点、不复制，各有自己的说法。"""
+    """演示 2 的观察（默认至多 2 条）：没有网络流量、突发、一种规模、没有热点、不复制，各有自己的说法。"""
     by, nodes, n_big, ks = d["by"], d["nodes"], d["nodes"][-1], [k for k in d["replicas"] if k > 1]
     big = by[(n_big, 1)]
     if not any(r["sent"] for r in by.values()):
@@ -299,28 +329,35 @@ def observations_2(d):
             (d["reuse"], f"块复用有 {count(d['reuse'], '次')}，但都不接在相同的开头后面，前缀缓存用不上"),
             (True, "没有一个块被第二个请求用到")) if found)
         return [f"没有任何请求要从别的节点拉 KV（{why}）：网卡都空着，排队都是 0。"], []
-    wait = f"{n_big:,} 台不复制时平均排队 {ms(big['mean'])}、最长 {ms(big['max'])}"
-    obs = [f"所有请求同时到达，算不出网卡负载：{wait}。"]
-    if not d["burst"]:
+    wait = f"平均排队 {ms(big['mean'])}、最长 {ms(big['max'])}"
+    more = []
+    if d["burst"]:
+        obs = [f"所有请求同时到达，算不出网卡负载；热点块占块访问的 {pct(d['hot_access_share'])}。"]
+    else:
         text = (words("不复制时最忙那块网卡的负载", trend([by[(n, 1)]["hot_load"] for n in sorted({nodes[0], n_big})], share))
                 + f"（{span(nodes, integer, ' → ')} 台），全部网卡平均 {share(big['avg_load'], 1)}")
         if 0 < 5 * value(share(big["avg_load"], 1)) <= value(share(big["hot_load"])):      # 最忙的是平均的 5 倍以上
-            text += "：流量挤在持有热门前缀的几台上，没有平均分到各台"
-        over = [f"{n:,}" for n in nodes if value(pct(by[(n, 1)]["hot_load"])) > 100]
-        obs = [text + "。", f"{listing(over)} 台时最忙的网卡超载（要发的比能发的多，队列越排越长）：{wait}。"]
-        if not over:
-            obs[1] = f"没有哪块网卡超过 100%：{wait}。"
+            text += "：流量挤在持有热门前缀的几台上"
+        obs = [text + "。"]
+        over = [f"{n:,}" for n in nodes if value(share(by[(n, 1)]["hot_load"])) > 100]
+        if over:
+            more.append(f"不复制时，{listing(over)} 台的最忙网卡超载：要发的比这段时间能发的多。")
+        load = share(big["hot_load"])
+        wait = f"最忙的网卡负载 {load}，{wait}"
+        if value(load) > 100:
+            wait = f"最忙的网卡负载 {load}（超载），{wait.split('，', 1)[1]}"
+    text = f"{n_big:,} 台不复制时{wait}"
     if not d["n_hot"]:
-        obs.append(f"没有被至少 {pct(d['hot_share'])} 的请求用到的块：没有热点可复制。")
+        text += f"；没有被至少 {pct(d['hot_share'])} 的请求用到的块，没有热点可复制"
     elif not ks:
-        obs.append("REPLICAS 里没有大于 1 的副本数：比不出复制的效果（试试 (1, 2, 4)）。")
+        text += "；REPLICAS 里没有大于 1 的副本数，比不出复制的效果（试试 (1, 2, 4)）"
     else:
         k2 = by[(n_big, ks[0])]
-        text = f"把热点块复制 {ks[0]} 份，{n_big:,} 台时平均排队{change(big['mean'], k2['mean'], ms)}"
+        text += f"；热点块复制 {ks[0]} 份，平均排队{change(big['mean'], k2['mean'], ms)}"
         if not d["burst"]:
             text += f"、最忙网卡{change(big['hot_load'], k2['hot_load'], share)}"
-        obs.append(text + "；代价是多占 DRAM。")
-    return obs, []
+        more.append(f"复制热点块的代价是多占 DRAM：每个热点块多存 {ks[0] - 1}–{ks[-1] - 1} 份。")
+    return obs + [text + "。"], more
 
 
 # =============================================================================
@@ -332,15 +369,21 @@ def demo3_scheduling(cols, source):
     nodes, cap, load, seed = SCHED_NODES, SCHED_CAPACITY, SCHED_LOAD, SCHED_SEED
     span_s, cap_bytes = arrival[-1] - arrival[0], cap * BLOCK_BYTES
     burst, no_cache, scale, notes = span_s < BURST_S, None, 1.0, ""
-    print_header(f"演示 3：以 KV 为中心的调度——{nodes:,} 台 prefill 节点各 {cap:,} 块本地 LRU（FAST'25 图 5）")
+    print_header(f"演示 3：以 KV 为中心的调度——{nodes:,} 台 prefill 节点、各 {cap:,} 块本地 LRU")
     rate = f"{count(len(arrival), '个请求')}同时到达（突发），按原样重放。"
+    if len(arrival) == 1:
+        rate = "只有 1 个请求。"
     if not burst:
         no_cache = sum(prefill_time(LLAMA3_70B, n, 0, LOCAL_DRAM, A800_X8) for n in input_len) / span_s
         scale = load * nodes / no_cache
-        rate = f"请求率 × {F2(scale)}：不用缓存时要 {nodes:,} 台的 {pct(load)}；"
-        notes = f"不用前缀缓存时平均要 {F2(no_cache)} 台一直做 prefill，请求率乘以 {F2(scale)} 使它等于 {nodes:,} 台的 {pct(load)}。"
-    print_text(f"{source}，{rate}本地缓存 {size(cap_bytes)}（{size(cap_bytes, binary=False)}），FAST'25 §5.3.1：约 "
-               f"{PAPER_LOCAL_DRAM['tb']} TB DRAM 只存约 {PAPER_LOCAL_DRAM['tokens'] / 1e4:,.0f} 万 token。")
+        rate = f"请求率 × {times(scale)[:-1]}：不用缓存时要 {nodes:,} 台的 {pct(load)}。"
+        notes = (f"不用前缀缓存时平均要 {F2(no_cache)} 台一直做 prefill，请求率乘以 {times(scale)[:-1]} 使它等于 "
+                 f"{nodes:,} 台的 {pct(load)}。")
+    where = SRC_LOCAL_CACHE.beside(cap, own="")
+    if where:
+        where = f"，{where}"
+    print_text(f"{source}，{rate}本地缓存 {size(cap_bytes)}（{tokens_text(cap * BLOCK_SIZE)}{where}）。比较平均的 "
+               "TTFT（time to first token，从到达到第一个输出 token）。")
     total_blocks, res = max(1, sum(len(b) for b in blocks)), {}
     with status(f"模拟 {len(SCHEDULERS)} 种调度、{count(len(arrival), '个请求')}…"):
         for s, r in run_schedulers(arrival, input_len, blocks, SCHEDULERS, nodes, cap, scale, seed=seed).items():
@@ -351,53 +394,88 @@ def demo3_scheduling(cols, source):
                           hit=float(usable_hits(r["hits"], input_len, BLOCK_SIZE).sum() / total_blocks), util=util,
                           pulled_share=float(np.mean(r["pulled"] > 0)), pulled=int(r["pulled"].sum()))
     g, pg, ps = res["global_cache"]["mean"], PAPER_FIG5["global_cache"], PAPER_FIG5_SETUP
+    sec = seconds_fmt([r["mean"] for r in res.values()] + [r["p90"] for r in res.values()])
     print_table(["调度", "TTFT", "命中", "负载", "×全局", "论文", "论文×"],
-                [[SCHED_NAMES[s], F2(r["mean"]), pct(r["hit"]), share(r["util"]),
+                [[SCHED_NAMES[s], sec(r["mean"]), pct(r["hit"]), share(r["util"]),
                   times(r["mean"] / g), F2(PAPER_FIG5[s]), times(PAPER_FIG5[s] / pg)] for s, r in res.items()],
-                caption="TTFT：平均（s，含排队和拉 KV）；命中：用得上的前缀命中块 / 全部块；负载 > 100% 即超载；×全局："
-                        f"相对全局缓存感知。论文：{ps['source']}，{ps['nodes']} 台 {ps['node']}（没说几台做 prefill）回放 "
-                        f"{ps['trace']}；本实验 {nodes:,} 台全做 prefill。")
+                caption="TTFT：平均秒数，含排队和拉 KV；命中：用得上的前缀命中块 / 全部块；负载 > 100% 即超载。"
+                        f"论文：FAST'25 图 5（{ps['nodes']} 台 {ps['node']}，{ps['trace']}）。")
     more_table(["调度", "P90 TTFT", "拉了 KV 的请求", "拉的块"],
-               [[SCHED_NAMES[s], F2(r["p90"]), pct(r["pulled_share"]), integer(r["pulled"])] for s, r in res.items()],
-               caption=f"随机和负载均衡都不看缓存；随机还不看排队，平均 TTFT 是负载均衡的 "
-                       f"{times1(res['random']['mean'] / res['load_balancing']['mean'])}。本地缓存 {cap:,} 块 × {BLOCK_SIZE} "
-                       f"token = {cap * BLOCK_SIZE:,} token，在每台自己的 DRAM 里，命中从本机 DRAM 读；全局调度还能把别的节点"
-                       f"上更长的前缀经网卡（{gbs(NIC_GB_PER_S)} GB/s）拉过来；本地缓存超过一台约 {PAPER_LOCAL_DRAM['tb']} TB "
-                       f"DRAM 时，真实系统要把多出的放到 SSD 或别的节点，这里都按本机 DRAM 读。{notes}"
+               [[SCHED_NAMES[s], sec(r["p90"]), pct(r["pulled_share"]), integer(r["pulled"])] for s, r in res.items()],
+               caption=f"×全局：相对全局缓存感知。论文 {ps['source']} 用 {ps['nodes']} 台 {ps['node']}（没说几台做 prefill）回放 "
+                       f"{ps['trace']}；本实验 {nodes:,} 台全做 prefill。随机和负载均衡都不看缓存；随机还不看排队，平均 TTFT "
+                       f"是负载均衡的 {times1(res['random']['mean'] / res['load_balancing']['mean'])}。本地缓存 {cap:,} 块 × "
+                       f"{BLOCK_SIZE} token，在每台自己的 DRAM 里，命中从本机 DRAM 读；全局调度还能把别的节点上已经算完的更长前缀"
+                       f"经网卡（{gbs(NIC_GBPS)} Gbps）拉过来。本地缓存超过一台约 {PAPER_LOCAL_DRAM['tb']} TB DRAM 时，真实系统要把"
+                       f"多出的放到 SSD 或别的节点，这里都按本机 DRAM 读。{notes}"
                        "本实验是离散事件模拟：每台一次只做一个 prefill、排队时间精确已知、RDMA 传输不排队、传输和计算不重叠；"
                        "论文是真实集群（有 batching 和排队估计误差）。所以只比顺序和相对大小。")
     d = dict(results=res, scale=scale, no_cache_nodes=no_cache, source=source, burst=burst, nodes=nodes,
              capacity=cap, cap_bytes=cap_bytes, load=load, node=A800_X8.name, names=dict(SCHED_NAMES),
-             paper=dict(PAPER_FIG5), paper_setup=dict(PAPER_FIG5_SETUP))
+             paper=dict(PAPER_FIG5), paper_setup=dict(PAPER_FIG5_SETUP), seconds=sec)
     print_observations(*observations_3(d))
     return d
 
 
+def seconds_fmt(values, nd=2):
+    """一列数的格式（TTFT 的秒数、请求率的倍数）：小数位多到最小的非零值也有两位有效数字（0.0043 印 "0.0043"，
+    不印成 "0.00"），至少 nd 位小数。排名和"一样"都按这个格式印出来的值判断，和表格一致。
+
+    >>> seconds_fmt([3.56, 0.38])(0.38), seconds_fmt([0.0043, 0.002])(0.0043), seconds_fmt([0.0012, 5.4], 1)(5.4)
+    ('0.38', '0.0043', '5.4000')
+    """
+    tiny = min((abs(v) for v in values if v), default=1.0)
+    return fixed(max(nd, 1 - math.floor(math.log10(tiny))))
+
+
+def zh_listing(items):
+    """中文名字的列举："随机、负载均衡和本地缓存感知"（中文之间不加空格；英文、数字旁边照 words 加空格）。"""
+    items = [str(x) for x in items]
+    if len(items) <= 1:
+        return "".join(items)
+    return words("、".join(items[:-1]), "和", items[-1])
+
+
+def tokens_text(n):
+    """token 数：一万以上说"307 万 token"，以下照写："5,120 token"。"""
+    if n >= 1e4:
+        return f"{n / 1e4:,.0f} 万 token"
+    return f"{integer(n)} token"
+
+
 def observations_3(d):
-    """演示 3 的观察：一台节点、并列、没有命中、没有拉取、突发、不超载，各有自己的说法。"""
-    res, names, p = d["results"], d["names"], d["paper"]
+    """演示 3 的观察（默认至多 2 条）：一台节点、并列、没有命中、没有拉取、突发、超载，各有自己的说法。"""
+    res, names, p, sec = d["results"], d["names"], d["paper"], d["seconds"]
     lb, loc, glo = (res[s] for s in ("load_balancing", "local_cache", "global_cache"))
     if d["nodes"] == 1:
-        return [f"只有 1 台节点：四种调度都只能发给它（平均 TTFT 都是 {F2(glo['mean'])} s），要比较调度至少要 2 台。"], []
-    ours, paper = (rank([(names[s], v) for s, v in x.items()], F2) for x in ({s: r["mean"] for s, r in res.items()}, p))
+        return [f"只有 1 台节点：四种调度都只能发给它（平均 TTFT 都是 {sec(glo['mean'])} s），要比较调度至少要 2 台。"], []
+    ours = rank([(names[s], r["mean"]) for s, r in res.items()], sec)
+    paper = rank([(names[s], v) for s, v in p.items()], F2)
     agree = f"，论文图 5 是{paper}"
     if ours == paper:
         agree = "，与论文图 5 的顺序一致"
-    obs = [f"平均 TTFT {rel_vs('全局', glo['mean'], '本地', loc['mean'], fixed(2, 's'))}，论文"
+    obs = [f"平均 TTFT {rel_vs('全局', glo['mean'], '本地', loc['mean'], lambda x: sec(x) + ' s')}，论文"
            f"{rel_change(p['local_cache'], p['global_cache'], less='低', more='高')}；从高到低：{ours}{agree}。"]
     text = f"看缓存的调度把请求送回有它前缀的节点：命中率{change(lb['hit'], glo['hit'], pct)}（负载均衡 → 全局）"
+    if same(lb["hit"], glo["hit"], pct):
+        text = f"负载均衡和全局缓存感知的命中率都是 {pct(glo['hit'])}：看缓存也没有多命中"
     if not d["burst"]:
         text += f"，负载{change(lb['util'], glo['util'], share)}"
-    if not d["burst"] and order(glo["util"], lb["util"], share) < 0 <= value(share(lb["util"])) - 50:
-        text += "：集群忙的时候，省下的计算就是省下的排队"
+    over = [s for s, r in res.items() if not d["burst"] and value(share(r["util"])) > 100]
+    busy = ""
+    if over and len(over) == len(res):
+        busy = f"：四种调度都超载（负载 {span([res[s]['util'] for s in over], share)}），要做的比这段时间做得完的多"
+    elif over:
+        busy = f"：{zh_listing(names[s] for s in over)}超载，看缓存的调度省下的计算让集群跟得上"
+    text += busy
     if order(max(r["hit"] for r in res.values()), 0, pct) == 0:
-        text = "四种调度的命中率都是 0%：这个 trace 里没有用得上的前缀，看缓存的调度没有缓存可用"
+        text = "四种调度的命中率都是 0%：这个 trace 里没有用得上的前缀，看缓存的调度没有缓存可用" + busy.replace("：", "；", 1)
     obs.append(text + "。")
-    obs.append(f"全局调度让 {pct(glo['pulled_share'])} 的请求从别的节点拉了 KV（共 {count(glo['pulled'], '块')}）：既能去空闲的"
-               "节点，又用得上别处的前缀。")
+    more = [f"全局调度让 {pct(glo['pulled_share'])} 的请求从别的节点拉了 KV（共 {count(glo['pulled'], '块')}）：既能去空闲的"
+            "节点，又用得上别处已经算完的前缀。"]
     if not glo["pulled"]:
-        obs[-1] = "全局调度一次也没有从别的节点拉 KV：拉过来从不比在本地算快，它和本地缓存感知选得一样。"
-    return obs, []
+        more = ["全局调度一次也没有从别的节点拉 KV：拉过来从不比在本地算快（或要的 KV 还没算完），它和本地缓存感知选得一样。"]
+    return obs, more
 
 
 # =============================================================================
@@ -416,14 +494,20 @@ def demo4_pd_transfer():
     """prefill 和 decode 分在两台机器上：整个请求的 KV 要经网卡送到 decode 节点，要多久？藏得住吗？"""
     model, node, lens, nic, slow_nic, hit = LLAMA3_70B, A800_X8, list(PD_LENS), PD_NIC_GBPS, PD_SLOW_GBPS, PD_HIT
     print_header(f"演示 4：prefill/decode 分离——把 KV 送到 decode 节点（{model.name}、{node.name}）")
-    print_text("Mooncake、Splitwise 把 prefill、decode 放在不同机器上（DistServe 是不同 GPU，可同机经 NVLink，§4.2）；"
-               f"一层算完就发这一层（Mooncake：FAST'25 §3.1、arXiv v3 §3 的第 3 步）。网卡合计 {gbs(nic)} Gbps。")
+    nic_src = SRC_PD_NIC.beside(nic, own="")
+    if nic_src:
+        nic_src = f"（{nic_src}）"
+    print_text(f"prefill 节点每算完一层，就把这一层的 KV 经网卡发给 decode 节点（FAST'25 §3.1 第 3 步）。网卡合计 {gbs(nic)} "
+               f"Gbps{nic_src}。")
     base, hits, slow = ([pd_case(model, node, n, h, g) for n in lens] for h, g in ((0, nic), (hit, nic), (0, slow_nic)))
-    print_table(["prompt", "KV", "prefill", "发 KV", "发/算", "露出", "需要", f"命中 {share(hit)}"],
+    hit_src = SRC_PD_HIT.beside(hit, own="")
+    if hit_src:
+        hit_src = f"（{hit_src}）"
+    print_table(["prompt", "KV", "prefill", "发 KV", "发/算", "没盖住", "需要", f"命中 {share(hit)}"],
                 [[integer(c["n"]), size(c["kv"]), ms_cell(c["prefill"]), ms_cell(c["send"]), pct1(c["send"] / c["prefill"]),
                   ms_cell(c["exposed"]), F1(c["need_gbps"]), F1(h["need_gbps"])] for c, h in zip(base, hits)],
-                caption=f"单位 ms；发/算 = 发 / prefill（注意力 ∝ n²，KV ∝ n）；露出 = max(prefill, 发) + min(prefill, 发) / "
-                        f"{model.n_layers} − prefill；需要：藏得住的带宽（Gbps）= KV / prefill。")
+                caption="单位 ms；发/算 = 发 / prefill；没盖住 = 按层流水比 prefill 多出的时间；需要：藏得住的带宽（Gbps）= "
+                        f"KV / prefill，最后一列是前缀命中 {share(hit)}{hit_src}时的需要。")
     small = {m.name: m for m in (LLAMA3_8B, LLAMA2_7B)}
     need = {name: [pd_case(m, A800_X1, n, 0.0, nic)["need_gbps"] for n in lens] for name, m in small.items()}
     need[f"{model.name} ÷ {node.n_gpus}"] = [c["need_gbps"] / node.n_gpus for c in base]     # 摊到每张卡
@@ -460,7 +544,7 @@ def demo4_pd_transfer():
 
 def pd_curves(model, node, nic, slow_nic, hit):
     """给 figures/plot_05.py：prompt 长度（几何等距）→ prefill 时间（不命中、命中 hit）和几种网卡上发 KV 的时间（秒）；
-    cross / cross_hit：每种网卡从多长的 prompt 起藏得住（不命中的就是演示 1 的保本长度，带宽 = Gbps / 8）。"""
+    cross / cross_hit：每种网卡从多长的 prompt 起藏得住（不命中的就是演示 1 的"读更快的最短前缀"，带宽 = Gbps / 8）。"""
     n = np.unique(np.geomspace(512, 131_072, 48).astype(int)).tolist()
     nics = sorted({nic, PAPER_PD["min_gbps"], slow_nic}, reverse=True)
     return dict(n=n, prefill=[pd_case(model, node, x, 0.0, nic)["prefill"] for x in n],
@@ -483,32 +567,34 @@ def hidden_from(model, node, hit, gbps):
 
 
 def observations_4(d):
-    """演示 4 的观察：一个长度、都藏得住 / 藏不住、不命中（PD_HIT = 0），各有自己的说法。"""
+    """演示 4 的观察（默认 2 条）：一个长度、都藏得住 / 藏不住、不命中（PD_HIT = 0），各有自己的说法。"""
     base, slow, hits, nic, long_ = d["base"], d["slow"], d["hits"], d["nic_gbps"], d["base"][-1]
     bad, exposed = [integer(c["n"]) for c in base if not c["hidden"]], [c for c in slow if not c["hidden"]]
-    text = f"：按层流水藏得住，只露出最后一层的 {ms(long_['exposed'])}"
+    text = f"：按层流水藏得住，没盖住的只有最后一层的 {ms(long_['exposed'])}"
     if bad:
         text = f"；{listing(bad)} token 的发送比 prefill 还长，藏不住"
     obs = [f"{long_['n']:,} token 的 KV 有 {size(long_['kv'])}，经 {gbs(nic)} Gbps 发完要 {ms(long_['send'])}，"
            f"prefill 要 {ms(long_['prefill'])}{text}。"]
-    text = "，每个长度仍藏得住：这个模型算得够久"
-    if bad:                                                  # 主网卡有藏不住的：换了网卡才藏得住，不说"仍"
-        text = "，每个长度都藏得住：这个模型算得够久"
-    if exposed:
-        text = (f"，{listing(integer(x['n']) for x in exposed)} token 藏不住：露出 {span([c['exposed'] for c in exposed], ms_cell)} ms"
-                f"（prefill 的 {span([c['exposed'] / c['prefill'] for c in exposed], pct)}）")
-    if not same(d["slow_gbps"], nic, gbs):                  # 对照的网卡和主网卡一样：这句就是第一句，不说
-        obs.append(f"网卡换成 {gbs(d['slow_gbps'])} Gbps（FAST'25 §5.4.2 模拟了 {'–'.join(map(str, d['paper']['sweep']))} "
-                   f"Gbps）{text}。")
     need_b, need_h = [c["need_gbps"] for c in base], [c["need_gbps"] for c in hits]
     over = [integer(c["n"]) for c in hits if order(c["need_gbps"], nic, F1) > 0]
     text = f"，{gbs(nic)} Gbps 的余量{change(nic / max(need_b), nic / max(need_h), times1)}"
     if over:
         text = f"，{gbs(nic)} Gbps 在 {listing(over)} token 时藏不住"
-    obs.append(f"前缀命中 {share(d['hit'])}：算得少了，要发的 KV 没少{text}：网络更容易露出来。")
+    obs.append(f"前缀命中 {share(d['hit'])}：要算的少了，要发的 KV 没少{text}。")
     if not any(c["hit"] for c in hits):                      # PD_HIT = 0，或 prompt 短得命中取整后是 0 个 token
         obs[-1] = f"前缀命中 {share(d['hit'])} 时一个 token 也没命中（最后一个 token 总要算）：最后一列和“需要”相同。"
-    return obs, []
+    more = []
+    text = "，每个长度仍藏得住：这个模型算得够久"
+    if bad:                                                  # 主网卡有藏不住的：换了网卡才藏得住，不说"仍"
+        text = "，每个长度都藏得住：这个模型算得够久"
+    if exposed:
+        text = (f"，{listing(integer(x['n']) for x in exposed)} token 藏不住：没盖住 "
+                f"{span([c['exposed'] for c in exposed], ms_cell)} ms（prefill 的 "
+                f"{span([c['exposed'] / c['prefill'] for c in exposed], pct)}）")
+    if not same(d["slow_gbps"], nic, gbs):                  # 对照的网卡和主网卡一样：这句就是第一句，不说
+        more.append(f"网卡换成 {gbs(d['slow_gbps'])} Gbps（FAST'25 §5.4.2 模拟了 {'–'.join(map(str, d['paper']['sweep']))} "
+                    f"Gbps）{text}。")
+    return obs, more
 
 
 # =============================================================================
