@@ -37,7 +37,7 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.realpath(__file__))))  # 仓库根目录：让 lab_common 包可以 import
 from lab_common import console  # noqa: E402
 from lab_common.console import ArgParser, fail, print_header, print_observations, print_table, print_text, status  # noqa: E402
-from lab_common.say import (change, fixed, integer, never_below, order, pct, rel_change, same, sci, share, size,  # noqa: E402
+from lab_common.say import (change, count, fixed, integer, never_below, order, pct, rel_change, same, sci, share, size,  # noqa: E402
                             span, vs, words)
 from lab_common.script_tools import run_in_child, run_lecture  # noqa: E402
 from lab_common.settings import check_setting, is_int  # noqa: E402
@@ -94,6 +94,11 @@ VLLM_FIG16 = dict(   # vLLM 论文（Kwon et al., SOSP'23）§6.4、图 16：共
     throughput_x={"1-shot": 1.67, "5-shot": 3.58},   # vLLM 的吞吐是 Orca (Oracle) 的几倍（vLLM 整体，不只是共享）
 )
 _V = VLLM_FIG16
+POOL_NOTES = ("和真实系统的三处不同。最后一块：vLLM v1 把命中截在 n − 1 个 token（按整块），nano-vllm 只查第 0 到"
+              "倒数第 2 块——这里也一样，整段命中时最后一块重算。钉住：这里的缓存自己持有一份引用，请求走了块也留着"
+              "（演示只数复用，不用管块什么时候被挤掉）；vLLM、nano-vllm 不钉，请求结束时块回到空闲表、哈希还在，"
+              "被重新分配之前都还能命中。登记：nano-vllm 在一步算完以后才登记这一步的块哈希，同一批 prefill 的请求"
+              "互相用不上；这里请求一个一个来，每个都在前一个登记之后。")
 VLLM_FIG16_NOTE = (f"对照 vLLM 论文 §6.4 图 16（{_V['model']}、{_V['dataset']}，前缀 {_V['prefix_tokens']['1-shot']} / "
                    f"{_V['prefix_tokens']['5-shot']} token）：共享 1-shot、5-shot 前缀时 vLLM 的吞吐是 {_V['baseline']} 的 "
                    f"{_V['throughput_x']['1-shot']}、{_V['throughput_x']['5-shot']} 倍。那是 vLLM 整体（分页 + 共享）和 Orca "
@@ -153,15 +158,19 @@ def observations_1(d):
 # =============================================================================
 def run_shared_prefix(params, cfg, prefix, suffixes, block_size):
     """N 个请求依次到达，共享 prefix：前缀缓存 = {块哈希 → 物理块}，缓存自己也持有一份引用（ref_count +1）。
-    返回计数，以及最后一个 token 的 logits 与从头算的最大差。"""
+    命中按全讲唯一的定义（kv_store.prefix_match.usable_hit_tokens）：最后一个 token 总要算，所以一个请求整段都在
+    缓存里（和前面某个请求一模一样、又正好是整块）时，最后一块照样重算。
+    返回计数（repeats：整段都在缓存里的请求数），以及最后一个 token 的 logits 与从头算的最大差。"""
     max_len = len(prefix) + max(len(s) for s in suffixes)
     pool = BlockPool(cfg, n_blocks=2 * len(suffixes) * n_blocks(max_len, block_size), block_size=block_size)
-    cache, computed, worst, mapped = {}, 0, 0.0, 0
+    cache, computed, worst, mapped, repeats = {}, 0, 0.0, 0, 0
     for suf in suffixes:
         toks = np.concatenate([prefix, suf])
         hs = block_hashes(toks, block=block_size)
         seq = PagedSequence(pool)
-        hit = match_prefix(hs, cache)        # 从第一块开始，连续命中几块就映射几块
+        found = match_prefix(hs, cache)      # 从第一块开始，连续几块在缓存里
+        hit = int(usable_hit_tokens(found, len(toks), block_size)) // block_size   # 映射用得上的整块：至少留最后一个 token 来算
+        repeats += hit < found               # 整段都在缓存里（正好整块）：最后一块不映射，重算
         for hsh in hs[:hit]:
             seq.blocks.append(cache[hsh])
             pool.incref(cache[hsh])          # 共享：只加引用计数，不复制 KV
@@ -178,7 +187,7 @@ def run_shared_prefix(params, cfg, prefix, suffixes, block_size):
         worst = max(worst, float(np.max(np.abs(last - ref))))
     total = sum(len(prefix) + len(s) for s in suffixes)
     return dict(n=len(suffixes), prefix_len=len(prefix), total=total, computed=computed, worst=worst,
-                cached_blocks=len(cache), mapped=mapped, used_shared=pool.num_used,
+                cached_blocks=len(cache), mapped=mapped, repeats=repeats, used_shared=pool.num_used,
                 used_private=sum(n_blocks(len(prefix) + len(s), block_size) for s in suffixes),
                 saved=1 - computed / total, speedup=total / computed, prefix_share=len(prefix) * len(suffixes) / total,
                 full_prefix_blocks=len(prefix) // block_size, prefix_tail=len(prefix) % block_size)
@@ -226,21 +235,27 @@ def observations_2(res, n, block_size):
     """演示 2 的观察：res 就是表格那一份数；n、block_size 是句子提到的设置。"""
     name = max(res, key=lambda k: res[k]["prefix_len"])          # 最长的前缀（同样长时取先出现的）
     big, worst = res[name], max(r["worst"] for r in res.values())
+    repeats = sum(r["repeats"] for r in res.values())
     exact = f"logits 与从头算一致到 {sci(worst)}"
     if worst == 0:
         exact = "logits 与从头算逐位相同（最大差 0.0）"
     why = f"前缀不满一块（块大小 {block_size}），后面 {n - 1} 个请求什么也复用不了"
     if n == 1:
         why = "只有 1 个请求：没有后来的请求来用缓存里的块"
+    more = [POOL_NOTES, VLLM_FIG16_NOTE]
     if not big["mapped"]:
-        return [f"{why}；每个前缀都省下 0%，显存也没有省；{exact}。"], [VLLM_FIG16_NOTE]
+        return [f"{why}；每个前缀都省下 0%，显存也没有省；{exact}。"], more
     formula = f"省下的比例 ≈ {n - 1}/{n} × 前缀占输入的比例（{name} {pct(big['prefix_share'])}）"
     if big["prefix_tail"]:
         formula += f"，再减去每个请求都要重算的零头（{big['prefix_tail']} 个 token）"
-    return [f"{name} 省下 {pct(big['saved'])} 的计算：后面 {n - 1} 个请求把前缀的 {big['full_prefix_blocks']:,} 个满块"
-            f"映射到缓存里的物理块（只加引用计数），{exact}。", formula + "。",
-            f"显存也省了：{n} 个请求同时在场时，{name} 不共享要 {big['used_private']:,} 块，共享只要 "
-            f"{big['used_shared']:,} 块（{pct(big['used_shared'] / big['used_private'])}）：共享的前缀块只存一份。"], [VLLM_FIG16_NOTE]
+    memory = (f"显存也省了：{n} 个请求同时在场时，{name} 不共享要 {big['used_private']:,} 块，共享只要 "
+              f"{big['used_shared']:,} 块（{pct(big['used_shared'] / big['used_private'])}）：共享的前缀块只存一份。")
+    first = (f"{name} 省下 {pct(big['saved'])} 的计算：后面 {n - 1} 个请求把前缀的 {big['full_prefix_blocks']:,} 个满块"
+             f"映射到缓存里的物理块（只加引用计数），{exact}。")
+    if repeats:
+        return [first, f"有 {count(repeats, '个请求')}和前面某个请求一模一样、正好是整块：整段都在缓存里，最后一块照样"
+                       f"重算（{block_size} 个 token）——要最后一个 token 的 logits 才有第一个输出。"], [formula + "。", memory] + more
+    return [first, formula + "。"], [memory] + more
 
 
 # =============================================================================

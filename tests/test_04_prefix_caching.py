@@ -150,13 +150,13 @@ def mk2(prefix_len, n=8, bs=16, saved=0.8, mapped=None, shared=10, private=50, w
     if mapped is None:
         mapped = (n - 1) * full
     return dict(prefix_len=prefix_len, saved=saved, mapped=mapped, used_shared=shared, used_private=private,
-                worst=worst, prefix_share=share, full_prefix_blocks=full, prefix_tail=prefix_len % bs)
+                worst=worst, prefix_share=share, full_prefix_blocks=full, prefix_tail=prefix_len % bs, repeats=0)
 
 
 def test_demo2_observations_default(d2):
     lines, more = m.observations_2(d2, 8, 16)
     t = text((lines, more))
-    assert len(lines) == 3 and "5-shot省下82%的计算" in t and "逐位相同（最大差0.0）" in t and "21个满块" in t
+    assert len(lines) == 2 and "省下的比例" in lines[1] and "显存也省了" in more[0] and "5-shot省下82%的计算" in t and "逐位相同（最大差0.0）" in t and "21个满块" in t
     assert "前缀占输入的比例（5-shot95%），再减去每个请求都要重算的零头（5个token）" in t and "共享只要36块（20%）" in t
 
 
@@ -182,6 +182,36 @@ def test_demo2_observations_equal_prefixes_and_savings():
     assert "a省下71%的计算" in t and "省得多" not in t and "省得少" not in t
     res = {"a": mk2(80, saved=0.711), "b": mk2(96, saved=0.709)}
     assert "b省下71%的计算" in text(m.observations_2(res, 8, 16))
+
+
+def test_demo2_repeated_aligned_prompt_recomputes_its_last_block():
+    """一个请求和前面的一模一样、正好 5 整块（前缀 79 + 后缀 1 个 token，两个后缀相同）：5 块都在缓存里，只映射 4 块，
+    最后一块（16 个 token）重算，logits 照样和从头算逐位相同。手算：80 + 80 + 80 个 token，第 2、3 个各映射 4 块。"""
+    cfg = m.config_like(m.TINY, max_seq=96)
+    params = m.init_params(cfg, seed=0)
+    prefix = np.arange(79) % cfg.vocab
+    sufs = [np.array([3]), np.array([3]), np.array([5])]
+    r = m.run_shared_prefix(params, cfg, prefix, sufs, 16)
+    assert (r["repeats"], r["mapped"], r["computed"], r["worst"]) == (1, 8, 80 + 16 + 16, 0.0)
+    lines, more = m.observations_2({"x": dict(r, n=3)}, 3, 16)
+    assert "有1个请求和前面某个请求一模一样、正好是整块：整段都在缓存里，最后一块照样重算（16个token）" in text((lines, []))
+    assert len(lines) == 2 and any("显存也省了" in x for x in more) and m.POOL_NOTES in more
+
+
+def test_demo2_runs_with_exact_repeats(monkeypatch, capsys):
+    """FEW_SHOT = (("x", 79),)、SUFFIX_LEN = (1, 2)：每个请求 80 个 token，后缀只有 1 个随机 token，常有完全相同的请求。"""
+    monkeypatch.setattr(m, "FEW_SHOT", (("x", 79),))
+    monkeypatch.setattr(m, "SUFFIX_LEN", (1, 2))
+    res = m.demo2_shared_prefix()
+    r = res["x"]
+    assert r["repeats"] >= 1 and r["worst"] == 0.0 and r["computed"] >= r["n"] * 16
+    assert "最后一块照样重算" in flat(capsys.readouterr().out)
+
+
+def test_demo2_pool_notes_name_the_three_rules():
+    t = flat(m.POOL_NOTES)
+    assert "vLLMv1把命中截在n−1个token" in t and "nano-vllm只查第0到倒数第2块" in t
+    assert "请求结束时块回到空闲表、哈希还在" in t and "同一批prefill的请求互相用不上" in t
 
 
 def test_demo2_cites_fig16_as_vllm_vs_orca():
