@@ -1,6 +1,6 @@
 # CS349E 第 7 讲：常用命令
 #   make demo      —— 建好环境（若没有）并运行 04_prefix_caching.py
-#   make test      —— 建好环境（若没有）并跑全部测试（2 核约 45 秒；Linux x86_64 上含 Triton 解释器下的 kernel 校验）
+#   make test      —— 建好环境（若没有）并跑全部测试（空闲的 2 核上约 70 秒；pip 装得上 torch、triton 时含 Triton 解释器下的 kernel 校验）
 #   make test-all  —— 同上，再加完整的改设置矩阵（每条改动都既改属性、又改源码、又在新解释器里跑；几分钟）
 #   make bench     —— 测每个脚本的耗时（中位数 / 5 次）、大 trace 的内存和每个脚本的篇幅，对照预算
 #   make check     —— 检查 exercises/ 里的练习（EX=3 只查练习 3）
@@ -57,13 +57,14 @@ endif
 
 .PHONY: venv demo test test-all bench all clean
 
-$(VPY):
+# 目标是 pyvenv.cfg（每个平台的 venv 都有；Windows 上的 python 叫 python.exe）
+$(VENV)/pyvenv.cfg:
 	@$(PY) -c "import sys; sys.exit(sys.version_info < (3, 10))" 2>/dev/null || { echo "make: 要 Python ≥ 3.10，$(PY) 不是或运行不了；换一个：make demo PY=python3.12" >&2; exit 2; }
 	@echo "建 $(VENV)（Python $$($(PY) -c "$(PYVER)")，约 25 MB，约 10 秒）"
 	@$(PY) -m venv $(VENV)
 
 # 演示要的：numpy、rich、matplotlib 和中文字体
-$(DEMO_STAMP): requirements.txt | $(VPY)
+$(DEMO_STAMP): requirements.txt | $(VENV)/pyvenv.cfg
 	@echo "装演示的依赖 numpy、rich、matplotlib 和中文字体（约 210 MB，约半分钟）"
 	@$(PIP) -r requirements.txt
 	@touch $@
