@@ -14,38 +14,42 @@ import threading
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # 仓库根目录：lab_common、exercises
 from lab_common.console import ArgParser  # noqa: E402
-from lab_common.mine import (EXERCISES, Impl, exercises_dir, one_line, reference_impl, setup_path,  # noqa: E402
+from exercises.mine import (EXERCISES, Impl, exercises_dir, one_line, reference_impl, setup_path,  # noqa: E402
                              short_path, student_impl)
 
 setup_path()
-from exercises.cases import CASES, Crash, Fail  # noqa: E402
+from exercises.cases import CASES, CLOCK, STRETCH, CaseTimeout, Crash, Fail  # noqa: E402
 
-CASE_SECONDS = 20      # 一个用例最多跑多久（多半是死循环）；只在有 SIGALRM 的系统上（Linux、macOS）
-
-
-class _Timeout(Exception):
-    pass
+BUDGET_FACTOR, BUDGET_FLOOR = 10, 1.0   # 时间预算：每个用例里你的代码最多用参考实现的 10 倍时间，至少给 1 秒
+HARD_SECONDS = 10                       # 一个用例跑了这么久还没完就停下（多半是死循环）；只在有 SIGALRM 的系统上
 
 
 def _on_alarm(signum, frame):
-    raise _Timeout()
+    raise CaseTimeout()
+
+
+def budget(ref_seconds):
+    return max(BUDGET_FLOOR, BUDGET_FACTOR * ref_seconds)
 
 
 def run_case(fn, objs, path):
-    """跑一个用例：返回 (状态, 细节)。状态：通过 / 没通过 / 还没写 / 出错 / 超时。"""
+    """跑一个用例：返回 (状态, 细节)。状态：通过 / 没通过 / 还没写 / 出错 / 超时 / 太慢。"""
     alarm = hasattr(signal, "SIGALRM") and threading.current_thread() is threading.main_thread()
     if alarm:
         old = signal.signal(signal.SIGALRM, _on_alarm)
-        signal.setitimer(signal.ITIMER_REAL, CASE_SECONDS)
+        signal.setitimer(signal.ITIMER_REAL, HARD_SECONDS)
+    CLOCK["ref"] = CLOCK["mine"] = 0.0
     try:
         fn(objs)
+        if CLOCK["mine"] > budget(CLOCK["ref"]):
+            return "太慢", (CLOCK["mine"], CLOCK["ref"])
         return "通过", None
     except Fail as f:
         return "没通过", f
     except NotImplementedError as e:
         return "还没写", e
-    except _Timeout:
-        return "超时", None
+    except CaseTimeout:
+        return "超时", (CLOCK["mine"], CLOCK["ref"])
     except Crash as c:
         return "出错", (c.given, one_line(c.__cause__, path))
     except Exception as e:
@@ -77,7 +81,7 @@ def check_exercise(number, impl, out=print, fail_fast=False):
     ex = EXERCISES[number]
     path = impl.path
     label = short_path(path) if path else "参考实现"
-    missing = [n for n, _ in ex.names if n not in impl.objs]
+    missing = [n for n, _ in ex.names if n not in impl.objs and n not in ex.optional]
     if impl.error or missing:
         reason = impl.error
         if reason is None:
@@ -89,18 +93,24 @@ def check_exercise(number, impl, out=print, fail_fast=False):
         results.append((name, *run_case(fn, impl.objs, path)))
         if fail_fast and results[-1][1] not in ("通过", "还没写"):
             break
-    if all(state == "还没写" for _, state, _ in results):
+    core = [r for r in results if not r[0].startswith(STRETCH)]
+    if all(state == "还没写" for _, state, _ in core):
         out(f"练习 {number} 还没写（{label}）")
         return "还没写"
     out(f"练习 {number} · {ex.title}（{label}）")
     for name, state, _ in results:
         mark = {"通过": "  通过    ", "还没写": "  还没写  "}.get(state, "  没通过  ")
+        if state == "还没写" and name.startswith(STRETCH):
+            mark = "  （没写）"
         out(f"{mark}{name}")
-    failed = [r for r in results if r[1] != "通过"]
+    failed = [r for r in results if r[1] != "通过" and not (r[1] == "还没写" and r[0].startswith(STRETCH))]
     if failed:
         _explain(failed[0], impl, out)
         return "没通过"
-    out(f"  全部 {len(results)} 个用例通过。用你的代码跑讲义的演示：python lecture07/{ex.scripts[0]}.py --mine "
+    n_core = len(core)
+    done = [r for r in results if r[0].startswith(STRETCH) and r[1] == "通过"]
+    extra = f"，选做的 {len(done)} 个也通过" if done else ""
+    out(f"  全部 {n_core} 个用例通过{extra}。用你的代码跑讲义的演示：python lecture07/{ex.scripts[0]}.py --mine "
         f"{ex.try_args}".rstrip())
     return "通过"
 
@@ -116,9 +126,18 @@ def _explain(first, impl, out):
         out(f"     提示：{detail.hint}")
     elif state == "还没写":
         out(f"     用到的 {_not_written_name(detail, impl)} 还没写（还在 raise NotImplementedError）")
-    elif state == "超时":
-        out(f"     {CASE_SECONDS} 秒还没跑完：多半是死循环（比如 while 循环里的下标没有前进），或者每次操作太慢"
-            "（比如在 list 里查找、删除：换成 dict / OrderedDict）")
+    elif state in ("超时", "太慢"):
+        spent, ref_s = detail
+        if state == "超时":
+            head = f"{HARD_SECONDS} 秒还没跑完（你的代码已经用了 {spent:.1f} 秒）"
+        else:
+            head = f"结果都对，但你的代码用了 {spent:.2f} 秒"
+        out(f"     {head}；参考实现这个用例用 {ref_s:.2f} 秒，时间预算是它的 {BUDGET_FACTOR} 倍、至少 "
+            f"{BUDGET_FLOOR:g} 秒（{budget(ref_s):.2f} 秒）")
+        if state == "超时":
+            out("     提示：多半是死循环（while 循环里的下标没有前进），或者每次操作太慢（见下一句）")
+        out("     提示：每次操作都要快：在 list 里查找、删除，每次淘汰都扫一遍全部的块，都随缓存变大而变慢——"
+            "换成 dict / OrderedDict（两头 O(1)）/ 堆")
     else:
         given, error = detail
         if given is not None:

@@ -1,8 +1,8 @@
-"""练习 1 · 一个 token 的 KV 有多大？（对应 01_kv_cache_memory.py 的演示 1、3）
+"""练习 1 · 一个 token 的 KV 有多大？（约 15 分钟 · 难度 ★☆☆ · 对应 01_kv_cache_memory.py 的演示 1、3）
 
 【任务】写 kv_bytes_per_token：一个 token 的 KV 缓存占多少字节。
 
-    字节数 = 层数 × 每层每个 token 存几个数 × 每个数几字节（dtype_bytes：fp16/bf16 是 2，FP8 是 1）
+    字节数 = 层数 × 每层每个 token 存几个数 × 每个数几字节（dtype_bytes：fp32 是 4，fp16/bf16 是 2，FP8 是 1）
 
 "每层存几个数"看注意力的种类（attention）：
   - "MHA"：每个查询头都有自己的一组 K 和 V；
@@ -15,8 +15,12 @@
     >>> kv_bytes_per_token("GQA", 80, 64, 128, n_kv_heads=8)     # LLaMA2-70B：应当是 320 KiB
     327680
 
-【检查】make check EX=1            （或 python exercises/check.py 1）
-【用在演示里】python lecture07/01_kv_cache_memory.py --mine   （表里的数用你的函数算，并和参考实现比）
+返回整数（int）：字节数不会是小数——用整数相乘；n_heads / n_kv_heads 这样的 / 除法得到的是 float。
+
+【检查】make check EX=1            （或 python exercises/check.py 1）：手算的几个例子、fp32 / fp16 / FP8、
+  未知的种类（要 raise ValueError），再把讲义里每个模型的形状 × 四种注意力 × 1、2、4 字节和参考实现逐个比。
+【时间预算】每个用例里你的代码最多用参考实现的 10 倍时间（至少 1 秒）；超出时检查器会说用了多久、预算多少。
+【--mine 用在】01_kv_cache_memory.py：python lecture07/01_kv_cache_memory.py --mine（表里的数用你的函数算，并和参考实现比）
 参考实现在 lecture07/paged_kv.py（写完之前别看）。
 """
 

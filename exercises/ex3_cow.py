@@ -1,4 +1,4 @@
-"""练习 3 · fork、写时复制、free：把 ref_count 的账记对（对应 03_sharing_and_cow.py）
+"""练习 3 · fork、写时复制、free：把 ref_count 的账记对（约 40 分钟 · 难度 ★★★ · 对应 03_sharing_and_cow.py）
 
 【任务】写 PagedSequence 的三个方法。一条序列 = 块表 self.blocks（逻辑块 i → 物理块号）+ 已经写入的
 token 数 self.length。块池 self.pool（paged_kv.BlockPool，现成的）提供：
@@ -12,8 +12,11 @@ token 数 self.length。块池 self.pool（paged_kv.BlockPool，现成的）提�
      新序列要有自己的一份块表（list），之后它换掉某一块时不能影响原来的序列。
   2. reserve(n)：为接下来的 n 个 token 准备好可写的位置，返回它们的 (物理块号数组, 块内偏移数组)。
      - 最后一块没写满（self.length 不是块大小的整数倍）、又被共享（ref_count > 1）：写时复制——
-       换成 copy_block 出来的新块，再给旧块 decref（顺序不能反：先 decref 旧块可能就被回收了）；
+       换成 copy_block 出来的新块，再给旧块 decref（b 不再用它）。这两步谁先谁后结果一样：只有 ref_count > 1
+       才复制，decref 以后旧块还有别的序列用着，不会回到空闲表；
      - 再按需分配新块，直到块表能放下 self.length + n 个 token；
+     - n 可以大于 1、跨过块边界（prefill、一次写几个 token）：先做上面的写时复制（看的是写入前的最后一块
+       self.blocks[-1]），再分配新块——先分配的话 blocks[-1] 已经是新块，共享的旧块会被悄悄写坏；
      - 不改 self.length（调用者 paged_step 写完 K/V 后自己加）。
      例：块大小 4，length = 5，reserve(3) → 位置 5、6、7 → 块表里第 1 块的偏移 1、2、3。
   3. free()：每个块 decref，然后块表清空、length 归零（请求结束、束被淘汰）。
@@ -25,8 +28,11 @@ token 数 self.length。块池 self.pool（paged_kv.BlockPool，现成的）提�
     >>> b.blocks, pool.ref_count.tolist()
     ([0, 2], [2, 1, 1, 0])
 
-【检查】make check EX=3
-【用在演示里】python lecture07/03_sharing_and_cow.py --mine
+【检查】make check EX=3：手算的几个小例子，再是随机的 fork / reserve(n) / free 脚本（块大小 1、3、5、16），
+  每一步都和参考实现比——块号可以不同（空闲表换个顺序也对），比的是谁和谁共享、ref_count、每条序列读出的内容。
+【时间预算】每个用例里你的代码最多用参考实现的 10 倍时间（至少 1 秒）；超出时检查器会说用了多久、预算多少。
+【--mine 用在】03_sharing_and_cow.py、02_paged_attention.py、04_prefix_caching.py（演示 2）、06_triton_cow_clone.py
+  （GPU 上的写时复制用同一个类）：python lecture07/03_sharing_and_cow.py --mine
 参考实现：lecture07/paged_kv.py 的 PagedSequence（写完之前别看）。
 """
 import numpy as np  # noqa: F401  （reserve 返回 numpy 数组时用得上）

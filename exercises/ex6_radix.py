@@ -1,4 +1,4 @@
-"""练习 6 · 基数树：match 和 insert，分叉点落在节点中间时拆节点（对应 04b_radix_cache.py）
+"""练习 6 · 基数树：match 和 insert，分叉点落在节点中间时拆节点（约 45 分钟 · 难度 ★★★；选做淘汰约 30 分钟）
 
 SGLang 的 RadixAttention 把所有请求的 token 放进一棵基数树：每个节点存一段 token（key，长度不固定），
 孩子按"下一段的第一个 token"索引。命中多长 = 从根往下能走多远，可以停在一个节点的中间。
@@ -18,7 +18,7 @@ node.parent、node.last_access（最近访问的时刻）、node.ref（几个还
   3. insert(seq, lock=False)：把 seq 放进树，返回 (插入前已经在树里的长度, 这次拆了几个节点)。
      - now = self.clock，然后 self.clock += 1（时刻 = 第几次 insert）；
      - 从根往下走：找 seq[i] 对应的孩子；比较它的 key 和 seq[i:] 有几个相同（j）；j 比 key 短 → 先 _split；
-       走过的每个节点 last_access = now，lock=True 时 ref += 1；
+       走过的每个节点 last_access = now（整段命中的、最后正好停在上面的节点也算），lock=True 时 ref += 1；
      - 走不下去时，剩下的 token 挂成一个新叶子 RadixNode(list(seq[i:]), 节点, now)（lock 时它的 ref 也 + 1），
        self.size 加上新叶子的长度；
      - 最后停在的节点不是根、又没有孩子（是叶子）：self._push_leaf(它)，淘汰才找得到它；
@@ -30,8 +30,16 @@ node.parent、node.last_access（最近访问的时刻）、node.ref（几个还
     >>> t.match([1, 2, 3, 7]), t.n_splits, t.size       # 命中 3 个；树里存了 [1 2] [3 4] [9] 共 5 个
     (3, 1, 5)
 
-【检查】make check EX=6
-【用在演示里】python lecture07/04b_radix_cache.py --mine
+【检查】make check EX=6：手算的几个例子（整段命中、拆节点、淘汰），再是容量很小、序列反复出现的随机脚本，
+  每一步都和参考实现比返回值、match、树（按"从根出发的每条路径"比，孩子的先后无所谓）、size、n_splits；
+  最后是合成 trace 的前 3,000 个请求。
+【时间预算】每个用例里你的代码最多用参考实现的 10 倍时间（至少 1 秒）；超出时检查器会说用了多久、预算多少。
+【--mine 用在】04b_radix_cache.py：python lecture07/04b_radix_cache.py --mine
+
+【选做 · 淘汰】在类里自己写 _evict(self, need)（覆盖继承来的那个）：从 self._leaves（(last_access, 序号, 节点)
+  的最小堆，_push_leaf 往里放）弹出最旧的叶子；过时的记录跳过（节点已删 alive=False、不再是叶子、last_access
+  变了、ref > 0）；从它 key 的尾巴删，一共删 need 个单位，size 跟着减；删空了就 alive=False、从父节点的 children
+  里摘掉，父节点成了叶子（又不是根）就 _push_leaf(父节点)；还剩一截的叶子放回堆里。写了就多检查一个"选做"用例。
 参考实现：lecture07/kv_store/radix_tree.py（写完之前别看）。
 """
 import kv_store.radix_tree

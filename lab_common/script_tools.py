@@ -113,8 +113,7 @@ def _run_lecture(demos, description, argv=None, run=None, add_args=None, prog=No
     console.SHOW_MORE = args.more
     try:
         if args.mine:
-            from lab_common.mine import run_with_mine
-            return run_with_mine(go, prog or os.path.basename(sys.argv[0] or "script"))
+            return run_mine(go, demos[todo[0]].__code__.co_filename)     # 演示函数所在的脚本文件
         return go()
     finally:
         console.SHOW_MORE = console.STEP = False
@@ -235,6 +234,14 @@ def _run_all(demos):
 
 
 sys.excepthook = _excepthook
+
+
+def run_mine(go, script):
+    """--mine：交给仓库里 exercises/mine.py（练习的事只有它知道：lab_common 不认识任何一讲的练习）。"""
+    if ROOT not in sys.path:
+        sys.path.insert(0, ROOT)
+    from exercises.mine import run_with_mine
+    return run_with_mine(go, script)
 
 
 def run_in_child(demos):

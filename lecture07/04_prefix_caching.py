@@ -37,8 +37,8 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.realpath(__file__))))  # 仓库根目录：让 lab_common 包可以 import
 from lab_common import console  # noqa: E402
 from lab_common.console import ArgParser, fail, print_header, print_observations, print_table, print_text, status  # noqa: E402
-from lab_common.say import (change, count, fixed, integer, never_below, order, pct, rel_change, same, sci, share, size,  # noqa: E402
-                            span, vs, words)
+from lab_common.say import (change, count, fixed, integer, listing, never_below, order, pct, rel_change, same,  # noqa: E402
+                            sci, share, size, span, vs, words)
 from lab_common.script_tools import run_in_child, run_lecture  # noqa: E402
 from lab_common.settings import check_setting, is_int  # noqa: E402
 from lab_common.transformer_lab import TINY, KVCache, config_like, forward, init_params  # noqa: E402
@@ -133,6 +133,7 @@ def demo1_hashing():
                 [[names[n], len(reqs[n]), " ".join(x[:8] for x in h[n])] for n in reqs])
     d = dict(hashes=h, a_b_common=common_prefix(h["A"], h["B"]), a_c_common=common_prefix(h["A"], h["C"]),
              c_first_changed_block=common_prefix(reqs["A"], reqs["C"]) // 4, c_blocks=len(h["C"]),
+             c_changed=changed_blocks(h["A"], h["C"]),
              a_tail=len(reqs["A"]) % 4)
     print_observations(*observations_1(d))
     return d
@@ -143,12 +144,24 @@ def common_prefix(x, y):
     return next((i for i, (p, q) in enumerate(zip(x, y)) if p != q), min(len(x), len(y)))
 
 
+def changed_blocks(x, y):
+    """x、y 的哈希逐块比，哪几块（从 1 数）不同：changed_blocks("abc", "axy") → [2, 3]。"""
+    return [i + 1 for i, (p, q) in enumerate(zip(x, y)) if p != q]
+
+
 def observations_1(d):
     """演示 1 的观察：数都来自 d（哈希比出来的块数）。"""
     ab, k, tail = d["a_b_common"], d["c_first_changed_block"] + 1, d["a_tail"]
-    lines = [f"A 和 B 的前 {ab} 块哈希相同：B 直接用 A 算好的这 {ab} 块 KV，从第 {ab + 1} 块起自己算。",
-             f"C 只改了第 {k} 块里的一个 token，与 A 相同的只剩前 {d['a_c_common']} 块，第 "
-             f"{span([k, d['c_blocks']], integer)} 块的哈希全变了：哈希链住了前面的全部内容，只有从开头起连续相同的块能复用。"]
+    lines = [f"A 和 B 的前 {ab} 块哈希相同：B 直接用 A 算好的这 {ab} 块 KV，从第 {ab + 1} 块起自己算。"]
+    if d["c_changed"] == list(range(k, d["c_blocks"] + 1)):
+        lines.append(f"C 只改了第 {k} 块里的一个 token，与 A 相同的只剩前 {d['a_c_common']} 块，第 "
+                     f"{span([k, d['c_blocks']], integer)} 块的哈希全变了：哈希链住了前面的全部内容，只有从开头起连续相同的块能复用。")
+    else:                  # 哈希没有链上前一块（比如 --mine 用了这样写的 block_hashes）：表里后面的块哈希相同
+        same_after = [i for i in range(k + 1, d["c_blocks"] + 1) if i not in d["c_changed"]]
+        if not same_after:
+            same_after = [i for i in range(1, d["c_blocks"] + 1) if i not in d["c_changed"]]
+        lines.append(f"C 只改了第 {k} 块里的一个 token，可第 {listing([str(i) for i in same_after])} 块的哈希和 A 相同："
+                     "这些哈希没有链住前面的内容，按它们匹配会把前缀不同的 KV 当成同一份。")
     if tail:
         lines.append(f"A 最后 {tail} 个 token 不满一块，不算哈希、不进缓存（vLLM 也只缓存完整的块）；Mooncake 的 "
                      f"trace 给不满的最后一块也编了号（{MOONCAKE_PARTIAL}）。")

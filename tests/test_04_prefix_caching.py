@@ -130,9 +130,12 @@ def test_demo1_hashes(d1):
 def test_demo1_observations(d1):
     t = text(m.observations_1(d1))
     assert "第2–4块的哈希全变了" in t and "vLLM也只缓存完整的块" in t and "6,955个token→14个ID" in t
-    one = dict(d1, c_first_changed_block=3, a_tail=0)         # 改的是最后一块；没有零头
+    one = dict(d1, c_first_changed_block=3, c_changed=[4], a_tail=0)         # 改的是最后一块；没有零头
     t = text(m.observations_1(one))
     assert "第4块的哈希全变了" in t and "4–4" not in t and "不满一块" not in t
+    unchained = dict(d1, c_changed=[2])        # 哈希没链上前一块（--mine 跑一个这样写的 block_hashes）：表里第 3、4 块相同
+    t = text(m.observations_1(unchained))
+    assert "第3和4块的哈希和A相同" in t and "全变了" not in t
 
 
 # ---------------------------------------------------------------- 演示 2

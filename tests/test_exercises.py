@@ -15,10 +15,10 @@ from conftest import ROOT
 from exercises.buggy import BUGGY
 from exercises.check import check_exercise, main as check_main, variant_impl
 from kv_store.eviction import BlockCache
-import kv_store.eviction
+from kv_store import eviction
 import paged_kv
-from lab_common import mine
-from lab_common.mine import EXERCISES, Impl, bind, compare, run_with_mine
+from exercises import check, mine
+from exercises.mine import EXERCISES, Impl, bind, compare, run_with_mine
 
 CHECK = os.path.join(ROOT, "exercises", "check.py")
 
@@ -113,7 +113,7 @@ def test_correct_student_lru_passes(tmp_path, capsys):
     d = _student_dir(tmp_path, {"ex5_lru.py": LRU_OK})
     code, out = _check(["5", "--dir", d], capsys)
     assert code == 0, out
-    assert "全部 5 个用例通过" in out
+    assert "全部 7 个用例通过" in out
 
 
 def test_partly_written_class_names_the_missing_method(tmp_path, capsys):
@@ -155,7 +155,7 @@ def _hit_table():
     """一个小"演示"：make_cache("lru") 在几个容量下的命中块数（04 演示 3 的同一条路：CACHE_POLICIES）。"""
     trace = [(1, 2, 3), (1, 2, 4), (5,), (1, 2, 3), (6, 7), (1, 2, 4), (5, 6), (1, 2, 3)] * 3
     for cap in (2, 3, 5):
-        c = kv_store.eviction.make_cache(cap, "lru")
+        c = eviction.make_cache(cap, "lru")
         hits = 0
         for blocks in trace:
             hits += c.match(blocks)
@@ -173,7 +173,9 @@ def test_mine_identical_for_correct_lru(tmp_path, capsys):
     impls = _impl_from_source(tmp_path, LRU_OK)
     assert run_with_mine(_hit_table, "04_prefix_caching", impls=impls) == 0
     out = capsys.readouterr().out
-    assert out.splitlines()[0].startswith("--mine：用了你在 ") and "里写的 LRUCache（练习 5）" in out
+    first = out.splitlines()[0]
+    assert first.startswith("--mine：这个脚本用到练习 2、3、4、5；用了你在 ") and first.endswith("里写的 LRUCache（练习 5）；练习 2、3、4 还没写，用参考实现。")
+    assert out.splitlines()[1] == mine.REF_FIRST
     assert "和参考实现完全一致（3 行输出逐字相同）。" in out
 
 
@@ -184,7 +186,7 @@ def test_mine_shows_differences_for_buggy_lru(tmp_path, capsys):
     assert "有 3 行和参考实现不同（参考共 3 行）" in out
     table = out.split("有 3 行和参考实现不同")[1].splitlines()
     assert table[1].split()[0] == "行" and table[2].split()[0] == "1"
-    assert kv_store.eviction.CACHE_POLICIES["lru"] is kv_store.eviction.LRUCache      # 换回来了
+    assert eviction.CACHE_POLICIES["lru"] is eviction.LRUCache      # 换回来了
     assert [x for x in out.splitlines() if x.startswith("容量 2：")] == ["容量 2：LRU 命中 0 块，命中率 0.00"]
     # ↑ 只打印了学生那一遍（参考那一遍留着比较，不显示）
 
@@ -193,7 +195,7 @@ def test_mine_nothing_written_runs_once(capsys):
     impls = {n: mine.student_impl(n, os.path.join(ROOT, "exercises")) for n in EXERCISES}
     assert run_with_mine(_hit_table, "04_prefix_caching", impls=impls) == 0
     out = capsys.readouterr().out
-    assert out.splitlines()[0].startswith("--mine：exercises/ 里还没有写好的练习")
+    assert out.splitlines()[0] == "--mine：这个脚本用到练习 2、3、4、5；exercises/ 里还没有写好的，下面全部是参考实现。"
     assert len([x for x in out.splitlines() if x.startswith("容量 2：")]) == 1 and "和参考实现" not in out
 
 
@@ -202,9 +204,27 @@ def test_mine_student_error_is_one_line(tmp_path, capsys):
     impls = _impl_from_source(tmp_path, bad)
     impls[5].status["LRUCache"] = "写好了"              # 探针只插 3 块，容量 2：也会淘汰——这里强行当作写好了
     assert run_with_mine(_hit_table, "04_prefix_caching", impls=impls) == 1
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1
-    assert "IndexError" in err and "ex5_lru.py 第 19 行" in err and "make check EX=5" in err
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 2 and "IndexError" in err[0] and "ex5_lru.py 第 19 行" in err[0]
+    assert err[1].startswith("  出错的调用：LRUCache.evict(self=<capacity=2 len(entries)=3>)") and "make check EX=5" in err[1]
+
+
+def test_mine_says_the_checker_missed_an_input(tmp_path, capsys):
+    """make check 通过了、演示里却出错：说检查器漏了这个输入，并给出当时的调用（容量 7 检查器没试过）。"""
+    odd = LRU_OK.replace("    def evict(self):\n", "    def evict(self):\n        if self.capacity == 7:\n"
+                         "            raise ZeroDivisionError('7')\n")
+    impls = _impl_from_source(tmp_path, odd)
+
+    def run():
+        c = eviction.make_cache(7, "lru")
+        for b in range(9):
+            c.insert([b])
+        return 0
+    assert run_with_mine(run, "04_prefix_caching", impls=impls) == 1
+    err = capsys.readouterr().err.splitlines()
+    assert "ZeroDivisionError: 7（ex5_lru.py" in err[0]
+    assert err[1] == ("  make check EX=5 全部通过，可是它没试过这个输入（检查器漏了它，请告诉助教）："
+                      "LRUCache.evict(self=<capacity=7 len(entries)=8>)")
 
 
 def test_bind_swaps_every_reference_and_restores():
@@ -213,11 +233,11 @@ def test_bind_swaps_every_reference_and_restores():
 
     def gather(*a):
         return None
-    ref_lru, ref_gather = kv_store.eviction.LRUCache, paged_kv.gather_kv
+    ref_lru, ref_gather = eviction.LRUCache, paged_kv.gather_kv
     with bind([(ref_lru, Mine), (ref_gather, gather)]):
-        assert kv_store.eviction.LRUCache is Mine and kv_store.eviction.CACHE_POLICIES["lru"] is Mine
+        assert eviction.LRUCache is Mine and eviction.CACHE_POLICIES["lru"] is Mine
         assert paged_kv.gather_kv is gather
-    assert kv_store.eviction.LRUCache is ref_lru and kv_store.eviction.CACHE_POLICIES["lru"] is ref_lru
+    assert eviction.LRUCache is ref_lru and eviction.CACHE_POLICIES["lru"] is ref_lru
     assert paged_kv.gather_kv is ref_gather
 
 
@@ -229,8 +249,17 @@ def test_compare_lists_numbers_and_text():
     text = "\n".join(got)
     assert "有 2 行和参考实现不同（参考共 3 行）" in text
     assert any(line.split()[-3:] == ["0.61", "0.12", "-0.49"] for line in got), got
-    assert any(line.split()[-3:] == ["12", "3", "-9"] for line in got), got
+    assert any(line.split()[-3:] == ["12%", "3%", "-9%"] for line in got), got
     assert "第 3 行的文字也不同" in text and "你的：结论：FIFO 最好" in text
+
+
+def test_compare_converts_units_and_joins_wrapped_sentences():
+    """320 KiB → 2.50 MiB 是单位变了，差按同一个单位算；观察换了折行的位置不算不同。"""
+    got = "\n".join(compare("每 token：320 KiB\n", "每 token：2.50 MiB\n"))
+    assert "320 KiB" in got and "2.50 MiB" in got and "+2.19 MiB" in got and "-317" not in got
+    a = "观察\n  1. 第一句话说完了。\n  2. 这一句很长很长，\n     折成了两行。\n"
+    b = "观察\n  1. 第一句话说完了。\n  2. 这一句很长很长，折成了\n     两行。\n"
+    assert compare(a, b)[-1].startswith("和参考实现完全一致")
 
 
 def test_mine_doctests():
@@ -265,7 +294,7 @@ def test_mine_through_the_script_runner(tmp_path, monkeypatch, capsys, text, sam
     s02 = load_script("02_paged_attention")
     assert s02.main(["--mine", "--demo", "2"]) == 0
     out = capsys.readouterr().out
-    assert "里写的 gather_kv（练习 2）。" in out.splitlines()[0]
+    assert "这个脚本用到练习 2、3；" in out.splitlines()[0] and "里写的 gather_kv（练习 2）；" in out.splitlines()[0]
     if same:
         assert "和参考实现完全一致" in out
     else:
@@ -308,4 +337,4 @@ def test_importing_the_lecture_class_is_not_an_answer(tmp_path, capsys):
     d = _student_dir(tmp_path, {"ex5_lru.py": "from kv_store.eviction import LRUCache  # noqa: F401\n"})
     code, out = _check(["5", "--dir", d], capsys)
     assert code == 1
-    assert "ex5_lru.py 里的 LRUCache 是从 kv_store.eviction import 的讲义实现，不是你写的" in out
+    assert f"ex5_lru.py 里的 LRUCache 是从 {mine.MODULES['eviction']} import 的讲义实现，不是你写的" in out

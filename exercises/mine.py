@@ -9,7 +9,7 @@
     run_with_mine(run, "04_prefix_caching")    # run()：跑选中的演示（打印），返回 0
 
 先用参考实现跑一遍（输出不显示，只留着比较），再用学生的代码跑一遍（照常打印），最后列出哪些行、
-哪些数和参考不同，差多少；完全相同时说"和参考实现完全一致"。
+哪些数和参考不同，差多少（单位不同的数先换成同一个单位再减）；完全相同时说"和参考实现完全一致"。
 """
 import contextlib
 import difflib
@@ -19,6 +19,7 @@ import io
 import os
 import re
 import sys
+import time
 import traceback
 from dataclasses import dataclass
 
@@ -26,30 +27,52 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 LECTURE = os.path.join(ROOT, "lecture07")
 EXERCISES_ENV = "LAB_EXERCISES_DIR"      # 练习文件放在别的目录时（测试、助教批改）用这个环境变量指过去
 
+# 讲义里按概念命名的模块 → 现在的模块名（练习和检查器只用左边的名字；模块改名时只改这里）
+MODULES = {
+    "paged_kv": "paged_kv",                          # 块池、块表、fork、写时复制、gather_kv、kv_bytes_per_token
+    "prefix_match": "kv_store.prefix_match",         # block_hashes
+    "prefix_match_lookup": "kv_store.prefix_match",  # match_prefix
+    "tiers": "kv_store.tiers",                           # ModelSpec（讲义的模型表）
+    "eviction": "kv_store.eviction",                 # BlockCache、LRUCache、S3FIFOCache……
+    "radix_tree": "kv_store.radix_tree",                     # RadixCache、RadixNode
+    "traces": "kv_store.traces",                            # make_trace
+    "transformer_lab": "lab_common.transformer_lab",
+}
+
+
+def lecture_module(concept):
+    """讲义的一个模块（按概念的名字，见 MODULES）。"""
+    setup_path()
+    return importlib.import_module(MODULES[concept])
+
 
 @dataclass(frozen=True)
 class Exercise:
     number: int
     stem: str            # exercises/ 里的文件名（不含 .py）
     title: str
-    scripts: tuple       # 用到它的脚本（它们的 --mine 会显出差别）
-    names: tuple         # ((学生文件里的名字, 参考实现所在的模块), ...)：名字两边相同
+    scripts: tuple       # 用到它的脚本（--mine 时换上学生的代码；实测过：tests/test_exercises.py）
+    names: tuple         # ((学生文件里的名字, 参考实现所在的模块的概念名), ...)：名字两边相同
     try_args: str = ""   # 检查通过以后建议跑的演示（"--demo 3"）
+    optional: tuple = ()  # 选做的名字：没写不算"还没写"，写了就检查、--mine 也换上
 
 
 EXERCISES = {e.number: e for e in (
     Exercise(1, "ex1_kv_bytes", "每个 token 的 KV 字节数（MHA、GQA、MQA、MLA）", ("01_kv_cache_memory",),
              (("kv_bytes_per_token", "paged_kv"),)),
-    Exercise(2, "ex2_gather_kv", "按块表取回 K/V 再做注意力", ("02_paged_attention",),
-             (("gather_kv", "paged_kv"),)),
-    Exercise(3, "ex3_cow", "fork、写时复制、free：ref_count 的账", ("03_sharing_and_cow",),
+    Exercise(2, "ex2_gather_kv", "按块表取回 K/V 再做注意力", ("02_paged_attention", "03_sharing_and_cow",
+                                                             "04_prefix_caching"),
+             (("gather_kv", "paged_kv"),), "--demo 2"),
+    Exercise(3, "ex3_cow", "fork、写时复制、free：ref_count 的账", ("03_sharing_and_cow", "02_paged_attention",
+                                                                  "04_prefix_caching", "06_triton_cow_clone"),
              (("PagedSequence", "paged_kv"),)),
     Exercise(4, "ex4_block_hashes", "链式块哈希和前缀匹配", ("04_prefix_caching", "04b_radix_cache"),
-             (("block_hashes", "kv_store.prefix_match"), ("match_prefix", "kv_store.prefix_match")), "--demo 1"),
-    Exercise(5, "ex5_lru", "LRU 淘汰策略（BlockCache 的子类）", ("04_prefix_caching",),
-             (("LRUCache", "kv_store.eviction"),), "--demo 3"),
-    Exercise(6, "ex6_radix", "基数树的 match 和 insert（含拆节点）", ("04b_radix_cache",),
-             (("RadixCache", "kv_store.radix_tree"),)),
+             (("block_hashes", "prefix_match"), ("match_prefix", "prefix_match_lookup")), "--demo 1"),
+    Exercise(5, "ex5_lru", "LRU 淘汰策略（BlockCache 的子类）；选做 S3-FIFO",
+             ("04_prefix_caching", "04b_radix_cache", "05_kv_store"),
+             (("LRUCache", "eviction"), ("S3FIFOCache", "eviction")), "--demo 3", optional=("S3FIFOCache",)),
+    Exercise(6, "ex6_radix", "基数树的 match 和 insert（含拆节点）；选做淘汰", ("04b_radix_cache",),
+             (("RadixCache", "radix_tree"),)),
 )}
 
 
@@ -63,7 +86,7 @@ def setup_path():
 def reference(number):
     """练习 number 的参考实现：{名字: 讲义里的那个对象}。"""
     setup_path()
-    return {name: getattr(importlib.import_module(mod), name) for name, mod in EXERCISES[number].names}
+    return {name: getattr(lecture_module(mod), name) for name, mod in EXERCISES[number].names}
 
 
 def exercises_dir():
@@ -142,6 +165,15 @@ def _probe_sequence(cls):
 
 def _probe_lru(cls):
     c = cls(2)
+    evict = c.evict
+
+    def once():                      # 一块都不删的 evict 会让 BlockCache.insert 永远循环下去：先拦住
+        n = len(c.entries)
+        out = evict()
+        if len(c.entries) >= n:
+            raise RuntimeError("evict() 没有从 self.entries 里删掉任何块（BlockCache.insert 会一直调用它）")
+        return out
+    c.evict = once
     c.insert([1, 2, 3])
     c.match([1])
 
@@ -160,6 +192,7 @@ PROBES = {
     "block_hashes": lambda f: f([1, 2, 3], 2),
     "match_prefix": lambda f: f(["a"], {"a"}),
     "LRUCache": _probe_lru,
+    "S3FIFOCache": _probe_lru,
     "RadixCache": _probe_radix,
 }
 
@@ -202,11 +235,14 @@ def student_impl(number, directory=None):
     ref = reference(number)
     for name, home in EXERCISES[number].names:
         obj = getattr(mod, name, None)
+        if obj is None and name in EXERCISES[number].optional:
+            status[name] = "还没写"
+            continue
         if obj is None:
             status[name] = f"{short_path(path)} 里没有 {name}"
             continue
         if obj is ref[name]:
-            status[name] = f"{short_path(path)} 里的 {name} 是从 {home} import 的讲义实现，不是你写的"
+            status[name] = f"{short_path(path)} 里的 {name} 是从 {MODULES[home]} import 的讲义实现，不是你写的"
             continue
         objs[name] = obj
         try:
@@ -371,25 +407,114 @@ def student_impls(directory=None):
     return {n: student_impl(n, directory) for n in EXERCISES}
 
 
+def script_exercises(script_name):
+    """这个脚本用到的练习号（EXERCISES 的 scripts）。"""
+    return [n for n, e in EXERCISES.items() if script_name in e.scripts]
+
+
 def mine_line(impls, script_name):
-    """一行："--mine：用了你在 exercises/ 里写的 LRUCache（练习 5）；这个脚本的练习 4 还没写，用参考实现。"。"""
-    used = [f"{name}（练习 {n}）" for n, i in impls.items() for name in i.written]
-    mine_scripts = [n for n, e in EXERCISES.items() if script_name in e.scripts]
-    left = [n for n in mine_scripts if not (n in impls and impls[n].written)]
-    broken = [f"练习 {n}（{i.problem}）" for n, i in impls.items() if not i.written and i.problem]
+    """一行："--mine：这个脚本用到练习 4、5；用了你在 exercises/ 里写的 LRUCache（练习 5）；练习 4 还没写，用参考实现。"。
+    只说这个脚本用到的练习：别的练习写没写，和这次的输出无关。"""
+    here = script_exercises(script_name)
+    used = [f"{name}（练习 {n}）" for n in here if n in impls for name in impls[n].written]
+    left = [n for n in here if not (n in impls and impls[n].written)]
+    broken = [f"练习 {n}（{impls[n].problem}）" for n in here if n in impls and impls[n].problem]
     paths = [i.path for i in impls.values() if i.path]
     where_dir = exercises_dir()
     if paths:
         where_dir = os.path.dirname(paths[0])
+    numbers = "、".join(map(str, here))
+    if not here:
+        return "--mine：这个脚本不用任何练习的代码，下面全部是参考实现。"
     if used:
-        text = f"--mine：用了你在 {short_path(where_dir)}/ 里写的 {'、'.join(used)}"
+        text = f"--mine：这个脚本用到练习 {numbers}；用了你在 {short_path(where_dir)}/ 里写的 {'、'.join(used)}"
     else:
-        text = f"--mine：{short_path(where_dir)}/ 里还没有写好的练习，下面全部是参考实现"
+        text = f"--mine：这个脚本用到练习 {numbers}；{short_path(where_dir)}/ 里还没有写好的，下面全部是参考实现"
     if left and used:
-        text += f"；这个脚本的练习 {'、'.join(map(str, left))} 还没写，用参考实现"
+        text += f"；练习 {'、'.join(map(str, left))} 还没写，用参考实现"
     if broken:
         text += "；没有用上的：" + "；".join(broken)
     return text + "。"
+
+
+REF_FIRST = ("--mine 先用参考实现把选中的演示跑一遍（不显示，留着和你的比），再用你的代码跑一遍："
+             "要的时间约是平时的两倍。")
+
+
+def _on_terminal(stream):
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+def _call_of(exc, path):
+    """异常经过学生文件的最外面一帧：'PagedSequence.reserve(self=<blocks=[0, 1], length=5>, n=2)'（当时的参数）。"""
+    tb, frame = exc.__traceback__, None
+    while tb is not None:
+        if path and os.path.abspath(tb.tb_frame.f_code.co_filename) == os.path.abspath(path):
+            frame = tb.tb_frame
+            break
+        tb = tb.tb_next
+    if frame is None:
+        return None
+    code = frame.f_code
+    names = code.co_varnames[:code.co_argcount + code.co_kwonlyargcount]
+    parts, owner = [], ""
+    for name in names:
+        val = frame.f_locals.get(name)
+        if name == "self":
+            owner = type(val).__name__ + "."
+            parts.append("self=" + _describe(val))
+        else:
+            parts.append(f"{name}={_short(val)}")
+    return f"{owner}{code.co_name}({', '.join(parts)})"
+
+
+def _short(val, limit=200):
+    try:
+        import numpy as np
+        if isinstance(val, np.ndarray):
+            val = val.tolist()
+    except ImportError:
+        pass
+    s = repr(val)
+    return s if len(s) <= limit else s[:limit - 3] + "..."
+
+
+def _describe(obj):
+    """self 的几个要紧的属性：序列的块表和长度、缓存的容量和块数、树的 size。"""
+    fields = [f"{k}={_short(getattr(obj, k), 120)}" for k in ("blocks", "length", "capacity", "size")
+              if hasattr(obj, k) and not callable(getattr(obj, k))]
+    if hasattr(obj, "entries"):
+        fields.append(f"len(entries)={len(obj.entries)}")
+    return "<" + " ".join(fields) + ">"
+
+
+def _checker_passes(number, impl):
+    """make check EX=number 对这份代码的结论（只在 --mine 出错时跑，几秒）。"""
+    try:
+        from exercises.check import check_exercise
+        return check_exercise(number, impl, out=lambda line: None, fail_fast=True) == "通过"
+    except Exception:
+        return False
+
+
+def _report_crash(e, impls):
+    """学生的代码在演示里出错：一行错误；检查器放过了这份代码时，再一行说出漏掉的输入（给助教补用例）。"""
+    files = {os.path.abspath(f.filename) for f in traceback.extract_tb(e.__traceback__)}
+    hit = [(n, i) for n, i in impls.items() if i.written and i.path and os.path.abspath(i.path) in files]
+    if not hit:
+        print(f"--mine：跑演示时出错：{one_line(e)}。先跑 make check 看看是哪一个用例没过。", file=sys.stderr)
+        return
+    number, impl = hit[-1]
+    print(f"--mine：你的代码在跑演示时出错：{one_line(e, impl.path)}。", file=sys.stderr)
+    call = _call_of(e, impl.path)
+    if _checker_passes(number, impl):
+        print(f"  make check EX={number} 全部通过，可是它没试过这个输入（检查器漏了它，请告诉助教）："
+              f"{call or '见上面那一行'}", file=sys.stderr)
+    else:
+        print(f"  出错的调用：{call}；先跑 make check EX={number}：有用例没过，它会指出哪里不对。", file=sys.stderr)
 
 
 def run_with_mine(run, script_name, directory=None, impls=None):
@@ -401,14 +526,20 @@ def run_with_mine(run, script_name, directory=None, impls=None):
             print(f"--mine：找不到练习的目录 {folder}（环境变量 {EXERCISES_ENV}）", file=sys.stderr)
             return 2
         impls = student_impls(directory)
+    here = script_exercises(script_name)
+    impls = {n: i for n, i in impls.items() if n in here}
     print(mine_line(impls, script_name), flush=True)
     bound = bind_impls(impls)
     if not bound:
         return run()
+    print(REF_FIRST, flush=True)
     ref_out = _Tee()
+    t0 = time.perf_counter()
     code = _run_captured(run, ref_out)
     if code:
         return code
+    if _on_terminal(sys.stderr):             # 只在终端上说用了多久（管道输出每次都一样）
+        print(f"（参考实现这一遍用了 {time.perf_counter() - t0:.1f} 秒；下面是你的代码跑的）", file=sys.stderr)
     tee = _Tee(sys.stdout)
     try:
         with watch_calls([new for _, new, _ in bound]) as (watched, used):
@@ -417,18 +548,11 @@ def run_with_mine(run, script_name, directory=None, impls=None):
             flags = used()
     except Exception as e:
         sys.stdout.flush()
-        files = {os.path.abspath(f.filename) for f in traceback.extract_tb(e.__traceback__)}
-        hit = [(n, i.path) for n, i in impls.items() if i.written and os.path.abspath(i.path) in files]
-        where_path, check = None, "make check"
-        if hit:
-            where_path, check = hit[-1][1], f"make check EX={hit[-1][0]}"
-        print(f"--mine：你的代码在跑演示时出错：{one_line(e, where_path)}。先跑 {check} 看看是哪一个用例没过。",
-              file=sys.stderr)
+        _report_crash(e, impls)
         return 1
     for line in compare(ref_out.buf.getvalue(), tee.buf.getvalue()):
         print(line)
-    mine_here = [n for n, e in EXERCISES.items() if script_name in e.scripts]
-    idle = [f"{name}（练习 {n}）" for (_, _, (n, name)), hit in zip(bound, flags) if n in mine_here and not hit]
+    idle = [f"{name}（练习 {n}）" for (_, _, (n, name)), hit in zip(bound, flags) if not hit]
     if idle:
         it = "它"
         if len(idle) > 1:
@@ -438,12 +562,29 @@ def run_with_mine(run, script_name, directory=None, impls=None):
 
 
 # ---------------------------------------------------------------- 比较两遍的输出
-NUMBER = re.compile(r"-?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:e[-+]?\d+)?")   # 1,234  0.61  -3  1.0e-12
+# 一个数，连带它的单位（有的话）：1,234  0.61  -3  1.0e-12  320 KiB  2.50 MiB  128 GB/s  12%  3.2 ms
+NUMBER = re.compile(r"-?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:e[-+]?\d+)?"
+                    r"(?:\s?(?:[KMGT]i?B/s|B/s|[KMGT]iB|[KMGT]B|B|ns|µs|us|ms|s|毫秒|微秒|秒|%)(?![A-Za-z]))?")
+UNITS = {                                   # 单位 → (哪一类, 换成这一类的基本单位乘几)
+    "B": ("字节", 1), "KiB": ("字节", 2 ** 10), "MiB": ("字节", 2 ** 20), "GiB": ("字节", 2 ** 30),
+    "TiB": ("字节", 2 ** 40), "KB": ("字节", 1e3), "MB": ("字节", 1e6), "GB": ("字节", 1e9), "TB": ("字节", 1e12),
+    "B/s": ("带宽", 1), "KB/s": ("带宽", 1e3), "MB/s": ("带宽", 1e6), "GB/s": ("带宽", 1e9), "TB/s": ("带宽", 1e12),
+    "KiB/s": ("带宽", 2 ** 10), "MiB/s": ("带宽", 2 ** 20), "GiB/s": ("带宽", 2 ** 30), "TiB/s": ("带宽", 2 ** 40),
+    "ns": ("时间", 1e-9), "µs": ("时间", 1e-6), "us": ("时间", 1e-6), "ms": ("时间", 1e-3), "s": ("时间", 1),
+    "微秒": ("时间", 1e-6), "毫秒": ("时间", 1e-3), "秒": ("时间", 1), "%": ("百分数", 1),
+}
+_SPLIT = re.compile(r"(-?[\d,]+(?:\.\d+)?(?:e[-+]?\d+)?)\s?(.*)")
 MAX_ROWS = 12          # 差别表最多列几个数
 
 
 def _numbers(line):
     return [(m.start(), m.group()) for m in NUMBER.finditer(line)]
+
+
+def _split(text):
+    """'2.50 MiB' → ('2.50', 'MiB')；'0.61' → ('0.61', '')。"""
+    num, unit = _SPLIT.fullmatch(text).groups()
+    return num, unit
 
 
 def _decimals(s):
@@ -452,17 +593,57 @@ def _decimals(s):
     return len(s.split(".")[1]) if "." in s else 0
 
 
-def _diff(a, b):
-    """'0.61', '0.12' → '-0.49'；小数位取两者中多的那个；科学计数法写成 .1e。"""
-    x, y = float(a.replace(",", "")), float(b.replace(",", ""))
-    da, db = _decimals(a), _decimals(b)
-    if da is None or db is None:
-        return f"{y - x:+.1e}"
-    d = max(da, db)
+def _minus(x, y, d):
     text = f"{y - x:+,.{d}f}"
     if text.lstrip("+-").strip("0.,") == "":
         return "0"
     return text
+
+
+def _diff(a, b):
+    """'0.61', '0.12' → '-0.49'；'320 KiB', '2.50 MiB' → '+2.19 MiB'（先换成同一个单位：差别常常就在单位上）。
+    小数位取两者中多的那个；科学计数法写成 .1e；单位换算不了（一个有一个没有、不是一类）时说"单位不同"。
+
+    >>> _diff("320 KiB", "2.50 MiB"), _diff("12%", "3%"), _diff("1,000", "1,500"), _diff("3 ms", "2 s")
+    ('+2.19 MiB', '-9%', '+500', '+2.00 s')
+    """
+    (na, ua), (nb, ub) = _split(a), _split(b)
+    x, y = float(na.replace(",", "")), float(nb.replace(",", ""))
+    da, db = _decimals(na), _decimals(nb)
+    unit = ua
+    if ua != ub:
+        if ua not in UNITS or ub not in UNITS or UNITS[ua][0] != UNITS[ub][0]:
+            return f"单位不同（{ua or '没有单位'} / {ub or '没有单位'}）"
+        fa, fb = UNITS[ua][1], UNITS[ub][1]
+        unit, f, d = (ua, fa, da) if abs(x * fa) >= abs(y * fb) else (ub, fb, db)
+        x, y = x * fa / f, y * fb / f
+        da = db = max(2, d or 0)                 # 在换成的单位里至少两位小数
+    sep = "" if unit in ("", "%") else " "
+    if da is None or db is None:
+        return f"{y - x:+.1e}{sep}{unit}"
+    text = _minus(x, y, max(da, db))
+    if text == "0":
+        return text
+    return text + sep + unit
+
+
+def logical_lines(text):
+    """输出按"句子"分行：观察的一条折成几行时（后面的行缩进 5 格）先接回一行——换了行宽或换了说法，
+    不会被当成几段碎片来比。
+
+    >>> logical_lines("观察\\n  1. 第一句很长，\\n     折到了第二行。\\n  2. 第二句。")
+    ['观察', '  1. 第一句很长，折到了第二行。', '  2. 第二句。']
+    """
+    out, in_item = [], False
+    for line in text.splitlines():
+        if in_item and re.match(r" {5}\S", line):
+            prev = out[-1]
+            glue = " " if prev[-1:].isascii() and prev[-1:].isalnum() and line.strip()[:1].isascii() else ""
+            out[-1] = prev + glue + line.strip()
+            continue
+        in_item = bool(re.match(r" {2}\d+\. ", line))
+        out.append(line)
+    return out
 
 
 def _context(line, k, before=18, after=10):
@@ -507,7 +688,7 @@ def _pad(text, width, right=False):
 
 def compare(ref_text, mine_text):
     """两遍输出逐行比：一样就一句话；不一样就列出不同的数（哪一行、参考、你的、差）和只在文字上不同的行。"""
-    ref, mine = ref_text.splitlines(), mine_text.splitlines()
+    ref, mine = logical_lines(ref_text), logical_lines(mine_text)
     head = ["", "── --mine：你的代码算出的结果和参考实现比 " + "─" * 20]
     if ref == mine:
         return head + [f"和参考实现完全一致（{len(ref)} 行输出逐字相同）。"]
