@@ -317,6 +317,6 @@ BUGGY = {
     "radix_no_push_leaf": Buggy(6, {"RadixCache": RadixNoPushLeaf}, "容量 4", "新叶子没进淘汰队列"),
     "radix_full_hit_no_refresh": Buggy(6, {"RadixCache": RadixFullHitNoRefresh}, "同样的序列插两次",
                                        "insert 正好停在已有节点上时没刷新它的 last_access"),
-    "radix_evict_before_attach": Buggy(6, {"RadixCache": RadixEvictBeforeAttach}, "容量 4：超出时",
+    "radix_evict_before_attach": Buggy(6, {"RadixCache": RadixEvictBeforeAttach}, "容量 4、一次插入 6 个",
                                        "挂上新叶子之前就淘汰"),
 }

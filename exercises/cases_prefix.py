@@ -466,11 +466,11 @@ def _tree_diff(want, got, path=()):
 
 def _tree_hint(field, capacity=None):
     if field == "key" and capacity is not None:
-        return ("淘汰：超出容量时从最久没用的叶子的尾巴删，删到刚好不超——先挂上新叶子、_push_leaf，再 "
-                "self._evict(self.size - self.capacity)；或者拆节点的位置不对（j = key 和 seq 从头起相同的个数）")
+        return ("淘汰：超出容量时先挂上新叶子、_push_leaf，再 self._evict(self.size - self.capacity)（按 last_access "
+                "从旧到新删叶子）；或者拆节点的位置不对（j = key 和 seq 从头起相同的个数）")
     return {"key": "拆节点的位置：j = key 和 seq 从头起相同的个数，head = key[:j]、child 留 key[j:]；淘汰从叶子的尾巴删",
             "last_access": "刷新的规则：insert 走过的每个节点 last_access = now——包括整段命中的节点、正好停在上面的节点；"
-                           "拆出来的 head 继承 child 的 last_access；新叶子也是 now",
+                           "拆之前先 child.last_access = now（rule=\"sglang\"：拆开的尾巴也算刚用过），head 继承它；新叶子也是 now",
             "ref": "lock=True：走过的每个节点和新叶子 ref += 1；拆出来的 head 继承 child 的 ref",
             "节点": "新叶子挂在走不下去的节点下面，键是它的第一个 token；淘汰删空的叶子要从父节点的 children 里去掉"}[field]
 
@@ -481,11 +481,13 @@ def _match_hint(tree, seq, want, got):
     return "孩子的 key 只有前一部分和 seq 相同时，也要算上相同的那部分：命中可以停在一个节点的中间"
 
 
-def _radix_script(m, ops, capacity, given0, hint=None):
-    """ops：[("insert", 序列, lock) / ("match", 序列)]。每一步之后和参考实现比返回值、match、树、size、n_splits。"""
+def _radix_script(m, ops, capacity, given0, hint=None, rule=None):
+    """ops：[("insert", 序列, lock) / ("match", 序列)]。每一步之后和参考实现比返回值、match、树、size、n_splits。
+    rule：None 用默认的规则（SGLang）；"trim"：逐单位修剪。"""
     ref_cls = reference(6)["RadixCache"]
-    r = ref(lambda: ref_cls(capacity))
-    t = mine(given0, lambda: m["RadixCache"](capacity))
+    kw = {} if rule is None else {"rule": rule}
+    r = ref(lambda: ref_cls(capacity, **kw))
+    t = mine(given0, lambda: m["RadixCache"](capacity, **kw))
     given = given0
     for op in ops:
         if op[0] == "insert":
@@ -550,12 +552,14 @@ def _radix_ops(rng, n_ops, universe, lock_p):
 
 
 def _case_radix_random(m):
-    """容量 None、3、5、8、13（token 级，词表 4）：随机脚本每一步都和参考实现相同。"""
+    """容量 None、3、5、8、13（token 级，词表 4），两种淘汰规则：随机脚本每一步都和参考实现相同。"""
     rng = np.random.default_rng(60)
-    for cap in (None, 3, 5, 8, 13):
-        for trial in range(8):
-            ops = _radix_ops(rng, 14, 4, 0.2 if trial % 2 else 0.0)
-            _radix_script(m, ops, cap, f"t = RadixCache({cap})")
+    for rule in (None, "trim"):
+        for cap in (None, 3, 5, 8, 13):
+            for trial in range(6):
+                ops = _radix_ops(rng, 14, 4, 0.2 if trial % 2 else 0.0)
+                flag = "" if rule is None else f", rule={rule!r}"
+                _radix_script(m, ops, cap, f"t = RadixCache({cap}{flag})", rule=rule)
 
 
 def _case_radix_requests(m):
@@ -596,11 +600,13 @@ def _own_evict(m):
 def _case_radix_evict(m):
     _own_evict(m)
     rng = np.random.default_rng(61)
-    for cap in (1, 2, 4, 6):
-        for trial in range(6):
-            _radix_script(m, _radix_ops(rng, 16, 5, 0.15), cap, f"t = RadixCache({cap})",
-                          "淘汰：从 self._leaves 弹出最旧的叶子（过时的记录跳过：已删、不再是叶子、被碰过、ref > 0），"
-                          "从它 key 的尾巴删，删空了就从父节点摘掉，父节点成了叶子就 _push_leaf")
+    for cap, rule in ((1, None), (2, None), (4, None), (6, None), (2, "trim"), (5, "trim")):
+        for trial in range(5):
+            flag = "" if rule is None else f", rule={rule!r}"
+            _radix_script(m, _radix_ops(rng, 16, 5, 0.15), cap, f"t = RadixCache({cap}{flag})", rule=rule,
+                          hint=
+                          "淘汰：从 self._leaves 弹出最旧的叶子（已删、不再是叶子、ref > 0 的跳过；被碰过的重新排队），"
+                          "sglang 删整片叶子、trim 只删尾巴，删空了就从父节点摘掉，父节点成了叶子就 _push_leaf")
 
 
 CASES_6 = [
@@ -614,11 +620,11 @@ CASES_6 = [
     ("同样的序列插两次：全部命中，不拆", _radix_case([[3, 1, 4, 1, 5], [3, 1, 4, 1, 5]], [[3, 1, 4]], None)),
     ("lock=True：路径上每个节点 ref + 1（拆出来的 head 继承 ref）",
      _radix_case([[1, 2, 3, 4], [1, 2, 9], [1, 2, 3]], [], None, lock=True)),
-    ("容量 4：超出时淘汰最久没用的叶子的尾巴",
+    ("容量 4：超出时淘汰最久没用的叶子",
      _radix_case([[1, 2, 3], [4, 5], [1, 2, 3, 6]], [[1, 2, 3], [4, 5]], None, capacity=4)),
-    ("容量 4、一次插入 6 个：先挂上新叶子再淘汰，只留前 4 个",
+    ("容量 4、一次插入 6 个：先挂上新叶子再淘汰（它是最久没用的叶子）",
      _radix_case([[1, 2, 3, 4, 5, 6]], [[1, 2, 3, 4, 5, 6]], None, capacity=4)),
-    ("整段命中也刷新：[1 2 3]、[4 5]、再 [1 2 3]，容量 5 时插入 [6] 淘汰的是 [4 5] 的尾巴",
+    ("整段命中也刷新：[1 2 3]、[4 5]、再 [1 2 3]，容量 5 时插入 [6] 淘汰的是 [4 5]",
      _radix_case([[1, 2, 3], [4, 5], [1, 2, 3], [6]], [[1, 2, 3], [4, 5]], None, capacity=5)),
     ("随机脚本（容量 None、3、5、8、13；序列反复出现）：每一步的返回值、match 和树都和参考实现相同", _case_radix_random),
     ("30 个 few-shot 式请求（token 级，lock=True）：树、size、拆分次数和参考实现相同", _case_radix_requests),

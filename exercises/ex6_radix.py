@@ -17,7 +17,9 @@ node.parent、node.last_access（最近访问的时刻）、node.ref（几个还
      head 继承 child 的 last_access 和 ref；self.n_splits 加 1；返回 head。
   3. insert(seq, lock=False)：把 seq 放进树，返回 (插入前已经在树里的长度, 这次拆了几个节点)。
      - now = self.clock，然后 self.clock += 1（时刻 = 第几次 insert）；
-     - 从根往下走：找 seq[i] 对应的孩子；比较它的 key 和 seq[i:] 有几个相同（j）；j 比 key 短 → 先 _split；
+     - 从根往下走：找 seq[i] 对应的孩子；比较它的 key 和 seq[i:] 有几个相同（j）；j 比 key 短 → 拆：
+       self.rule == "sglang"（默认，照 SGLang）时先 child.last_access = now（先记时刻再拆：拆开的尾巴也算
+       刚用过；rule="trim" 时不记），再 child = self._split(child, j)；
        走过的每个节点 last_access = now（整段命中的、最后正好停在上面的节点也算），lock=True 时 ref += 1；
      - 走不下去时，剩下的 token 挂成一个新叶子 RadixNode(list(seq[i:]), 节点, now)（lock 时它的 ref 也 + 1），
        self.size 加上新叶子的长度；
@@ -36,10 +38,12 @@ node.parent、node.last_access（最近访问的时刻）、node.ref（几个还
 【时间预算】每个用例里你的代码最多用参考实现的 10 倍时间（至少 1 秒）；超出时检查器会说用了多久、预算多少。
 【--mine 用在】04b_radix_cache.py：python lecture07/04b_radix_cache.py --mine
 
-【选做 · 淘汰】在类里自己写 _evict(self, need)（覆盖继承来的那个）：从 self._leaves（(last_access, 序号, 节点)
-  的最小堆，_push_leaf 往里放）弹出最旧的叶子；过时的记录跳过（节点已删 alive=False、不再是叶子、last_access
-  变了、ref > 0）；从它 key 的尾巴删，一共删 need 个单位，size 跟着减；删空了就 alive=False、从父节点的 children
-  里摘掉，父节点成了叶子（又不是根）就 _push_leaf(父节点)；还剩一截的叶子放回堆里。写了就多检查一个"选做"用例。
+【选做 · 淘汰】在类里自己写 _evict(self, need)（覆盖继承来的那个）：从 self._leaves（(last_access, 节点 id,
+  序号, 节点) 的最小堆，_push_leaf 往里放）弹出最旧的叶子。跳过过时的记录：节点已删（alive 为 False）、不再是
+  叶子、ref > 0；last_access 和记录里的不同（入队以后又被碰过）就 _push_leaf 重新排队。rule="sglang" 删整片叶子、
+  一共删到至少 need 个单位（树可能停在容量以下）；rule="trim" 只从 key 的尾巴删，删到正好 need 个，还剩一截的
+  叶子放回堆里。size 跟着减；删空了就 alive=False、从父节点的 children 里摘掉，父节点成了没锁的叶子（又不是根）
+  就 _push_leaf(父节点)。写了就多检查一个"选做"用例。
 参考实现：lecture07/kv_store/radix_tree.py（写完之前别看）。
 """
 import kv_store.radix_tree

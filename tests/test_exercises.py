@@ -338,3 +338,62 @@ def test_importing_the_lecture_class_is_not_an_answer(tmp_path, capsys):
     code, out = _check(["5", "--dir", d], capsys)
     assert code == 1
     assert f"ex5_lru.py 里的 LRUCache 是从 {mine.MODULES['eviction']} import 的讲义实现，不是你写的" in out
+
+
+# ---------------------------------------------------------------- 不冤枉写对的、说清时间预算、说清用到哪些练习
+GATHER_LIST = '''
+def gather_kv(pool, layer, blocks, length):
+    k, v = pool.k[layer, blocks], pool.v[layer, blocks]
+    H, hd = k.shape[1], k.shape[3]
+    return [k.transpose(1, 0, 2, 3).reshape(H, -1, hd)[:, :length], v.transpose(1, 0, 2, 3).reshape(H, -1, hd)[:, :length]]
+'''
+
+
+def _radix_reinserting_split():
+    """讲义的 RadixCache，只是 _split 先删掉父节点的键再放回去：树一样，孩子的先后变了。"""
+    src = pathlib.Path(ROOT, "exercises", "buggy.py").read_text(encoding="utf-8")   # 借它的 import 路径
+    assert "kv_store.radix_tree" in src
+    return '''
+import kv_store.radix_tree
+from kv_store.radix_tree import RadixNode
+
+
+class RadixCache(kv_store.radix_tree.RadixCache):
+    def _split(self, child, j):
+        parent = child.parent
+        del parent.children[child.key[0]]
+        return super()._split(child, j)
+'''
+
+
+@pytest.mark.parametrize("name, text, number", [
+    ("ex2_gather_kv.py", GATHER_LIST, 2), ("ex6_radix.py", _radix_reinserting_split(), 6)], ids=["gather-list", "split"])
+def test_right_answers_written_differently_pass(tmp_path, capsys, name, text, number):
+    code, out = _check([str(number), "--dir", _student_dir(tmp_path, {name: text})], capsys)
+    assert code == 0, out
+
+
+def test_over_budget_says_the_budget(monkeypatch, capsys):
+    monkeypatch.setattr(check, "BUDGET_FACTOR", 0)
+    monkeypatch.setattr(check, "BUDGET_FLOOR", 0.0)
+    impl = mine.reference_impl(5)
+    lines = []
+    assert check_exercise(5, impl, out=lines.append, fail_fast=True) == "没通过"
+    text = "\n".join(lines)
+    assert "结果都对，但你的代码用了" in text and "时间预算是它的 0 倍" in text and "多半是死循环" not in text
+
+
+@pytest.mark.parametrize("script", ["01_kv_cache_memory", "02_paged_attention"])
+def test_mine_names_every_exercise_the_script_uses(script):
+    """跑一遍脚本，记下哪些练习的参考对象被调用了：都在 EXERCISES 的 scripts 里（--mine 第一行说的就是它们）。"""
+    import contextlib
+    import io
+    from conftest import load_script
+    m = load_script(script)
+    pairs = [(n, obj) for n in EXERCISES for obj in mine.reference(n).values()]
+    with mine.watch_calls([o for _, o in pairs]) as (watched, used):
+        with bind([(o, w) for (_, o), w in zip(pairs, watched)]), contextlib.redirect_stdout(io.StringIO()):
+            m.main([])
+        flags = used()
+    called = {n for (n, _), hit in zip(pairs, flags) if hit}
+    assert called and called <= set(mine.script_exercises(script)), called
