@@ -17,7 +17,6 @@ import errno
 import importlib.util
 import os
 import sys
-import traceback
 
 from lab_common import console
 from lab_common.console import ArgParser
@@ -184,7 +183,7 @@ def ended_quietly(fn, prog=None, child=False):
 
 
 def _stop_worker_pools():
-    """提前结束时（管道被关、Ctrl-C）还在后台算的进程池（kv_cache_sim.sweep 的 background=True）：先关掉，
+    """提前结束时（管道被关、Ctrl-C）还在算的进程池：先关掉，
     否则解释器退出时 Pool.__del__ 会在 stderr 上打一段 OSError。"""
     if "multiprocessing.pool" not in sys.modules:
         return
@@ -242,42 +241,3 @@ def run_mine(go, script):
         sys.path.insert(0, ROOT)
     from exercises.mine import run_with_mine
     return run_with_mine(go, script)
-
-
-def run_in_child(demos):
-    """在 fork 出来的子进程里依次跑 demos（它们只打印，返回值不用），返回"等它跑完、给出退出码"的函数。
-    这样两个核一起干活：子进程跑演示，主进程同时做别的（04 里是建 trace、开始算命中表）。
-    不能 fork（Windows），或者标准输出不是真正的文件（测试里的 capsys）时返回 None，调用者自己就地跑。
-    """
-    try:
-        sys.stdout.fileno()
-    except (AttributeError, OSError, ValueError):
-        return None
-    if not hasattr(os, "fork"):
-        return None
-    sys.stdout.flush()
-    sys.stderr.flush()
-    pid = os.fork()
-    if pid == 0:                                   # 子进程：跑完演示就退出（不回到 main）
-        code = 1
-        try:
-            code = ended_quietly(lambda: _run_all(demos), child=True)
-        except SystemExit as e:                    # fail()：一行错误已经打印了
-            code = 1
-            if e.code is None:
-                code = 0
-            elif isinstance(e.code, int):
-                code = e.code
-        except BaseException:
-            traceback.print_exc()
-        finally:
-            _flush_quietly()
-            try:
-                sys.stderr.flush()
-            except (OSError, ValueError):
-                pass
-            os._exit(code)
-
-    def wait():
-        return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
-    return wait

@@ -15,7 +15,7 @@
   演示 4：命中换算成 LLaMA3-70B 在 8×A800 上的 prefill GPU 时间（Mooncake FAST'25 表 1、式 1）。
   另一种认前缀的办法——SGLang 的基数树——在 04b_radix_cache.py。
 【命中】本讲只有一种"命中"：真实的缓存用得上的前缀命中——从第一块起连续在缓存里的块，而且最后一个 token
-        总要重算（只装着最后一个 token 的块不算命中；kv_store.sim_base.usable_hits）。别的计数（块的复用）另有名字。
+        总要重算（只装着最后一个 token 的块不算命中；kv_store.prefix_match.usable_hits）。别的计数（块的复用）另有名字。
 【改代码】设置都在下面"学生可以改的设置"里，不合理的值一行拒绝（退出码 2）；淘汰策略的类在 kv_store/eviction.py。
 
 【练习】exercises/ex4_block_hashes.py（block_hashes、match_prefix，演示 1、2）和 exercises/ex5_lru.py（LRUCache，演示 3）；
@@ -39,15 +39,14 @@ from lab_common import console  # noqa: E402
 from lab_common.console import ArgParser, fail, print_header, print_observations, print_table, print_text, status  # noqa: E402
 from lab_common.say import (change, count, fixed, integer, listing, never_below, order, pct, rel_change, same,  # noqa: E402
                             sci, share, size, span, vs, words)
-from lab_common.script_tools import run_in_child, run_lecture  # noqa: E402
+from lab_common.script_tools import run_lecture  # noqa: E402
 from lab_common.settings import check_setting, is_int  # noqa: E402
 from lab_common.transformer_lab import TINY, KVCache, config_like, forward, init_params  # noqa: E402
 from kv_store.eviction import CACHE_POLICIES, LENGTHAWARE_DEFINITION, LENGTHAWARE_SOURCE  # noqa: E402
 from kv_store.replay import simulate, sweep  # noqa: E402
-from kv_store.sim_base import dense_ids, usable_hit_tokens, usable_hits  # noqa: E402
-from kv_store.prefix_match import block_hashes, match_prefix  # noqa: E402
+from kv_store.prefix_match import block_hashes, match_prefix, usable_hit_tokens, usable_hits  # noqa: E402
 from kv_store.tiers import A800_X8, LLAMA2_70B, LLAMA3_70B, TIERS, hit_tier, trace_prefill_time  # noqa: E402
-from kv_store.traces import load_trace, make_trace  # noqa: E402
+from kv_store.traces import dense_ids, load_trace, make_trace  # noqa: E402
 from kv_store.trace_file import BLOCK_SIZE as TRACE_BLOCK_SIZE  # noqa: E402  Mooncake trace 的块大小：512 token
 from kv_store.trace_file import TraceError  # noqa: E402
 from paged_kv import BlockPool, PagedSequence, n_blocks, paged_step  # noqa: E402
@@ -279,12 +278,12 @@ def read_trace(trace_path=None, block_size=None):
     return load_trace(trace_path, block_size or TRACE_BLOCK_SIZE)
 
 
-def trace_sweep(trace, trace_path=None, block_size=None, capacities=None, demo3=True, background=False):
+def trace_sweep(trace, trace_path=None, block_size=None, capacities=None, demo3=True):
     """演示 3、4 共用的一份数据：trace 和命中表 {(策略, 容量): 每个请求的前缀命中块数}（含 MIN），只算一遍。
-    demo3=False：只算演示 4 要的格子；background=True：在后台算，第一次读 data["hits"] 时才等（先跑演示 1、2）。"""
+    demo3=False：只算演示 4 要的格子。"""
     block_size = block_size or TRACE_BLOCK_SIZE
     if not demo3:
-        hits = sweep(trace, DEMO4_CAPS, (DEMO4_POLICY,), background=background)
+        hits = sweep(trace, DEMO4_CAPS, (DEMO4_POLICY,))
         return dict(trace=trace, hits=hits, path=trace_path, block_size=block_size, capacities=(), contrast_caps=())
     if capacities is None:
         capacities = CAPACITIES
@@ -293,8 +292,8 @@ def trace_sweep(trace, trace_path=None, block_size=None, capacities=None, demo3=
     contrast = ()
     if CONTRAST not in POLICIES:                                          # 对照行只算表里有的这几格
         contrast = tuple(c for c in caps if c in CONTRAST_CAPS)
-    extra += [(p, None) for p in POLICIES + (BOUND,)] + [(CONTRAST, c) for c in contrast]   # 无限容量总要算（很便宜）
-    hits = sweep(trace, caps, POLICIES + (BOUND,), extra=extra, background=background)   # 所有格子一起分给各个核
+    extra += [(p, None) for p in POLICIES + (BOUND,)] + [(CONTRAST, c) for c in contrast]   # 无限容量总要算
+    hits = sweep(trace, caps, POLICIES + (BOUND,), extra=extra)           # 每格：策略类(容量)，逐请求 match、insert
     return dict(trace=trace, hits=hits, path=trace_path, block_size=block_size, capacities=caps, contrast_caps=contrast)
 
 
@@ -622,30 +621,22 @@ def _check(args):
 
 
 def _run(todo, args, step):
-    """演示 1、2 在 fork 出的子进程里打印，主进程同时建 trace、在后台算命中表；然后打印演示 3、4。"""
-    trace = None
+    """按顺序跑演示；演示 3、4 共用一份 trace 和命中表（先读完、查完 --trace 的文件，再打印任何东西）。"""
+    trace, data = None, None
     if args.trace is not None:
         try:
-            trace = read_trace(args.trace, args.block)      # 先读完、查完整个文件，再打印任何东西
+            trace = read_trace(args.trace, args.block)
         except TraceError as e:
             fail(f"{e.path}:{e.line}", e.what)
-    early, late = [k for k in todo if k not in TRACE_DEMOS], [k for k in todo if k in TRACE_DEMOS]
-    wait, data = None, None
-    if early and late and not args.step:
-        wait = run_in_child([DEMOS[k] for k in early])
-    if late and trace is None:
-        trace = read_trace()
-    if late:
-        data = trace_sweep(trace, args.trace, args.block, demo3=3 in todo, background=True)
-    if wait is not None and wait():
-        return 1
     for k in todo:
-        if k in late:
+        if k in TRACE_DEMOS:
+            if trace is None:
+                trace = read_trace()
+            if data is None:
+                data = trace_sweep(trace, args.trace, args.block, demo3=3 in todo)
             DEMOS[k](data)
-        elif wait is None:
-            DEMOS[k]()
         else:
-            continue                               # 子进程已经印过了
+            DEMOS[k]()
         if k != todo[-1]:
             step()
     return 0

@@ -35,7 +35,7 @@ from lab_common.script_tools import load_script, run_lecture  # noqa: E402
 from lab_common.settings import check_setting, is_int  # noqa: E402
 from lab_common.transformer_lab import TINY  # noqa: E402
 from kv_store.replay import sweep  # noqa: E402
-from kv_store.prefix_match import block_hashes, match_prefix  # noqa: E402
+from kv_store.prefix_match import block_hashes, match_prefix, usable_hit_tokens  # noqa: E402
 from paged_kv import n_blocks  # noqa: E402
 from kv_store.radix_tree import RadixCache, radix_sweep  # noqa: E402
 from kv_store.sim_base import usable_hits  # noqa: E402
@@ -137,8 +137,8 @@ def granularity(toks_list, block_size, prefix_len=0):
     seen, by_block, tree, by_token, gain_tail = set(), 0, RadixCache(), 0, 0
     for toks in toks_list:
         hs = block_hashes(toks, block=block_size)
-        hit_block = min(match_prefix(hs, seen) * block_size, len(toks) - 1)   # 从第一块起连续命中的整块；至少算最后一个 token
-        hit_token = min(tree.match(toks), len(toks) - 1)
+        hit_block = int(usable_hit_tokens(match_prefix(hs, seen), len(toks), block_size))   # 从第一块起连续命中的整块
+        hit_token = int(usable_hit_tokens(tree.match(toks), len(toks), 1))                  # 按 token：一个 token 一"块"
         seen.update(hs)
         by_block += len(toks) - hit_block
         by_token += len(toks) - hit_token

@@ -31,7 +31,7 @@ from lab_common.say import (change, count, fixed, integer, listing, order, pct, 
 from lab_common.script_tools import run_lecture  # noqa: E402
 from lab_common.settings import Source, check_setting, is_int, is_number, is_sorted_ints  # noqa: E402
 from kv_store.replay import simulate  # noqa: E402
-from kv_store.sim_base import usable_hits  # noqa: E402
+from kv_store.prefix_match import usable_hit_tokens, usable_hits  # noqa: E402
 from kv_store.cluster import (BLOCK_BYTES, LOCAL_DRAM, NIC_GB_PER_S, RDMA, SCHEDULERS, block_homes, fetch_plan,  # noqa: E402
                         hit_accesses, hit_tokens, nic_fetch, run_schedulers, trace_columns)
 from kv_store.tiers import (A800_X8, EQ1_A, EQ1_B, LLAMA2_7B, LLAMA3_8B, LLAMA3_70B, TIERS, Node,  # noqa: E402
@@ -482,7 +482,7 @@ def observations_3(d):
 def pd_case(model, node, n, hit, gbps):
     """P/D 分离里的一个请求：prefill 节点算（命中的前缀从本机 DRAM 读），算完一层就把这一层的 KV 发给
     decode 节点。decode 节点要整个请求的 KV（命中的前缀也要）。返回秒、字节和藏得住所需的带宽（Gbps）。"""
-    h, kv = min(int(round(hit * n)), n - 1), n * model.kv_bytes_per_token()     # 最后一个 token 总要算
+    h, kv = int(usable_hit_tokens(round(hit * n), n, 1)), n * model.kv_bytes_per_token()   # 最后一个 token 总要算
     prefill, send = prefill_time(model, n, h, LOCAL_DRAM, node), kv * 8 / (gbps * 1e9)
     total = layer_overlap(prefill, send, model.n_layers)      # 算一层、发一层，流水
     return dict(n=n, hit=h, kv=kv, prefill=prefill, send=send, total=total, exposed=total - prefill,

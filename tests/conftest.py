@@ -175,15 +175,6 @@ def pytest_configure(config):
         fd, config._lab_groups_path = tempfile.mkstemp(prefix="lab-xdist-groups-", suffix=".json")
         os.close(fd)
     elif config.workerinput.get("workercount", 1) > 1:
-        # 几个 pytest 进程已经占满了核：本进程里的 sweep、run_schedulers、radix_sweep 不再 fork 进程池（从几百 MB 的
-        # pytest 进程 fork 比省下的还贵），逐格在本进程里算，结果相同（test_cache_policies 等另用 workers=2 测 fork 的路径）。
-        # 测试起的新解释器不受影响，照常按核数 fork。
-        import kv_store.replay
-        import kv_store.cluster
-        import kv_store.sim_base
-        import kv_store.radix_tree
-        for mod in (kv_store.sim_base, kv_store.replay, kv_store.cluster, kv_store.radix_tree):
-            mod.n_cores = _one_core
         # 每个 pytest 进程占一个核（gw0 → 第 1 个核，gw1 → 第 2 个……）。测试起的新解释器继承这一个核，脚本看到
         # 1 个核就不 fork 进程池（核早被 pytest 进程占满了，fork 只多花 CPU）；fork 的路径另有测试（workers=2）。
         if hasattr(os, "sched_setaffinity"):
@@ -191,10 +182,6 @@ def pytest_configure(config):
             k = int(config.workerinput["workerid"][2:])
             if len(cores) >= config.workerinput["workercount"]:
                 os.sched_setaffinity(0, {cores[k % len(cores)]})
-
-
-def _one_core():
-    return 1
 
 
 def pytest_unconfigure(config):

@@ -1,6 +1,6 @@
 """缓存策略：手算得出的小例子（同一个检查跑全部注册的策略），LengthAware 的两种读法，S3-FIFO 的例子，
-MIN 的手算例子和穷举最优，LRU 一遍算全部容量 = 逐个容量模拟，sweep（含后台算）= 逐格 simulate；
-改了策略类（或注册了新的），04、04b 打印的数字就来自改过的类（快速引擎只替发布时一字不差的类算）。"""
+MIN 的手算例子和穷举最优，sweep（一个进程或进程池）= 逐格 simulate；
+改了策略类（或注册了新的），04、04b 打印的数字就来自改过的类；evict() 什么也不删时一行拒绝。"""
 import contextlib
 import io
 import itertools
@@ -19,15 +19,22 @@ from lab_common.script_tools import load_script
 from kv_store.eviction import (CACHE_POLICIES, LENGTHAWARE_DEFINITION, LENGTHAWARE_SOURCE, PAPER_POLICIES,
                                BlockCache, LengthAwareCache, LRUCache, S3FIFOCache, make_cache,
                                policy_name)
-from kv_store.replay import class_hits, hit_ratio, simulate, sweep
-from kv_store.sim_base import infinite_hits
-from kv_store.sim_guard import SHIPPED, _compiles_to, fast_engine, fingerprint
-from kv_store.sim_lru import lru_stack_hits
-from kv_store.belady import min_hits, next_use
+from kv_store.replay import hit_ratio, simulate, sweep
+from kv_store.belady import min_hits, next_use, seen_before
+from policy_oracle import naive_hits
 from kv_store.traces import Trace
 from kv_store.trace_file import Request
 
 ONLINE = list(CACHE_POLICIES)
+
+
+def class_hits(trace, capacity, cls):
+    """不经过 simulate、直接跑类：cls(capacity)，每个请求先 match 再 insert。"""
+    cache, out = cls(capacity), []
+    for blocks in getattr(trace, "iter_blocks", lambda: trace)():
+        out.append(cache.match(list(blocks)))
+        cache.insert(list(blocks))
+    return np.array(out, dtype=np.int32)
 
 
 def test_registry():
@@ -167,7 +174,7 @@ def test_a_new_policy_needs_only_touch_and_evict(monkeypatch):
 @pytest.mark.parametrize("policy", ONLINE)
 def test_infinite_capacity_is_policy_free(policy):
     blocks = [[1, 2, 3], [1, 2, 4], [5], [1, 2, 3, 6]]
-    assert simulate(blocks, None, policy).tolist() == [0, 2, 0, 3] == infinite_hits(blocks).tolist()
+    assert simulate(blocks, None, policy).tolist() == [0, 2, 0, 3]
 
 
 @pytest.mark.parametrize("policy", ONLINE)
@@ -201,17 +208,12 @@ def test_next_use():
 
 def test_next_use_across_chunks(monkeypatch):
     """一段一段往前算（段的边界上"下一次"在后面的段里）和一次算完一样。"""
-    import kv_store.sim_base
+    import kv_store.belady
     rng = np.random.default_rng(1)
     blocks = [list(rng.choice(30, size=int(rng.integers(1, 5)), replace=False)) for _ in range(50)]
-    whole = next_use(blocks).tolist()
-    monkeypatch.setattr(kv_store.sim_base, "CHUNK", 3)
-    assert next_use(blocks).tolist() == whole
-    for p in ONLINE + ["min"]:                      # 分段转换成 Python 列表：段的边界不影响结果
-        monkeypatch.setattr(kv_store.sim_base, "CHUNK", 3)
-        small = simulate(blocks, 4, p).tolist()
-        monkeypatch.setattr(kv_store.sim_base, "CHUNK", 4096)
-        assert small == simulate(blocks, 4, p).tolist()
+    whole, best = next_use(blocks).tolist(), min_hits(blocks, 4).tolist()
+    monkeypatch.setattr(kv_store.belady, "CHUNK", 3)
+    assert next_use(blocks).tolist() == whole and min_hits(blocks, 4).tolist() == best
 
 
 def brute_force_opt(blocks, cap):
@@ -274,11 +276,11 @@ def test_min_is_not_an_online_cache():
         make_cache(10, "min")
 
 
-def test_infinite_hits_per_block_vs_prefix():
+def test_seen_before_per_block_vs_prefix():
     """[1,2] 之后 [9,2]：块 2 出现过，但第一块 9 没有——逐块命中 1，前缀命中 0。"""
-    assert infinite_hits([[1, 2], [9, 2]]).tolist() == [0, 0]
-    assert infinite_hits([[1, 2], [9, 2]], per_block=True).tolist() == [0, 1]
-    assert infinite_hits([[1, 1], [1]], per_block=True).tolist() == [0, 1]   # 同一请求里的重复不算"以前出现过"
+    assert simulate([[1, 2], [9, 2]], None, "lru").tolist() == [0, 0]
+    assert seen_before([[1, 2], [9, 2]]).tolist() == [0, 1] == simulate([[1, 2], [9, 2]], None, "min").tolist()
+    assert seen_before([[1, 1], [1]]).tolist() == [0, 1]   # 同一请求里的重复不算"以前出现过"
 
 
 def test_sweep_accepts_trace_and_lists_alike():
@@ -291,35 +293,14 @@ def test_sweep_accepts_trace_and_lists_alike():
     assert a.keys() == b.keys() and all(a[k].tolist() == b[k].tolist() for k in a)
 
 
-@pytest.mark.parametrize("policy", ["lfu", "lengthaware", "lengthaware_early"])
-def test_lfu_shortcut_equals_class_on_synthetic_trace(policy):
-    """合成 trace 的前 1,500 个请求：lfu_family_hits 和逐请求跑策略类（match 再 insert）完全相同。"""
+@pytest.mark.parametrize("policy", ["lru", "lfu", "lengthaware", "lengthaware_early"])
+def test_classes_equal_the_definition_on_synthetic_trace(policy):
+    """合成 trace 的前 600 个请求：sweep 算的（04 的表就是它算的）= 照定义逐个扫描的参照实现（tests/policy_oracle.py）。"""
     from kv_store.traces import make_trace
-    blocks = [r.blocks for r in make_trace(0)[:1500]]
-    for cap in (300, 2_000):
-        c = make_cache(cap, policy)
-        ref = []
-        for b in blocks:
-            ref.append(c.match(b))
-            c.insert(b)
-        assert simulate(blocks, cap, policy).tolist() == ref
-
-
-@pytest.mark.parametrize("workers", [1, 2])
-def test_sweep_in_background_equals_sweep(workers):
-    """background=True：马上返回一个只读的映射，第一次读时等工作进程算完；内容和普通的 sweep 一样
-    （LRU 的几个容量合成一格一遍算完，拆回来的每格也和单独 simulate 一样）。"""
-    from collections.abc import Mapping
-    rng = np.random.default_rng(5)
-    blocks = [tuple(int(x) for x in rng.choice(50, size=int(rng.integers(1, 8)), replace=False)) for _ in range(150)]
-    caps, pols = (None, 3, 12, 40), ONLINE + ["min"]
-    pending = sweep(blocks, caps, pols, workers=workers, background=True, extra=[("lru", 7)])
-    assert isinstance(pending, Mapping)
-    done = sweep(blocks, caps, pols, workers=workers, extra=[("lru", 7)])
-    assert set(pending) == set(done) == {(p, c) for p in pols for c in caps} | {("lru", 7)}
-    assert len(pending) == len(done)
-    for k in done:
-        assert pending[k].tolist() == done[k].tolist() == simulate(blocks, k[1], k[0]).tolist()
+    blocks = [r.blocks for r in make_trace(0)[:600]]
+    out = sweep(blocks, (100, 400), (policy,), workers=1)
+    for cap in (100, 400):
+        assert out[(policy, cap)].tolist() == naive_hits(blocks, cap, policy)
 
 
 def test_sweep_extra_cells():
@@ -332,59 +313,43 @@ def test_sweep_extra_cells():
 
 
 # ---------------------------------------------------------------- 改了策略类，算数字的就是改过的类
-def test_shipped_fingerprints_are_the_shipped_classes():
-    """快速引擎只替 SHIPPED 里记下的类算：记下的指纹必须就是现在发布的类（改了类就要在这里看到）。"""
-    for name, (engine, shipped) in SHIPPED.items():
-        now = fingerprint(getattr(kv_store.eviction, name))
-        assert now == shipped, (f"kv_store.eviction.{name} 改过了，快速引擎不再替它算（照原样跑类，慢但对）。"
-                                f"确认快速引擎和改过的类仍然逐请求相同（tests/test_properties.py）后，"
-                                f"把 kv_store.sim_guard.SHIPPED[{name!r}] 的指纹改成 {now!r}")
-        assert fast_engine(getattr(kv_store.eviction, name)) == engine
-    assert fast_engine(S3FIFOCache) is None and fast_engine(FIFOCache) is None
+def test_nothing_inspects_the_classes():
+    """没有代码读策略类的源码或比较代码对象来换算法：讲义和 lab_common 里没有 getsource、__code__、fingerprint。"""
+    hits = []
+    for d in ("lecture07", "lab_common"):
+        for base, _, files in os.walk(os.path.join(ROOT, d)):
+            for f in files:
+                if f.endswith(".py"):
+                    with open(os.path.join(base, f), encoding="utf-8") as fh:
+                        src = fh.read()
+                    hits += [f"{f}: {w}" for w in ("getsource", "__code__", "co_consts", "fingerprint") if w in src]
+    assert hits == []
 
 
-def test_any_change_turns_the_fast_engine_off(monkeypatch):
-    """子类（哪怕什么都没改）、换掉一个方法、改一个模块级常量、改基类：都照原样跑类。只改显示的名字不算。"""
-    class Same(LRUCache):
-        pass
+class SticksCache(LRUCache):
+    """学生写坏的 evict：什么也不删。"""
+    NAME = SHORT = "坏的"
 
-    assert fast_engine(Same) is None
-    with monkeypatch.context() as mp:
-        mp.setattr(LRUCache, "evict", lambda self: self.entries.popitem(last=True)[0])
-        assert fast_engine(LRUCache) is None and fast_engine(kv_store.eviction.LFUCache) == "lfu"
-    with monkeypatch.context() as mp:
-        mp.setattr(kv_store.eviction, "MAX_RANK", 7)
-        assert fast_engine(LengthAwareCache) is None and fast_engine(LRUCache) == "lru"
-    with monkeypatch.context() as mp:
-        mp.setattr(BlockCache, "match", BlockCache.count)
-        assert all(fast_engine(c) is None for c in CACHE_POLICIES.values())
-    with monkeypatch.context() as mp:
-        mp.setattr(LRUCache, "NAME", "我的 LRU")
-        assert fast_engine(LRUCache) == "lru"
-    assert fast_engine(LRUCache) == "lru"
-    import inspect
-    src = inspect.getsource(LRUCache.insert)          # import 之后文件改过：文件里的源码不再是正在跑的代码
-    assert _compiles_to(src, LRUCache.insert) and not _compiles_to(src.replace("last=False", "last=True"), LRUCache.insert)
+    def evict(self):
+        return None
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_evict_that_removes_nothing_is_refused_in_one_line(monkeypatch, capsys, workers):
+    """evict() 一块也没删：不空转，一行说清是哪个类的 evict，退出码 2（进程池里也一样）。"""
+    monkeypatch.setitem(CACHE_POLICIES, "sticks", SticksCache)
+    with pytest.raises(SystemExit) as e:
+        sweep([[1, 2], [3, 4], [5]], (1, 2), ("sticks",), workers=workers)
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and err.count("\n") == 1 and err.startswith("SticksCache.evict(): ")
 
 
 def newest_first(mp):
-    """学生会做的实验：LRUCache 改成淘汰最新的块（evict 和 insert 里都是 popitem(last=True)）。"""
+    """学生会做的实验：LRUCache.evict 改成淘汰最新的块（popitem(last=True)）。"""
     def evict(self):
         return self.entries.popitem(last=True)[0]
 
-    def insert(self, blocks):
-        od = self.entries
-        for b in reversed(blocks):
-            if b in od:
-                od.move_to_end(b)
-            else:
-                od[b] = None
-        if self.capacity is not None:
-            while len(od) > self.capacity:
-                od.popitem(last=True)
-
     mp.setattr(LRUCache, "evict", evict)
-    mp.setattr(LRUCache, "insert", insert)
 
 
 N_PREFIX = 4_000   # 改过的类要逐块跑：用合成 trace 的前 4,000 个请求（04 和对照的类用同一段），测试才快
@@ -437,22 +402,22 @@ def newest_demo3():
 
 
 def test_edited_lru_changes_04s_hit_table(newest_demo3):
-    """LRUCache 改成淘汰最新的块：04 的 LRU 一行换成改过的类算出的数（原来是快速引擎的栈距离），打印的也变了。"""
+    """LRUCache.evict 改成淘汰最新的块：04 的 LRU 一行换成改过的类算出的数，打印的也变了。"""
     out, res, want = newest_demo3
     caps = [c for c in res["capacities"] if c is not None]
-    stack = ratios_of(lru_stack_hits(small_trace(), caps), "lru")   # 没改时 04 印的数（快速引擎）
+    plain = class_ratios(LRUCache, caps)                            # 没改时 04 印的数
     assert all(res["ratio"][("lru", c)] == want[c] for c in caps)
-    assert sum(f"{res['ratio'][('lru', c)]:.2f}" != f"{stack[c]:.2f}" for c in caps) >= 3
+    assert sum(f"{res['ratio'][('lru', c)]:.2f}" != f"{plain[c]:.2f}" for c in caps) >= 3
     assert all(f"{want[c]:.2f}" in out for c in caps)
 
 
 def test_edited_lengthaware_changes_the_numbers(monkeypatch):
     """LengthAwareCache.rank 改成"先淘汰靠前的块"：sweep（04 的命中表就是它算的）给出的 LengthAware 一格
-    变成对照组的数（它就是这么算的），不再是快速引擎的数。合成 trace 的前 3,000 个请求。"""
+    变成对照组的数（它就是这么算的）。合成 trace 的前 3,000 个请求。"""
     from kv_store.traces import make_trace
     tr = make_trace(0)[:3000]
     before = sweep(tr, (None, 500), ("lengthaware",), workers=1)
-    monkeypatch.setattr(LengthAwareCache, "rank", lambda self, pos: min(pos, kv_store.eviction.MAX_RANK))
+    monkeypatch.setattr(LengthAwareCache, "rank", lambda self, pos: pos)
     after = sweep(tr, (None, 500), ("lengthaware",), workers=2)
     early = class_hits(tr, 500, kv_store.eviction.LengthAwareEarlyCache)
     assert after[("lengthaware", 500)].tolist() == early.tolist() != before[("lengthaware", 500)].tolist()
@@ -481,14 +446,14 @@ def test_edited_lru_changes_04b(monkeypatch):
 
 @pytest.mark.test_all
 def test_editing_the_source_file_changes_04s_output(tmp_path):
-    """真的改文件（学生的做法）：拷一份 lecture07/，把 LRUCache 里的 popitem(last=False) 改成 last=True，
-    新解释器里跑 04 --demo 3：打印的和本进程里换掉这两个方法时一样，和没改时不一样。"""
+    """真的改文件（学生的做法）：拷一份 lecture07/，把 LRUCache.evict 里的 popitem(last=False) 改成 last=True，
+    新解释器里跑 04 --demo 3：打印的和本进程里换掉这个方法时一样，和没改时不一样。"""
     for d in ("lecture07", "lab_common"):
         shutil.copytree(os.path.join(ROOT, d), tmp_path / d, ignore=shutil.ignore_patterns("__pycache__"))
     src = tmp_path / "lecture07" / "kv_store/eviction.py"
     text = src.read_text(encoding="utf-8")
     lru = text[text.index("class LRUCache"):text.index("class LFUCache")]
-    assert lru.count("popitem(last=False)") == 2
+    assert lru.count("popitem(last=False)") == 1
     src.write_text(text.replace(lru, lru.replace("popitem(last=False)", "popitem(last=True)")), encoding="utf-8")
     proc = subprocess.run([sys.executable, str(tmp_path / "lecture07" / "04_prefix_caching.py"), "--demo", "3"],
                           capture_output=True, text=True, env=dict(os.environ, NO_COLOR="1"), timeout=300)

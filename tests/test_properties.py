@@ -1,20 +1,17 @@
 """性质测试（hypothesis）：随机的操作序列下，分页 KV 块池和前缀缓存的不变量始终成立；
-模拟器的每条快路径和策略类本身逐请求相同；04 演示 4 整列算和逐个请求算逐位相同。"""
+策略类和照定义写的参照实现（tests/policy_oracle.py）逐请求相同；04 演示 4 整列算和逐个请求算逐位相同。"""
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import kv_store.sim_base
-import kv_store.sim_lfu
-import kv_store.sim_lru
+import kv_store.belady
+import kv_store.traces
 from lab_common.script_tools import load_script
-from kv_store.eviction import CACHE_POLICIES, BlockCache, make_cache
+from kv_store.eviction import CACHE_POLICIES, make_cache
 from kv_store.replay import simulate
-from kv_store.sim_base import has_repeats, infinite_hits
-from kv_store.sim_lfu import lfu_family_hits
-from kv_store.sim_lru import _count_less, _popcount, _popcount_by_table, _previous_touch, _wavelet, lru_stack_hits
-from kv_store.belady import _min_hits_by_block, max_live, min_hits, next_use
+from kv_store.belady import _min_hits_by_block, has_repeats, max_live, min_hits, next_use, seen_before
+from policy_oracle import RANKS, naive_hits
 from kv_store.tiers import prefill_compute_time, prefill_time, trace_prefill_time
 from kv_store.traces import Trace
 from kv_store.trace_file import Request
@@ -148,25 +145,12 @@ def test_lru_prefix_hits_equal_per_block_hits(blocks, cap):
 
 @FAST
 @given(blocks=st.one_of(TRACES, RANDOM))
-def test_infinite_closed_form_equals_simulation(blocks):
-    """无限容量的闭式解 = 容量大到不淘汰时的模拟（前缀命中和逐块命中都是）。"""
+def test_no_eviction_means_seen_before(blocks):
+    """容量大到不淘汰时，每种策略的逐块命中 = 以前出现过的块数（seen_before），前缀命中 = 无限容量的。"""
     big = sum(map(len, blocks))
     for p in ONLINE:
-        assert infinite_hits(blocks).tolist() == simulate(blocks, big, p).tolist()
-        assert infinite_hits(blocks, per_block=True).tolist() == simulate(blocks, big, p, per_block=True).tolist()
-
-
-@FAST
-@given(blocks=st.one_of(TRACES, RANDOM), cap=st.integers(1, 12))
-def test_fast_insert_equals_touch_and_evict(blocks, cap):
-    """LRU、LFU 类把 insert 展开写了（为了快）：和基类的"逐块 touch、再 evict 到不超容量"逐请求相同。"""
-    for p in ONLINE:
-        fast, slow = make_cache(cap, p), make_cache(cap, p)
-        for b in blocks:
-            assert fast.match(b) == slow.match(b)
-            fast.insert(b)
-            BlockCache.insert(slow, b)
-            assert set(fast.entries) == set(slow.entries)
+        assert seen_before(blocks).tolist() == simulate(blocks, big, p, per_block=True).tolist()
+        assert simulate(blocks, None, p).tolist() == simulate(blocks, big, p).tolist()
 
 
 def class_sim(blocks, cap, policy):
@@ -181,24 +165,15 @@ def class_sim(blocks, cap, policy):
 
 @FAST
 @given(blocks=st.one_of(TRACES, RANDOM), cap=st.integers(1, 12))
-def test_lfu_family_shortcut_equals_class(blocks, cap):
-    """lfu_family_hits（"次数 ≥ 2 的块永不淘汰"）和 LFU / LengthAware / 对照组的类逐请求相同。"""
-    for p in ("lfu", "lengthaware", "lengthaware_early"):
-        assert lfu_family_hits(blocks, cap, CACHE_POLICIES[p]).tolist() == class_sim(blocks, cap, p)
-        assert simulate(blocks, cap, p).tolist() == class_sim(blocks, cap, p)
-
-
-@FAST
-@given(blocks=st.one_of(TRACES, RANDOM), cap=st.integers(1, 12))
 def test_min_shortcut_when_everything_live_fits(blocks, cap):
     """容量 ≥ max_live 时 MIN 什么都不用淘汰：等于无限容量的逐块命中；小于时也不会超过它。"""
     live = max_live(next_use(blocks), columns_offsets(blocks))
     hits = min_hits(blocks, cap)
     if cap >= live:
-        assert hits.tolist() == infinite_hits(blocks, per_block=True).tolist()
-    assert (hits <= infinite_hits(blocks, per_block=True)).all()
+        assert hits.tolist() == seen_before(blocks).tolist()
+    assert (hits <= seen_before(blocks)).all()
     if live > 0:
-        assert min_hits(blocks, live).tolist() == infinite_hits(blocks, per_block=True).tolist()
+        assert min_hits(blocks, live).tolist() == seen_before(blocks).tolist()
 
 
 def columns_offsets(blocks):
@@ -210,35 +185,25 @@ def test_has_repeats():
     assert has_repeats(np.array([1, 2, 1]), np.array([0, 3]))
 
 
-# ---------------------------------------------------------------- 快路径 = 策略类本身（逐请求 match 再 insert）
+# ---------------------------------------------------------------- 策略类 = 照定义写的参照实现
 REPEATS = st.lists(st.lists(st.integers(0, 9), min_size=1, max_size=6).map(tuple), min_size=1, max_size=30)
 
 
 @FAST
-@given(blocks=st.one_of(TRACES, RANDOM), cap=st.integers(1, 40))
-def test_simulate_equals_class_for_every_policy(blocks, cap):
-    """simulate 的每条快路径（LRU 栈距离、LFU 类的队列、容量 ≥ 不同块数 = 无限）和策略类逐请求相同。"""
-    for p in ONLINE:
-        assert simulate(blocks, cap, p).tolist() == class_sim(blocks, cap, p)
+@given(blocks=st.one_of(TRACES, RANDOM, REPEATS), cap=st.one_of(st.integers(1, 40), st.none()))
+def test_classes_equal_the_definition(blocks, cap):
+    """LRU、LFU、LengthAware 和对照组的类（OrderedDict、惰性删除的堆）和 policy_oracle 的逐个扫描逐请求相同，
+    前缀命中和逐块命中都是；simulate 跑的就是这些类。"""
+    for p in ["lru", *RANKS]:
+        assert class_sim(blocks, cap, p) == naive_hits(blocks, cap, p) == simulate(blocks, cap, p).tolist()
+        assert simulate(blocks, cap, p, per_block=True).tolist() == naive_hits(blocks, cap, p, per_block=True)
 
 
 @FAST
 @given(blocks=REPEATS, cap=st.integers(1, 12))
-def test_requests_with_repeated_blocks_use_the_class(blocks, cap):
-    """同一请求里有重复的块时，快路径的前提不成立：simulate 退回策略类，MIN 退回逐块的版本。"""
-    for p in ONLINE:
-        assert simulate(blocks, cap, p).tolist() == class_sim(blocks, cap, p)
+def test_min_with_repeated_blocks_uses_the_block_by_block_version(blocks, cap):
+    """同一请求里有重复的块时，MIN 退回逐块的版本。"""
     assert min_hits(blocks, cap).tolist() == _min_hits_by_block(blocks, cap, next_use(blocks)).tolist()
-
-
-@FAST
-@given(blocks=st.one_of(TRACES, RANDOM), caps=st.lists(st.integers(1, 40), min_size=1, max_size=5))
-def test_lru_stack_distances_equal_class(blocks, caps):
-    """lru_stack_hits 一遍算出的每个容量（含大于不同块数的）= 这个容量下逐请求跑 LRUCache。"""
-    got = lru_stack_hits(blocks, caps)
-    assert sorted(got) == sorted(set(caps))
-    for c in caps:
-        assert got[c].tolist() == class_sim(blocks, c, "lru")
 
 
 @FAST
@@ -250,57 +215,14 @@ def test_min_intervals_equal_block_by_block(blocks, cap):
 
 @FAST
 @given(blocks=st.one_of(TRACES, RANDOM), cap=st.integers(1, 12), chunk=st.integers(1, 4))
-def test_fast_paths_do_not_depend_on_chunk_boundaries(blocks, cap, chunk):
-    """每次只把 CHUNK 个请求转成 Python 列表：段的边界（LFU 的饱和、LRU 的 prev、MIN 的区间跨段）不影响结果。"""
+def test_results_do_not_depend_on_chunk_boundaries(blocks, cap, chunk):
+    """每次只把 CHUNK 个请求转成 Python 列表：段的边界（MIN 的区间跨段）不影响结果。"""
     whole = {p: simulate(blocks, cap, p).tolist() for p in ONLINE + ["min"]}
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(kv_store.sim_base, "CHUNK", chunk)
+        mp.setattr(kv_store.traces, "CHUNK", chunk)
+        mp.setattr(kv_store.belady, "CHUNK", chunk)
         for p in ONLINE + ["min"]:
             assert simulate(blocks, cap, p).tolist() == whole[p]
-        assert lru_stack_hits(blocks, (cap, cap + 3))[cap].tolist() == whole["lru"]
-
-
-def test_lfu_saturation_cut_off_is_taken_and_exact(monkeypatch):
-    """容量 2：块 1、2 各被命中一次以后 hot 占满缓存，之后缓存不再变（剩下的请求用 numpy 算）。
-    确认走到了这条路（_fixed_cache_hits 被调用），结果和 LFU / LengthAware 的类逐请求相同。"""
-    blocks = [(1,), (1,), (2,), (2,), (3, 4), (1, 2), (3,), (1, 5), (2, 1), (6,)]
-    calls = []
-    real = kv_store.sim_lfu._fixed_cache_hits
-    monkeypatch.setattr(kv_store.sim_lfu, "_fixed_cache_hits", lambda *a: calls.append(a[1]) or real(*a))
-    for p in ("lfu", "lengthaware", "lengthaware_early"):
-        assert lfu_family_hits(blocks, 2, CACHE_POLICIES[p]).tolist() == class_sim(blocks, 2, p)
-    assert calls == [4, 4, 4]                   # 第 4 个请求之后 hot = {1, 2}
-
-
-@FAST
-@given(values=st.lists(st.integers(0, 300), max_size=200), data=st.data(), piece=st.integers(1, 70))
-def test_count_less_equals_brute_force(values, data, piece):
-    """小波矩阵的 "前 e 个数里有几个 < b" = 逐个数（跨 64 位的字、分片建层、b 比所有数都大）。"""
-    ends = data.draw(st.lists(st.integers(0, len(values)), min_size=1, max_size=10))
-    bounds = data.draw(st.lists(st.integers(0, 700), min_size=len(ends), max_size=len(ends)))
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(kv_store.sim_lru, "_SLICE", piece)
-        levels = _wavelet(np.array(values, dtype=np.int64))
-    got = _count_less(levels, np.array(ends), np.array(bounds)).tolist()
-    assert got == [sum(v < b for v in values[:e]) for e, b in zip(ends, bounds)]
-
-
-@FAST
-@given(blocks=st.one_of(TRACES, RANDOM), chunk=st.integers(1, 4))
-def test_previous_touch_equals_brute_force(blocks, chunk):
-    """prev[t] = 同一块上一次被碰的时刻（一段一段算，跨段的查 last）。"""
-    flat = [x for b in blocks for x in b]
-    offsets = np.concatenate([[0], np.cumsum([len(b) for b in blocks])])
-    want = [max([q for q in range(t) if flat[q] == flat[t]], default=-1) for t in range(len(flat))]
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(kv_store.sim_base, "CHUNK", chunk)
-        assert _previous_touch(np.array(flat), offsets).tolist() == want
-
-
-def test_popcount_table_equals_bitwise_count():
-    x = np.random.default_rng(0).integers(0, 2 ** 63, size=1000, dtype=np.uint64) * np.uint64(2) + np.uint64(1)
-    want = [bin(int(v)).count("1") for v in x]
-    assert _popcount_by_table(x).tolist() == want == _popcount(x).tolist()
 
 
 # ---------------------------------------------------------------- 04 演示 4：整列算 = 逐个请求算

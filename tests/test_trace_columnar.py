@@ -6,10 +6,9 @@ import os
 import numpy as np
 import pytest
 
-import kv_store.sim_base
+import kv_store.belady
 from kv_store.replay import simulate, sweep
-from kv_store.sim_base import columns
-from kv_store.traces import BlockLists, Trace, iter_block_lists, load_trace, make_trace
+from kv_store.traces import BlockLists, Trace, columns, iter_block_lists, load_trace, make_trace
 from kv_store.trace_file import BLOCK_SIZE, Request
 from kv_store.trace_file import iter_trace_records
 
@@ -111,15 +110,15 @@ def test_real_trace_is_compact():
 def test_chunk_size_does_not_change_results(monkeypatch):
     tr = make_trace(0)[:600]
     ref = {p: simulate(tr, 500, p).tolist() for p in ("lru", "lfu", "lengthaware", "s3fifo", "min")}
-    monkeypatch.setattr(kv_store.sim_base, "CHUNK", 7)
+    monkeypatch.setattr(kv_store.belady, "CHUNK", 7)
     assert {p: simulate(tr, 500, p).tolist() for p in ref} == ref
 
 
-def test_run_schedulers_in_parallel_equals_one_by_one():
-    """kv_store.cluster.run_schedulers：几个调度器分给两个进程同时跑，每个的结果和单独 run_prefill 逐位相同。"""
+def test_run_schedulers_equals_one_by_one():
+    """kv_store.cluster.run_schedulers：每个调度器的结果和单独 run_prefill 逐位相同。"""
     from kv_store.cluster import SCHEDULERS, run_prefill, run_schedulers, trace_columns
     arrival, n_in, blocks = trace_columns(make_trace(0)[:400])
-    both = run_schedulers(arrival, n_in, blocks, SCHEDULERS, 4, 50, 30.0, seed=3, workers=2)
+    both = run_schedulers(arrival, n_in, blocks, SCHEDULERS, 4, 50, 30.0, seed=3)
     assert list(both) == list(SCHEDULERS)
     for s in SCHEDULERS:
         one = run_prefill(arrival, n_in, blocks, s, 4, 50, 30.0, seed=3)

@@ -1,5 +1,5 @@
 """Belady 的 MIN（离线最优，要预知未来）的逐块命中 min_hits：每次"留到下一次用"是一个区间，超出容量时淘汰
-下一次用到最晚的。next_use、max_live、MinPrep 是它的准备工作（sweep 在 fork 之前算一次）。
+下一次用到最晚的。next_use、max_live、MinPrep 是它的准备工作（sweep 给几个容量算一次）。
 
     >>> min_hits([(1, 2), (1, 2, 3), (4,), (1, 2)], 2).tolist()
     [0, 2, 0, 2]
@@ -12,7 +12,48 @@ from collections import deque
 
 import numpy as np
 
-from kv_store.sim_base import _chunks, _index_type, columns, dense_ids, has_repeats, infinite_hits
+from kv_store.traces import CHUNK, columns, dense_ids, first_request
+
+
+def seen_before(trace):
+    """每个请求里有几块在更早的请求里出现过（逐块数）：无限容量时 MIN 的命中，也是任何容量下 MIN 命中的上界。
+
+    >>> seen_before([(1, 2), (9, 2), (1, 1)]).tolist()      # 同一请求里的重复不算"以前出现过"
+    [0, 1, 2]
+    """
+    ids, offsets = columns(trace)
+    dense, first = first_request(ids, offsets)
+    request = np.repeat(np.arange(len(offsets) - 1), np.diff(offsets))
+    return np.bincount(request, weights=first[dense] < request, minlength=len(offsets) - 1).astype(np.int32)
+
+
+def has_repeats(ids, offsets):
+    """有没有哪个请求里同一个块出现了不止一次（真实 trace 和合成 trace 都没有；kv_store.trace_file 会报错）。
+
+    >>> has_repeats(np.array([1, 2, 1]), np.array([0, 2, 3])), has_repeats(np.array([1, 2, 1]), np.array([0, 3]))
+    (False, True)
+    """
+    request = np.repeat(np.arange(len(offsets) - 1), np.diff(offsets))
+    order = np.lexsort((ids, request))
+    same_block, same_request = ids[order][1:] == ids[order][:-1], request[order][1:] == request[order][:-1]
+    return bool((same_block & same_request).any())
+
+
+def _chunks(offsets):
+    """把请求按 CHUNK 个一段切开：(a, b, lo, hi, seg)，请求 a..b-1 的块在 [lo, hi)，seg 是每次访问的段内请求号。"""
+    n = len(offsets) - 1
+    for a in range(0, n, CHUNK):
+        b = min(n, a + CHUNK)
+        lo, hi = int(offsets[a]), int(offsets[b])
+        seg = np.repeat(np.arange(b - a, dtype=np.int64), np.diff(offsets[a:b + 1]))
+        yield a, b, lo, hi, seg
+
+
+def _index_type(n):
+    """下标放得进 int32 就用 int32（省一半内存）。"""
+    if n < 2 ** 31 - 1:
+        return np.int32
+    return np.int64
 
 
 def next_use(trace):
@@ -55,11 +96,11 @@ def max_live(nxt, offsets):
 
 
 class MinPrep:
-    """MIN 的几个格子共用的准备工作（sweep 在 fork 之前算一次）：
+    """MIN 的几个容量共用的准备工作（sweep 算一次）：
 
     nxt      next_use(trace)
     live     max_live(nxt, offsets)：容量 ≥ 它时 MIN 什么都不用淘汰
-    seen     每个请求里"以前出现过"的块数（infinite_hits 的逐块口径）= 在这个请求结束的区间数
+    seen     每个请求里"以前出现过"的块数（seen_before）= 在这个请求结束的区间数
     repeats  有没有哪个请求里同一块出现了不止一次
     """
 
@@ -69,7 +110,7 @@ class MinPrep:
         ids, offsets = columns(trace)
         self.nxt = next_use(trace)
         self.live = max_live(self.nxt, offsets)
-        self.seen = infinite_hits(trace, per_block=True)
+        self.seen = seen_before(trace)
         if repeats is None:
             repeats = has_repeats(ids, offsets)
         self.repeats = repeats
@@ -83,14 +124,14 @@ def min_hits(trace, capacity, prep=None):
     （"开一个区间"）；留住了，请求 nu 就命中 x。缓存 = 还没结束、也没被淘汰的区间。超出容量时淘汰 nu 最大的
     （最大堆，键 = -(nu · 2^block_bits + x)；nu 相同的几块谁先走都一样——它们会在同一个请求里一起被用到——
     堆里按块编号排）。于是：
-    - 请求 i 的命中 = 在请求 i 结束的区间数（= 块在更早的请求里出现过的访问数，infinite_hits 的逐块口径）
+    - 请求 i 的命中 = 在请求 i 结束的区间数（= 块在更早的请求里出现过的访问数，seen_before）
       − 其中被淘汰了的个数（淘汰时记在 evicted[nu] 上）；
     - 堆里 nu ≤ i 的记录是已经结束的区间（旧记录），nu > i 的都还在缓存里：要淘汰时堆顶一定是有效的。
     每次访问只要把新区间的键（numpy 预先算好）压进堆里，不用逐块查缓存。同一请求里有重复的块时
     （只在手写的小例子里）改用逐块的 _min_hits_by_block。prep：MinPrep(trace)（sweep 预先算好）。
     """
     if capacity is None:                      # 不淘汰：以前见过的块都命中
-        return infinite_hits(trace, per_block=True)
+        return seen_before(trace)
     if prep is None:
         prep = MinPrep(trace)
     ids, offsets = columns(trace)

@@ -7,7 +7,7 @@
   出口网卡拉过来。热点块可以复制到 k 台节点，请求从网卡最闲的副本拉（本机有副本就不走网络）。
 - run_prefill()：M 个 prefill 实例，各有本地前缀缓存（LRU），一次做一个 prefill；
   调度器（random / load-balancing / local cache-aware / global cache-aware）决定每个请求去哪台。
-  run_schedulers() 把几个调度器分给几个核同时跑（互不相干，结果和逐个 run_prefill 相同）。
+  run_schedulers() 把几个调度器一个一个跑（互不相干）。
 
 prefill 时间只有一个公式：kv_store.tiers.prefill_time（FAST'25 式 1 + 按层流水），04、05 和这里共用。
 集群的配置：MODEL 在 NODE 上做 prefill，命中的 KV 从本机 DRAM（LOCAL_DRAM）读。
@@ -21,8 +21,8 @@ blocks（每个请求的块 id 序列）。trace_columns() 从列式的 Trace（
 import numpy as np
 
 from kv_store.eviction import LRUCache
-from kv_store.sim_base import columns, first_request, fork_map, n_cores
-from kv_store.traces import CHUNK
+from kv_store.prefix_match import usable_hit_tokens
+from kv_store.traces import CHUNK, columns, first_request
 from kv_store.tiers import A800_X8, LLAMA3_70B, TIERS, prefill_time
 from kv_store.trace_file import BLOCK_SIZE  # Mooncake trace 的块大小：512 token
 
@@ -48,12 +48,12 @@ def trace_columns(trace):
 
 
 def hit_tokens(hit_blocks, n_input):
-    """命中 hit_blocks 块 → 命中的 token 数；至少留最后一个 token 来算（才能得到第一个输出）。
+    """命中 hit_blocks 块（每块 BLOCK_SIZE 个 token）→ 用得上的 token 数（kv_store.prefix_match.usable_hit_tokens）。
 
     >>> hit_tokens(2, 2000), hit_tokens(2, 1024)
     (1024, 1023)
     """
-    return min(hit_blocks * BLOCK_SIZE, n_input - 1)
+    return int(usable_hit_tokens(hit_blocks, n_input, BLOCK_SIZE))
 
 
 # =============================================================================
@@ -254,34 +254,16 @@ def done_prefix(ready, local, bl, t):
     return best
 
 
-_JOB = None   # run_schedulers 的参数：fork 出的子进程直接继承（三列数据不用序列化）
-
-
-def _one_scheduler(scheduler):
-    args, kwargs = _JOB
-    return run_prefill(*args, scheduler=scheduler, **kwargs)
-
-
 def run_schedulers(arrival, input_len, blocks, schedulers, n_nodes, capacity, rate_scale, seed=0,
-                   rdma_gb_per_s=NIC_GB_PER_S, workers=None):
-    """{调度器: run_prefill(..., 调度器, ...) 的结果}：各调度器互不相干，分给 workers 个进程同时跑
-    （None：本机的核数；1：在本进程里逐个跑）。
+                   rdma_gb_per_s=NIC_GB_PER_S):
+    """{调度器: run_prefill(..., 调度器, ...) 的结果}：各调度器互不相干，一个一个跑。
 
     >>> from kv_store.traces import Trace
     >>> from kv_store.trace_file import Request
     >>> arrival, n_in, blocks = trace_columns(Trace.from_requests([Request(0.0, 1024, 1, (1, 2)), Request(1.0, 1024, 1, (1, 2))]))
-    >>> r = run_schedulers(arrival, n_in, blocks, ("random", "global_cache"), 2, 10, 1.0, workers=1)
+    >>> r = run_schedulers(arrival, n_in, blocks, ("random", "global_cache"), 2, 10, 1.0)
     >>> r["global_cache"]["hits"].tolist()             # 第二个请求去了有这两块的那台
     [0, 2]
     """
-    global _JOB
-    schedulers = list(schedulers)
-    if workers is None:
-        workers = n_cores()
-    _JOB = ((arrival, input_len, blocks), dict(n_nodes=n_nodes, capacity=capacity, rate_scale=rate_scale, seed=seed,
-                                                rdma_gb_per_s=rdma_gb_per_s))
-    try:
-        results = fork_map(_one_scheduler, schedulers, min(workers, len(schedulers)))
-    finally:
-        _JOB = None
-    return dict(zip(schedulers, results))
+    return {s: run_prefill(arrival, input_len, blocks, s, n_nodes, capacity, rate_scale, seed, rdma_gb_per_s)
+            for s in schedulers}

@@ -28,11 +28,13 @@ self.entries 是"在缓存里的块"的字典（块 → 这个策略自己记的
   3. 在 04_prefix_caching.py 的 POLICIES 里加上 "mine"，运行 python 04_prefix_caching.py --demo 3：
      命中率表里多出一行，"MIN 减去"表里是它离离线最优还差多少。
   S3FIFOCache 就是照这个接口写的完整例子；tests/test_cache_policies.py 里有一个 10 行的 FIFOCache。
-按 trace 跑这些缓存（以及离线最优的 Belady MIN）的代码在 kv_store/replay.py：它跑的就是这里的类——你改了哪个类，
-04、04b、05 的数字就来自改过的类；只有类和发布时一字不差，才换成算得快的等价做法（见 kv_store/sim_guard.py）。
+按 trace 跑这些缓存的代码在 kv_store/replay.py：每个请求先 match 再 insert，跑的就是这里的类——你改了哪个类，
+04、04b、05 的数字就来自改过的类（离线最优的 Belady MIN 是另一个概念，在 kv_store/belady.py）。
 """
 import heapq
 from collections import OrderedDict, deque
+
+from lab_common.console import fail
 
 # Mooncake arXiv 2407.00079v3 §4.2 对 LengthAwareCache 的全部描述（原话，表 1 之前的一句）
 LENGTHAWARE_DEFINITION = "similar to LFU but prioritizing cache blocks occurring later in requests"
@@ -61,28 +63,33 @@ class BlockCache:
 
     def count(self, blocks):
         """逐块命中：有几块在缓存里（不要求连续）。"""
-        entries = self.entries
-        return sum(b in entries for b in blocks)
+        return sum(b in self.entries for b in blocks)
 
     def insert(self, blocks):
         """放进一个请求的全部块：从最后一块往前 touch，然后淘汰到不超过容量（capacity=None：不淘汰）。"""
         for pos in range(len(blocks) - 1, -1, -1):
             self.touch(blocks[pos], pos)
-        if self.capacity is not None:
-            while len(self.entries) > self.capacity:
-                self.evict()
+        self.shrink_to(self.capacity)
+
+    def shrink_to(self, size):
+        """一次次调用 evict()，直到缓存里最多 size 块（None：不限）。evict() 一块也没删时一行拒绝，不空转。"""
+        while size is not None and len(self.entries) > size:
+            before = len(self.entries)
+            self.evict()
+            if len(self.entries) >= before:
+                fail(f"{type(self).__name__}.evict()", "没有从 self.entries 里删掉任何块，缓存永远超出容量")
 
     def touch(self, block, pos):
         """记下对 block 的一次访问（pos：它在这个请求里是第几块，从 0 数）。子类实现。"""
         raise NotImplementedError
 
     def evict(self):
-        """挑至少一块淘汰：从 entries 里删掉（LRU、LFU 还返回被淘汰的块）。子类实现。"""
+        """挑至少一块淘汰：从 entries 里删掉，返回被淘汰的块。子类实现。"""
         raise NotImplementedError
 
 
 class LRUCache(BlockCache):
-    """最近最少使用：OrderedDict 从旧到新排列，每次操作 O(1)。"""
+    """最近最少使用：entries 是 OrderedDict，从旧到新排列——它的顺序就是淘汰的顺序。每次操作 O(1)。"""
 
     NAME, SHORT = "LRU", "LRU"
 
@@ -91,106 +98,54 @@ class LRUCache(BlockCache):
 
     def touch(self, block, pos):
         if block in self.entries:
-            self.entries.move_to_end(block)
+            self.entries.move_to_end(block)               # 碰过：挪到最新的一端
         else:
-            self.entries[block] = None
+            self.entries[block] = None                    # 新块：放在最新的一端
 
     def evict(self):
         return self.entries.popitem(last=False)[0]       # 最旧的
 
-    def insert(self, blocks):
-        # 和 BlockCache.insert 完全一样，只是把 touch / evict 展开写（集群模拟里每个请求要调用很多次）
-        od = self.entries
-        for b in reversed(blocks):            # 从尾到头：父块最后被碰，最"新"
-            if b in od:
-                od.move_to_end(b)
-            else:
-                od[b] = None
-        if self.capacity is not None:
-            while len(od) > self.capacity:
-                od.popitem(last=False)
-
 
 class LFUCache(BlockCache):
-    """最不经常使用：按 (在缓存里被访问的次数, 最近访问时刻) 排序，最小的先淘汰。
-    被淘汰的块再进来时，次数从 1 重新算。
+    """最不经常使用：淘汰键 (访问次数, rank(位置), 最近访问时刻) 最小的块；被淘汰的块再进来时，次数从 1 重新算。
+    平局：次数相同时 rank 小的先走（LFU 的 rank 都是 0），再相同时最久没碰的先走——就是元组的比较顺序。
 
-    实现（每次访问摊还 O(log n)）：一个最小堆，每个缓存里的块在堆里恰好有一条记录。
-    命中时只改 entries[b]（它的键），不动堆——堆里那条记录变"旧"了，但旧记录的键只会比真实的小
-    （次数和时刻都只增不减）。淘汰时弹出堆顶：记录和 entries[b] 一致，它就是真正的最小者；
-    不一致就按真实的键放回去，再弹下一个。键是一个整数，从高位到低位：次数、位置、时刻、块 id。
+    堆里每个缓存着的块恰好一条记录 (次数, rank, 时刻, 块)。命中时只改 entries[块]，不动堆（惰性删除）：
+    堆里那条变"旧"了，但旧记录只会比真实的小（次数、时刻都只增不减）。淘汰时看堆顶：和 entries 里的一样，
+    它就是真正的最小者；不一样就换成真实的键放回去，再看新的堆顶。每次访问摊还 O(log n)。
     """
 
     NAME, SHORT = "LFU", "LFU"
 
     def __init__(self, capacity):
-        super().__init__(capacity, {})   # entries：块 → 当前的键（整数）
+        super().__init__(capacity, {})   # entries：块 → 它此刻的键 (次数, rank, 时刻, 块)
         self.heap = []                   # 每块一条记录（可能是旧的）
         self.tick = 0                    # 访问时刻：每碰一块加 1
 
     def rank(self, pos):
-        """次数相同时谁先走：返回 0..4095，小的先被淘汰。LFU 不看位置（都是 0）。"""
+        """次数相同时谁先走：小的先被淘汰。LFU 不看位置（都是 0）。"""
         return 0
 
     def touch(self, block, pos):
-        key = self.entries
-        old = key.get(block)
+        old = self.entries.get(block)
         count = 1
         if old is not None:
-            count = (old >> _COUNT_SHIFT) + 1
-        k = (count << _COUNT_SHIFT) | (self.rank(pos) << _RANK_SHIFT) | (self.tick << _TICK_SHIFT) | block
+            count = old[0] + 1
+        key = (count, self.rank(pos), self.tick, block)   # 淘汰顺序：先比次数，再比 rank，再比时刻
         self.tick += 1
-        key[block] = k
+        self.entries[block] = key
         if old is None:
-            heapq.heappush(self.heap, k)
-
-    def insert(self, blocks):
-        # 和 BlockCache.insert（逐块 touch）完全一样，只是展开写：模拟要对几百万次块访问调用它
-        key, heap, push = self.entries, self.heap, heapq.heappush
-        n, tick = len(blocks), self.tick
-        ranks = self.rank_bits(n)
-        for pos in range(n - 1, -1, -1):                 # 从尾到头，和 LRU 一样
-            b = blocks[pos]
-            old = key.get(b)
-            if old is None:
-                k = _COUNT_ONE | ranks[pos] | (tick << _TICK_SHIFT) | b
-                push(heap, k)
-            else:
-                k = (((old >> _COUNT_SHIFT) + 1) << _COUNT_SHIFT) | ranks[pos] | (tick << _TICK_SHIFT) | b
-            key[b] = k
-            tick += 1
-        self.tick = tick
-        if self.capacity is not None:
-            while len(key) > self.capacity:
-                self.evict()
-
-    def rank_bits(self, n):
-        """位置 0..n-1 的 rank 已经移到键里的位置上（每个类只算一次 4096 个）。"""
-        rank = type(self).rank                   # 按 rank 函数本身记：换了 rank（哪怕是同一个类）就重算
-        table = _RANK_TABLES.get((rank, MAX_RANK))
-        if table is None:
-            table = _RANK_TABLES[(rank, MAX_RANK)] = [self.rank(p) << _RANK_SHIFT for p in range(MAX_RANK + 1)]
-        if n <= MAX_RANK + 1:
-            return table
-        return table + [table[MAX_RANK]] * (n - MAX_RANK - 1)
+            heapq.heappush(self.heap, key)
 
     def evict(self):
-        key, heap = self.entries, self.heap
         while True:
-            k = heapq.heappop(heap)
-            b = k & _BLOCK_MASK
-            if key[b] == k:
-                del key[b]                               # 真正的最小者：淘汰
-                return b
-            heapq.heappush(heap, key[b])                 # 旧记录：换成真实的键放回去
-
-
-_BLOCK_BITS = 53                          # 块 id < 2^53（kv_store.trace_file 检查过）
-_TICK_SHIFT, _RANK_SHIFT, _COUNT_SHIFT = _BLOCK_BITS, _BLOCK_BITS + 40, _BLOCK_BITS + 52
-_BLOCK_MASK = (1 << _BLOCK_BITS) - 1
-_COUNT_ONE = 1 << _COUNT_SHIFT
-_RANK_TABLES = {}                         # (rank 函数, MAX_RANK) → 每个位置的 rank（已移位）
-MAX_RANK = 4095                           # 位置超过 4095 块（200 万 token）按 4095 算
+            key = self.heap[0]
+            block = key[-1]
+            if self.entries[block] == key:               # 真正的最小者：淘汰
+                heapq.heappop(self.heap)
+                del self.entries[block]
+                return block
+            heapq.heapreplace(self.heap, self.entries[block])   # 旧记录：换成真实的键放回去
 
 
 class LengthAwareCache(LFUCache):
@@ -201,7 +156,7 @@ class LengthAwareCache(LFUCache):
     NAME, SHORT = "LengthAwareCache", "LengthAware"
 
     def rank(self, pos):
-        return MAX_RANK - min(pos, MAX_RANK)
+        return -pos                      # 位置越靠后，rank 越小，越先走
 
 
 class LengthAwareEarlyCache(LFUCache):
@@ -211,7 +166,7 @@ class LengthAwareEarlyCache(LFUCache):
     NAME, SHORT = "对照：先淘汰靠前的块", "对照：先淘汰靠前"
 
     def rank(self, pos):
-        return min(pos, MAX_RANK)
+        return pos
 
 
 class S3FIFOCache(BlockCache):
@@ -254,7 +209,7 @@ class S3FIFOCache(BlockCache):
 
     def touch(self, block, pos):
         """算法 1 的 READ：命中只加计数；不命中时先查幽灵队列，缓存满了先淘汰，再放进 M（在 G 里）或 S。
-        （先腾位置再放新块，和算法 1 一样；所以 BlockCache.insert 最后的淘汰在这里用不上。）"""
+        （先腾位置再放新块，和算法 1 一样；所以 BlockCache.insert 最后的 shrink_to 在这里用不上。）"""
         entries = self.entries
         freq = entries.get(block)
         if freq is not None:
@@ -263,8 +218,8 @@ class S3FIFOCache(BlockCache):
         in_ghost = block in self.ghost                   # 块到来时就查（淘汰时 G 可能把它挤掉）
         if in_ghost:
             del self.ghost[block]
-        while self.capacity is not None and len(entries) >= self.capacity:
-            self.evict()
+        if self.capacity is not None:
+            self.shrink_to(self.capacity - 1)             # 先腾出一个位置
         if in_ghost:
             self.main.append(block)                      # 最近刚从 S 淘汰过：直接进 M
         else:

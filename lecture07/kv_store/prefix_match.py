@@ -1,4 +1,4 @@
-"""认前缀：链式块哈希（block_hashes）和从第一块起连续命中几块（match_prefix）。
+"""认前缀：链式块哈希（block_hashes）、从第一块起连续命中几块（match_prefix），和全讲唯一的"命中"定义（usable_hit_tokens）。
 
 vLLM、Mooncake 都这样认前缀：每个完整块一个哈希，哈希链上前一块，所以"哈希相同"就是"从开头到这里都相同"。
 
@@ -44,3 +44,26 @@ def match_prefix(hashes, cache):
             break
         n += 1
     return n
+
+
+# ---------------------------------------------------------------- 全讲唯一的"命中"定义
+def usable_hit_tokens(hit_blocks, input_len, block_size):
+    """命中的前缀里真正用得上的 token 数：最多 输入 − 1 个（最后一个 token 总要重算，才能得到第一个输出），
+    而且按整块算。04 演示 3、4，04b，05 的"命中"都是这一条。hit_blocks、input_len 可以是数，也可以是数组。
+
+    >>> usable_hit_tokens(np.array([2, 2, 1, 0]), np.array([2000, 1024, 1, 5]), 512).tolist()   # 1 个 token 的请求：一个也用不上
+    [1024, 1023, 0, 0]
+    >>> int(usable_hit_tokens(2, 2000, 512))
+    1024
+    """
+    return np.maximum(np.minimum(np.multiply(hit_blocks, block_size), np.subtract(input_len, 1)), 0)
+
+
+def usable_hits(hit_blocks, input_len, block_size):
+    """用得上的前缀命中块：装着至少一个用得上的 token 的块（= ceil(usable_hit_tokens / block_size)）。
+    缓存里找到的块数不一定都用得上；这个数才是前缀命中率的分子。
+
+    >>> usable_hits(np.array([2, 2, 1, 3]), np.array([2000, 1024, 1, 1025]), 512).tolist()   # 1,024 个 token 全命中：第 2 块还有 511 个能用
+    [2, 2, 0, 2]
+    """
+    return -(-usable_hit_tokens(hit_blocks, input_len, block_size) // block_size)

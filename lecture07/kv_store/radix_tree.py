@@ -32,7 +32,6 @@ import itertools
 
 import numpy as np
 
-from kv_store.sim_base import fork_map, n_cores
 from lab_common.say import integer, span
 
 RULES = {   # 规则名 → 一句话（演示、报错都用它）
@@ -235,35 +234,18 @@ def radix_lru_hits(trace_blocks, capacity, rule="sglang"):
     return out
 
 
-# ---------------------------------------------------------------- 每个容量一棵树（两个核一起算）
-_BLOCKS = None     # fork 出的子进程直接继承这份数据，不用序列化几十万个块 id
+def radix_sweep(block_lists, capacities, rules=("sglang",)):
+    """{(规则, 容量): 每个请求的命中块数 (n,)}：每格各跑一遍 radix_lru_hits（容量无限时不淘汰：规则无关，算一遍）。
 
-
-def _radix_task(job):
-    rule, cap = job
-    return job, radix_lru_hits(_BLOCKS, cap, rule)
-
-
-def radix_sweep(block_lists, capacities, rules=("sglang",), workers=None):
-    """{(规则, 容量): 每个请求的命中块数 (n,)}：每格各跑一遍 radix_lru_hits。各格互相独立，分给多个进程。
-
-    >>> radix_sweep([(1, 2), (1, 2, 3), (4,), (1, 2)], [2, None], ("sglang", "trim"), workers=1)[("trim", 2)].tolist()
+    >>> radix_sweep([(1, 2), (1, 2, 3), (4,), (1, 2)], [2, None], ("sglang", "trim"))[("trim", 2)].tolist()
     [0, 2, 0, 1]
     """
-    global _BLOCKS
     blocks = [tuple(b) for b in block_lists]
-    caps = [c for c in capacities if c is None] + sorted((c for c in capacities if c is not None), reverse=True)
-    # ↑ 无限和大容量的树大、慢，先派出去，两个核的负载更均衡
-    if workers is None:
-        workers = min(2, n_cores())
-    _BLOCKS = blocks
-    jobs = [(r, c) for c in caps for r in rules if c is not None or r == rules[0]]   # 容量无限时不淘汰：规则无关，算一遍
-    try:
-        pairs = fork_map(_radix_task, jobs, workers)      # 工作进程 fork 时继承 _BLOCKS
-    finally:
-        _BLOCKS = None
-    out = {job: np.asarray(h, dtype=np.int64) for job, h in pairs}
-    for r in rules:
-        if None in caps:
-            out[(r, None)] = out[(rules[0], None)]
+    out = {}
+    for c in capacities:
+        for r in rules:
+            if c is None and r != rules[0]:
+                out[(r, c)] = out[(rules[0], c)]
+            else:
+                out[(r, c)] = np.asarray(radix_lru_hits(blocks, c, r), dtype=np.int64)
     return out

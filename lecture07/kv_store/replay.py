@@ -1,6 +1,7 @@
 """按到达顺序把 trace 喂给缓存，数命中：simulate（一个容量、一种策略）、hit_ratio、一次算完整张表的 sweep。
 
-simulate 跑的就是 kv_store.eviction 里的类（class_hits）：每个请求先 match 再 insert。
+跑的就是 kv_store.eviction 里的类：cls(capacity)，然后每个请求先 match（数前缀命中）再 insert。
+你改了哪个类，这里算出的每个数就来自改过的类。
 
     >>> blocks = [(1, 2), (1, 2, 3), (4,), (1, 2)]
     >>> simulate(blocks, 2, "lru").tolist()       # 每个请求的前缀命中块数；容量 2
@@ -13,206 +14,111 @@ simulate 跑的就是 kv_store.eviction 里的类（class_hits）：每个请求
 "min"：Belady 的 MIN（离线最优，要预知未来，真实系统做不到），见 kv_store.belady.min_hits。它数的是逐块命中
 （请求的块只要在缓存里就算，不要求从开头连续），这是任何策略前缀命中的上界：
 前缀命中 ≤ 同一个缓存的逐块命中 ≤ MIN 的逐块命中。sweep(..., policies=("lru", "min")) 直接可用。
-
-快速引擎：类和发布时一字不差（kv_store.sim_guard.fast_engine 比对指纹）时，才换成算得快的等价做法
-（每条都和类逐请求比对过，见 tests/test_properties.py）；你改了类或注册了新类，跑的就是你的类：
-- 无限容量：闭式解 kv_store.sim_base.infinite_hits；容量不少于 trace 里不同的块数时也一样（从来不用淘汰）；
-- LRU：栈算法，一遍算出所有容量（kv_store.sim_lru.lru_stack_hits）；
-- LFU 类（LFU、LengthAware 和对照组）：kv_store.sim_lfu.lfu_family_hits；
-- sweep：各格分给多个进程（fork），LRU、MIN 的所有容量各合成一格；background=True 在后台算。
 """
-from collections.abc import Mapping
+import contextlib
+import io
+import multiprocessing
+import os
+import signal
+import sys
 
 import numpy as np
 
-from kv_store.eviction import CACHE_POLICIES, LFUCache, check_policy_args
-from kv_store.sim_base import block_lists, columns, fork_map, infinite_hits, n_cores
-from kv_store.sim_guard import fast_engine
-from kv_store.sim_lfu import TickOrder, lfu_family_hits
-from kv_store.sim_lru import lru_stack_hits
 from kv_store.belady import MinPrep, min_hits
+from kv_store.eviction import CACHE_POLICIES, check_policy_args
+from kv_store.traces import BlockLists, columns, iter_block_lists
 
 
-# ---------------------------------------------------------------- 通用：一个容量、一个策略
-def simulate(trace, capacity, policy, per_block=False, prep=None, order=None):
-    """按到达顺序跑一遍：每个请求先 match 再 insert。返回每个请求的前缀命中块数 (n_requests,)。
+def simulate(trace, capacity, policy, per_block=False):
+    """按到达顺序跑一遍：cache = 策略类(capacity)，每个请求先 match 再 insert。返回每个请求的命中块数 (n_requests,)。
 
-    per_block=True：改数逐块命中（count）。policy="min"：Belady 的 MIN，总是逐块命中；
-    prep 是 MinPrep(trace)，order 是 TickOrder(trace)（sweep 预先算好一次，各个格子共用）。
+    per_block=True：改数逐块命中（cache.count）。policy="min"：Belady 的 MIN，总是逐块命中。
     """
     check_policy_args(capacity, policy, (*CACHE_POLICIES, "min"))
     if policy == "min":
-        return min_hits(trace, capacity, prep)
-    cls = CACHE_POLICIES[policy]
-    engine = fast_engine(cls)
-    if engine is None or per_block:
-        return class_hits(trace, capacity, cls, per_block)
-    return _fast_hits(trace, capacity, cls, engine, order)
-
-
-def class_hits(trace, capacity, cls, per_block=False):
-    """照原样跑策略类 cls：建一个容量 capacity 的缓存，每个请求先 match（per_block：count）再 insert。"""
-    cache = cls(capacity)
-    match, insert = cache.match, cache.insert
+        return min_hits(trace, capacity)
+    cache = CACHE_POLICIES[policy](capacity)
+    look = cache.match                       # 前缀命中
     if per_block:
-        match = cache.count
+        look = cache.count                   # 逐块命中
     ids, offsets = columns(trace)
     hits = np.zeros(len(offsets) - 1, dtype=np.int32)
-    for i, blocks in enumerate(block_lists(ids, offsets)):
-        hits[i] = match(blocks)
-        insert(blocks)
+    for i, blocks in enumerate(iter_block_lists(ids, offsets)):
+        hits[i] = look(blocks)
+        cache.insert(blocks)
     return hits
-
-
-def _fast_hits(trace, capacity, cls, engine, order=None):
-    """快速引擎（engine = fast_engine(cls)，cls 是发布时的类）：结果和 class_hits(trace, capacity, cls) 相同。"""
-    if capacity is None:
-        return infinite_hits(trace)
-    if order is None:
-        order = TickOrder(trace)
-    if capacity >= order.n_ids:
-        # order.n_ids ≥ trace 里不同的块数。缓存里的块都是见过的块，永远不超容量，insert 从不调用 evict——
-        # 和无限容量一模一样（LRU、LFU 类的 touch 都会把块放进缓存）。
-        return infinite_hits(trace)
-    if order.repeats:                         # 同一请求里有重复的块（只在手写的小例子里）：快速引擎的前提不成立
-        return class_hits(trace, capacity, cls)
-    if engine == "lru":
-        return lru_stack_hits(trace, (capacity,), order)[int(capacity)]
-    return lfu_family_hits(trace, capacity, cls, order)
 
 
 def hit_ratio(trace, capacity, policy):
     """命中的块数 / 全部块数（前缀命中）。trace：Trace 或 Request 的列表。"""
-    ids, offsets = columns(trace)
+    ids, _ = columns(trace)
     return simulate(trace, capacity, policy).sum() / max(1, len(ids))
 
 
-# ---------------------------------------------------------------- 一次算完整张表（两个核一起）
-_SHARED = None   # fork 出的子进程直接继承这份数据（trace 的两列、TickOrder、各策略的快速引擎），不用序列化
-
-
-def _run(task):
-    p, c = task
-    trace, order, engines = _SHARED
-    if isinstance(c, tuple) and p == "min":   # MIN 的所有容量：准备工作（MinPrep）在这个工作进程里只做一次
-        repeats = None
-        if order is not None:
-            repeats = order.repeats
-        prep = MinPrep(trace, repeats)
-        return {cap: min_hits(trace, cap, prep) for cap in c}
-    if isinstance(c, tuple):                  # LRU（发布的类）的所有容量：栈算法，一遍算完
-        return lru_stack_hits(trace, c, order)
-    cls = CACHE_POLICIES[p]
-    if engines[p] is None:
-        return class_hits(trace, c, cls)
-    return _fast_hits(trace, c, cls, engines[p], order)
-
-
-def _cost(task, engines):
-    """粗略的相对耗时：先派最慢的，两个核的负载更均衡（在合成 trace 和 12 万请求的 trace 上量过）。
-    跑类本身的格子最慢；LFU 类容量越大越慢（小容量时 hot 的块很快占满缓存，后面不用模拟）；
-    位置决定先后的（LengthAware）更慢。"""
-    p, c = task
-    if isinstance(c, tuple):
-        return 4.0
-    engine = engines[p]
-    if engine is None:
-        return 5.0
-    if engine == "lru":
-        return 1.0
-    cost = 2.0 + min(c, 100_000) / 100_000
-    if CACHE_POLICIES[p].rank is not LFUCache.rank:
-        cost += 0.5
-    return cost
-
-
-def sweep(trace, capacities, policies, workers=None, extra=(), background=False):
+def sweep(trace, capacities, policies, extra=(), workers=None):
     """{(policy, capacity): 每个请求的命中块数}：policies × capacities 的每一格，再加上 extra 里单独列出的
-    (policy, capacity) 格（比如只在一个容量上算的对照行）。各格互相独立，分给多个进程并行算。
-    每格的结果和 simulate(trace, capacity, policy) 相同（发布的类用快速引擎，其余跑类本身）。
+    (policy, capacity) 格（比如只在一个容量上算的对照行）。每格 = simulate(trace, capacity, policy)。
 
-    workers=None：用本机可用的核数（最多 4 个）。
-    background=True：工作进程在后台算，马上返回一个 SweepResult（用法和 dict 一样，第一次读它时才等
-    算完）；调用者可以先做别的事（04 趁这段时间跑演示 1、2）。
+    各格互相独立：分给 workers 个进程（None：本机的核数，最多 4 个；1：就在本进程里逐格算），
+    每格的参数（trace 的两列、容量、策略名）显式传过去。MIN 的几个容量合成一格，共用一份准备工作。
     """
-    global _SHARED
     cells = list(dict.fromkeys([(p, c) for p in policies for c in capacities] + [tuple(e) for e in extra]))
     for p, c in cells:
         check_policy_args(c, p, (*CACHE_POLICIES, "min"))
-    engines = {p: fast_engine(CACHE_POLICIES[p]) for p, _ in cells if p != "min"}   # 此刻的类：改过就跑类本身
-    cols = columns(trace)
-    out = {}
-    closed = [(p, c) for p, c in cells if c is None and (p == "min" or engines[p] is not None)]
-    if closed:                                 # 无限容量的闭式解（MIN 的是逐块命中）
-        inf = infinite_hits(_Columns(cols))
-        out.update({(p, None): inf for p, c in closed if p != "min"})
-        if ("min", None) in closed:
-            out[("min", None)] = infinite_hits(_Columns(cols), per_block=True)
-    tasks = [(p, c) for p, c in cells if (p, c) not in out]
-    order = None
-    if any(p != "min" and engines[p] is not None for p, _ in tasks):
-        order = TickOrder(_Columns(cols))
-    for p in dict.fromkeys(p for p, _ in tasks if p != "min" and engines[p] == "lru"):
-        lru = tuple(c for q, c in tasks if q == p)
-        if len(lru) > 1 and not order.repeats:    # LRU 是栈算法：所有容量合成一格，一遍算完
-            tasks = [t for t in tasks if t[0] != p] + [(p, lru)]
-    bound = tuple(c for p, c in tasks if p == "min")
-    if bound:                                  # MIN 的几个容量合成一格：共用一份 MinPrep
-        tasks = [t for t in tasks if t[0] != "min"] + [("min", bound)]
+    blocks = columns(trace)
+    bound = tuple(c for p, c in cells if p == "min")
+    tasks = [(blocks, p, (c,)) for p, c in cells if p != "min"]
+    if bound:
+        tasks.insert(0, (blocks, "min", bound))      # 最大的一格先派
     if workers is None:
         workers = min(4, n_cores())
-    tasks.sort(key=lambda t: _cost(t, engines), reverse=True)
-    _SHARED = (_Columns(cols), order, engines)
+    out = {}
+    for (_, p, caps), hits in zip(tasks, run_cells(tasks, workers)):
+        out.update({(p, c): h for c, h in zip(caps, hits)})
+    return {cell: out[cell] for cell in cells}
+
+
+def one_cell(blocks, policy, capacities):
+    """sweep 的一格：policy 在每个容量下的命中（MIN 的几个容量共用一份 MinPrep）。blocks = columns(trace)。"""
+    trace = BlockLists(*blocks)
+    if policy == "min":
+        prep = MinPrep(trace)
+        return [min_hits(trace, c, prep) for c in capacities]
+    return [simulate(trace, c, policy) for c in capacities]
+
+
+def run_cells(tasks, workers):
+    """[one_cell(*t) for t in tasks]。workers > 1 且能 fork 时分给一个 fork 出的进程池（先派的先算）；
+    工作进程继承此刻的策略类（测试里换过的也一样），参数显式传过去。"""
+    if workers < 2 or len(tasks) < 2 or "fork" not in multiprocessing.get_all_start_methods():
+        return [one_cell(*t) for t in tasks]
+    pool = multiprocessing.get_context("fork").Pool(min(workers, len(tasks)), initializer=signal.signal,
+                                                    initargs=(signal.SIGINT, signal.SIG_IGN))   # Ctrl-C 只给主进程
     try:
-        finish = fork_map(_run, tasks, workers, wait=False)     # 工作进程在这里 fork，继承 _SHARED
+        results = pool.starmap(_guarded_cell, tasks, chunksize=1)
     finally:
-        _SHARED = None
-    result = SweepResult(out, tasks, finish)
-    if background:
-        return result
-    return result.dict()
+        pool.terminate()
+        pool.join()
+    for r in results:
+        if isinstance(r, SystemExit):      # 一格一行拒绝了（比如 evict() 什么也没删）：只印第一格的那一行
+            print(r.line, end="", file=sys.stderr)
+            raise SystemExit(r.code)
+    return results
 
 
-def _collect(out, tasks, results):
-    """把各格的结果放进 out：{(policy, capacity): hits}（LRU、MIN 合并的那一格给出 {容量: hits}）。"""
-    for (p, c), hits in zip(tasks, results):
-        if isinstance(c, tuple):
-            out.update({(p, cap): hits[cap] for cap in c})
-        else:
-            out[(p, c)] = hits
+def _guarded_cell(*task):
+    """工作进程里的一格。fail() 的 SystemExit 不能就这样抛（进程池会一直等这个工作进程）：连同那一行交回主进程。"""
+    err = io.StringIO()
+    try:
+        with contextlib.redirect_stderr(err):
+            return one_cell(*task)
+    except SystemExit as e:
+        e.line = err.getvalue()
+        return e
 
 
-class SweepResult(Mapping):
-    """sweep(..., background=True) 的结果：像只读的 dict 一样用；第一次读时等工作进程算完，然后关掉它们。"""
-
-    def __init__(self, done, tasks, finish):
-        self._done, self._tasks, self._finish = done, tasks, finish    # finish：fork_map(..., wait=False) 的返回值
-
-    def dict(self):
-        """等算完，返回普通的 dict。"""
-        if self._finish is not None:
-            try:
-                results = self._finish()
-            finally:
-                self._finish = None
-            _collect(self._done, self._tasks, results)
-        return self._done
-
-    def __getitem__(self, key):
-        return self.dict()[key]
-
-    def __iter__(self):
-        return iter(self.dict())
-
-    def __len__(self):
-        return len(self.dict())
-
-
-class _Columns:
-    """两列数组包成一个有 .hash_ids / .offsets 的对象（columns() 认得它）。"""
-
-    __slots__ = ("hash_ids", "offsets")
-
-    def __init__(self, cols):
-        self.hash_ids, self.offsets = cols
-
+def n_cores():
+    """这个进程能用的核数。"""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1

@@ -18,6 +18,7 @@ hash_ids 是每 512 个 token 一块的链式哈希 id。合成 trace 生成同�
 
 读真实 trace：load_trace(路径) 读 Mooncake 公开的 JSONL（格式、哪些算错误见 kv_store/trace_file.py）。
 """
+import itertools
 from array import array
 
 import numpy as np
@@ -188,6 +189,63 @@ def iter_block_lists(hash_ids, offsets, chunk=CHUNK):
         cuts = (offsets[a:b + 1] - base).tolist()
         for k in range(b - a):
             yield flat[cuts[k]:cuts[k + 1]]
+
+
+def columns(trace):
+    """(hash_ids, offsets)：全部块 id 首尾相接 (total,)，请求 i 的块是 hash_ids[offsets[i]:offsets[i+1]]。
+
+    trace：Trace 或 BlockLists（直接用它的两列），或块序列（或 Request）的列表。
+
+    >>> ids, offsets = columns([(1, 2), (1, 2, 3), (4,)])
+    >>> ids.tolist(), offsets.tolist()
+    ([1, 2, 1, 2, 3, 4], [0, 2, 5, 6])
+    """
+    if hasattr(trace, "hash_ids"):
+        return trace.hash_ids, trace.offsets
+    seqs = [getattr(x, "blocks", x) for x in trace]
+    offsets = np.zeros(len(seqs) + 1, dtype=np.int64)
+    np.cumsum(np.fromiter(map(len, seqs), dtype=np.int64, count=len(seqs)), out=offsets[1:])
+    ids = np.fromiter(itertools.chain.from_iterable(seqs), dtype=np.int64, count=int(offsets[-1]))
+    return ids, offsets
+
+
+def dense_ids(ids):
+    """把块 id 换成 0..D-1 的小整数（访问的模式不变），返回 (新 id, D)。id 本来就不大时原样用。
+
+    同一个数组再来时直接给上次的结果（04 的统计、MIN、05 的块的"家"都要换同一个 trace 的 id）。
+
+    >>> dense, d = dense_ids(np.array([10 ** 9, 7, 10 ** 9]))
+    >>> dense.tolist(), d
+    ([1, 0, 1], 2)
+    """
+    if len(ids) == 0:
+        return ids, 0
+    if ids.min() >= 0 and ids.max() < 4 * len(ids) + 1024:
+        return ids, int(ids.max()) + 1
+    if _DENSE[0] is ids:
+        return _DENSE[1]
+    uniq = np.unique(ids)
+    dense = np.searchsorted(uniq, ids).astype(np.int32)      # 不同的块 < 2^31 个（再多的 trace 光 id 就要 16 GB）
+    dense.flags.writeable = False
+    _DENSE[:] = [ids, (dense, len(uniq))]
+    return dense, len(uniq)
+
+
+_DENSE = [None, None]     # (最近一次的 ids 数组, dense_ids 的结果)
+
+
+def first_request(ids, offsets):
+    """(dense, first)：dense 是 dense_ids(ids)[0]；first[d] = 块 d 第一次出现在第几个请求。
+
+    >>> dense, first = first_request(np.array([5, 6, 5, 7]), np.array([0, 2, 4]))
+    >>> first[dense].tolist()                  # 块 5、6 第一次在请求 0，块 7 在请求 1（没出现过的 id：请求数 + 1）
+    [0, 0, 0, 1]
+    """
+    dense, n_ids = dense_ids(ids)
+    request = np.repeat(np.arange(len(offsets) - 1), np.diff(offsets))     # 每次访问是第几个请求
+    first = np.full(n_ids, len(offsets), dtype=np.int64)
+    np.minimum.at(first, dense, request)
+    return dense, first
 
 
 def load_trace(path, block_size=BLOCK_SIZE):
