@@ -35,10 +35,9 @@ from lab_common.script_tools import load_script, run_lecture  # noqa: E402
 from lab_common.settings import check_setting, is_int  # noqa: E402
 from lab_common.transformer_lab import TINY  # noqa: E402
 from kv_store.replay import sweep  # noqa: E402
-from kv_store.prefix_match import block_hashes, match_prefix, usable_hit_tokens  # noqa: E402
+from kv_store.prefix_match import block_hashes, match_prefix, usable_hit_tokens, usable_hits  # noqa: E402
 from paged_kv import n_blocks  # noqa: E402
 from kv_store.radix_tree import RadixCache, radix_sweep  # noqa: E402
-from kv_store.sim_base import usable_hits  # noqa: E402
 from kv_store.trace_file import BLOCK_SIZE as TRACE_BLOCK_SIZE  # noqa: E402  trace 的块大小：512 token
 
 S04 = load_script("04_prefix_caching")    # 演示 2 的请求、演示 3 的 trace 和容量都用 04 的（同一份代码、同一组设置）

@@ -12,7 +12,7 @@ from helpers_04 import demo2_results, m as m04, synthetic_data
 import kv_store.radix_tree
 from kv_store.replay import simulate
 from kv_store.radix_tree import RadixCache, radix_lru_hits
-from kv_store.sim_base import usable_hits
+from kv_store.prefix_match import usable_hits
 
 pytestmark = pytest.mark.xdist_group("s04")   # 04 的三个测试文件在同一个 pytest 进程里：命中表只算一遍
 
