@@ -65,7 +65,7 @@ $(VENV)/pyvenv.cfg:
 
 # 演示要的：numpy、rich、matplotlib 和中文字体
 $(DEMO_STAMP): requirements.txt | $(VENV)/pyvenv.cfg
-	@echo "装演示的依赖 numpy、rich、matplotlib 和中文字体（约 210 MB，约半分钟）"
+	@echo "装演示的依赖 numpy、rich、matplotlib 和中文字体（约 200 MB，约半分钟到 1 分钟）"
 	@$(PIP) -r requirements.txt
 	@touch $@
 
