@@ -172,7 +172,7 @@ $(F04B) &: figures/plot_04b.py lecture07/04b_radix_cache.py lecture07/04_prefix_
 $(F05) &: figures/plot_05.py lecture07/05_kv_store.py lecture07/kv_store/cluster.py $(STORE) $(LAB)
 	$(VPY) figures/plot_05.py
 # 06 的图只从 H200 上实测的 JSON 画（CPU 上不能重新测）
-$(F06) &: figures/plot_06.py lecture07/06_triton_cow_clone.py lecture07/gpu/clone_kernel.py lecture07/gpu/clone_bench.py figures/data/triton_cow_clone_h200.json $(LAB)
+$(F06) &: figures/plot_06.py lecture07/06_triton_cow_clone.py lecture07/gpu/saved_results.py figures/data/triton_cow_clone_h200.json $(LAB)
 	$(VPY) figures/plot_06.py
 
 all: $(FIGS)

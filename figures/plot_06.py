@@ -1,7 +1,7 @@
 """06_triton_cow_clone 的图（GPU 加餐）：COW 克隆的瓶颈随 N 从 launch 开销移到显存带宽。
 
-    06_triton_cow_clone.png         一张幻灯片：一种形状上 A / C / D 每步 µs 随 N 的变化，标出要记住的数
-    06_triton_cow_clone_detail.png  细节：每种形状一列，上排每步 µs（A/B/C/D），下排带宽（C、C图、D），D 标成上限
+    06_triton_cow_clone.png         一张幻灯片：一种形状上 A / C / D / E 每步 µs 随 N 的变化，标出要记住的数
+    06_triton_cow_clone_detail.png  细节：每种形状一列，上排每步 µs（A/C/D/E），下排带宽（C、C图、D、E），D 标成上限
 
 运行：python figures/plot_06.py [--json PATH] [--out DIR]     （约 3 秒；CPU 即可，make all 会调用它）
 数据是 GPU 上实测、存在 figures/data/triton_cow_clone_h200.json 里的结果（CPU 上重新测不了，make clean
@@ -18,9 +18,10 @@ from lab_common.say import fixed, pct1, size
 FIGURES = ("06_triton_cow_clone.png", "06_triton_cow_clone_detail.png")
 DATA_FILES = ("data/triton_cow_clone_h200.json",)    # = 06 脚本的 DEFAULT_JSON（相对 figures/）
 STYLES = {"A": ("tab:red", "o-"), "B": ("tab:orange", "s-"), "C": ("tab:blue", "^-"),
-          "C图": ("tab:cyan", "v:"), "D": ("0.35", "D--")}
+          "C图": ("tab:cyan", "v:"), "D": ("0.35", "D--"), "E": ("tab:green", "P-")}
 NAMES = {"A": "A 每层 index_select + index_copy_", "B": "B 每层一次 Triton launch", "C": "C 所有层一次 launch",
-         "C图": "C 捕获进 CUDA graph", "D": "D 连续拷贝（上限）"}
+         "C图": "C 捕获进 CUDA graph", "D": "D 连续拷贝（上限）",
+         "E": "E vLLM copy_blocks 式：grid = (层, 块对)"}
 
 
 def points(res, shape, method, key="us"):
@@ -43,23 +44,20 @@ def log2_axis(ax, ns, label="一步克隆的块对数 N"):
 
 
 def plot_slide(data, out_png, shape=None):
-    """一张幻灯片：shape（默认第一种）上 A、C、D 每步 µs 随 N 的变化（对数坐标），外加"字节 / D 的带宽"这条
-    斜线。N 小时 C 贴着一次调用的开销（平的），N 大时贴着带宽斜线；标出 N 最小和最大时要记住的数。"""
+    """一张幻灯片：shape（默认第一种）上 A、C、D、E 每步 µs 随 N 的变化（对数坐标）。N 小时 C、D 都是一次调用的
+    开销（平的），N 大时贴着显存带宽；标出 N 最小和最大时要记住的数（C、E 各到 D 的多少）。"""
     res = data["results"]
     shape = shape or next(s for s in data["shapes"] if any(r["shape"] == s for r in res))
-    pts = {m: points(res, shape, m) for m in ("A", "C", "D")}
+    pts = {m: points(res, shape, m) for m in ("A", "C", "D", "E")}
     ns = [n for n, _ in pts["C"]]
     lo, hi = ns[0], ns[-1]
     us = {m: dict(p) for m, p in pts.items()}
     by_n = {r["N"]: r for r in res if r["shape"] == shape and r["method"] == "D"}
-    roof = max(r["GBps"] for r in by_n.values())
-    bw_line = [by_n[n]["bytes"] / roof / 1e3 for n in ns]         # µs：按 D 实测的最高带宽搬这么多字节
-    c_over_d = us["D"][hi] / us["C"][hi]
+    c_over_d, e_over_d = us["D"][hi] / us["C"][hi], us["D"][hi] / us["E"][hi]
     fig, ax = figlib.plt.subplots(figsize=(11, 7.2))
-    for m in ("A", "C", "D"):
+    for m in ("A", "C", "D", "E"):
         color, style = STYLES[m]
         ax.plot(ns, [us[m][n] for n in ns], style, color=color, label=NAMES[m], lw=2.2, ms=7)
-    ax.plot(ns, bw_line, ":", color="black", lw=1.5, label=f"字节 / D 的最高带宽 {roof / 1e3:.2f} TB/s")
     ax.set_yscale("log")
     log2_axis(ax, ns)
     ax.set_ylabel("每步耗时 (µs，对数)")
@@ -70,14 +68,14 @@ def plot_slide(data, out_png, shape=None):
     ax.annotate(f"N={lo}：A {us_text(us['A'][lo])}\n每层上传下标、逐层 launch（{6 * layers} 次调用）",
                 xy=(lo, us["A"][lo]), xytext=(lo * 1.25, us["A"][lo] * 3.2), fontsize=12, color="tab:red",
                 arrowprops=dict(arrowstyle="->", color="tab:red"))
-    ax.annotate(f"N={hi:,}：C {us_text(us['C'][hi])} = D 的 {pct1(c_over_d)}\n"
+    ax.annotate(f"N={hi:,}：C {us_text(us['C'][hi])} = D 的 {pct1(c_over_d)}，E 是 {pct1(e_over_d)}\n"
                 f"一步搬 {size(by_n[hi]['bytes'], binary=False)}：显存带宽",
                 xy=(hi, us["C"][hi]), xytext=(hi * 0.9, us["C"][hi] / 40), fontsize=12, color="tab:blue", ha="right",
                 arrowprops=dict(arrowstyle="->", color="tab:blue"))
-    ax.set_ylim(min(min(us["D"].values()), min(bw_line)) / 2, max(us["A"].values()) * 40)
+    ax.set_ylim(min(us["D"].values()) / 2, max(us["A"].values()) * 40)
     ax.legend(loc="upper right", fontsize=11, frameon=False)
     sh, m = data["shapes"][shape], data["meta"]
-    fig.suptitle(f"COW 克隆：N 小时受 launch 开销限制，N 大时受显存带宽限制（C 到 D 的 {pct1(c_over_d)}）",
+    fig.suptitle(f"COW 克隆：N={hi:,} 时一次 launch 的 C 到 D 的 {pct1(c_over_d)}，vLLM 式的 E 到 {pct1(e_over_d)}",
                  fontsize=15)
     ax.set_title(f"{shape}：{sh['n_layers']} 层 × K/V，每块 {sh['n_heads']}×{sh['block_size']}×{sh['head_dim']}"
                  f" {sh['dtype']}；{m['gpu']}", fontsize=12)
@@ -92,15 +90,15 @@ def plot_slide(data, out_png, shape=None):
 
 
 def plot_results(data, out_png):
-    """细节图：每种形状一列；上排每步 µs（A/B/C/D），下排带宽 GB/s（C、C图、D），D 的最高带宽画成上限线，
+    """细节图：每种形状一列；上排每步 µs（A/C/D/E），下排带宽 GB/s（C、C图、D、E），D 的最高带宽画成上限线，
     标出 N 最大时 C 的位置。data：06 保存的结果（meta、shapes、results）。"""
     res = data["results"]
     shapes = [s for s in data["shapes"] if any(r["shape"] == s for r in res)]
     fig, axes = figlib.plt.subplots(2, len(shapes), figsize=(8 * len(shapes), 11), squeeze=False)
     for j, s in enumerate(shapes):
         top, bottom = axes[0][j], axes[1][j]
-        for m, ax, key in [(m, top, "us") for m in ("A", "B", "C", "D")] + [(m, bottom, "GBps")
-                                                                           for m in ("C", "C图", "D")]:
+        for m, ax, key in [(m, top, "us") for m in ("A", "C", "D", "E")] + [(m, bottom, "GBps")
+                                                                           for m in ("C", "C图", "D", "E")]:
             pts = points(res, s, m, key)
             if pts:
                 color, style = STYLES[m]
@@ -159,7 +157,11 @@ def main(argv=None):
     figlib.setup_matplotlib()
     figlib.glyph_warnings_as_errors()
     t0 = time.perf_counter()
-    paths = build(args.out, args.json)
+    try:
+        paths = build(args.out, args.json)
+    except OSError as exc:                      # 只读的目录、磁盘满：一行说清，不是 traceback
+        print(f"plot_06.py: 图写不进 {args.out}（{exc.strerror}）", file=sys.stderr)
+        return 2
     print(f"{', '.join(os.path.relpath(p) for p in paths)}（{time.perf_counter() - t0:.1f} s；"
           f"{figlib.font_description(with_path=False)}）")
     return 0

@@ -8,7 +8,7 @@ import os
 import sys
 
 import pytest
-from conftest import KERNEL_MARKS, LazyModule, kernel_module, load_script, on_cuda, skip_without_kernel
+from conftest import ROOT, KERNEL_MARKS, LazyModule, kernel_module, load_script, on_cuda, skip_without_kernel
 
 skip_without_kernel()
 
@@ -55,6 +55,23 @@ def test_all_layers_kernel_matches_reference(dtype, n, tile):
     finally:
         kvc.TILE = old
     assert torch.equal(bits(kv), bits(exp))
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("n,block", [(1, 32), (9, 64), (70, 32), (3, None)])
+def test_copy_blocks_kernel_of_vllm_matches_reference(dtype, n, block):
+    """E：grid = (层数, N)，一个 program 拷一对块的 K 和 V；每块 105 个元素，block=32 时分 4 段、最后一段 9 个。"""
+    ok, _ = bench.check_copy_blocks(getattr(torch, dtype), 2, 3, 5, 7, n, device(), seed=n, block=block)
+    assert ok
+
+
+def test_copy_blocks_reads_the_per_layer_pointer_table():
+    """E 的每层地址表就是每层 K、V 缓存的起点；kernel 只通过它找到每一层。"""
+    kv = torch.zeros((3, 2, 4, 1, 2, 2), device=device())
+    k, v = kvc.layer_pointers(kv)
+    step = kv[0].numel() * kv.element_size()
+    assert k.tolist() == [kv.data_ptr() + l * step for l in range(3)]
+    assert v.tolist() == [kv.data_ptr() + l * step + step // 2 for l in range(3)]
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
@@ -192,7 +209,7 @@ def test_overlapped_upload_many_steps_without_sync():
     kv = torch.randn((2, 2, nb, 2, 4, 8), generator=g).to("cuda")
     ref = kv.cpu().clone()
     clone = kvc.AllLayersClone(kv, 2 * kvc.OVERLAP_MIN_PAIRS)
-    assert clone.launch_fn.__name__ == "launch"                     # 直接调 C 启动函数，不是退回的通用路径
+    assert all(f[0].__name__ == "launch" for f in clone.fast.values())                   # 直接调 C 启动函数，不是退回的通用路径
     for step in range(40):
         n = [1, kvc.ARG_PAIRS, kvc.OVERLAP_MIN_PAIRS, 2 * kvc.OVERLAP_MIN_PAIRS, 100][step % 5]
         perm = torch.randperm(nb, generator=g).tolist()
@@ -289,21 +306,32 @@ def test_module_without_triton_falls_back_to_index_copy(monkeypatch):
     (["--no-such-flag"], "参数错误"),
     (["--demo", "7"], "参数错误"),
     (["--plot-only", "--json", "{missing}"], "不是一个存在的文件"),
-    (["--plot-only", "--json", "{empty}"], "不是本脚本保存的结果"),
-    (["--plot-only", "--json", "{notjson}"], "不是本脚本保存的结果"),
+    (["--plot-only", "--json", "{empty}"], "不是本脚本保存的完整结果"),
+    (["--plot-only", "--json", "{notjson}"], "不是本脚本保存的完整结果"),
     (["--plot-only", "--json", "{dir}"], "是一个目录"),
     (["--figures", "{empty}"], "是一个文件，不是目录"),
-    (["--json", "{empty}"], "不是本脚本保存的结果"),
+    (["--json", "{empty}"], "不是本脚本保存的完整结果"),
     (["--json", "{holey}"], "缺少 ('gpt2-small', 8, 'C图')"),
-], ids=["flag", "demo", "missing", "empty-json", "not-json", "json-dir", "figures-file", "cpu-bad-json", "missing-row"])
+    (["--json", "{one_n}"], "Ns 至少要两个 N"),
+    (["--json", "{no_decode}"], "decode 没有行"),
+    (["--json", "{no_shapes}"], "shapes 是空的"),
+    (["--json", "{missing}"], "不是一个存在的文件"),
+], ids=["flag", "demo", "missing", "empty-json", "not-json", "json-dir", "figures-file", "cpu-bad-json", "missing-row",
+        "one-N", "no-decode-rows", "no-shapes", "cpu-missing-json"])
 def test_bad_command_line_is_one_line_exit_2(argv, word, tmp_path, capsys):
     (tmp_path / "empty.json").write_text("{}")
     (tmp_path / "bad.txt").write_text("{not json")
     saved = s06.load_results(s06.DEFAULT_JSON)             # 少了一行（N = 8 的 C图）：一行说清，不是 traceback
     saved["results"] = [r for r in saved["results"] if (r["shape"], r["N"], r["method"]) != ("gpt2-small", 8, "C图")]
     (tmp_path / "holey.json").write_text(json.dumps(saved, ensure_ascii=False), encoding="utf-8")
+    for name, edit in (("one_n", lambda d: d.update(Ns=d["Ns"][:1])), ("no_decode", lambda d: d["decode"].update(rows=[])),
+                       ("no_shapes", lambda d: d.update(shapes={}))):
+        d = s06.load_results(s06.DEFAULT_JSON)
+        edit(d)
+        (tmp_path / f"{name}.json").write_text(json.dumps(d, ensure_ascii=False), encoding="utf-8")
     paths = dict(missing=tmp_path / "nope.json", empty=tmp_path / "empty.json", notjson=tmp_path / "bad.txt",
-                 dir=tmp_path, holey=tmp_path / "holey.json")
+                 dir=tmp_path, holey=tmp_path / "holey.json", one_n=tmp_path / "one_n.json",
+                 no_decode=tmp_path / "no_decode.json", no_shapes=tmp_path / "no_shapes.json")
     argv = [a.format(**paths) for a in argv]
     if device() == "cuda" and argv[0] == "--json":
         pytest.skip("GPU 上会重新测量并写这个文件")
@@ -337,10 +365,38 @@ def test_saved_json_is_what_the_script_writes():
     assert json.loads(json.dumps(d)) == d
 
 
-@pytest.mark.parametrize("name,value", [("REPS", 1), ("NS", (8, 1)), ("DECODE_PREFIX_LEN", 208)])
-def test_impossible_setting_is_refused_in_one_line(name, value, monkeypatch, capsys):
+@pytest.mark.parametrize("name,value,demo", [("REPS", 1, 2), ("NS", (8, 1), 2), ("NS", 8, 3), ("DECODE_PREFIX_LEN", 208, 4),
+                                             ("DECODE_BATCHES", 8, 4), ("SEED", "0", 1), ("ROUNDS", 1, 2),
+                                             ("SHAPES", {"gpt2-small": 3}, 1)])
+def test_impossible_setting_is_refused_in_one_line(name, value, demo, monkeypatch, capsys):
+    """每个设置在用到它的演示开始前查：不合理的值一行拒绝、退出码 2（类型不对也不是 traceback）。"""
     monkeypatch.setattr(s06, name, value)
     with pytest.raises(SystemExit) as e:
-        s06.main(["--demo", "1"])
+        s06.main(["--demo", str(demo)])
     err = capsys.readouterr().err.strip().splitlines()
     assert e.value.code == 2 and len(err) == 1 and f"设置 {name} = " in err[0]
+
+
+def test_missing_or_renamed_setting_is_refused_in_one_line(monkeypatch, capsys):
+    monkeypatch.delattr(s06, "DECODE_ROUNDS")
+    with pytest.raises(SystemExit) as e:
+        s06.main(["--demo", "4"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert e.value.code == 2 and len(err) == 1 and "设置 DECODE_ROUNDS 不见了" in err[0]
+
+
+def test_plot_06_in_a_read_only_directory_is_one_line(tmp_path):
+    """图写不进去（只读的 checkout）：plot_06 一行说清、退出码 2；06 --plot-only 把这个退出码交回去。"""
+    import subprocess
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    ro.chmod(0o555)
+    try:
+        if os.access(ro, os.W_OK):
+            pytest.skip("以 root 运行：只读目录照样能写")
+        p = subprocess.run([sys.executable, os.path.join(ROOT, "lecture07", "06_triton_cow_clone.py"), "--plot-only",
+                            "--figures", str(ro)], capture_output=True, text=True, timeout=120)
+    finally:
+        ro.chmod(0o755)
+    err = p.stderr.strip().splitlines()
+    assert p.returncode == 2 and len(err) == 1 and "图写不进" in err[0], p.stderr

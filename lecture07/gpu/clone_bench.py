@@ -1,13 +1,15 @@
-"""06 的校验与测量：一步 COW 写入的逐位校验（CPU 解释器或 GPU），以及 GPU 上的每步耗时（CUDA event）、
-CUDA graph 捕获、A/B/C/D 计时、tile 扫描、克隆占一步 decode 多少。返回的都是普通的 dict / list，
-06 打印它们、存进 JSON。
+"""06 的校验与测量：一步 COW 写入的逐位校验（CPU 解释器或 GPU），以及 GPU 上的每步耗时、CUDA graph、逐步改
+C 的 C/D、克隆占一步 decode 多少。返回的都是普通的 dict / list，06 打印它们、存进 JSON。
 
     A  每层新建 long 下标张量 + index_select + index_copy_（博客里的"之前"）
     B  每层新建 int32 下标张量 + 一次 Triton launch（博客里的"之后"）
-    C  所有层 × K/V 一次 launch（clone_kernel.kv_clone_blocks_all）：N ≤ 8 时块号是 kernel 参数，否则下标经锁页
-       缓冲区一次上传（N 大时在旁路 stream 上传，与上一步的拷贝重叠）
+    C  所有层 × K/V 一次 launch（clone_kernel.kv_clone_blocks_all）：下标怎么交给 kernel 按 N 选（见 AllLayersClone）
     D  同样字节数的一次连续 device-to-device 拷贝（带宽上限）
+    E  vLLM copy_blocks 的设计：grid = (层数, N)，一个 program 拷一对块的 K 和 V（一层），主机路径与 C 相同
     图  捕获进 CUDA graph 后 replay（H2D 拷贝也在 graph 里）；C图 每步还包括主机上检查下标、写锁页内存
+计时：CUDA event 包住连续 inner 次调用（合计 ≥ 5 ms）算一个样本；一轮里各做法轮流、每个做法连着测 reps 个样本取
+中位数；测 ROUNDS 轮，报告各轮中位数的中位数，轮与轮的极差 / 中位数就是波动。
+"只量 kernel"的行：K 次 launch 捕获进一个 CUDA graph，replay 一次的时间 / K（没有主机开销和 launch 间隙）。
 """
 import datetime
 import math
@@ -20,8 +22,8 @@ import torch
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from gpu import clone_kernel as kvc
-from lab_common.transformer_lab import TINY, config_like, init_params
 from gpu.paged_decode import PagedKVCache, decode_step, torch_params
+from lab_common.transformer_lab import TINY, config_like, init_params
 from paged_kv import n_blocks
 
 DTYPES = {"float16": torch.float16, "bfloat16": torch.bfloat16, "float32": torch.float32}
@@ -60,42 +62,94 @@ def check_cow_write(dtype, L, H, D, BS, n_cow, device, seed, tile=None):
     return all(checks), len(checks)
 
 
+def check_copy_blocks(dtype, L, H, D, BS, n, device, seed, block=None):
+    """E（vLLM 式的 kernel）一步克隆 n 个块对：目的块先写成 0xFF，拷完后整个缓存与按预期重放的结果逐位比较。"""
+    g = torch.Generator().manual_seed(seed)
+    kv = torch.randn((L, 2, 2 * n + 3, H, BS, D), generator=g).to(dtype).to(device)
+    perm = torch.randperm(kv.shape[2], generator=g).tolist()
+    src, dst = perm[:n], perm[n:2 * n]
+    kv.view(torch.uint8)[:, :, dst] = 0xFF
+    exp = kv.clone()
+    exp[:, :, dst] = kv[:, :, src]
+    old, kvc.E_BLOCK = kvc.E_BLOCK, block or kvc.E_BLOCK       # 调小：一块分几段搬、最后一段不满
+    try:
+        kvc.kv_clone_blocks_all(kv, src, dst, True, design="E")
+    finally:
+        kvc.E_BLOCK = old
+    return torch.equal(kv.view(torch.uint8), exp.view(torch.uint8)), 1
+
+
 def validation_cases(shapes, on_gpu):
-    """CPU（解释器）：小形状、tile 调到 32，让一块跨几个 tile、最后一个 tile 不满；GPU 再加两种真实形状。
-    N 取 0、1、5 和 ARG_PAIRS、ARG_PAIRS + 1（块号当参数传 / 上传下标的分界两侧）。"""
-    k = kvc.ARG_PAIRS                       # N = k 走标量参数，N = k + 1 起上传下标：两边都查
+    """[(做法, dtype, L, H, D, BS, N, tile)]。CPU（解释器）：小形状、tile 调到 32，让一块跨几个 tile、最后一个不满；
+    GPU 再加两种真实形状。N 取在下标交给 kernel 的每条路径的分界两侧（块号当参数 / 上传 / 零拷贝 / 旁路上传）；
+    零拷贝的分界（N 大，解释器里慢）只查 float16、一块一个 tile。"""
+    k, z, o = kvc.ARG_PAIRS, kvc.ZERO_COPY_MIN_PAIRS, kvc.OVERLAP_MIN_PAIRS
     cases = []
     for i, dt in enumerate(("float16", "bfloat16", "float32")):
-        for n in (0, 1, 5, k, k + 1):
-            cases.append((dt, 2, 3, 7, 5, n, 32 * (1 + i % 2)))
-    if on_gpu:                               # 再加 N ≥ OVERLAP_MIN_PAIRS：旁路 stream 上传
+        tile = 32 * (1 + i % 2)
+        cases += [("C", dt, 2, 3, 7, 5, n, tile) for n in (0, 1, 5, k, k + 1)]
+        cases += [("E", dt, 2, 3, 7, 5, n, tile) for n in (1, k + 1)]
+    cases += [("C", "float16", 2, 3, 7, 5, n, 128) for n in (z - 1, z)] + [("E", "float16", 2, 3, 7, 5, z, 128)]
+    if on_gpu:
         for name, s in shapes.items():
-            for n in (1, k, k + 1, 150, kvc.OVERLAP_MIN_PAIRS):
-                cases.append((s["dtype"], s["n_layers"], s["n_heads"], s["head_dim"], s["block_size"], n, None))
+            dims = (s["dtype"], s["n_layers"], s["n_heads"], s["head_dim"], s["block_size"])
+            cases += [("C", *dims, n, None) for n in (1, k, k + 1, z - 1, z, o - 1, o)]
+            cases += [("E", *dims, n, None) for n in (1, z, o)]
     return cases
 
 
-def time_per_step(fn, reps, min_ms=5.0):
-    """稳态每步 µs 的 reps 个样本：预热后，每个样本先不计时调 1 次（GPU 上先排着活），
-    再用 CUDA event 包住 inner 次连续调用（合计 ≥ min_ms）。主机比 GPU 慢时，GPU 的空等也算进去。"""
+def check_case(case, device, seed):
+    """一个校验用例 → (逐位正确, 检查项数)。C 走一步真实的 COW 写入（check_cow_write），E 直接克隆。"""
+    design, dt, L, H, D, BS, n, tile = case
+    if design == "E":
+        return check_copy_blocks(getattr(torch, dt), L, H, D, BS, max(n, 1), device, seed, tile)
+    return check_cow_write(getattr(torch, dt), L, H, D, BS, n, device, seed, tile)
+
+
+def _inner(fn, min_ms):
+    """预热，再估一次调用的时间：一个样本要连续调几次才 ≥ min_ms。"""
     for _ in range(3):
         fn()
     torch.cuda.synchronize()
     t = time.perf_counter()
     fn()
     torch.cuda.synchronize()
-    inner = max(1, min(200, math.ceil(min_ms / max(1e-3, (time.perf_counter() - t) * 1e3))))
+    return max(1, min(400, math.ceil(min_ms / max(1e-3, (time.perf_counter() - t) * 1e3))))
+
+
+def time_rounds(fns, reps, rounds, min_ms=5.0):
+    """fns = {名字: (fn, 每次调用算几步)} → {名字: [每轮的中位数 µs/步]}。一个样本：先不计时调 1 次（GPU 上先排着活），
+    再用 CUDA event 包住 inner 次连续调用（合计 ≥ min_ms）；一轮里各做法轮流测，每个做法连着测 reps 个样本。"""
+    inner = {k: _inner(fn, min_ms) for k, (fn, _) in fns.items()}
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    out = []
-    for _ in range(reps):
-        fn()
-        start.record()
-        for _ in range(inner):
-            fn()
-        end.record()
-        end.synchronize()
-        out.append(start.elapsed_time(end) * 1e3 / inner)
+    out = {k: [] for k in fns}
+    for _ in range(rounds):
+        for k, (fn, per) in fns.items():
+            samples = []
+            for _ in range(reps):
+                fn()
+                start.record()
+                for _ in range(inner[k]):
+                    fn()
+                end.record()
+                end.synchronize()
+                samples.append(start.elapsed_time(end) * 1e3 / inner[k] / per)
+            out[k].append(statistics.median(samples))
     return out
+
+
+def kernel_graph(fn, k=None):
+    """只量 kernel：fn（一次 launch，下标已在显存）连续 k 次捕获进一个 CUDA graph。返回 (graph.replay, k)。"""
+    fn()
+    torch.cuda.synchronize()
+    if k is None:
+        k = max(4, min(200, 2 * _inner(fn, 1.0)))
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        for _ in range(k):
+            fn()
+    g.keepalive = fn          # graph 只记住指针：fn 闭包里的张量（下标、地址表）必须和 graph 活得一样久
+    return g.replay, k
 
 
 def capture(fn):
@@ -157,10 +211,11 @@ class CloneGraph:
 
     def __init__(self, kv, n):
         self.kv, self.n, self.clone, self.graphs = kv, n, kvc.AllLayersClone(kv, n), []
+        self.mode = "host" if kvc.mode_for(n) == "host" else "upload"     # graph 里不换 stream、不换标量参数
         for i in range(len(self.clone.host)):
             self.graphs.append(torch.cuda.CUDAGraph())
             with torch.cuda.graph(self.graphs[i]):          # 只记录、不执行；kernel 已由 warmup 编译好
-                self.clone.launch(kv, i, n)
+                self.clone.launch(kv, i, n, self.mode)
 
     def __call__(self, src_block_idx, dst_block_idx):
         src, dst = kvc.check_clone_indices(src_block_idx, dst_block_idx, self.kv.shape[2])
@@ -177,88 +232,50 @@ def bytes_per_step(shape, n):
     return 2 * n * shape["n_layers"] * 2 * shape["n_heads"] * shape["block_size"] * shape["head_dim"] * el
 
 
-def rounds_of(fns, reps, rounds):
-    """每个函数测 rounds 轮（轮内按顺序轮流测，各取 reps 个样本的中位数）：{名字: [每轮的 µs]}。"""
-    out = {k: [] for k in fns}
-    for _ in range(rounds):
-        for k, fn in fns.items():
-            out[k].append(statistics.median(time_per_step(fn, reps)))
-    return out
-
-
-def sweep_tiles(kv, src_dev, dst_dev, reps, tiles=(1024, 2048, 4096), warps=(1, 2, 4)):
-    """在最大的 N 上扫 (tile, num_warps)，只量 kernel（下标已在 GPU 上、按 dst 排好）。返回按耗时排好的行。"""
-    rows = []
-    for t in tiles:
-        for w in warps:
-            us = statistics.median(time_per_step(lambda: kvc.launch_all_kernel(kv, src_dev, dst_dev, t, w), reps))
-            rows.append({"tile": t, "num_warps": w, "us": us})
-    return sorted(rows, key=lambda r: r["us"])
-
-
-# 一次改一处：每一步在上一行（base）的基础上只动一个旋钮；只量 kernel（下标已在 GPU 上）
+# 逐步改 C，每步只动一处（都是整步计时，和演示 2 的 C 一样）；改动的是 clone_kernel 顶部的设置
 LADDER = (
-    ("before", None, "之前：pid → (块对, 层, tile)", dict(order=0, hints=0, tile=2048, num_warps=1)),
-    ("hints", "before", "+ 对齐与连续提示、去掉 mask", dict(order=0, hints=1, tile=2048, num_warps=1)),
-    ("big_tiles", "hints", "+ 大 tile 多 warp（8192、8 warp）", dict(order=0, hints=1, tile=8192, num_warps=8)),
-    ("evict", "hints", "+ evict_first 读写提示", dict(order=0, hints=1, evict=1, tile=2048, num_warps=1)),
-    ("layer_major", "hints", "+ grid 先按 (层, K/V) 分组", dict(order=1, hints=1, tile=2048, num_warps=1)),
-    ("sorted", "layer_major", "+ 块对按 dst 排序", dict(order=1, hints=1, tile=2048, num_warps=1, sort=True)),
+    ("before", None, "之前：2048 元素 1 warp，上传",
+     dict(TILE=2048, NUM_WARPS=1, ZERO_COPY_MIN_PAIRS=512)),
+    ("tile", "before", "+ 1024 元素 2 warp", dict(TILE=1024, NUM_WARPS=2, ZERO_COPY_MIN_PAIRS=512)),
+    ("zero_copy", "tile", "+ N ≥ 65 零拷贝（= C）", dict(TILE=1024, NUM_WARPS=2, ZERO_COPY_MIN_PAIRS=65)),
+)
+CONTROLS = (    # 只量 kernel（下标已在显存，CUDA graph 里连续 launch）；E 的两行：vLLM 1024 线程 / 本讲调过的配置
+    ("kernel", "对照：C 只量 kernel"),
+    ("contiguous", "对照：C 拷连续的块"),
+    ("E_vllm", "E：vLLM 的线程形状"),
+    ("E", f"E：{kvc.E_BLOCK} 元素 {kvc.E_WARPS} warp"),
 )
 
-if kvc.HAVE_TRITON:
-    @kvc.triton.jit
-    def _contiguous_copy_kernel(a_ptr, b_ptr, BLOCK: kvc.tl.constexpr):
-        """对照：同样写法的 Triton 拷贝，但源和目的各是一整段连续内存。"""
-        off = kvc.tl.program_id(0).to(kvc.tl.int64) * BLOCK + kvc.tl.arange(0, BLOCK)
-        kvc.tl.store(b_ptr + off, kvc.tl.load(a_ptr + off))
+
+def with_settings(settings, fn):
+    """在 clone_kernel 的几个设置临时换成 settings 时调用 fn（每换一组设置，克隆对象重建、kernel 重新编译）。"""
+    old = {k: getattr(kvc, k) for k in settings}
+
+    def call():
+        for k, v in settings.items():
+            setattr(kvc, k, v)
+        try:
+            fn()
+        finally:
+            for k, v in old.items():
+                setattr(kvc, k, v)
+    return call
 
 
-def ladder(kv, src, dst, flat, half, reps, rounds, best):
-    """N 最大时逐步改 kernel，每步的 C/D（D 在同几轮里量）；再加几条对照：同一个 kernel 拷连续的块、
-    Triton 拷一整段连续内存、torch index_select 把散的块收拢到一段连续内存（读散、写连续）。"""
-    dev = kv.device
-    n = len(src)
+def ladder_fns(kv, src, dst):
+    """演示 3 的每一行：{key: (fn, 每次调用几步)}。"""
+    n, dev = len(src), kv.device
+    fns = {key: (with_settings(kw, lambda: kvc.kv_clone_blocks_all(kv, src, dst, True)), 1)
+           for key, _, _, kw in LADDER}
     order = sorted(range(n), key=lambda j: dst[j])
-    plain = [torch.tensor(x, dtype=torch.int32, device=dev) for x in (src, dst)]
-    by_dst = [torch.tensor([x[j] for j in order], dtype=torch.int32, device=dev) for x in (src, dst)]
+    s_dev, d_dev = (torch.tensor([x[j] for j in order], dtype=torch.int32, device=dev) for x in (src, dst))
     seq = torch.arange(2 * n, dtype=torch.int32, device=dev)
-    L, _, nb, H, BS, D = kv.shape
-    kvg = kv.view(2 * L, nb, H * BS * D)
-    gathered = torch.empty((2 * L, n, H * BS * D), dtype=kv.dtype, device=dev)
-    src_long = plain[0].long()
-    fns = {"D": lambda: flat[half:2 * half].copy_(flat[:half])}
-    for key, _, _, kw in LADDER:
-        kw = dict(kw)
-        s, d = plain
-        if kw.pop("sort", False):
-            s, d = by_dst
-        fns[key] = (lambda s=s, d=d, kw=kw: kvc.launch_all_kernel(kv, s, d, **kw))
-    final = dict(tile=best["tile"], num_warps=best["num_warps"])
-    fns["final"] = lambda: kvc.launch_all_kernel(kv, *by_dst, **final)
-    fns["contiguous_blocks"] = lambda: kvc.launch_all_kernel(kv, seq[:n], seq[n:], **final)
-    fns["triton_contiguous"] = lambda: _contiguous_copy_kernel[(half // 1024,)](flat, flat[half:], BLOCK=1024,
-                                                                               num_warps=1)
-    fns["torch_gather"] = lambda: torch.index_select(kvg, 1, src_long, out=gathered)
-    dst_long = plain[1].long()
-    for key in [k for k, *_ in LADDER] + ["final"]:        # 每一步都先逐位核对一次：毒化 dst → 拷 → 比较
-        ref = kvg[:, src_long].clone()
-        kvg[:, dst_long] = 0
-        fns[key]()
-        assert torch.equal(kvg[:, dst_long].view(torch.uint8), ref.view(torch.uint8)), f"{key}：结果不对"
-    times = rounds_of(fns, reps, rounds)
-    d_us = statistics.median(times["D"])
-    labels = {k: (base, label) for k, base, label, _ in LADDER}
-    labels.update(final=("sorted", f"+ 扫出的 tile {best['tile']}、{best['num_warps']} warp（C 用的配置）"),
-                  contiguous_blocks=(None, "对照：同一个 kernel 拷连续的块"),
-                  triton_contiguous=(None, "对照：Triton 拷一整段连续内存"),
-                  torch_gather=(None, "对照：torch index_select 收拢散的块"))
-    rows = []
-    for key, (base, label) in labels.items():
-        us = statistics.median(times[key])
-        rows.append({"key": key, "base": base, "label": label, "us": us, "rounds_us": times[key],
-                     "c_over_d": d_us / us})
-    return {"D_us": d_us, "D_rounds_us": times["D"], "steps": rows}
+    ptrs = kvc.layer_pointers(kv)
+    fns["kernel"] = kernel_graph(lambda: kvc.launch_all_kernel(kv, s_dev, d_dev))
+    fns["contiguous"] = kernel_graph(lambda: kvc.launch_all_kernel(kv, seq[:n], seq[n:]))
+    fns["E_vllm"] = kernel_graph(lambda: kvc.launch_copy_blocks(kv, ptrs, s_dev, d_dev, block=1024, num_warps=32))
+    fns["E"] = kernel_graph(lambda: kvc.launch_copy_blocks(kv, ptrs, s_dev, d_dev))
+    return fns
 
 
 def host_breakdown(kv, src, dst, d_fn, iters=400, chunks=9):
@@ -286,16 +303,28 @@ def host_breakdown(kv, src, dst, d_fn, iters=400, chunks=9):
         clone.done(i)
     return {"check": clock(lambda: kvc.check_clone_indices(src, dst, kv.shape[2])),
             "upload": clock(upload),
-            "launch": clock(lambda: clone.launch_pairs(kv, src, dst)),
-            "launch_jit": clock(lambda: kvc.launch_all_kernel(kv, clone.dev_src[0], clone.dev_dst[0], n=len(src),
+            "launch": clock(lambda: clone(kv, src, dst)),
+            "launch_jit": clock(lambda: kvc.launch_all_kernel(kv, *clone.rows["dev"][0], n=len(src),
                                                               pairs=(src, dst))),
             "D": clock(d_fn),
             "C": clock(lambda: kvc.kv_clone_blocks_all(kv, src, dst, True))}
 
 
-def bench_shape(name, shape, ns, reps, rounds, seed=0):
-    """一种形状上，A/B/C/D 与 A图/C图/D图 在每个 N 下的每步 µs（rounds 轮）；外加 tile 扫描、逐步改 kernel 的
-    C/D、主机开销拆分。"""
+def check_result(kv, src, dst, fn, what):
+    """fn 拷完之后目的块与源块逐位相同（目的块先写成 0xFF）。"""
+    ref = kv.index_select(2, torch.tensor(src, device=kv.device))
+    idx = torch.tensor(dst, device=kv.device)
+    for layer in kv:                # 逐层写 0xFF（每次 < 2^31 个元素）：对整块缓存一次 index_put，H200 上报过下标越界
+        layer.view(torch.uint8).index_fill_(1, idx, 0xFF)
+    fn()
+    torch.cuda.synchronize()
+    got = kv.index_select(2, torch.tensor(dst, device=kv.device))
+    assert torch.equal(got.view(torch.uint8), ref.view(torch.uint8)), f"{what}：结果不对"
+
+
+def bench_shape(name, shape, ns, reps, rounds, ladder_ns, seed=0):
+    """一种形状上，每个 N 的 A/B/C/D/E 与 A图/C图/D图（每步 µs，rounds 轮）；ladder_ns 里的 N 再测逐步改 C 的
+    每一行；外加 N=1 时主机开销的拆分。"""
     dev = torch.device("cuda")
     L, H, BS, D = shape["n_layers"], shape["n_heads"], shape["block_size"], shape["head_dim"]
     maxn = max(ns)
@@ -303,42 +332,44 @@ def bench_shape(name, shape, ns, reps, rounds, seed=0):
     kv.view(torch.uint8).random_(0, 64)                 # 随机但有限的数（不会出现 NaN）
     flat = torch.empty(2 * bytes_per_step(shape, maxn) // 2 // kv.element_size(), dtype=kv.dtype, device=dev)
     perm = torch.randperm(kv.shape[2], generator=torch.Generator().manual_seed(seed)).tolist()
-    s_np, d_np = kvc.by_destination(np.array(perm[:maxn]), np.array(perm[maxn:2 * maxn]))
-    big_s, big_d = (torch.tensor(x, dtype=torch.int32, device=dev) for x in (s_np, d_np))
-    sweep = sweep_tiles(kv, big_s, big_d, reps)
-    kvc.TILE, kvc.NUM_WARPS = sweep[0]["tile"], sweep[0]["num_warps"]
-    seq = torch.arange(2 * maxn, dtype=torch.int32, device=dev)       # 连续的块：排除"块是散的"这个因素
-    seq_us = statistics.median(time_per_step(lambda: kvc.launch_all_kernel(kv, seq[:maxn], seq[maxn:]), reps))
-    half_max = bytes_per_step(shape, maxn) // 2 // kv.element_size()
-    steps = ladder(kv, perm[:maxn], perm[maxn:2 * maxn], flat, half_max, reps, rounds, sweep[0])
-    rows = []
+    rows, steps = [], []
     for n in ns:
         src, dst = perm[:n], perm[n:2 * n]              # 源块各不相同：读真的来自 HBM
         half = bytes_per_step(shape, n) // 2 // kv.element_size()
         fns = {"A": lambda: clone_a(kv, src, dst), "B": lambda: clone_b(kv, src, dst),
                "C": lambda: kvc.kv_clone_blocks_all(kv, src, dst, True),
-               "D": lambda: flat[half:2 * half].copy_(flat[:half])}
+               "D": lambda: flat[half:2 * half].copy_(flat[:half]),
+               "E": lambda: kvc.kv_clone_blocks_all(kv, src, dst, True, design="E")}
+        for m in ("A", "B", "C", "E"):
+            check_result(kv, src, dst, fns[m], f"{name} N={n} {m}")
+        timed = {m: (fn, 1) for m, fn in fns.items()}
         graphs = {"A图": capture(graphable_a(kv, src, dst))[0], "D图": capture(fns["D"])[0]}
-        fns.update({m: g.replay for m, g in graphs.items()})
+        timed.update({m: (g.replay, 1) for m, g in graphs.items()})
         cg = CloneGraph(kv, n)
-        fns["C图"] = lambda: cg(src, dst)
-        for m, us in rounds_of(fns, reps, rounds).items():
-            rows.append({"shape": name, "N": n, "method": m, "us": statistics.median(us), "rounds_us": us,
-                         "bytes": 2 * half * kv.element_size(),
-                         "GBps": 2 * half * kv.element_size() / statistics.median(us) / 1e3})
-        ref = kv.index_select(2, torch.tensor(src, device=dev))   # 计时之后再确认一次：C 的结果逐位正确
-        kv.view(torch.uint8)[:, :, dst] = 0xFF
-        kvc.kv_clone_blocks_all(kv, src, dst, True)
-        torch.cuda.synchronize()
-        ok = torch.equal(kv.index_select(2, torch.tensor(dst, device=dev)).view(torch.uint8), ref.view(torch.uint8))
-        assert ok, f"{name} N={n}：计时后的校验失败"
-        graphs = cg = None
+        timed["C图"] = (lambda: cg(src, dst), 1)
+        if n in ladder_ns:
+            extra = ladder_fns(kv, src, dst)
+            for key, (fn, _) in extra.items():
+                if key in dict((k, 1) for k, *_ in LADDER):
+                    check_result(kv, src, dst, fn, f"{name} N={n} {key}")
+            timed.update({("ladder", k): v for k, v in extra.items()})
+        for m, us in time_rounds(timed, reps, rounds).items():
+            med = statistics.median(us)
+            if isinstance(m, tuple):
+                steps.append({"N": n, "key": m[1], "us": med, "rounds_us": us})
+                continue
+            rows.append({"shape": name, "N": n, "method": m, "us": med, "rounds_us": us,
+                         "bytes": 2 * half * kv.element_size(), "GBps": 2 * half * kv.element_size() / med / 1e3})
+        check_result(kv, src, dst, fns["C"], f"{name} N={n} 计时之后的 C")
+        graphs = cg = timed = None
+    d_us = {r["N"]: r["us"] for r in rows if r["method"] == "D"}
+    for r in steps:
+        r["c_over_d"] = d_us[r["N"]] / r["us"]
     one = bytes_per_step(shape, 1) // 2 // kv.element_size()
     host = host_breakdown(kv, perm[:1], perm[1:2], lambda: flat[one:2 * one].copy_(flat[:one]))
     kv = flat = None
     torch.cuda.empty_cache()
-    return rows, {"sweep": sweep, "best": sweep[0], "sequential_blocks_us": seq_us, "host_us_N1": host,
-                  "ladder": steps}
+    return rows, {"host_us_N1": host, "ladder": steps}
 
 
 # ─────────────────────────── 克隆占一步 decode 的多少 ───────────────────────────
@@ -401,7 +432,7 @@ def decode_share(cfg, batches, prefix_len, block_size, reps, rounds, seed=0):
         per_round = {m: [] for m in graphs}
         for _ in range(rounds):
             for m, (g, _) in graphs.items():
-                per_round[m].append(statistics.median(time_per_step(g.replay, reps)))
+                per_round[m].append(time_rounds({m: (g.replay, 1)}, reps, 1)[m][0])
         logits, kv_after = {}, {}
         for m, (g, out) in graphs.items():
             g.replay()
@@ -420,19 +451,24 @@ def decode_share(cfg, batches, prefix_len, block_size, reps, rounds, seed=0):
     return rows
 
 
-def measure_all(shapes, ns, reps, batches, prefix_len, rounds, seed, bench_rounds=3):
-    """06 的演示 2–4 要的全部数字（只在 CUDA 上）：每种形状的 A/B/C/D 计时，再是克隆占一步 decode 的多少。"""
+def measure_all(shapes, ns, reps, batches, prefix_len, rounds, seed, bench_rounds=5):
+    """06 的演示 2–4 要的全部数字（只在 CUDA 上）：每种形状的 A/B/C/D/E 计时、逐步改 C，再是克隆占一步 decode 的多少。"""
     results, tuning = [], {}
+    ladder_ns = [n for n in ns if n >= 64]
     for name, shape in shapes.items():
-        rows, tuning[name] = bench_shape(name, shape, ns, reps, bench_rounds, seed)
+        rows, tuning[name] = bench_shape(name, shape, ns, reps, bench_rounds, ladder_ns, seed)
         results += rows
-    kvc.TILE, kvc.NUM_WARPS = tuning["gpt2-small"]["best"]["tile"], tuning["gpt2-small"]["best"]["num_warps"]
     s = shapes["gpt2-small"]     # 模型：transformer_lab 的结构，尺寸取 GPT-2 small（KV 形状与这一种相同）
     cfg = config_like(TINY, vocab=50257, d_model=s["n_heads"] * s["head_dim"], n_layers=s["n_layers"],
                       n_heads=s["n_heads"], n_kv_heads=s["n_heads"], d_ff=2048, max_seq=1024)
     rows = decode_share(cfg, batches, prefix_len, s["block_size"], reps, rounds, seed)
     meta = dict(gpu=torch.cuda.get_device_name(), torch=torch.__version__, triton=kvc.triton.__version__,
                 cuda=torch.version.cuda, python=platform.python_version(), date=datetime.date.today().isoformat(),
-                arg_pairs=kvc.ARG_PAIRS, overlap_min_pairs=kvc.OVERLAP_MIN_PAIRS)
-    return dict(meta=meta, shapes=shapes, Ns=list(ns), reps=reps, rounds=bench_rounds, results=results, tuning=tuning,
+                arg_pairs=kvc.ARG_PAIRS, zero_copy_min_pairs=kvc.ZERO_COPY_MIN_PAIRS,
+                overlap_min_pairs=kvc.OVERLAP_MIN_PAIRS, tile=kvc.TILE, num_warps=kvc.NUM_WARPS,
+                host_tile=kvc.HOST_TILE, e_block=kvc.E_BLOCK, e_warps=kvc.E_WARPS)
+    ladder = [dict(key=k, base=b, label=lab) for k, b, lab, _ in LADDER] + [dict(key=k, base=None, label=lab)
+                                                                          for k, lab in CONTROLS]
+    return dict(meta=meta, shapes=shapes, Ns=list(ns), reps=reps, rounds=bench_rounds, results=results,
+                tuning=tuning, ladder=ladder, ladder_ns=ladder_ns,
                 decode=dict(model=dict(vars(cfg)), prefix_len=prefix_len, rounds=rounds, rows=rows))

@@ -3,7 +3,10 @@
 - kv_clone_blocks_triton：每层一次 launch，K/V 一起搬（博客《从零实现 LLM Inference：063. Triton batched KV
   COW clone（替换 index_select/index_copy）》的 kernel）。
 - kv_clone_blocks_all：所有层 × K/V × N 个块对一次 launch，缓存是一整块 [L, 2, n_blocks, H, BS, D]（GPU KV 缓存
-  在 gpu/paged_decode.py；捕获进 CUDA graph 的版本 CloneGraph 在 gpu/clone_bench.py）。
+  在 gpu/paged_decode.py；捕获进 CUDA graph 的版本 CloneGraph 在 gpu/clone_bench.py）。下标怎么交给 kernel
+  按 N 选（标量参数 / 上传 / 零拷贝 / 旁路 stream 上传），规则见 AllLayersClone。
+- kv_clone_blocks_all(..., design="E")：vLLM csrc/cache_kernels.cu 里 copy_blocks 的设计（grid = (层数, N)，一个
+  program 拷一对块在一层里的 K 和 V，每层地址表 + 块映射表），用 Triton 重写；主机路径与 C 相同。
 没有 CUDA 时先设 TRITON_INTERPRET=1（须在 import triton 之前）：kernel 在 Triton 解释器里逐个 program 在 CPU
 上执行——慢，但逐位结果相同，测试就这样校验 kernel。
 """
@@ -24,11 +27,16 @@ except ImportError:          # 没装 triton：模块照样可用，克隆走 in
 
 HAVE_TRITON = triton is not None
 SUPPORTED_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)   # float64：CPU 上逐位核对用
-TILE = 2048          # 一个 program 搬几个元素（2 的幂；fp16 时 4 KB）：H200 上扫过，见 clone_bench.sweep_tiles
-NUM_WARPS = 1        # 每个 program 几个 warp：小 program、多个同时在飞，H200 上比大 tile 多 warp 快
-ARG_PAIRS = 8        # N ≤ 8：块对直接当 kernel 的标量参数传（kernel 里写死 8 对），不上传下标：一次驱动调用
-OVERLAP_MIN_PAIRS = 512   # N ≥ 它：下标在旁路 stream 上传，与上一步的拷贝重叠（N 小时多出的主机开销不划算）
+TILE = 1024          # 块对多时一个 program 搬几个元素（2 的幂；fp16 时 2 KB）：H200 上扫过，见 gpu/NOTES.md
+NUM_WARPS = 2        # 每个 program 几个 warp：小 program、多个同时在飞；N ≥ 64 时 1、2、4 warp 只差 1% 以内
+ARG_PAIRS = 8        # N ≤ 8：块对直接当 kernel 的标量参数传（kernel 里写死 8 对），不碰下标缓冲区：一次驱动调用
+ZERO_COPY_MIN_PAIRS = 65  # 8 < N < 它：下标在同一 stream 上 H2D 上传再 launch；它 ≤ N < OVERLAP_MIN_PAIRS：下标留在
+                          # 锁页内存里、kernel 直接读（零拷贝：省一次驱动调用，GPU 上多等一次 PCIe 往返，约 5 µs）
+OVERLAP_MIN_PAIRS = 512   # N ≥ 它：下标在旁路 stream 上传，与上一步的拷贝重叠（多 3 次驱动调用，N 小时不划算）
+HOST_TILE = 16384    # 零拷贝时一个 program 搬几个元素（≥ 一整块）：program 少，跨 PCIe 读下标的次数就少
 ORDER_LAYER_MAJOR = 1     # grid 顺序：1 = 先按 (层, K/V) 分组（同时在飞的 program 落在同一段缓存里）；0 = 先按块对
+E_BLOCK = 8192       # E（vLLM 的 copy_blocks 设计）：一个 program 每次搬几个元素（vLLM 是 1024 个线程各搬 1 个）
+E_WARPS = 16         # E 的每个 program 几个 warp（vLLM：一个 thread block 最多 1024 个线程 = 32 warp）
 
 
 def kernel_available(device):
@@ -102,6 +110,26 @@ if HAVE_TRITON:
                          eviction_policy="evict_first")
             else:
                 tl.store(dst + e, tl.load(src + e, mask=mask), mask=mask)
+
+
+    @triton.jit
+    def _copy_blocks_kernel(key_ptrs, value_ptrs, src_ptr, dst_ptr, like_ptr, E: tl.constexpr, BLOCK: tl.constexpr):
+        """E：vLLM csrc/cache_kernels.cu 里 copy_blocks 的设计，用 Triton 写。grid = (层数, 块对数)：program (l, p)
+        把第 p 对的整块（E 个元素，K 和 V 各一份）在第 l 层拷一遍。key_ptrs / value_ptrs：每层 K、V 缓存的地址
+        （int64，[L]）；块映射表 [2, N] 的两行 src_ptr、dst_ptr；like_ptr 只用来告诉 kernel 元素类型。"""
+        layer, pair = tl.program_id(0), tl.program_id(1)
+        ty = tl.pointer_type(like_ptr.dtype.element_ty)
+        k = tl.load(key_ptrs + layer).to(ty)
+        v = tl.load(value_ptrs + layer).to(ty)
+        src = tl.load(src_ptr + pair).to(tl.int64) * E
+        dst = tl.load(dst_ptr + pair).to(tl.int64) * E
+        for start in range(0, E, BLOCK):            # 一个 program 搬完整块：E / BLOCK 段，每段 K、V 各读一次再写
+            e = start + tl.arange(0, BLOCK)
+            mask = e < E
+            a = tl.load(k + src + e, mask=mask)
+            b = tl.load(v + src + e, mask=mask)
+            tl.store(k + dst + e, a, mask=mask)
+            tl.store(v + dst + e, b, mask=mask)
 
 
 def check_cache(name, t, dim):
@@ -212,8 +240,27 @@ def launch_all_kernel(kv, src_dev, dst_dev, tile=None, num_warps=None, n=None, p
     _kv_clone_all_kernel[grid](*args, num_warps=warps)
 
 
+def layer_pointers(kv):
+    """E 的每层地址表：(K 的 [L] 个地址, V 的 [L] 个地址)，int64，和 kv 在同一设备上（缓存不换，表也不变）。"""
+    return tuple(torch.tensor([kv[l, j].data_ptr() for l in range(kv.shape[0])], dtype=torch.int64, device=kv.device)
+                 for j in (0, 1))
+
+
+def copy_blocks_args(kv, ptrs, src_dev, dst_dev, n, block=None, num_warps=None):
+    """E 的一次 launch：(grid, 位置参数, num_warps)；grid = (层数, N)。"""
+    L, _, _, H, BS, D = kv.shape
+    block = min(block or E_BLOCK, 1 << max(0, H * BS * D - 1).bit_length())
+    return (L, n), (*ptrs, src_dev, dst_dev, kv, H * BS * D, block), num_warps or E_WARPS
+
+
+def launch_copy_blocks(kv, ptrs, src_dev, dst_dev, n=None, block=None, num_warps=None):
+    """不做检查的 E（通用路径）：ptrs = layer_pointers(kv)，前 n 个块对。"""
+    grid, args, warps = copy_blocks_args(kv, ptrs, src_dev, dst_dev, n or len(src_dev), block, num_warps)
+    _copy_blocks_kernel[grid](*args, num_warps=warps)
+
+
 def fast_launcher(compiled, device):
-    """编译好的 kernel → launch(grid_x, *args)：直接调 Triton 生成的 C 启动函数（一次 cuLaunchKernelEx），
+    """编译好的 kernel → launch(grid_x, grid_y, *args)：直接调 Triton 生成的 C 启动函数（一次 cuLaunchKernelEx），
     跳过 CompiledKernel[grid](...) 每次在 Python 里做的事（闭包、取设备、建 launch 元数据、钩子、scratch）；
     两者各要多少 µs 见 06 演示 3（--more）。拿不到这些内部属性（别的 triton 版本）就退回公开的路径。"""
     try:
@@ -229,48 +276,79 @@ def fast_launcher(compiled, device):
     except (AttributeError, ImportError):
         plain = False
     if not plain:
-        return lambda grid_x, *args: compiled[(grid_x, 1, 1)](*args)
+        return lambda grid_x, grid_y, *args: compiled[(grid_x, grid_y, 1)](*args)
 
-    def launch(grid_x, *args):
-        c_launch(grid_x, 1, 1, stream_of(device), function, *flags, None, None, meta, None, None, None, *args)
+    def launch(grid_x, grid_y, *args):
+        c_launch(grid_x, grid_y, 1, stream_of(device), function, *flags, None, None, meta, None, None, None, *args)
     return launch
 
 
 class AllLayersClone:
-    """一块 KV 缓存的克隆（下标已检查），每步一次 launch 搬完所有层、K 和 V：
-    - N ≤ ARG_PAIRS：块号当 kernel 的标量参数，一次驱动调用，不上传任何东西；
-    - 否则下标写进锁页内存、一次 H2D 上传再 launch；N ≥ OVERLAP_MIN_PAIRS 时上传放在旁路 stream 上，
-      与上一步还在跑的拷贝重叠（主 stream 只等这次上传的 event），省掉两个 kernel 之间的空档。
+    """一块 KV 缓存的克隆（下标已检查），每步一次 launch 搬完所有层、K 和 V。design="C"：本讲的一维 grid；
+    design="E"：vLLM copy_blocks 的 (层, 块对) grid。下标怎么到 kernel 手里，按 N 选（规则写在模块顶部）：
+    - N ≤ ARG_PAIRS（只有 C）：块号当 kernel 的标量参数，一次驱动调用，不碰下标缓冲区；
+    - N < ZERO_COPY_MIN_PAIRS（E：N < OVERLAP_MIN_PAIRS）：下标写进锁页内存，在同一 stream 上 H2D 上传再 launch；
+    - N < OVERLAP_MIN_PAIRS（只有 C）：kernel 直接读锁页内存里的下标（零拷贝），一次驱动调用；
+    - 否则：锁页内存在旁路 stream 上 H2D 上传，与上一步还在跑的拷贝重叠（主 stream 只等这次上传的 event）。
+    规则来自 H200 上每个 N 的实测（gpu/NOTES.md）。
     锁页内存与显存各 2×GROUP 份轮流用，布局 [src(cap) | dst(cap)]（同 vLLM 的 CpuGpuBuffer）。第 i 份在第 i+16 步
     才再被改写：每用完一组（GROUP 步）在主 stream 上记一个 event，主机改写锁页内存、旁路 stream 改写显存之前先等
     这一组上一轮的 event（那时早完成了，立即返回）；只每 GROUP 步记一次，因为 torch.cuda.Event.record() 在 H200
-    那台主机上约 9 µs。launch：编译结果只取决于 kv 的地址、形状、dtype 和 TILE / NUM_WARPS / ORDER_LAYER_MAJOR
-    （即 _clones 的键），所以每块缓存用公开的 JITFunction.warmup 编译一次，之后走 fast_launcher、传裸地址（int）。"""
+    那台主机上约 9 µs。launch：每块缓存用公开的 JITFunction.warmup 编译一次，之后走 fast_launcher、传裸地址。"""
     GROUP = 8
 
-    def __init__(self, kv, capacity):
+    def __init__(self, kv, capacity, design="C"):
         L, _, nb, H, BS, D = kv.shape
-        e, (block, tiles) = H * BS * D, tile_for(H * BS * D)
-        self.cuda, self.count, self.per_pair, self.kernel = kv.is_cuda, 0, 2 * L * tiles, None
+        self.design, self.cuda, self.count, self.L = design, kv.is_cuda, 0, L
         self.cap = 16 * n_blocks(max(1, capacity), 16)      # 16 的倍数：dst 段起点也按 64 字节对齐
         k = 2 * self.GROUP
         self.host = [torch.empty(2 * self.cap, dtype=torch.int32, pin_memory=self.cuda) for _ in range(k)]
         self.host_np = [h.numpy() for h in self.host]
         self.dev = [torch.empty(2 * self.cap, dtype=torch.int32, device=kv.device) for _ in range(k)]
-        self.dev_src = [d[:self.cap] for d in self.dev]      # 视图事先建好：每步不切片
-        self.dev_dst = [d[self.cap:] for d in self.dev]
+        self.rows = {b: [(t[:self.cap], t[self.cap:]) for t in bufs] for b, bufs in (("host", self.host),
+                                                                                       ("dev", self.dev))}
         self.events = [torch.cuda.Event() for _ in range(2 * self.cuda)]
         self.uploaded = [torch.cuda.Event() for _ in range(k * self.cuda)]
-        self.side = None
+        self.ptrs = layer_pointers(kv) if design == "E" else None
+        self.side, self.fast = None, {}
         if self.cuda:
             self.side = torch.cuda.Stream(kv.device)
-            grid, args, warps = kernel_args(kv, self.dev_src[0], self.dev_dst[0], 1)
-            self.kernel = _kv_clone_all_kernel.warmup(*args, grid=grid, num_warps=warps)
-            self.launch_fn = fast_launcher(self.kernel, kv.device.index)
-            self.head = (kv.data_ptr(), [(s.data_ptr(), d.data_ptr()) for s, d in zip(self.dev_src, self.dev_dst)],
-                         args[3])
-            self.tail = args[6 + 2 * ARG_PAIRS:]
+            self.row_ptrs = {b: [(s.data_ptr(), d.data_ptr()) for s, d in r] for b, r in self.rows.items()}
+            kern = (_kv_clone_all_kernel, _copy_blocks_kernel)[design == "E"]
+            for role, tile in (("dev", TILE), ("host", HOST_TILE))[:1 + (design == "C")]:
+                grid, args, warps = self._args(kv, self.rows["dev"][0], 1, tile)
+                raw = [a.data_ptr() if isinstance(a, torch.Tensor) else a for a in args]
+                launch = fast_launcher(kern.warmup(*args, grid=grid, num_warps=warps), kv.device.index)
+                if design == "E":             # (launch, 每层地址表, 之后的参数)
+                    self.fast[role] = (launch, raw[:2], raw[4:])
+                else:                         # (launch, 每个块对几个 program, kv 地址, group_stride, 常数参数)
+                    self.fast[role] = (launch, grid[0], raw[0], raw[3], raw[6 + 2 * ARG_PAIRS:])
             self.zeros = (0,) * (2 * ARG_PAIRS)
+
+    def _args(self, kv, rows, n, tile, pairs=None):
+        if self.design == "E":
+            return copy_blocks_args(kv, self.ptrs, *rows, n)
+        return kernel_args(kv, *rows, n, pairs, tile)
+
+    def _launch(self, kv, where, i, n, tile, pairs=None):
+        """一次 launch，下标在第 i 份 where（"host" 锁页内存 / "dev" 显存）里；CUDA 上直接调 C 启动函数
+        （换上这一份缓冲区的地址和块数 n），CPU 上走通用路径。pairs：N ≤ ARG_PAIRS 时的标量块号。"""
+        if not self.fast:
+            grid, args, warps = self._args(kv, self.rows[where][i], n, tile, pairs)
+            kern = (_kv_clone_all_kernel, _copy_blocks_kernel)[self.design == "E"]
+            kern[grid](*args, num_warps=warps)
+            return
+        src_ptr, dst_ptr = self.row_ptrs[where][i]
+        if self.design == "E":
+            launch, ptrs, tail = self.fast["dev"]
+            launch(self.L, n, *ptrs, src_ptr, dst_ptr, *tail)
+            return
+        launch, per_pair, kv_ptr, stride, tail = self.fast[where]
+        scalars, flag = self.zeros, 0
+        if pairs is not None:
+            pad = (0,) * (ARG_PAIRS - n)
+            scalars, flag = (*pairs[0], *pad, *pairs[1], *pad), 1
+        launch(n * per_pair, 1, kv_ptr, src_ptr, dst_ptr, stride, n, flag, *scalars, *tail)
 
     def write(self, src, dst):
         """把下标写进下一份锁页内存（新一组的第一份：先等这一组上一轮用完），返回它的编号。"""
@@ -282,10 +360,13 @@ class AllLayersClone:
         self.host_np[i][self.cap:self.cap + len(dst)] = dst
         return i
 
-    def launch(self, kv, i, n, overlap=False):
-        """第 i 份锁页内存整块 H2D 到第 i 份显存，再 launch 一次（前 n 个块对）。overlap=False 时两步都在当前 stream
-        上，可以捕获进 CUDA graph；overlap=True 时上传在旁路 stream 上（先等这一组上一轮的 kernel 读完）。"""
-        if overlap:
+    def launch(self, kv, i, n, mode):
+        """用第 i 份下标 launch 一次（前 n 个块对）。mode："host" kernel 直接读锁页内存；"upload" 当前 stream 上
+        先 H2D 再 launch（可以捕获进 CUDA graph）；"overlap" 上传在旁路 stream 上（先等这一组上一轮的 kernel 读完）。"""
+        if mode == "host":
+            self._launch(kv, "host", i, n, HOST_TILE)
+            return
+        if mode == "overlap":
             main = torch.cuda.current_stream(kv.device)
             if i % self.GROUP == 0:
                 self.side.wait_event(self.events[i // self.GROUP])
@@ -295,35 +376,35 @@ class AllLayersClone:
             main.wait_event(self.uploaded[i])
         else:
             self.dev[i].copy_(self.host[i], non_blocking=True)
-        if self.kernel is None:
-            launch_all_kernel(kv, self.dev_src[i], self.dev_dst[i], n=n)
-        else:
-            kv_ptr, dev_ptrs, stride = self.head
-            self.launch_fn(n * self.per_pair, kv_ptr, *dev_ptrs[i], stride, n, 0, *self.zeros, *self.tail)
-
-    def launch_pairs(self, kv, src, dst):
-        """N ≤ ARG_PAIRS：块号直接当标量参数，一次 launch，不碰锁页内存和显存里的下标。"""
-        if self.kernel is None:
-            launch_all_kernel(kv, self.dev_src[0], self.dev_dst[0], n=len(src), pairs=(src, dst))
-            return
-        kv_ptr, dev_ptrs, stride = self.head
-        pad = (0,) * (ARG_PAIRS - len(src))
-        self.launch_fn(len(src) * self.per_pair, kv_ptr, *dev_ptrs[0], stride, len(src), 1, *src, *pad, *dst, *pad,
-                       *self.tail)
+        self._launch(kv, "dev", i, n, TILE)
 
     def done(self, i):
         if self.cuda and i % self.GROUP == self.GROUP - 1:
             self.events[i // self.GROUP].record()
 
     def __call__(self, kv, src, dst):
-        if len(src) <= ARG_PAIRS:
+        n = len(src)
+        if n <= ARG_PAIRS and self.design == "C":
             if isinstance(src, np.ndarray):
                 src, dst = src.tolist(), dst.tolist()
-            self.launch_pairs(kv, src, dst)
+            self._launch(kv, "dev", 0, n, TILE, (src, dst))
             return
         i = self.write(src, dst)
-        self.launch(kv, i, len(src), self.cuda and len(src) >= OVERLAP_MIN_PAIRS)
+        self.launch(kv, i, n, mode_for(n, self.design, self.cuda))
         self.done(i)
+
+
+def mode_for(n, design="C", cuda=True):
+    """N > ARG_PAIRS 时下标怎么到 kernel 手里："upload" / "host"（零拷贝）/ "overlap"（规则见 AllLayersClone）。
+
+    >>> [mode_for(n) for n in (9, 64, 65, 511, 512)], mode_for(100, "E")
+    (['upload', 'upload', 'host', 'host', 'overlap'], 'upload')
+    """
+    if n >= OVERLAP_MIN_PAIRS and cuda:
+        return "overlap"
+    if n >= ZERO_COPY_MIN_PAIRS and design == "C":
+        return "host"
+    return "upload"
 
 
 _clones = {}
@@ -341,9 +422,9 @@ def by_destination(src, dst):
     return src, dst
 
 
-def kv_clone_blocks_all(kv, src_block_idx, dst_block_idx, use_kernel=None):
-    """所有层、K 和 V、N 个块对：检查 → 一次 launch（N ≤ 8 时块号是 kernel 参数，否则先一次 H2D 上传下标；
-    没有 kernel 时 index_copy_ 回退）。"""
+def kv_clone_blocks_all(kv, src_block_idx, dst_block_idx, use_kernel=None, design="C"):
+    """所有层、K 和 V、N 个块对：检查 → 一次 launch（下标怎么交给 kernel 见 AllLayersClone；没有 kernel 时
+    index_copy_ 回退）。design="E"：用 vLLM copy_blocks 式的 kernel（06 的方法 E）。"""
     check_cache("kv", kv, 6)
     if kv.shape[1] != 2:
         raise ValueError(f"整块 KV 缓存必须是 [L, 2, n_blocks, H, BS, D]，收到形状 {tuple(kv.shape)}")
@@ -360,10 +441,11 @@ def kv_clone_blocks_all(kv, src_block_idx, dst_block_idx, use_kernel=None):
         s = torch.as_tensor(src, device=kv.device)
         kv.index_copy_(2, torch.as_tensor(dst, device=kv.device), kv.index_select(2, s))
         return
-    key = (kv.data_ptr(), kv.shape, kv.dtype, kv.device, TILE, NUM_WARPS, ORDER_LAYER_MAJOR)
+    key = (kv.data_ptr(), kv.shape, kv.dtype, kv.device, design, TILE, NUM_WARPS, HOST_TILE, ORDER_LAYER_MAJOR,
+           E_BLOCK, E_WARPS)
     clone = _clones.get(key)
     if clone is None or clone.cap < len(src):   # 换掉的锁页内存由 torch 等拷贝读完再回收，显存按流的顺序回收
         if len(_clones) >= 16:
             _clones.pop(next(iter(_clones)))
-        clone = _clones[key] = AllLayersClone(kv, max(64, len(src)))
+        clone = _clones[key] = AllLayersClone(kv, max(64, len(src)), design)
     clone(kv, *by_destination(src, dst))
