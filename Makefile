@@ -107,16 +107,12 @@ venv: $(DEMO_STAMP)
 demo: $(DEMO_STAMP)
 	$(VPY) lecture07/04_prefix_caching.py
 
-# make test 不改写 assert（--assert=plain）：两个 pytest 进程各省约 1.5 s 的收集（改写要把每个测试文件重新编译一遍，
-# PYTHONDONTWRITEBYTECODE=1 时每次都要）。检查一条不少；只是失败时看不到 assert 两边的值——用 make test ASSERT=rewrite，
-# 或 .venv/bin/python -m pytest 文件::测试名 单独重跑那一个（pytest 默认改写）。
-ASSERT ?= plain
 test: $(TEST_ENV)
 	@if [ -s $(KERNEL_NOTE) ] && ! $(VPY) -c "import torch, triton" 2>/dev/null; then cat $(KERNEL_NOTE); fi
-	$(VPY) -m pytest -q -n $(strip $(JOBS)) --dist loadgroup --assert=$(ASSERT) tests
+	$(VPY) -m pytest -q -n $(strip $(JOBS)) --dist loadfile tests
 
 test-all: $(TEST_ENV)
-	LAB_TEST_ALL=1 $(VPY) -m pytest -q -n $(strip $(JOBS)) --dist loadgroup tests
+	LAB_TEST_ALL=1 $(VPY) -m pytest -q -n $(strip $(JOBS)) --dist loadfile tests
 
 bench: $(DEV_STAMP)
 	@rc=0; $(VPY) tests/bench_speed.py || rc=1; $(VPY) tests/budget_lines.py || rc=1; exit $$rc

@@ -10,8 +10,9 @@
 - 大 trace：FAST'25 的 Conversation trace（Mooncake 仓库 FAST25-release/traces/conversation_trace.jsonl，
   12,031 个请求）首尾相接 10 遍——第 k 遍（k = 0..9）的时间戳加 k × 整个 trace 的时长、hash id 加 k × 10⁷，
   共 120,310 个请求、288.5 万次块访问；第一次用时从 .bench/conversation_trace.jsonl 建到 .bench/ 里
-  （源文件不在就打印一行下载命令，不联网）；04、05 用 --trace 读它：墙钟 ≤ 12 s、峰值内存 ≤ 200 MB，
-  并报告每 1 万个请求占多少 MB；
+  （源文件不在就打印一行下载命令，不联网）；04、05 用 --trace 读它：墙钟 ≤ 30 s、峰值内存 ≤ 200 MB，
+  并报告每 1 万个请求占多少 MB；同一个脚本读 1 遍的 Conversation：10 倍的请求最多 11 倍的时间；
+- 六个 CPU 脚本默认运行的中位数合计 ≤ 15 s；
 - 和旧版本比（默认 721b4fd，--baseline none 不比）：把 git 里那个版本的 lecture07/ 和 lab_common/ 导出到临时目录，
   用同一个 Python 交替运行新旧 04（默认设置），新的要 ≤ 旧的 60%。
 峰值内存 = os.wait4 给出的 ru_maxrss：进程树里最大的那个进程（sweep 的工作进程各算各的），和 /usr/bin/time 的 %M 相同。
@@ -37,7 +38,7 @@ SCRIPT_BUDGET_S = {              # 每个脚本的墙钟预算（秒，中位数
     "01_kv_cache_memory": 5.0,
     "02_paged_attention": 5.0,
     "03_sharing_and_cow": 5.0,
-    "04_prefix_caching": 4.0,
+    "04_prefix_caching": 5.0,
     "04b_radix_cache": 5.0,
     "05_kv_store": 5.0,
 }
@@ -51,7 +52,9 @@ BIG_SOURCE_URL = ("https://raw.githubusercontent.com/kvcache-ai/Mooncake/main/FA
 BIG_COPIES = 10                  # 重复几遍：12,031 × 10 = 120,310 个请求
 BIG_ID_SHIFT = 10 ** 7           # 第 k 遍的 hash id 加 k × 10⁷（原 trace 的 id < 10⁷：各遍互不重叠）
 BIG_TRACE = os.path.join(BENCH_DIR, f"conversation_x{BIG_COPIES}.jsonl")
-BIG_BUDGET_S, BIG_BUDGET_MB = 12.0, 200.0
+BIG_BUDGET_S, BIG_BUDGET_MB = 30.0, 200.0
+ALL_SCRIPTS_BUDGET_S = 15.0      # 六个 CPU 脚本（01–05、04b）默认运行的中位数加起来
+LINEAR_BUDGET = 11.0             # 10 倍的请求最多 11 倍的时间（大 trace 对 1 遍的 Conversation）
 BASELINE_RATIO = 0.60            # 新的默认 04 ≤ 旧的 60%
 BASELINE_REV = "721b4fd"         # 旧版本：trace 还是 Request 对象的列表、逐个容量模拟的时候
 
@@ -174,10 +177,15 @@ def main(argv=None):
                      f"{statistics.median(cpu):.1f}" if cpu else "-", "-" if budget_s is None else f"{budget_s:.1f}",
                      f"{max(rss):.0f}" if rss else "-", "-" if budget_mb is None else f"{budget_mb:.0f}", extra, mark])
 
+    medians = {}
     for name, budget in SCRIPT_BUDGET_S.items():
         if wanted(name):
-            record(name, [run_script(name) for _ in range(args.runs)], budget)
-    for name, policies, budget in (("sweep 7×3", ONLINE, 3.0), ("sweep 7×4 with MIN", ONLINE + ("min",), 6.0)):
+            samples = [run_script(name) for _ in range(args.runs)]
+            medians[name] = statistics.median(s for s, _, _ in samples)
+            record(name, samples, budget)
+    if len(medians) == len(SCRIPT_BUDGET_S):
+        record("六个脚本合计", [(sum(medians.values()), None, None)], ALL_SCRIPTS_BUDGET_S)
+    for name, policies, budget in (("sweep 7×3", ONLINE, None), ("sweep 7×4 with MIN", ONLINE + ("min",), None)):
         if wanted(name):
             record(name, [time_sweep(policies) for _ in range(args.runs)], budget)
 
@@ -196,6 +204,12 @@ def main(argv=None):
             samples = [run_script(script, ("--trace", path)) for _ in range(args.big_runs)]
             per10k = max(m for _, m, _ in samples) / (n / 10_000)
             record(label, samples, BIG_BUDGET_S, BIG_BUDGET_MB, f"{per10k:.1f} MB/万")
+            one = [run_script(script, ("--trace", BIG_SOURCE)) for _ in range(args.big_runs)]
+            grow = statistics.median(s for s, _, _ in samples) / statistics.median(s for s, _, _ in one)
+            record(f"{label[:2]} 1 遍 Conversation", one, None, extra=f"× {BIG_COPIES} 的请求：× {grow:.1f} 的时间")
+            if grow > LINEAR_BUDGET:
+                over += 1
+                rows[-1][-1] = f"✗ 超出 ×{LINEAR_BUDGET:.0f}"
     if cells:
         for label, sec in time_policy_cells(path):
             record(label, [(sec, None, None)], None)

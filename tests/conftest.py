@@ -1,18 +1,16 @@
 """测试的共用配置：
 - 路径：仓库根目录（lab_common 包）、lecture07/（共用模块）、figures/（画图脚本）放进 sys.path；
   加载数字开头的脚本用 lab_common.script_tools.load_script。警告一律当错误（pytest.ini）。
-- 两个 pytest 进程（make test 用 -n 2 --dist loadgroup）：同一个文件、同一个 xdist_group 的测试在同一个进程里，
-  模块级的 fixture 只算一遍；标了 spread 的文件一个测试一个测试地分。
+- 两个 pytest 进程（make test 用 -n 2 --dist loadfile，xdist 自带的分法）：同一个文件的测试在同一个进程里，
+  模块级的 fixture 只算一遍。
 - 真实 trace（../shared/traces/…）：用到它的测试标 real_trace，文件不在时跳过，并说明文件该放在哪里。
 - 跑脚本：本进程里 main(argv)（run_main / call_main），或新的 Python 解释器里（start_fresh / finish_fresh）。
 """
 import contextlib
 import io
-import json
 import os
 import subprocess
 import sys
-import tempfile
 
 # numpy 的 OpenBLAS 默认每个进程起"核数"个线程，启动时空转：每个 Python 进程多花约 0.07 s CPU（测试会起几十个新
 # 解释器）。本课的 CPU 脚本不做 BLAS 运算（线性层用 einsum），一个线程不改变任何结果。在 import numpy 之前设好，
@@ -116,65 +114,9 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.skip(reason="只在 make test-all 里跑"))
 
 
-# ---------------------------------------------------------------- 两个 pytest 进程：按组分配
-# pytest-xdist 3.8 的 --dist loadgroup 靠改 item 的 nodeid（加上 "@组名"）告诉主进程分组；pytest 9.2 的 nodeid
-# 不再能这样改，于是分组悄悄失效，重的模块级 fixture 在两个进程里各算一遍（pytest-xdist issue 1386）。
-# 这里换一条路：工作进程把 {nodeid: 组名} 写进一个文件，主进程的调度器按它分组。
-_GROUPS_KEY = "lab_xdist_groups"
-
-
-def _group_of(item):
-    """一个测试的组名：xdist_group 标记的名字；没有标记时是它的测试文件；文件标了 spread 时每个测试自成一组（None）。"""
-    names = sorted({str(m.args[0] if m.args else m.kwargs.get("name", "default"))
-                    for m in item.iter_markers("xdist_group")})
-    if names:
-        return "_".join(names)
-    if item.get_closest_marker("spread"):
-        return None
-    return item.nodeid.split("::", 1)[0]
-
-
-@pytest.hookimpl(tryfirst=True)   # 要在 xdist 把"收集完了"报给主进程之前写好
-def pytest_collection_finish(session):
-    """工作进程 gw0 收集完测试后写下分组（各工作进程收集到的测试相同，一个写就够）。"""
-    path = getattr(session.config, "workerinput", {}).get(_GROUPS_KEY)
-    if not path or session.config.workerinput.get("workerid") != "gw0":
-        return
-    groups = {item.nodeid: g for item in session.items if (g := _group_of(item)) is not None}
-    with open(path + ".tmp", "w", encoding="utf-8") as f:
-        json.dump(groups, f)
-    os.replace(path + ".tmp", path)
-
-
-@pytest.hookimpl(optionalhook=True)
-def pytest_configure_node(node):
-    node.workerinput[_GROUPS_KEY] = node.config._lab_groups_path
-
-
-@pytest.hookimpl(optionalhook=True, tryfirst=True)
-def pytest_xdist_make_scheduler(config, log):
-    if config.getvalue("dist") != "loadgroup":
-        return None
-    from xdist.scheduler import LoadScopeScheduling
-
-    class GroupScheduling(LoadScopeScheduling):
-        """loadgroup：一组的测试整组交给同一个进程；没有组的测试（spread）一个一个地分。"""
-        _groups = None
-
-        def _split_scope(self, nodeid):
-            if self._groups is None:       # 第一次调用时所有工作进程都已收集完，gw0 的分组文件已经写好
-                with open(config._lab_groups_path, encoding="utf-8") as f:
-                    self._groups = json.load(f)
-            return self._groups.get(nodeid, nodeid)
-
-    return GroupScheduling(config, log)
-
-
+# ---------------------------------------------------------------- 两个 pytest 进程
 def pytest_configure(config):
-    if not hasattr(config, "workerinput"):
-        fd, config._lab_groups_path = tempfile.mkstemp(prefix="lab-xdist-groups-", suffix=".json")
-        os.close(fd)
-    elif config.workerinput.get("workercount", 1) > 1:
+    if hasattr(config, "workerinput") and config.workerinput.get("workercount", 1) > 1:
         # 每个 pytest 进程占一个核（gw0 → 第 1 个核，gw1 → 第 2 个……）。测试起的新解释器继承这一个核，脚本看到
         # 1 个核就不 fork 进程池（核早被 pytest 进程占满了，fork 只多花 CPU）；fork 的路径另有测试（workers=2）。
         if hasattr(os, "sched_setaffinity"):
@@ -182,12 +124,6 @@ def pytest_configure(config):
             k = int(config.workerinput["workerid"][2:])
             if len(cores) >= config.workerinput["workercount"]:
                 os.sched_setaffinity(0, {cores[k % len(cores)]})
-
-
-def pytest_unconfigure(config):
-    path = getattr(config, "_lab_groups_path", None)
-    if path and os.path.exists(path):
-        os.remove(path)
 
 
 # ---------------------------------------------------------------- 跑一遍脚本：本进程里
