@@ -28,9 +28,9 @@ def compute():
     finite = sorted({c for c in s04.CAPACITIES if c is not None} | set(EXTRA_CAPACITIES))
     caps = tuple(finite) + (None,)
     data = s04.trace_sweep(s04.read_trace(), capacities=caps)
-    d3 = figlib.quiet(s04.demo3_trace, data)
+    d3 = figlib.quiet(s04.demo4_policies, data)
     online = tuple(p for p in d3["policies"] if p != "min")
-    d4 = figlib.quiet(s04.demo4_compute_saved, data, caps, online)
+    d4 = figlib.quiet(s04.demo5_compute_saved, data, caps, online)
     st = d3["stats"]
     trace_cfg = (f"合成 trace（种子 {d3['seed']}）：{st['n']:,} 个请求、{st['minutes']:.0f} 分钟、"
                  f"{st['total_blocks']:,} 次块访问、块大小 {d3['block_size']} token")
@@ -40,9 +40,7 @@ def compute():
         names=d3["names"], paper=d3["paper"],
         paper_src="Mooncake arXiv 2407.00079v3 表 1（arXiv v3 的 trace mooncake_trace.jsonl，不是 FAST'25 的 Tool&Agent）",
         base_hours=d4["base_hours"], hours={p: [d4["hours"][(p, c)] for c in caps] for p in d4["policies"]},
-        prefill_cfg=(f"{d4['model']}、{d4['node']} 张量并行、{d4['mfu']:.0%} 峰值算力；命中的 KV 从{d4['tier']}读"
-                     f"（{d4['tier_gb_per_s']:g} GB/s，超过一台机器约 1 TB DRAM 的部分按比例从远端读），"
-                     "与计算按层重叠（FAST'25 式 1）"),
+        prefill_cfg=d4["method"],
     )
 
 

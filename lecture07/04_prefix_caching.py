@@ -6,27 +6,28 @@
 
 【运行】python lecture07/04_prefix_caching.py          （约 2 秒，2 核笔记本，不需要 GPU）
         python lecture07/04_prefix_caching.py --demo 3 --more   （只跑演示 3，印出全部观察）
-        python lecture07/04_prefix_caching.py --trace 你的trace.jsonl   （演示 3、4 改用 Mooncake 格式的
+        python lecture07/04_prefix_caching.py --trace 你的trace.jsonl   （演示 3–5 改用 Mooncake 格式的
               trace 文件，比如 Mooncake 仓库 FAST25-release/traces/ 下公开的三个；格式和报错规则见 kv_store/trace_file.py）
   演示 1：怎样认出来——链式块哈希（Mooncake arXiv v3 图 3、vLLM 的自动前缀缓存）。
   演示 2：在第 2 讲的小模型上真的复用：N_SHARING 个请求共享 few-shot 前缀（长度取自 vLLM 论文 §6.4、图 16）。
-  演示 3：仿 Mooncake Tool&Agent trace 的合成负载：块的热度、缓存容量与命中率、LRU / LFU / LengthAwareCache
+  演示 3：仿 Mooncake Tool&Agent trace 的合成负载：块的热度。
+  演示 4：缓存容量与命中率、LRU / LFU / LengthAwareCache
           （Mooncake arXiv v3 表 1），以及离线最优的 MIN（Belady）。
-  演示 4：命中换算成 LLaMA3-70B 在 8×A800 上的 prefill GPU 时间（Mooncake FAST'25 表 1、式 1）。
+  演示 5：命中换算成 LLaMA3-70B 在 8×A800 上的 prefill GPU 时间（Mooncake FAST'25 表 1、式 1）。
   另一种认前缀的办法——SGLang 的基数树——在 04b_radix_cache.py。
 【命中】本讲只有一种"命中"：真实的缓存用得上的前缀命中——从第一块起连续在缓存里的块，而且最后一个 token
         总要重算（只装着最后一个 token 的块不算命中；kv_store.prefix_match.usable_hits）。别的计数（块的复用）另有名字。
 【改代码】设置都在下面"学生可以改的设置"里，不合理的值一行拒绝（退出码 2）；淘汰策略的类在 kv_store/eviction.py。
 
-【练习】exercises/ex4_block_hashes.py（block_hashes、match_prefix，演示 1、2）和 exercises/ex5_lru.py（LRUCache，演示 3）；
+【练习】exercises/ex4_block_hashes.py（block_hashes、match_prefix，演示 1、2）和 exercises/ex5_lru.py（LRUCache，演示 4）；
         make check EX=4 / EX=5，再加 --mine 运行本脚本。
 【试一试】
   1. 把 N_SHARING 改成 1（--demo 2）：只有一个请求时，前缀缓存还省得下计算和显存吗？
   2. 把 BLOCK_SIZE 改成 64（--demo 2）：块变大以后，前缀的零头变成多少，省下的比例怎样变？
-  3. 把 CAPACITIES 改成 (10_000, 1)（--demo 3）：缓存只能放 1 块时，LRU 还剩多少命中？
-  4. 把 POLICIES 改成 ("lru", "s3fifo")（--demo 3）：S3-FIFO（Yang 等，SOSP'23）离离线最优的 MIN 还差多少？
+  3. 把 CAPACITIES 改成 (10_000, 1)（--demo 4）：缓存只能放 1 块时，LRU 还剩多少命中？
+  4. 把 POLICIES 改成 ("lru", "s3fifo")（--demo 4）：S3-FIFO（Yang 等，SOSP'23）离离线最优的 MIN 还差多少？
      自己的淘汰策略：照 kv_store/eviction.py 开头的说明写一个类、注册，再把名字加进 POLICIES。
-  5. 把 DEMO4_CAPS 改成 (5_000, 500)（--demo 4）：缓存只有几百块时，prefill 的 GPU 时间还能省多少？
+  5. 把 SAVED_CAPS 改成 (5_000, 500)（--demo 5）：缓存只有几百块时，prefill 的 GPU 时间还能省多少？
 """
 import itertools
 import os
@@ -38,9 +39,9 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.realpath(__file__))))
 from lab_common import console  # noqa: E402
 from lab_common.console import ArgParser, fail, print_header, print_observations, print_table, print_text, status  # noqa: E402
 from lab_common.say import (change, count, fixed, integer, listing, never_below, order, pct, rel_change, same,  # noqa: E402
-                            sci, share, size, span, vs, words)
+                            sci, share, size, span, times, vs, words)
 from lab_common.script_tools import run_lecture  # noqa: E402
-from lab_common.settings import check_setting, is_int  # noqa: E402
+from lab_common.settings import Source, check_setting, is_int  # noqa: E402
 from lab_common.transformer_lab import TINY, KVCache, config_like, forward, init_params  # noqa: E402
 from kv_store.eviction import CACHE_POLICIES, LENGTHAWARE_DEFINITION, LENGTHAWARE_SOURCE  # noqa: E402
 from kv_store.replay import simulate, sweep  # noqa: E402
@@ -59,17 +60,17 @@ N_SHARING = 8                       # 演示 2：共享前缀的请求数
 FEW_SHOT = (("1-shot", 80), ("5-shot", 341))   # 演示 2 的前缀：(名字, token 数)；默认取 vLLM 论文图 16 的两个前缀
 SUFFIX_LEN = (10, 30)               # 演示 2：每个请求自己的后缀长度，在 [10, 30) 里均匀随机（token）
 BLOCK_SIZE = 16                     # 演示 2 的块大小（token；vLLM 默认 16）
-CAPACITIES = (None, 100_000, 50_000, 30_000, 10_000, 3_000, 1_000)   # 演示 3 的缓存容量（块）；None = 无限
-POLICIES = ("lru", "lfu", "lengthaware")   # 演示 3 比较的策略（Mooncake arXiv v3 表 1 的三种）；可选的见
+CAPACITIES = (None, 100_000, 50_000, 30_000, 10_000, 3_000, 1_000)   # 演示 4 的缓存容量（块）；None = 无限
+POLICIES = ("lru", "lfu", "lengthaware")   # 演示 4 比较的策略（Mooncake arXiv v3 表 1 的三种）；可选的见
                                           # kv_store.eviction.CACHE_POLICIES（还有 "s3fifo"，以及你自己注册的）
-CONTRAST = "lengthaware_early"      # 演示 3 的对照行：CACHE_POLICIES 里的任何一种（默认：LengthAware 的另一种读法）
+CONTRAST = "lengthaware_early"      # 演示 4 的对照行（--more）：CACHE_POLICIES 里的任何一种（默认：LengthAware 的另一种读法）
 CONTRAST_CAPS = (10_000,)           # 对照行算哪几个容量（每格约 0.15 秒，默认只算一格）；() = 不要对照行
-BOUND = "min"                       # 演示 3 的上界：Belady 的 MIN（离线最优，逐块命中）
+BOUND = "min"                       # 演示 4 的上界：Belady 的 MIN（离线最优，逐块命中）
 HOT_ACCESSES = 1_000                # 演示 3：最热的块至少被访问这么多次，才说"有特别热的块"
-DEMO4_CAPS = (None, 10_000, 1_000)  # 演示 4 比较的缓存容量（块）；None = 无限
-DEMO4_POLICY = "lru"                # 演示 4 用哪种淘汰策略（要在 POLICIES 里）
-TIER_FOR_HITS = 1                   # 演示 4：命中的 KV 从哪一层读（TIERS[1] = 本机 DRAM）
-LOCAL_KV_BYTES = 10 ** 12           # 演示 4：一台机器能放前缀缓存的本机容量（字节）；超出的部分在别的机器上
+SAVED_CAPS = (None, 10_000, 1_000)  # 演示 5 比较的缓存容量（块）；None = 无限
+SAVED_POLICY = "lru"                # 演示 5 用哪种淘汰策略（要在 POLICIES 里）
+TIER_FOR_HITS = 1                   # 演示 5：命中的 KV 从哪一层读（TIERS[1] = 本机 DRAM）
+LOCAL_KV_BYTES = 10 ** 12           # 演示 5：一台机器能放前缀缓存的本机容量（字节）；超出的部分在别的机器上
 
 # ---- 论文的数字（只用来对照，标明出处）----
 PAPER_TABLE1 = {   # Mooncake arXiv 2407.00079v3 表 1，容量 Inf/100000/50000/30000/10000/1000（没有 3000 这一列）
@@ -80,6 +81,13 @@ PAPER_TABLE1 = {   # Mooncake arXiv 2407.00079v3 表 1，容量 Inf/100000/50000
 KIMI = "Kimi 线上一小时的采样"   # FAST'25 §5.2.1、附录 A.1；arXiv v3 §4
 # Mooncake 公开的 trace 都在 GitHub 仓库 kvcache-ai/Mooncake 的 FAST25-release/ 下。两篇论文用的不是同一个：
 # arXiv v3（§4、表 1）用 arxiv-trace/mooncake_trace.jsonl（2025 年 9 月以前在仓库根目录）；FAST'25 表 2 用 traces/ 下的三个。
+KNOWN_TRACE_FILES = {   # git blob 哈希（git hash-object）→ PAPER_TRACES 里的名字；哈希取自 kvcache-ai/Mooncake 仓库的提交
+    "b084f8fe8a01a50bbf2364de18a2d9fff896952d": "arXiv v3 的 trace",      # mooncake_trace.jsonl，提交 e6b405b1（2024-07-10）
+    "d68d1c6ce27b35a168edc235d36d0202d233f0f2": "arXiv v3 的 trace",      # 同一文件的更新版，提交 edbca8e5（2024-07-31）起
+    "b765599d1e0828b37f68d481563c385d3c11de54": "FAST'25 Tool&Agent",     # FAST25-release/traces/toolagent_trace.jsonl
+    "5a371794b81d7fc7487ec8a02a2c631bcc7fbdf8": "FAST'25 Conversation",   # FAST25-release/traces/conversation_trace.jsonl
+    "e4838049c0dcfc358a5f24ab08251279475cba94": "FAST'25 Synthetic",      # FAST25-release/traces/synthetic_trace.jsonl
+}
 PAPER_TRACES = [   # (名字, 请求数, 时长（分钟）, 平均输入, 平均输出, 无限容量的命中率, cache ratio, 是怎么来的)
     ("arXiv v3 的 trace", 23_608, 60, 7_590, 182, 0.51, None, KIMI),     # arXiv v3 §4、表 1 的 Inf 列
     ("FAST'25 Tool&Agent", 23_608, 60, 8_596, 182, None, 0.59, KIMI),    # FAST'25 表 2；§5.2.1："sampled over a 1-hour period"
@@ -103,16 +111,16 @@ VLLM_FIG16_NOTE = (f"对照 vLLM 论文 §6.4 图 16（{_V['model']}、{_V['data
                    f"{_V['throughput_x']['1-shot']}、{_V['throughput_x']['5-shot']} 倍。那是 vLLM 整体（分页 + 共享）和 Orca "
                    "比，省下的显存换成了更大的批；这里数的是 prefill 少算的 token，不是同一个量。")
 FAST25_SHAPE = 'FAST\'25 表 1：l = 80、d = 8192、gqa = 8（查询头数 / KV 头数）；§5.3.1：每 token 的 KV "320 KB"'
-FAST25_DRAM = "FAST'25 §5.3.1：每台约 1 TB DRAM"
+SRC_LOCAL_KV = Source(10 ** 12, "FAST'25 §5.3.1", "每台约 1 TB DRAM")       # LOCAL_KV_BYTES 的论文值
 MOONCAKE_PARTIAL = "FAST'25 附录 A：6,955 个 token → 14 个 ID"   # 不满的最后一块也有 ID（arXiv v3 §4.1 同样）
-MODEL = LLAMA3_70B        # 演示 4 的模型：式 (1)、128 GB/s 都出自 FAST'25，它的模型是 LLaMA3-70B（表 1）
+MODEL = LLAMA3_70B        # 演示 5 的模型：式 (1)、128 GB/s 都出自 FAST'25，它的模型是 LLaMA3-70B（表 1）
 f2 = fixed(2)             # 命中率的格式：和表格一样两位小数
 MODEL_NOTE = (f"arXiv v3 用的 dummy LLaMA2-70B（§1.2）和 {MODEL.name} 的层数、d、KV 头数都相同，每 token 的 KV 也一样"
               * ((LLAMA2_70B.n_layers, LLAMA2_70B.d_model, LLAMA2_70B.n_kv_heads) == (MODEL.n_layers, MODEL.d_model,
                                                                                       MODEL.n_kv_heads))
               + "。存储用二进制单位（1 KiB = 1,024 字节），带宽用十进制（1 GB/s = 10⁹ 字节/秒）。")
 LOCAL_NOTE = "全在本机：假设缓存全在本机、一点也不从远端读时的时间；和 GPU 时间印出来一样，就是读 KV 被计算盖住了。"
-HIT_RULE = ("演示 3、4 按 trace 算时，不满的最后一块也算一块访问；命中只数真实缓存用得上的：最后一个 token 总要"
+HIT_RULE = ("演示 3–5 按 trace 算时，不满的最后一块也算一块访问；命中只数真实缓存用得上的：最后一个 token 总要"
             "重算，只装着它的那块不算命中。")
 
 
@@ -161,10 +169,11 @@ def observations_1(d):
             same_after = [i for i in range(1, d["c_blocks"] + 1) if i not in d["c_changed"]]
         lines.append(f"C 只改了第 {k} 块里的一个 token，可第 {listing([str(i) for i in same_after])} 块的哈希和 A 相同："
                      "这些哈希没有链住前面的内容，按它们匹配会把前缀不同的 KV 当成同一份。")
+    more = []
     if tail:
-        lines.append(f"A 最后 {tail} 个 token 不满一块，不算哈希、不进缓存（vLLM 也只缓存完整的块）；Mooncake 的 "
-                     f"trace 给不满的最后一块也编了号（{MOONCAKE_PARTIAL}）。")
-    return lines, []
+        more.append(f"A 最后 {tail} 个 token 不满一块，不算哈希、不进缓存（vLLM 也只缓存完整的块）；Mooncake（Kimi 背后的推理系统，"
+                    f"05 脚本讲它）公开的 trace 给不满的最后一块也编了号（{MOONCAKE_PARTIAL}）。")
+    return lines, more
 
 
 # =============================================================================
@@ -279,16 +288,16 @@ def read_trace(trace_path=None, block_size=None):
 
 
 def trace_sweep(trace, trace_path=None, block_size=None, capacities=None, demo3=True):
-    """演示 3、4 共用的一份数据：trace 和命中表 {(策略, 容量): 每个请求的前缀命中块数}（含 MIN），只算一遍。
-    demo3=False：只算演示 4 要的格子。"""
+    """演示 3–5 共用的一份数据：trace 和命中表 {(策略, 容量): 每个请求的前缀命中块数}（含 MIN），只算一遍。
+    demo3=False：只算演示 5 要的格子。"""
     block_size = block_size or TRACE_BLOCK_SIZE
     if not demo3:
-        hits = sweep(trace, DEMO4_CAPS, (DEMO4_POLICY,))
+        hits = sweep(trace, SAVED_CAPS, (SAVED_POLICY,))
         return dict(trace=trace, hits=hits, path=trace_path, block_size=block_size, capacities=(), contrast_caps=())
     if capacities is None:
         capacities = CAPACITIES
     caps = tuple(capacities)
-    extra = [(DEMO4_POLICY, c) for c in DEMO4_CAPS if c not in caps]      # 演示 4 另外要的容量：只算它那一种策略
+    extra = [(SAVED_POLICY, c) for c in SAVED_CAPS if c not in caps]      # 演示 5 另外要的容量：只算它那一种策略
     contrast = ()
     if CONTRAST not in POLICIES:                                          # 对照行只算表里有的这几格
         contrast = tuple(c for c in caps if c in CONTRAST_CAPS)
@@ -341,9 +350,67 @@ def cell(x, fmt):
     return fmt(x)
 
 
+def known_file(path):
+    """按内容认 trace 文件：算出文件（.gz 先解压）的 git blob 哈希，在 KNOWN_TRACE_FILES 里查；不认识就返回 None。
+    只看平均值会认错：arXiv v3 的 trace 文件平均输入 8,590 token，和 FAST'25 Tool&Agent 的 8,596 只差 0.1%。
+
+    >>> import tempfile
+    >>> with tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False) as f:
+    ...     _ = f.write("hello\n")
+    >>> known_file(f.name) is None, blob_sha1(f.name)          # git hash-object 算的是同一个数
+    (True, 'ce013625030ba8dba906f756967f9e9ca394464a')
+    """
+    return KNOWN_TRACE_FILES.get(blob_sha1(path))
+
+
+def blob_sha1(path):
+    """git hash-object 的算法：sha1(b"blob <字节数>\0" + 内容)。.gz 文件按解压后的内容算。"""
+    import gzip
+    import hashlib
+    opener = open
+    if str(path).endswith(".gz"):
+        opener = gzip.open
+    with opener(path, "rb") as f:
+        body = f.read()
+    return hashlib.sha1(b"blob %d\0" % len(body) + body).hexdigest()
+
+
+def trace_results(data):
+    """演示 3、4 共用的一份数：命中率表、trace 的统计量、论文里对得上的 trace；只算一遍（存在 data 里）。"""
+    if "results" in data:
+        return data["results"]
+    tr, bs, real = data["trace"], data["block_size"], data["path"] is not None
+    src = f"合成 trace（种子 {TRACE_SEED}）"
+    if real:
+        src = f"你给的 trace（{os.path.basename(str(data['path']))}）"
+    policies, caps, lead = POLICIES, data["capacities"], POLICIES[0]
+    if "lru" in policies:
+        lead = "lru"
+    with status("正在按 trace 模拟各种缓存……"):
+        ratio = hit_table(tr, data["hits"], bs)
+        st = syn = trace_stats(tr)
+        syn_hit = ratio[(lead, None)]
+        if real:
+            syn_tr = read_trace()
+            syn = trace_stats(syn_tr)
+            syn_hit = hit_table(syn_tr, {(lead, None): simulate(syn_tr, None, lead)}, TRACE_BLOCK_SIZE)[(lead, None)]
+    gap = {(p, c): ratio[(BOUND, c)] - ratio[(p, c)] for p in policies for c in caps}
+    match = None
+    if real:
+        name = known_file(data["path"])
+        match = next((row for row in PAPER_TRACES if row[0] == name), None)
+    d = dict(stats=st, syn_stats=syn, syn_hit=syn_hit, ratio=ratio, gap=gap, capacities=caps, lead=lead, real=real,
+             contrast_caps=data["contrast_caps"], match=match, synthetic_stats=syn,
+             bound_ok=all(x >= -1e-12 for x in gap.values()), policies=policies + (BOUND,),
+             names={p: _short(p) for p in policies + (BOUND,)}, paper=PAPER_TABLE1, source=src, seed=TRACE_SEED,
+             block_size=bs)
+    data["results"] = d
+    return d
+
+
 def print_trace_tables(d):
-    """演示 3 的前两张表：trace 的统计量（和论文的 trace 并排，命中率和 cache ratio 分两列），块的热度。"""
-    st, syn, real = d["stats"], d["syn_stats"], d["real"]
+    """演示 3 的两张表：trace 的统计量（和论文的 trace 并排，命中率和 cache ratio 分两列），块的热度。"""
+    st, syn, real, m = d["stats"], d["syn_stats"], d["real"], d["match"]
     ours = [("本实验（合成）", syn, d["syn_hit"])]
     if real:
         ours.insert(0, ("你给的 trace", st, d["ratio"][(d["lead"], None)]))
@@ -351,9 +418,12 @@ def print_trace_tables(d):
             for n, s, h in ours]
     rows += [[n, integer(q), cell(t, integer), integer(i), integer(o), cell(h, f2), cell(c, f2)]
              for n, q, t, i, o, h, c, _ in PAPER_TRACES[:2 + 2 * real]]
+    which = ""
+    if m is not None:
+        which = f"你给的文件按内容认出是 {m[0]} 的文件。"
     print_table(["trace", "请求数", "分钟", "输入", "输出", "前缀命中率", "cache ratio"], rows,
-                caption="输入 / 输出：平均 token 数。前缀命中率：容量无限时（arXiv v3 的取自表 1）；"
-                        "cache ratio：FAST'25 表 2 的原名，论文没给定义。")
+                caption=f"{which}输入 / 输出：平均 token 数。前缀命中率：容量无限时（论文的取自 arXiv v3 表 1）；"
+                        "cache ratio：FAST'25 表 2 的名字，§5.2.1 叫它 prefix caching ratio。")
     heat = [("只被访问过一次的块", "once", share, "超过 50% 的块没有被再次使用"),   # share：不全是就不印 100%
             ("最热的块被访问的次数", "hottest", integer, "有的块被访问数万次"),
             ("最热 1% 的块占全部访问", "top1pct", share, "-")]
@@ -367,14 +437,12 @@ def print_trace_tables(d):
 
 
 def print_policy_tables(ratio, gap, caps, policies, contrast, contrast_caps, match=None):
-    """演示 3 的命中率表（含对照行、论文表 1 的行）；"离 MIN 还差多少"表只在 --more 时印。"""
+    """演示 4 的命中率表（论文表 1 的行；对照行和"离 MIN 还差多少"表只在 --more 时印）。"""
     rows = [[_short(p)] + [f2(ratio[(p, c)]) for c in caps] for p in policies + (BOUND,)]
     note = ""
-    if contrast_caps:
+    if contrast_caps and console.SHOW_MORE:
         rows.append([_short(contrast)] + [cell(ratio.get((contrast, c)), f2) for c in caps])
         doc = words(*(CACHE_POLICIES[contrast].__doc__ or CACHE_POLICIES[contrast].NAME).split("\n\n")[0].split())
-        if not console.SHOW_MORE:
-            doc = doc.split("。")[0]
         note = f"对照行（CONTRAST = \"{contrast}\"）：{doc.rstrip('。')}；只算了 {'、'.join(cap_name(c) for c in contrast_caps)} 块。"
     if console.SHOW_MORE:
         note += HIT_RULE
@@ -383,58 +451,81 @@ def print_policy_tables(ratio, gap, caps, policies, contrast, contrast_caps, mat
                  "本课读作：访问次数相同时先淘汰请求里靠后的块。")
     rows += [[f"论文 {_short(p)}"] + [cell(PAPER_TABLE1[p].get(c), f2) for c in caps] for p in policies if p in PAPER_TABLE1]
     missing = [cap_name(c) for c in caps if c not in PAPER_TABLE1["lru"]]
-    paper = "论文行：arXiv v3 表 1，在另一个 trace（mooncake_trace.jsonl）上算的"
-    if match is PAPER_TRACES[0]:                   # 你给的就是 arXiv v3 的 trace：论文行和本实验同一个 trace
-        paper = "论文行：arXiv v3 表 1，就是在这个 trace（mooncake_trace.jsonl）上算的"
+    paper = "论文行：arXiv v3 表 1，在另一个 trace 上算的"
+    if match is PAPER_TRACES[0]:                   # 你给的就是 arXiv v3 的 trace 文件：论文行和本实验同一个 trace
+        paper = "论文行：arXiv v3 表 1，就是在这个 trace 文件上算的"
     if missing:
         paper += f"，没有 {'、'.join(missing)} 块"
     print_table(["策略 \\ 容量（块）"] + [cap_name(c) for c in caps], rows,
-                caption="MIN：Belady 的离线最优，数逐块命中，是前缀命中率的上界，真实系统做不到。" + paper + "。" + note)
+                caption="MIN：Belady 的离线最优，是前缀命中率的上界，真实系统做不到。" + paper + "。" + note)
     if console.SHOW_MORE:
         print_table(["MIN 减去 \\ 容量"] + [cap_name(c) for c in caps],
                     [[_short(p)] + [f2(gap[(p, c)]) for c in caps] for p in policies],
-                    caption="每格 = MIN 的命中率 − 这种在线策略的命中率：换成最好的淘汰策略最多还能多命中多少。")
+                    caption="每格 = MIN 的命中率 − 这种在线策略的命中率：换成最好的淘汰策略最多还能多命中多少。"
+                            "MIN 数逐块命中（不要求从第一块起连续）。")
 
 
-def demo3_trace(data=None):
-    """块有多热门？缓存要多大、用什么淘汰策略？离最好的（MIN）还差多少？
-    data：trace_sweep 的结果（main 传进来，和演示 4 共用）；None = 自己算一份。"""
+def demo3_block_heat(data=None):
+    """块有多热门？少数块被反复用到，多数块只用一次吗？
+    data：trace_sweep 的结果（main 传进来，和演示 4、5 共用）；None = 自己算一份。"""
     if data is None:
         data = trace_sweep(read_trace())
-    tr, bs, real = data["trace"], data["block_size"], data["path"] is not None
-    src = f"合成 trace（种子 {TRACE_SEED}）"
-    if real:
-        src = f"你给的 trace（{os.path.basename(str(data['path']))}）"
-    print_header("演示 3：块的热度、缓存容量与命中率（Mooncake arXiv v3 §4、表 1）")
-    policies, caps, lead = POLICIES, data["capacities"], POLICIES[0]
-    if "lru" in policies:
-        lead = "lru"
-    with status("正在按 trace 模拟各种缓存……"):
-        ratio = hit_table(tr, data["hits"], bs)
-        st = syn = trace_stats(tr)
-        syn_hit = ratio[(lead, None)]
-        if real:
-            syn_tr = read_trace()
-            syn = trace_stats(syn_tr)
-            syn_hit = hit_table(syn_tr, {(lead, None): simulate(syn_tr, None, lead)}, TRACE_BLOCK_SIZE)[(lead, None)]
-    print_text(f"{src}，块大小 {bs}：{integer(st['total_blocks'])} 次块访问、{integer(st['distinct'])} 个不同的块。")
-    gap = {(p, c): ratio[(BOUND, c)] - ratio[(p, c)] for p in policies for c in caps}
-    match = next((t for t in PAPER_TRACES if real and t[1] == st["n"] and abs(t[3] / st["mean_in"] - 1) < 0.01
-                  and abs(t[4] / st["mean_out"] - 1) < 0.01), None)      # 请求数、平均输入输出都对得上的论文 trace
-    d = dict(stats=st, syn_stats=syn, syn_hit=syn_hit, ratio=ratio, gap=gap, capacities=caps, lead=lead, real=real,
-             contrast_caps=data["contrast_caps"], match=match)
+    print_header("演示 3：块的热度——块被访问的次数差得有多远")
+    d = trace_results(data)
+    st = d["stats"]
+    print_text(f"{d['source']}，块大小 {d['block_size']}：{integer(st['total_blocks'])} 次块访问、"
+               f"{integer(st['distinct'])} 个不同的块。")
     print_trace_tables(d)
-    print_policy_tables(ratio, gap, caps, policies, CONTRAST, d["contrast_caps"], match)
-    print_observations(*observations_3(d, policies, CONTRAST, HOT_ACCESSES))
-    d.update(synthetic_stats=syn, bound_ok=all(x >= -1e-12 for x in gap.values()), policies=policies + (BOUND,),
-             names={p: _short(p) for p in policies + (BOUND,)}, paper=PAPER_TABLE1, source=src, seed=TRACE_SEED,
-             block_size=bs)
+    print_observations(*observations_3(d, HOT_ACCESSES))
     return d
 
 
-def observations_3(d, policies, contrast, hot):
-    """演示 3 的观察：每句都由 d 里的 ratio / gap / stats（和表格同一份数）拼出来。"""
-    r, st, lead, m = d["ratio"], d["stats"], d["lead"], d["match"]
+def observations_3(d, hot):
+    """演示 3 的观察：块的热度（和表格同一份 stats）；认出的 trace 文件。"""
+    st, m = d["stats"], d["match"]
+    s = f"{share(st['once'])} 的块只被访问过一次，最热的块却被访问了 {integer(st['hottest'])} 次"
+    if st["top1pct"] is not None:
+        s += f"；最热 1% 的块占了全部块访问的 {share(st['top1pct'])}"
+    obs = [s + "。"]
+    once, tens = order(st["once"], 0.5, share) > 0, st["hottest"] >= 10_000
+    agree = {(True, True): "两条都和它一致", (True, False): "前一条一致，后一条不一致",
+             (False, True): "前一条不一致，后一条一致", (False, False): "两条都和它不一致"}[(once, tens)]
+    obs.append(f"论文（arXiv v3 §4.2）说“超过 50% 的块没有被再次使用”“有的块被访问数万次”：这个 trace {agree}。")
+    heat = f"最热的块被访问了 {integer(st['hottest'])} 次"
+    more = [heat + f"（不到 {hot:,} 次）：没有特别热的块。"]
+    if st["hottest"] >= hot:
+        more = [heat + "：热门块值得复制到多台机器上，否则都去一台机器拉 KV，网卡会堵（Mooncake arXiv v3 §4.2、§6.2；"
+                "05 脚本演示 2）。"]
+    more += [vs("无限容量的前缀命中率", d["ratio"][(d["lead"], None)], "块复用率", st["reuse"], f2)
+            + "：前缀命中只数从开头起连续、又不只装着最后一个 token 的块，所以不会高于块复用率；两者越接近，重复的块越集中在"
+              "请求的开头。"]
+    more.append("这是合成负载，只模仿了论文的几个统计量；Mooncake 公开的 trace 可以用 --trace 换进来对比。")
+    if d["real"]:
+        more[-1] = "你给的文件和 Mooncake 发布的 trace 文件内容都不一样；论文的数只能看趋势，不能逐格比。"
+        if m is not None:
+            more[-1] = (f"你给的文件就是 {m[0]} 的文件（按内容认出，{m[7]}）：请求数 {integer(st['n'])}（论文 "
+                        f"{integer(m[1])}），平均输入 {integer(st['mean_in'])}（论文 {integer(m[3])}），平均输出 "
+                        f"{integer(st['mean_out'])}（论文 {integer(m[4])}）。")
+    return obs, more
+
+
+def demo4_policies(data=None):
+    """缓存要多大、用什么淘汰策略？离最好的（离线最优 MIN）还差多少？
+    data：同演示 3。"""
+    if data is None:
+        data = trace_sweep(read_trace())
+    print_header("演示 4：缓存容量与淘汰策略——命中率（Mooncake arXiv v3 表 1 的实验）")
+    d = trace_results(data)
+    st = d["stats"]
+    print_text(f"{d['source']}：{integer(st['distinct'])} 个不同的块；容量比它小就要淘汰。")
+    print_policy_tables(d["ratio"], d["gap"], d["capacities"], POLICIES, CONTRAST, d["contrast_caps"], d["match"])
+    print_observations(*observations_4(d, POLICIES))
+    return d
+
+
+def observations_4(d, policies):
+    """演示 4 的观察：每句都由 d 里的 ratio / gap / stats（和表格同一份数）拼出来。默认：容量的影响、头一个对比。"""
+    r, st, lead = d["ratio"], d["stats"], d["lead"]
     inf, L, at = r[(lead, None)], _short(lead), "{:,} 块时".format
     evict = sorted((c for c in d["capacities"] if c is not None and c < st["distinct"]), reverse=True)   # 一定要淘汰的容量
     live = bool(evict) and not same(inf, 0, f2)           # 有要淘汰的容量、也有命中：策略才分得出高低
@@ -455,8 +546,8 @@ def observations_3(d, policies, contrast, hot):
     for p in [p for p in policies if live and p != lead]:
         ahead = {order(r[(lead, c)], r[(p, c)], f2) for c in evict}
         s = never_below(L, {c: r[(lead, c)] for c in evict}, _short(p), {c: r[(p, c)] for c in evict}, f2, at, "在每个要淘汰的容量")
-        if lead == "lru" and 1 in ahead and -1 not in ahead:
-            s, why = s + why, ""                          # 道理只说一次：第二个被 LRU 胜过的策略不再重复
+        if lead == "lru" and p in PAPER_TABLE1 and 1 in ahead and -1 not in ahead and why:
+            s, why = s + why, ""                          # 论文比的是 LRU 和 LFU、LengthAware；道理只说一次
         pairs.append(s + "。")
     if live:
         on = {(p, c): r[(p, c)] for p in policies for c in evict}
@@ -464,20 +555,9 @@ def observations_3(d, policies, contrast, hot):
                         lambda k: f"{_short(k[0])} 在 {k[1]:,} 块时", "在每个要淘汰的容量")
         if min(d["gap"].values()) < -1e-12:
             s += "（MIN 是上界，上界被违反，程序有错）"
-        pairs.insert(1, s + "。")
-    more = [vs("无限容量的前缀命中率", inf, "块复用率", st["reuse"], f2) + "：前缀命中只数从开头起连续、又不只装着最后"
-            "一个 token 的块，所以不会高于块复用率；两者越接近，重复的块越集中在请求的开头。"]
-    heat = f"最热的块被访问了 {integer(st['hottest'])} 次"
-    more.append(heat + f"（不到 {hot:,} 次）：没有特别热的块。")
-    if st["hottest"] >= hot:
-        more[-1] = heat + "：热门块值得复制到多台机器上，否则都去一台机器拉 KV，网卡会堵（Mooncake arXiv v3 §6.2，05 脚本演示 2）。"
-    more.append("这是合成负载，只模仿了论文的几个统计量；Mooncake 公开的 trace 可以用 --trace 换进来对比。")
-    if d["real"]:
-        more[-1] = "你给的 trace 和论文列出的 trace 都对不上；论文的表 1 是在另一个 trace 上算的，只能看趋势，不能逐格比。"
-        if m is not None:
-            more[-1] = f"你给的 trace 的请求数和平均输入、输出都和 {m[0]} 一致，它就是那个 trace（{m[7]}）。"
+        pairs.append(s + "。")
     lines = obs + pairs
-    return lines[:3], lines[3:] + more
+    return lines[:2], lines[2:]
 
 
 # =============================================================================
@@ -488,19 +568,38 @@ def gpu_hours(tr, hit_blocks, tier, block_size):
     return trace_prefill_time(MODEL, tr.input_len, n_hit, tier) / 3600, sum(n_hit.tolist()) / max(1, sum(tr.input_len.tolist()))
 
 
-def demo4_compute_saved(data=None, caps=None, policies=None):
+def hit_tier_for(stored, node):
+    """命中的 KV 从哪儿读（一个等效的 Tier）：TIER_FOR_HITS 那一层；放不下的部分按比例从下一层读
+    （HBM → 本机 DRAM → 远端 DRAM）。一台机器上的容量：HBM = 这台机器的全部显存（还没减去权重），本机 DRAM =
+    LOCAL_KV_BYTES；远端 DRAM（整个集群的内存池）和本机 SSD 不设上限（本实验的假设）。
+
+    >>> hit_tier_for(10 ** 9, A800_X8).name == TIERS[TIER_FOR_HITS].name          # 1 GB 哪一层都放得下
+    True
+    """
+    if TIER_FOR_HITS == 1:
+        return hit_tier(stored, TIERS[1], TIERS[2], LOCAL_KV_BYTES)
+    if TIER_FOR_HITS == 0:
+        below = hit_tier(max(0, stored - node.hbm_bytes), TIERS[1], TIERS[2], LOCAL_KV_BYTES)
+        return hit_tier(stored, TIERS[0], below, node.hbm_bytes)
+    return TIERS[TIER_FOR_HITS]
+
+
+def demo5_compute_saved(data=None, caps=None, policies=None):
     """命中能省多少 prefill 的 GPU 时间？缓存又要多大的存储？
-    data 同演示 3；caps、policies：None = DEMO4_CAPS、(DEMO4_POLICY,)。"""
+    data 同演示 3；caps、policies：None = SAVED_CAPS、(SAVED_POLICY,)。"""
     if data is None:
         data = trace_sweep(read_trace())
-    caps, policies = tuple(caps or DEMO4_CAPS), tuple(policies or (DEMO4_POLICY,))
-    node, local, remote, tr, bs = A800_X8, TIERS[TIER_FOR_HITS], TIERS[2], data["trace"], data["block_size"]
-    print_header(f"演示 4：命中省下的 prefill 时间（{MODEL.name}、{node.name}、{pct(node.mfu)} 峰值，FAST'25 式 1）")
+    caps, policies = tuple(caps or SAVED_CAPS), tuple(policies or (SAVED_POLICY,))
+    node, local, tr, bs = A800_X8, TIERS[TIER_FOR_HITS], data["trace"], data["block_size"]
+    print_header(f"演示 5：命中省下的 prefill 时间（{MODEL.name}、{node.name}）")
     per_token = MODEL.kv_bytes_per_token()
     gqa = MODEL.n_heads // MODEL.n_kv_heads
-    print_text(f"{FAST25_SHAPE}。换算：{MODEL.n_heads} 个查询头 ÷ {gqa} = {MODEL.n_kv_heads} 个 KV 头，每 token 2 × "
-               f"{MODEL.n_layers} × {MODEL.d_model // gqa:,} × {MODEL.dtype_bytes} B = {size(per_token)}，"
-               f"一块 {bs} token = {size(bs * per_token)}。" + MODEL_NOTE * console.SHOW_MORE)
+    print_text(f"prefill 的计算量按 FAST'25 式 1（§2.2）；算力按峰值（表 1：{node.n_gpus}×{node.tflops_per_gpu:g} TFLOPS）的 "
+               f"{pct(node.mfu)} 算，这是本实验的假设。每 token 的 KV {size(per_token)}。")
+    if console.SHOW_MORE:
+        print_text(f"{FAST25_SHAPE}。换算：{MODEL.n_heads} 个查询头 ÷ {gqa} = {MODEL.n_kv_heads} 个 KV 头，每 token 2 × "
+                   f"{MODEL.n_layers} × {MODEL.d_model // gqa:,} × {MODEL.dtype_bytes} B = {size(per_token)}，"
+                   f"一块 {bs} token = {size(bs * per_token)}。" + MODEL_NOTE)
     with status("正在按 trace 算 prefill 时间……"):
         base = gpu_hours(tr, np.zeros(len(tr), np.int64), local, bs)[0]
         distinct = int(np.count_nonzero(np.bincount(dense_ids(tr.hash_ids)[0])))   # 不同的块：用 sweep 已经换好的小整数 id
@@ -510,60 +609,75 @@ def demo4_compute_saved(data=None, caps=None, policies=None):
         rows, hours, frac, local_hours, stored = [["不缓存", "-", "0%", f2(base * unit[1]), "1.00×"]], {}, {}, {}, {}
         for p, c in itertools.product(policies, caps):
             h, stored[c] = data["hits"][(p, c)], min(c or distinct, distinct) * bs * per_token
-            hours[(p, c)], frac[(p, c)] = gpu_hours(tr, h, hit_tier(stored[c], local, remote, LOCAL_KV_BYTES), bs)
+            hours[(p, c)], frac[(p, c)] = gpu_hours(tr, h, hit_tier_for(stored[c], node), bs)
             local_hours[(p, c)] = gpu_hours(tr, h, local, bs)[0]
             rows.append([f"{_short(p)}，容量 {cap_name(c)}", size(stored[c]), pct(frac[(p, c)]),
-                         f2(hours[(p, c)] * unit[1]), f"{base / hours[(p, c)]:.2f}×"]
+                         f2(hours[(p, c)] * unit[1]), times(base / hours[(p, c)])]
                         + [f2(local_hours[(p, c)] * unit[1])] * console.SHOW_MORE)
     rows[0] += ["-"] * console.SHOW_MORE
     which = "你给的 trace 里 " * (data["path"] is not None)
-    dram_source = f"（{FAST25_DRAM}）"
-    if LOCAL_KV_BYTES != 10 ** 12:                 # 改过的本机容量不是论文的数：不挂论文的出处
-        dram_source = "（LOCAL_KV_BYTES）"
     print_table(["缓存", "存储", "命中的 token", f"GPU 时间（{unit[0]}）", "快了"] + ["全在本机"] * console.SHOW_MORE, rows,
-                caption=f"{which}{integer(len(tr))} 个请求的 prefill 在一台 {node.name} 上的总时间。命中的 KV {words('从', local.name)}"
-                        f"读（{local.gb_per_s:,g} GB/s），缓存超过一台机器的 {size(LOCAL_KV_BYTES, binary=False)}{dram_source}"
-                        f"的部分按比例{words('从', remote.name)}读"
-                        f"（{remote.gb_per_s:,g} GB/s），和计算按层重叠。" + LOCAL_NOTE * console.SHOW_MORE)
+                caption=f"{which}{integer(len(tr))} 个请求的 prefill 在一台 {node.name} 上的总时间。命中的 KV "
+                        f"{words('从', local.name)}读（{local.gb_per_s:,g} GB/s），{overflow_text(TIER_FOR_HITS, node)}"
+                        "和计算按层重叠（arXiv v3 §5.2）。" + LOCAL_NOTE * console.SHOW_MORE)
+    method = (f"{MODEL.name}、{node.name} 张量并行、算力按峰值的 {pct(node.mfu)}（本实验的假设）；prefill 的计算量按 FAST'25 式 1；"
+              f"命中的 KV 从{local.name}读（{local.gb_per_s:,g} GB/s），{overflow_text(TIER_FOR_HITS, node)}与计算按层重叠"
+              "（arXiv v3 §5.2）")
     d = dict(base_hours=base, hours=hours, hit_frac=frac, local_hours=local_hours, stored=stored, unit=unit, distinct=distinct,
              need_bytes=10_000 * bs * per_token, hbm_bytes=node.hbm_bytes, kv_block_bytes=bs * per_token, caps=caps,
              policies=policies, model=MODEL.name, node=node.name, mfu=node.mfu, tier=local.name,
-             tier_gb_per_s=local.gb_per_s, block_size=bs, n_requests=len(tr))
-    print_observations(*observations_4(d, policies[0], caps))
+             tier_gb_per_s=local.gb_per_s, block_size=bs, n_requests=len(tr), method=method)
+    print_observations(*observations_5(d, policies[0], caps))
     return d
 
 
-def observations_4(d, policy, caps):
-    """演示 4 的观察：数都取自表格那一份 hours / hit_frac / stored；时间按 d["unit"] 换算，和表格一样。"""
+def overflow_text(tier_i, node):
+    """表注里说放不下的部分从哪儿读：跟着 TIER_FOR_HITS 选的那一层（HBM 的容量是这台机器的显存，不是 1 TB）。"""
+    dram = size(LOCAL_KV_BYTES, binary=False)
+    src = SRC_LOCAL_KV.beside(LOCAL_KV_BYTES, own="")
+    if src:
+        dram += f"（{src}）"
+    if tier_i == 0:
+        return (f"超过一台机器的 {size(node.hbm_bytes)} HBM（还没减去权重）的部分按比例从{TIERS[1].name}读，"
+                + words("再超过", dram, "的从") + f"{TIERS[2].name}读（{TIERS[2].gb_per_s:,g} GB/s），")
+    if tier_i == 1:
+        return words("缓存超过一台机器的", dram, "的部分按比例从") + f"{TIERS[2].name}读（{TIERS[2].gb_per_s:,g} GB/s），"
+    return "这一层不设容量上限（本实验的假设），"
+
+
+def observations_5(d, policy, caps):
+    """演示 5 的观察（默认 2 条）：数都取自表格那一份 hours / hit_frac / stored；时间按 d["unit"] 换算，和表格一样。"""
     (name, k), hours, frac, base, stored, hbm = d["unit"], d["hours"], d["hit_frac"], d["base_hours"], d["stored"], d["hbm_bytes"]
     caps = sorted(caps, key=lambda c: c or float("inf"))      # 无限（None）排在最后
     big, finite = caps[-1], [c for c in caps if c is not None]
     big_name, h_big, f_big = words("容量", cap_name(big, " 块"), "的缓存"), hours[(policy, big)], frac[(policy, big)]
     lines = [f"{big_name}命中的输入 token 也是 {pct(f_big)}：没有真实缓存用得上的前缀，prefill 的 GPU 时间还是 "
              f"{fixed(2, name)(base * k)}，前缀缓存省不下计算。"]
+    more = []
     if not same(f_big, 0, pct):
         why = {1: "高于命中的 token 比例：注意力随长度平方增长，命中的长前缀省得更多", 0: "和命中的 token 比例一样",
                -1: "低于命中的 token 比例：没命中的 token 仍要对全部前缀做注意力，读命中的 KV 也要时间"}
         lines = [f"{big_name}命中 {pct(f_big)} 的输入 token，prefill 的 GPU 时间{change(base * k, h_big * k, f2)} {name}"
-                 f"（{rel_change(base, h_big)}）。省下的时间比例{why[order(1 - h_big / base, f_big, pct)]}。"]
+                 f"（{rel_change(base, h_big)}）。"]
+        more.append(f"省下的时间比例{why[order(1 - h_big / base, f_big, pct)]}。")
     if finite:
         s = words("容量", cap_name(finite[-1], " 块"), f"的缓存存 {size(stored[finite[-1]])}")
         lines.append(s + f"，放得进一台 8 卡机器的 HBM（{size(hbm)}），不过还要先减去权重和正在解码的请求的 KV。")
         if stored[finite[-1]] > hbm:
             lines[-1] = (s + f"，是一台 8 卡机器全部 HBM（{size(hbm)}）的 {stored[finite[-1]] / hbm:.1f} 倍：前缀缓存得"
-                         "放进 CPU 内存、SSD 或整个集群的内存池（Mooncake 的做法，05 脚本）。")
+                         "放进 CPU 内存、SSD 或整个集群的内存池（05 脚本的 Mooncake 就这样做）。")
     if finite and finite[0] != big and finite[0] < d["distinct"] and not same(f_big, 0, pct):   # 最小的缓存要淘汰
-        share = frac[(policy, finite[0])] / f_big
-        s = f"只有 {finite[0]:,} 块时命中的 token 是{big_name}的 {pct(share)}："
-        lines.append(s + "复用分散在许多前缀上，小缓存留不住。")
-        if order(share, 0.5, pct) >= 0:
-            lines[-1] = s + "热门的前缀很集中，小缓存也留住了至少一半的复用。"
-    return lines, []
+        part = frac[(policy, finite[0])] / f_big
+        s = f"只有 {finite[0]:,} 块时命中的 token 是{big_name}的 {pct(part)}："
+        more.append(s + "复用分散在许多前缀上，小缓存留不住。")
+        if order(part, 0.5, pct) >= 0:
+            more[-1] = s + "热门的前缀很集中，小缓存也留住了至少一半的复用。"
+    return lines, more
 
 
 # =============================================================================
-DEMOS = {1: demo1_hashing, 2: demo2_shared_prefix, 3: demo3_trace, 4: demo4_compute_saved}
-TRACE_DEMOS = (3, 4)                # 用 trace 的演示：main 只读一次 trace、只算一遍命中表，传给它们
+DEMOS = {1: demo1_hashing, 2: demo2_shared_prefix, 3: demo3_block_heat, 4: demo4_policies, 5: demo5_compute_saved}
+TRACE_DEMOS = (3, 4, 5)             # 用 trace 的演示：main 只读一次 trace、只算一遍命中表，传给它们
 MAX_DEMO2_TOKENS = 1_024            # 演示 2 的一个请求（前缀 + 后缀）最多这么长：小模型在几秒内算完
 
 
@@ -592,14 +706,14 @@ def check_settings():
     rules = [("FEW_SHOT", longest <= MAX_DEMO2_TOKENS,
               f"前缀 + 最长的后缀不超过 {MAX_DEMO2_TOKENS:,} 个 token（现在是 {longest:,}；小模型要在几秒内算完）"),
              ("CAPACITIES", _capacities_ok(CAPACITIES), "非空、不重复的容量（块，正整数；None = 无限）"),
-             ("DEMO4_CAPS", _capacities_ok(DEMO4_CAPS), "非空、不重复的容量（块，正整数；None = 无限）"),
+             ("SAVED_CAPS", _capacities_ok(SAVED_CAPS), "非空、不重复的容量（块，正整数；None = 无限）"),
              ("POLICIES", ok_pol, f"非空、不重复，每个都在 {names} 里（kv_store.eviction.CACHE_POLICIES）"),
              ("BOUND", BOUND == "min", " \"min\"（Belady 的 MIN，唯一的离线上界）"),
              ("CONTRAST", CONTRAST in CACHE_POLICIES, f"{names} 之一"),
              ("CONTRAST_CAPS", isinstance(CONTRAST_CAPS, tuple) and all(is_int(c, 1) for c in CONTRAST_CAPS),
               "正整数容量组成的元组（不在 CAPACITIES 里的不显示；() = 不要对照行）"),
              ("HOT_ACCESSES", is_int(HOT_ACCESSES, 2), "至少 2 的整数（访问次数）"),
-             ("DEMO4_POLICY", ok_pol and DEMO4_POLICY in POLICIES, f" POLICIES 里的一个：{', '.join(map(str, POLICIES))}"),
+             ("SAVED_POLICY", ok_pol and SAVED_POLICY in POLICIES, f" POLICIES 里的一个：{', '.join(map(str, POLICIES))}"),
              ("TIER_FOR_HITS", is_int(TIER_FOR_HITS, 0, len(TIERS) - 1),
               f" 0 到 {len(TIERS) - 1}（" + "、".join(f"{i} = {t.name}" for i, t in enumerate(TIERS)) + "）"),
              ("LOCAL_KV_BYTES", is_int(LOCAL_KV_BYTES, 1), "正整数（字节）")]
@@ -608,7 +722,7 @@ def check_settings():
 
 
 def _add_args(ap):
-    ap.add_argument("--trace", metavar="PATH", help="演示 3、4 改用你给的 trace 文件（Mooncake 的 JSONL，可以是 .gz）")
+    ap.add_argument("--trace", metavar="PATH", help="演示 3–5 改用你给的 trace 文件（Mooncake 的 JSONL，可以是 .gz）")
     ap.add_argument("--block", type=int, default=TRACE_BLOCK_SIZE, help=f"--trace 文件的块大小（token，默认 {TRACE_BLOCK_SIZE}）")
 
 
@@ -621,7 +735,7 @@ def _check(args):
 
 
 def _run(todo, args, step):
-    """按顺序跑演示；演示 3、4 共用一份 trace 和命中表（先读完、查完 --trace 的文件，再打印任何东西）。"""
+    """按顺序跑演示；演示 3–5 共用一份 trace 和命中表（先读完、查完 --trace 的文件，再打印任何东西）。"""
     trace, data = None, None
     if args.trace is not None:
         try:
@@ -633,7 +747,7 @@ def _run(todo, args, step):
             if trace is None:
                 trace = read_trace()
             if data is None:
-                data = trace_sweep(trace, args.trace, args.block, demo3=3 in todo)
+                data = trace_sweep(trace, args.trace, args.block, demo3=bool({3, 4} & set(todo)))
             DEMOS[k](data)
         else:
             DEMOS[k]()

@@ -62,12 +62,12 @@ def data():
 
 @pytest.fixture(scope="module")
 def d3(data):
-    return m.demo3_trace(data)
+    return m.demo4_policies(data)
 
 
 @pytest.fixture(scope="module")
 def d4(data):
-    return m.demo4_compute_saved(data)
+    return m.demo5_compute_saved(data)
 
 
 @pytest.fixture(scope="module")
@@ -82,6 +82,18 @@ def default_out(data):
     return buf.getvalue()
 
 
+@pytest.fixture(scope="module")
+def more_out(data):
+    """main(["--demo", "5", "--more"]) 的输出（命中表用测试共享的那一份）。"""
+    import contextlib
+    import io
+    buf = io.StringIO()
+    with pytest.MonkeyPatch.context() as mp, contextlib.redirect_stdout(buf):
+        mp.setattr(m, "trace_sweep", lambda *a, **k: data)
+        assert m.main(["--demo", "5", "--more"]) == 0
+    return buf.getvalue()
+
+
 # ---------------------------------------------------------------- 代码本身
 @pytest.mark.parametrize("name", ["04_prefix_caching.py", "04b_radix_cache.py", "kv_store/radix_tree.py"])
 def test_no_conditional_expressions(name):
@@ -92,10 +104,11 @@ def test_no_conditional_expressions(name):
 
 # ---------------------------------------------------------------- 默认输出：预算
 def test_default_output_budget(default_out):
-    """默认输出 ≤ 100 行；每个演示至多 3 条观察，每条至多 3 行；没有句子的假象。"""
-    assert len(default_out.splitlines()) <= 100
+    """默认输出：每个演示至多 28 行、至多 2 条观察（演示 2 属于基数树那一边，另算），每条至多 3 行；没有句子的假象。"""
     blocks = observations(default_out)
-    assert len(blocks) == 4 and all(1 <= len(b) <= 3 for b in blocks)
+    assert len(blocks) == 5 and all(1 <= len(b) <= 2 for i, b in enumerate(blocks) if i != 1)
+    demos = default_out.split("═" * 80)[1:]
+    assert all(len(x.strip("\n").splitlines()) <= 28 for i, x in enumerate(demos) if i != 1)
     assert all(len(item) <= 3 for b in blocks for item in b)
     assert find_artefacts(default_out) == []
 
@@ -247,8 +260,8 @@ def test_demo3_tables_in_output(default_out, d3):
     lines = default_out.splitlines()
     lru = next(x for x in lines if x.startswith("LRU "))
     assert lru.split()[1:] == [f"{d3['ratio'][('lru', c)]:.2f}" for c in m.CAPACITIES]
-    contrast = next(x for x in lines if x.startswith("对照：先淘汰靠前 "))
-    assert contrast.split()[1:] == ["-"] * 4 + [f"{d3['ratio'][(m.CONTRAST, 10_000)]:.2f}"] + ["-"] * 2
+    assert not any(x.startswith("对照") for x in lines)                   # 对照行只在 --more 里
+    assert d3["ratio"][(m.CONTRAST, 10_000)] < d3["ratio"][("lengthaware", 10_000)]
     assert "前缀命中率   cache ratio" in default_out
     assert next(x for x in lines if x.startswith("FAST'25 Tool&Agent")).split()[-2:] == ["-", "0.59"]
     assert next(x for x in lines if x.startswith("arXiv v3 的 trace")).split()[-2:] == ["0.51", "-"]
@@ -269,57 +282,59 @@ def mk3(ratio, caps, distinct=1_000, reuse=None, policies=("lru", "lfu"), contra
 
 
 def test_demo3_observations_default(d3):
-    lines, more = m.observations_3(d3, m.POLICIES, m.CONTRAST, m.HOT_ACCESSES)
+    lines, more = m.observations_4(d3, m.POLICIES)
     t = text((lines, more))
-    assert len(lines) == 3 and all(observation_lines(x) <= 3 for x in lines)
+    assert len(lines) == 2 and all(observation_lines(x) <= 3 for x in lines)
     assert "容量从无限降到1,000块，LRU的命中率从0.61降到0.33，保住了54%（论文1,000块时0.30/0.51=59%）" in t
     assert "LRU在每个要淘汰的容量都不低于LFU，10,000块时差得最多（0.46对0.39）" in t and "LRUCacheperformsbest" in t
     assert "MIN在每个要淘汰的容量都不低于在线策略，LengthAware在10,000块时差得最多（0.61对0.37）" in t
-    assert "LRU在每个要淘汰的容量都不低于LengthAware" in t and "和块复用率一样（都是0.61）" in t
-    assert "热门块值得复制" in t and "这是合成负载" in t
+    assert "LRU在每个要淘汰的容量都不低于LengthAware" in t
+    t3 = text(m.observations_3(d3, m.HOT_ACCESSES))
+    assert "72%" in t3 and "14,540" in t3 and "36%" in t3 and "和块复用率一样（都是0.61）" in t3
+    assert "热门块值得复制" in t3 and "这是合成负载" in t3
 
 
 def test_demo3_prefix_hit_and_block_reuse_have_one_meaning_each():
     """[1,2],[3,2],[5,2],[7,2]：前缀命中 0，块复用 0.38——两个量两个名字，不说"命中率 0.38"。"""
     ratio = {(p, c): 0.0 for p in ("lru", "lfu") for c in (None, 2)}
     d = mk3(ratio, (None, 2), distinct=5, reuse=3 / 8)
-    lines, more = m.observations_3(d, ("lru", "lfu"), "lengthaware_early", 1_000)
+    lines, more = m.observations_4(d, ("lru", "lfu"))
     t = text((lines, more))
     assert len(lines) == 1 and "前缀命中率0：每种在线策略、每个容量都是0，没有一个请求的开头" in t
-    assert "无限容量的前缀命中率比块复用率低（0.00对0.38）" in t
+    assert "无限容量的前缀命中率比块复用率低（0.00对0.38）" in text(m.observations_3(d, 1_000))
     assert "前缀命中率0.38" not in t and "LRU都不低于LFU" not in t and "MIN在" not in t
 
 
 def test_demo3_observations_nothing_evicted_and_only_infinite():
     ratio = {(p, c): 0.5 for p in ("lru", "lfu") for c in (None, 2_000)}
-    t = text(m.observations_3(mk3(ratio, (None, 2_000)), ("lru", "lfu"), "lengthaware_early", 1_000))
+    t = text(m.observations_4(mk3(ratio, (None, 2_000)), ("lru", "lfu")))
     assert "CAPACITIES里没有比全部1,000个不同的块更小的有限容量：从不淘汰，每种策略都是0.50" in t and "MIN在" not in t
     ratio = {(p, None): 0.5 for p in ("lru", "lfu")}
-    t = text(m.observations_3(mk3(ratio, (None,)), ("lru", "lfu"), "lengthaware_early", 1_000))
+    t = text(m.observations_4(mk3(ratio, (None,)), ("lru", "lfu")))
     assert "CAPACITIES里没有比全部1,000个不同的块更小的有限容量" in t and "保住了" not in t
 
 
 def test_demo3_observations_ties_and_reversals():
     """LRU、LFU 印出来相同：说相同；LFU 印出来更高：说 LFU 高；保持不变的命中率不说"降到"。"""
     ratio = {("lru", None): 0.612, ("lfu", None): 0.612, ("lru", 100): 0.608, ("lfu", 100): 0.6051}
-    lines, _ = m.observations_3(mk3(ratio, (None, 100)), ("lru", "lfu"), "lengthaware_early", 1_000)
+    lines, _ = m.observations_4(mk3(ratio, (None, 100)), ("lru", "lfu"))
     t = flat("".join(lines))
     assert "LRU的命中率保持在0.61" in t and "100块时LRU和LFU一样（都是0.61）" in t and "0.61降到0.61" not in t
     ratio = {("lru", None): 0.6, ("lfu", None): 0.6, ("lru", 100): 0.3, ("lfu", 100): 0.4}
-    t = flat("".join(m.observations_3(mk3(ratio, (None, 100)), ("lru", "lfu"), "x", 1_000)[0]))
+    t = flat("".join(m.observations_4(mk3(ratio, (None, 100)), ("lru", "lfu"))[0]))
     assert "100块时LFU比LRU高（0.40对0.30）" in t and "复用多在时间上相近" not in t
     ratio = {(p, c): 0.6 for p in ("lru", "lfu") for c in (None, 100, 50)}     # 处处印出来一样
-    t = flat("".join(m.observations_3(mk3(ratio, (None, 100, 50)), ("lru", "lfu"), "x", 1_000)[0]))
+    t = flat("".join(m.observations_4(mk3(ratio, (None, 100, 50)), ("lru", "lfu"))[0]))
     assert "LRU和LFU在每个要淘汰的容量都一样" in t and "差得最多" not in t and "复用多在时间上相近" not in t
 
 
 def test_demo3_observations_one_policy_and_other_policies():
     ratio = {("lru", None): 0.6, ("lru", 100): 0.3, ("lru", 50): 0.2}
-    t = text(m.observations_3(mk3(ratio, (None, 100, 50), policies=("lru",)), ("lru",), "lfu", 1_000))
+    t = text(m.observations_4(mk3(ratio, (None, 100, 50), policies=("lru",)), ("lru",)))
     assert "MIN和在线策略在每个要淘汰的容量都一样" in t and "LFU" not in t      # MIN 没有比 LRU 高：照实说一样
     ratio.update({("s3fifo", None): 0.6, ("s3fifo", 100): 0.31, ("s3fifo", 50): 0.2})
     d = mk3(ratio, (None, 100, 50), policies=("lru", "s3fifo"))
-    t = text(m.observations_3(d, ("lru", "s3fifo"), "lfu", 1_000))
+    t = text(m.observations_4(d, ("lru", "s3fifo")))
     s3 = m.CACHE_POLICIES["s3fifo"].SHORT
     assert f"{s3}在每个要淘汰的容量都不低于LRU，100块时差得最多（0.31对0.30）" in t          # 一格高、一格持平
     assert "复用多在时间上相近" not in t
@@ -327,7 +342,7 @@ def test_demo3_observations_one_policy_and_other_policies():
 
 def test_demo3_observations_bound_violated_is_said():
     ratio = {("lru", None): 0.6, ("lru", 100): 0.3, ("min", 100): 0.2, ("min", None): 0.6}
-    t = text(m.observations_3(mk3(ratio, (None, 100), policies=("lru",)), ("lru",), "lfu", 1_000))
+    t = text(m.observations_4(mk3(ratio, (None, 100), policies=("lru",)), ("lru",)))
     assert "上界被违反，程序有错" in t
 
 
@@ -337,7 +352,7 @@ def test_contrast_row_reads_from_the_setting(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(m, "CONTRAST", "s3fifo")
     monkeypatch.setattr(m, "CAPACITIES", (None, 4))
     monkeypatch.setattr(m, "CONTRAST_CAPS", (4,))
-    assert m.main(["--trace", path, "--demo", "3"]) == 0
+    assert m.main(["--trace", path, "--demo", "4", "--more"]) == 0
     out = capsys.readouterr().out
     assert any(x.startswith("S3-FIFO ") for x in out.splitlines())
     assert "对照行（CONTRAST=\"s3fifo\"）：S3-FIFO（Yang等" in flat(out) and "先淘汰靠前" not in out
@@ -365,8 +380,10 @@ def test_unusable_reuse_is_not_a_hit(tmp_path, capsys, case):
     assert m.main(["--trace", path, "--demo", "3", "--more"]) == 0
     out3 = flat(capsys.readouterr().out)
     assert m.main(["--trace", path, "--demo", "4"]) == 0
+    out4p = flat(capsys.readouterr().out)
+    assert m.main(["--trace", path, "--demo", "5"]) == 0
     out4 = flat(capsys.readouterr().out)
-    assert "前缀命中率0：" in out3 and "块复用率" in out3
+    assert "前缀命中率0：" in out4p and "块复用率" in out3
     assert "你给的trace" in out3 and re.search(r"你给的trace[\d,]+[\d.]+[\d,]+[\d,]+0\.00-", out3)
     assert "命中的输入token也是0%" in out4 and "前缀缓存省不下计算" in out4
 
@@ -381,7 +398,7 @@ def test_sums_do_not_overflow():
     assert frac == 3 * 512 / 2 ** 52 and hours > 0                   # trace 里只有 3 块：命中 1,536 个 token
     hours, frac = m.gpu_hours(tr, np.full(3_000, 2 ** 43), tier, 512)     # 命中到只剩最后一个 token
     assert frac == (2 ** 52 - 1) / 2 ** 52 and f"{frac:.0%}" == "100%"
-    lines, _ = m.observations_4(dict(unit=("小时", 1.0), hours={("lru", None): 1.0}, hit_frac={("lru", None): frac}, kv_block_bytes=1,
+    lines, _ = m.observations_5(dict(unit=("小时", 1.0), hours={("lru", None): 1.0}, hit_frac={("lru", None): frac}, kv_block_bytes=1,
                                      base_hours=2.0, stored={None: 1}, hbm_bytes=10, local_hours={}), "lru", (None,))
     assert "命中>99.9%的输入token" in flat("".join(lines))           # 不到 1：不印 100%
 
@@ -396,7 +413,7 @@ def test_usable_hits_one_rule():
 
 # ---------------------------------------------------------------- 演示 4
 def test_demo4_numbers(d4):
-    h = {c: d4["hours"][("lru", c)] for c in m.DEMO4_CAPS}
+    h = {c: d4["hours"][("lru", c)] for c in m.SAVED_CAPS}
     assert h[None] < h[10_000] < h[1_000] < d4["base_hours"]
     assert d4["kv_block_bytes"] == 512 * 320 * 2 ** 10 and d4["hbm_bytes"] == 8 * 80 * 2 ** 30
     assert d4["stored"][10_000] == 10_000 * d4["kv_block_bytes"] > m.LOCAL_KV_BYTES > d4["stored"][1_000]
@@ -413,12 +430,13 @@ def test_demo4_reads_excess_from_remote(d4, data):
     assert 1 / tier.gb_per_s == pytest.approx(0.25 / 128 + 0.75 / 100)
 
 
-def test_demo4_model_quotes_the_paper_then_converts(default_out):
-    f = flat(default_out)
+def test_demo4_model_quotes_the_paper_then_converts(default_out, more_out):
+    f = flat(more_out)
     assert flat('gqa = 8（查询头数 / KV 头数）；§5.3.1：每 token 的 KV "320 KB"') in f
     assert "64个查询头÷8=8个KV头，每token2×80×1,024×2B=320KiB，一块512token=160MiB" in f
     assert "1.53TiB" in f and "640GiB" in f and "156GiB" in f and "1,562GiB" not in f
-    assert re.findall(r"\d+ ?(?:KB|MB|TB)\b", default_out) == ["320 KB", "1 TB", "1 TB"]   # 论文的原话和 LOCAL_KV_BYTES
+    assert "8×312TFLOPS" in flat(default_out) and "本实验的假设" in flat(default_out)   # 60% 是我们的假设
+    assert re.findall(r"\d+ ?(?:KB|MB|TB)\b", default_out) == ["1 TB", "1 TB"]   # LOCAL_KV_BYTES 和它的出处
 
 
 def mk4(frac_big, frac_small=None, caps=(None, 1_000), stored_small=10 * 2 ** 30):
@@ -432,17 +450,17 @@ def mk4(frac_big, frac_small=None, caps=(None, 1_000), stored_small=10 * 2 ** 30
 
 def test_demo4_observations_cases():
     d, caps = mk4(0.0, 0.0)
-    t = text(m.observations_4(d, "lru", caps))
+    t = text(m.observations_5(d, "lru", caps))
     assert "容量无限的缓存命中的输入token也是0%" in t and "只有1,000块" not in t and "降到" not in t
     d, caps = mk4(0.6)
-    lines, more = m.observations_4(d, "lru", caps)
+    lines, more = m.observations_5(d, "lru", caps)
     t = text((lines, more))
     assert "从3.00降到2.00小时（少了33%）" in t and "省下的时间比例低于命中的token比例" in t
     assert "容量1,000块的缓存存10GiB，放得进一台8卡机器的HBM" in t and "是容量无限的缓存的33%：复用分散在许多前缀上" in t
     d, caps = mk4(0.6, 0.3)                                                # 印出来正好一半：算"至少一半"
-    assert "的50%：热门的前缀很集中" in text(m.observations_4(d, "lru", caps))
+    assert "的50%：热门的前缀很集中" in text(m.observations_5(d, "lru", caps))
     d, caps = mk4(0.6)
-    lines, _ = m.observations_4(d, "lru", (None,))
+    lines, _ = m.observations_5(d, "lru", (None,))
     assert len(lines) == 1
 
 
@@ -465,7 +483,7 @@ def test_bad_argument_is_one_line_and_exit_2():
 @pytest.mark.parametrize("name,value,args", [
     ("BLOCK_SIZE", "64", ["--demo", "2"]),
     ("CONTRAST", '"s3fifo"', ["--demo", "3", "--trace", "SMALL"]),
-    ("DEMO4_CAPS", "(5_000, 500)", ["--demo", "4", "--trace", "SMALL"]),
+    ("SAVED_CAPS", "(5_000, 500)", ["--demo", "5", "--trace", "SMALL"]),
 ])
 def test_setting_an_attribute_equals_editing_the_source(name, value, args, tmp_path, monkeypatch, capsys):
     """m.SETTING = v; m.main(...) 印出的和改源文件一字不差（设置在演示运行时才读，不在 import 时）。"""
@@ -521,28 +539,46 @@ def test_plot_04_takes_its_numbers_from_the_demos(monkeypatch):
     d3 = dict(stats=st, seed=7, block_size=512, policies=("lru", "min"), names={"lru": "LRU", "min": "MIN"}, paper={},
               ratio={(p, c): 0.123 for p in ("lru", "min") for c in (None, 300)})
     d4 = dict(base_hours=9.0, hours={("lru", c): 4.5 for c in (None, 300)}, policies=("lru",), model="M", node="N",
-              mfu=0.5, tier="T", tier_gb_per_s=1.0)
+              mfu=0.5, tier="T", tier_gb_per_s=1.0, method="方法")
     monkeypatch.setattr(plot, "EXTRA_CAPACITIES", (300,))
     monkeypatch.setattr(s04, "CAPACITIES", (None, 300))
     monkeypatch.setattr(s04, "read_trace", lambda *a, **k: None)
     monkeypatch.setattr(s04, "trace_sweep", lambda *a, **k: "data")
-    monkeypatch.setattr(s04, "demo3_trace", lambda data: d3)
-    monkeypatch.setattr(s04, "demo4_compute_saved", lambda data, caps, policies: d4)
+    monkeypatch.setattr(s04, "demo4_policies", lambda data: d3)
+    monkeypatch.setattr(s04, "demo5_compute_saved", lambda data, caps, policies: d4)
     d = plot.compute()
     assert d["ratio"] == {"lru": [0.123, 0.123], "min": [0.123, 0.123]} and d["hours"] == {"lru": [4.5, 4.5]}
     assert d["base_hours"] == 9.0 and "种子 7" in d["trace_cfg"]
 
 
-@pytest.mark.parametrize("real,match,want", [(False, None, "这是合成负载"), (True, None, "和论文列出的trace都对不上"),
-                                             (False, 1, "这是合成负载"),     # 合成的统计量碰巧对得上：仍是合成负载
-                                             (True, 2, "都和FAST'25Conversation一致，它就是那个trace（Kimi线上一小时的采样）")])
+@pytest.mark.parametrize("real,match,want", [(False, None, "合成负载"), (True, None, "内容都不一样"),
+                                             (False, 1, "合成负载"),     # 合成的 trace 不按内容认：仍是合成负载
+                                             (True, 2, "FAST'25Conversation")])
 def test_where_the_trace_comes_from(real, match, want):
-    """--more 的最后一句说 trace 是什么：合成的、对不上论文的、或就是论文的某个 trace（两边的数并排在第一张表里）。"""
+    """--more 的最后一句说 trace 是什么：合成的、认不出的、或按内容认出的论文 trace 文件（两边的数并排）。"""
     d = mk3({("lru", None): 0.4, ("lfu", None): 0.4}, (None,))
     d.update(real=real, match=None)
-    if match is not None:
+    if match is not None and real:
         d["match"] = m.PAPER_TRACES[match]
-    assert want in flat(m.observations_3(d, ("lru", "lfu"), "x", 1_000)[1][-1])
+    assert want in flat(m.observations_3(d, 1_000)[1][-1])
+
+
+def test_trace_file_is_identified_by_its_content(tmp_path):
+    """按内容（git blob 哈希）认文件，不按平均值：同样的统计量、不同的字节就认不出；.gz 按解压后的内容。"""
+    import gzip
+    shared = os.path.join(os.path.dirname(LECTURE), "..", "shared", "traces", "mooncake_fast25_synthetic_trace.jsonl")
+    f = tmp_path / "a.jsonl"
+    f.write_text('{"timestamp": 0, "input_length": 7590, "output_length": 182, "hash_ids": [0]}\n')
+    assert m.known_file(str(f)) is None
+    g = tmp_path / "a.jsonl.gz"
+    g.write_bytes(gzip.compress(f.read_bytes()))
+    assert m.blob_sha1(str(g)) == m.blob_sha1(str(f))
+    if os.path.exists(shared):                         # FAST'25 发布的 synthetic_trace.jsonl（git blob e4838049）
+        assert m.known_file(shared) == "FAST'25 Synthetic"
+        h = tmp_path / "b.jsonl"
+        with open(shared, "rb") as src:
+            h.write_bytes(src.read()[:-1])  # 少一个换行：内容不同，就不是那个文件
+        assert m.known_file(str(h)) is None
 
 
 def test_demo2_observations_equal_savings_explain_no_difference():
@@ -555,14 +591,14 @@ def test_demo2_observations_equal_savings_explain_no_difference():
 def test_demo3_observations_one_capacity_one_policy():
     """只有一个要淘汰的容量：LRU 和 LFU 只比一格，不说"都不低于"、"差得最多"；只有一种策略：不和别的策略比。"""
     ratio = {("lru", None): 0.6, ("lfu", None): 0.6, ("lru", 100): 0.35, ("lfu", 100): 0.3}
-    t = text(m.observations_3(mk3(ratio, (None, 100)), ("lru", "lfu"), "x", 1_000))
+    t = text(m.observations_4(mk3(ratio, (None, 100)), ("lru", "lfu")))
     assert "100块时LRU比LFU高（0.35对0.30）" in t and "都不低于LFU" not in t
     ratio = {("lru", None): 0.6, ("lru", 100): 0.35}
-    t = text(m.observations_3(mk3(ratio, (None, 100), policies=("lru",)), ("lru",), "x", 1_000))
+    t = text(m.observations_4(mk3(ratio, (None, 100), policies=("lru",)), ("lru",)))
     assert "都不低于LFU" not in t and "LRU在每个要淘汰的容量" not in t
 
 
-@pytest.mark.parametrize("match,want", [(None, "在另一个trace（mooncake_trace.jsonl）上算的"), (0, "就是在这个trace")])
+@pytest.mark.parametrize("match,want", [(None, "在另一个trace上算的"), (0, "就是在这个trace")])
 def test_paper_rows_say_whether_they_are_on_this_trace(match, want, capsys):
     """--trace 给的就是 arXiv v3 的 trace 时，论文行的脚注不说"另一个 trace"。"""
     ratio = {(p, c): 0.5 for p in ("lru", "min") for c in (None, 1_000)}
@@ -579,9 +615,9 @@ def test_demo4_caption_cites_fast25_only_for_its_1_tb(monkeypatch, tmp_path, cap
     tr = tmp_path / "t.jsonl"
     tr.write_text('{"timestamp": 0, "input_length": 1024, "output_length": 5, "hash_ids": [7, 8]}\n' * 3)
     monkeypatch.setattr(m, "LOCAL_KV_BYTES", 10 ** 18)
-    assert m.main(["--demo", "4", "--trace", str(tr)]) == 0
+    assert m.main(["--demo", "5", "--trace", str(tr)]) == 0
     out = capsys.readouterr().out.replace("\n  ", "")
-    assert "1,000 PB（LOCAL_KV_BYTES）" in out and "每台约 1 TB" not in out
+    assert "1,000 PB" in out and "§5.3.1" not in out
 
 
 def test_heat_table_never_prints_100_percent_once_when_a_block_repeats(tmp_path, capsys):
@@ -601,6 +637,6 @@ def test_observations_3_gives_the_lru_reason_once():
          ("lengthaware", None): 0.61, ("lengthaware", 10): 0.37, ("min", None): 0.61, ("min", 10): 0.61}
     d = dict(ratio=r, stats=dict(distinct=100, reuse=0.61, hottest=5), lead="lru", match=None,
              capacities=(None, 10), gap={("lru", 10): 0.15}, real=False)
-    lines, more = m.observations_3(d, ("lru", "lfu", "lengthaware"), None, 1000)
+    lines, more = m.observations_4(d, ("lru", "lfu", "lengthaware"))
     assert sum("LRUCache performs best" in x for x in lines + more) == 1
     assert any(x.startswith("10 块时 LRU 比 LengthAware 高（0.46 对 0.37）。") for x in more), more

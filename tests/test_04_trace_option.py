@@ -47,7 +47,7 @@ def check_min_row(d):
 # ---------------------------------------------------------------- 合成 trace（默认）
 def demo3(path=None, block_size=512):
     """跑演示 3；trace 和命中表用测试共享的那一份（每个 trace 只算一遍）。"""
-    return m.demo3_trace(trace_data(path, block_size))
+    return m.demo4_policies(trace_data(path, block_size))
 
 
 @pytest.fixture(scope="module")
@@ -61,8 +61,7 @@ def test_synthetic_table_has_min_at_every_capacity(syn, capsys):
     out = capsys.readouterr().out
     row = next(x for x in out.splitlines() if x.startswith("MIN "))
     assert row.split()[1:] == [f"{syn['ratio'][('min', c)]:.2f}" for c in m.CAPACITIES]
-    out = flat(out)
-    assert "MIN在每个要淘汰的容量都不低于在线策略" in out
+    assert any("MIN在每个要淘汰的容量都不低于在线策略" in flat(x) for x in m.observations_4(syn, m.POLICIES)[1])
 
 
 # ---------------------------------------------------------------- 小的夹具 trace
@@ -71,6 +70,7 @@ def test_fixture_trace_stats_and_output(tmp_path, capsys):
     assert m.main(["--trace", path, "--demo", "3", "--more"]) == 0
     out = flat(capsys.readouterr().out)
     d = demo3(path)
+    capsys.readouterr()
     st = d["stats"]
     ids = [b for r in reqs for b in r]
     assert st["n"] == 80 and st["distinct"] == len(set(ids)) and st["total_blocks"] == len(ids)
@@ -78,16 +78,16 @@ def test_fixture_trace_stats_and_output(tmp_path, capsys):
     assert d["synthetic_stats"]["n"] == 23_608                     # 合成 trace 的统计量并排打印
     check_min_row(d)
     assert "你给的trace（small.jsonl）" in out and "本实验（合成）" in out and "FAST'25Synthetic" in out
-    assert "真实trace" not in out and "你给的trace和论文列出的trace都对不上" in out
+    assert "真实trace" not in out and "内容都不一样" in out
     hot = "热门块值得复制" if st["hottest"] >= m.HOT_ACCESSES else "没有特别热的块"
     assert hot in out
 
 
 def test_block_option_reaches_demo4(tmp_path, capsys):
     path, _ = write_fixture(tmp_path / "b16.jsonl", block=16, n=30)
-    assert m.main(["--trace", path, "--block", "16"]) == 0
+    assert m.main(["--trace", path, "--block", "16", "--demo", "5", "--more"]) == 0
     assert "一块16token=5MiB" in flat(capsys.readouterr().out)
-    d4 = m.demo4_compute_saved(trace_data(path, 16))
+    d4 = m.demo5_compute_saved(trace_data(path, 16))
     assert d4["need_bytes"] == 10_000 * 16 * 327_680
 
 
@@ -126,6 +126,7 @@ def test_real_trace_min_bounds_online_policies(real):
 @need_real
 def test_real_trace_observations_follow_the_numbers(real, capsys, monkeypatch):
     monkeypatch.setattr(m.console, "SHOW_MORE", True)
+    m.demo3_block_heat(trace_data(REAL))
     demo3(REAL)
     out = flat(capsys.readouterr().out)
     r, st = real["ratio"], real["stats"]
@@ -137,16 +138,17 @@ def test_real_trace_observations_follow_the_numbers(real, capsys, monkeypatch):
         assert "LRU在每个要淘汰的容量都不低于LFU" not in out
     assert ("没有特别热的块" in out) == (real["stats"]["hottest"] < m.HOT_ACCESSES)
     # FAST'25 表 2 的同一个 trace：按它是什么来称呼（公开数据集拼成的合成负载），不叫"真实 trace"
-    assert "都和FAST'25Synthetic一致，它就是那个trace" in out
+    assert "你给的文件就是FAST'25Synthetic的文件（按内容认出" in out
     assert re.search(r"FAST'25Synthetic3,993-15,325149-0\.66", out)              # 论文表 2 的 cache ratio 在表里
     assert "泊松" in out and "§5.2.1" in out and "真实trace" not in out
     assert "你给的trace3,993" in out and "这是合成负载" not in out
 
 
 @need_real
-def test_real_trace_demo4(capsys):
-    d4 = m.demo4_compute_saved(trace_data(REAL))
-    h = {c: d4["hours"][("lru", c)] for c in m.DEMO4_CAPS}
+def test_real_trace_demo4(capsys, monkeypatch):
+    monkeypatch.setattr(m.console, "SHOW_MORE", True)
+    d4 = m.demo5_compute_saved(trace_data(REAL))
+    h = {c: d4["hours"][("lru", c)] for c in m.SAVED_CAPS}
     assert h[None] <= h[10_000] <= h[1_000] < d4["base_hours"]
     out = flat(capsys.readouterr().out)
     assert "你给的trace里3,993个请求" in out and "真实trace" not in out
@@ -163,9 +165,9 @@ def test_tiny_trace_without_reuse_says_so(tmp_path, capsys, n_lines):
         head = [next(f) for _ in range(n_lines)]
     path = tmp_path / f"head{n_lines}.jsonl"
     path.write_text("".join(head), encoding="utf-8")
-    assert m.main(["--trace", str(path), "--demo", "3"]) == 0      # conftest：警告即错误
+    assert m.main(["--trace", str(path), "--demo", "4"]) == 0      # conftest：警告即错误
     out3 = capsys.readouterr().out
-    assert m.main(["--trace", str(path), "--demo", "4"]) == 0
+    assert m.main(["--trace", str(path), "--demo", "5"]) == 0
     out4 = capsys.readouterr().out
     for out in (out3, out4):
         assert not re.search(r"\bnan\b|\binf\b", out, flags=re.I) and "Traceback" not in out
@@ -183,7 +185,7 @@ def test_small_trace_ties_are_called_ties(tmp_path, capsys):
         head = [next(f) for _ in range(200)]
     path = tmp_path / "head200.jsonl"
     path.write_text("".join(head), encoding="utf-8")
-    d = m.demo3_trace(m.trace_sweep(m.read_trace(str(path)), str(path)))
+    d = m.demo4_policies(m.trace_sweep(m.read_trace(str(path)), str(path)))
     out = flat(capsys.readouterr().out)
     r = d["ratio"]
     assert r[("lru", None)] > 0

@@ -354,7 +354,7 @@ def _04_s3fifo_counts_match_table(rc, out, err):
 
 
 def _04_demo4_caps_match_table(rc, out, err):
-    """DEMO4_CAPS = (5_000, 500)：观察里的命中比例和 GPU 时间就是表里"5,000 块"那一行。"""
+    """SAVED_CAPS = (5_000, 500)：观察里的命中比例和 GPU 时间就是表里"5,000 块"那一行。"""
     runs()(rc, out, err)
     frac, hours = _row_04(out, "LRU，容量 5,000 ")[2:4]      # 存储（两段：数、单位） 命中的 token  GPU 时间 …
     assert _nows(f"容量 5,000 块的缓存命中 {frac} 的输入 token") in _nows(out)
@@ -374,20 +374,20 @@ EDITS_04 = [
     Edit(S04, "FEW_SHOT", '(("长文档", 500),)', 2,
          says("长文档 省下", "前缀的 31 个满块", "逐位相同（最大差 0.0）"),
          "改名的前缀、比原来模型上下文（384）还长的 500 token：模型按最长的请求定上下文；论文的对照仍按论文的名字"),
-    Edit(S04, "CAPACITIES", "(10_000, 1)", 3, _04_smallest_capacity_matches_table,
+    Edit(S04, "CAPACITIES", "(10_000, 1)", 4, _04_smallest_capacity_matches_table,
          "试一试 3：没有 None、有 1 块：标签和数来自同一列（以前标签 1、数却是 1,000 那一列）"),
-    Edit(S04, "POLICIES", '("lru",)', 3,
+    Edit(S04, "POLICIES", '("lru",)', 4,
          says("MIN 在每个要淘汰的容量都不低于在线策略，LRU 在", absent=("LFU", "3 种")),
          "只比 LRU：不提 LFU，不说'三种策略'（以前 KeyError）"),
-    Edit(S04, "POLICIES", '("lru", "s3fifo")', 3, _04_s3fifo_counts_match_table,
+    Edit(S04, "POLICIES", '("lru", "s3fifo")', 4, _04_s3fifo_counts_match_table,
          "试一试 4：注册表里的 S3-FIFO 多出一行和一句话；个数是逐格数出来的"),
-    Edit(S04, "DEMO4_CAPS", "(5_000, 500)", 4, _04_demo4_caps_match_table,
+    Edit(S04, "SAVED_CAPS", "(5_000, 500)", 5, _04_demo4_caps_match_table,
          "试一试 5：不同的容量（不在 CAPACITIES 里、也没有无限）：观察读的就是表里那两行"),
     Edit(S04, "BLOCK_SIZE", "0", 2, refused("BLOCK_SIZE")),
     Edit(S04, "CAPACITIES", "()", 3, refused("CAPACITIES")),
     Edit(S04, "FEW_SHOT", '(("长", 2000),)', 2, refused("FEW_SHOT"), "前缀太长：小模型几秒内算不完"),
     Edit(S04, "POLICIES", '("lru", "fifo")', 3, refused("POLICIES"), "不认识的策略名"),
-    Edit(S04, "DEMO4_POLICY", '"s3fifo"', 4, refused("DEMO4_POLICY"), "演示 4 的策略要在 POLICIES 里"),
+    Edit(S04, "SAVED_POLICY", '"s3fifo"', 5, refused("SAVED_POLICY"), "演示 5 的策略要在 POLICIES 里"),
     # 04b_radix_cache（04 的加餐：基数树）
     Edit("04b_radix_cache", "TREE_MAX_CHILDREN", "8", 1,
          says("└─ [341, 352) 11 个 ref 1", "16 3,666 718 19 16 16 2 1", absent=("…另外",)),
