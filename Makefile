@@ -139,7 +139,7 @@ F03 := figures/03_blocks_over_steps.png figures/03_cow_steps.gif \
        figures/03_blocks_over_steps.svg
 F04 := figures/04_block_popularity.png figures/04_hit_ratio.png figures/04_prefill_time.png \
        figures/04_block_popularity.svg figures/04_hit_ratio.svg figures/04_prefill_time.svg
-F04B := figures/04b_radix_tree.png \
+F04B := figures/04b_radix_tree.png figures/04b_radix_steps.gif \
        figures/04b_radix_tree.svg
 F05 := figures/05_load_vs_recompute.png figures/05_hot_nic.png figures/05_ttft_by_scheduler.png figures/05_pd_transfer.png \
        figures/05_load_vs_recompute.svg figures/05_hot_nic.svg figures/05_ttft_by_scheduler.svg figures/05_pd_transfer.svg

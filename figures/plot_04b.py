@@ -2,15 +2,16 @@
 
 运行：python figures/plot_04b.py [--out DIR]     （约 2 秒；make all 会调用它）
 数据全部来自 lecture07/04b_radix_cache.py 的 demo1_tree() 返回的 dict（"tree"：深度优先的 (深度, 起点, 长度, ref)，
-和终端里画的是同一棵树）；这里只排版、不重算。
+和终端里画的是同一棵树）；这里只排版、不重算。GIF 的每一帧是演示 4 的 run_steps() 每走一步给树拍的快照。
 """
 import os
 import sys
 
 import figlib
 from figlib import caption, plt, save_png
+from lab_common.frames import save_gif
 
-FIGURES = ("04b_radix_tree.png",)
+FIGURES = ("04b_radix_tree.png", "04b_radix_steps.gif")   # GIF：演示 4 的每一步（插入、拆开、命中、淘汰）
 
 
 def compute():
@@ -84,7 +85,9 @@ def plot_tree(d, out):
 
 
 def build(out_dir):
-    return [plot_tree(compute(), os.path.join(out_dir, FIGURES[0]))]
+    steps = figlib.load_script("04b_radix_cache").run_steps("sglang")     # 和 --step 时终端上放的是同一组帧
+    return [plot_tree(compute(), os.path.join(out_dir, FIGURES[0])),
+            save_gif(steps["frames"], os.path.join(out_dir, FIGURES[1]))]
 
 
 def main(argv=None):

@@ -11,6 +11,8 @@ of Structured Language Model Programs"，NeurIPS 2024）把所有请求的 token
           1 个 token；今天的 SGLang 也可以设 page_size > 1，那时只匹配整页）。
   演示 3：04 演示 3 的 trace（块 id，所以按块匹配）和容量：基数树的两种淘汰规则——SGLang 0.5.23 的（整片叶子、
           拆开的尾巴记成刚用过）和修剪（从叶子尾巴删到刚好满）——和块哈希 LRU 逐个请求比命中。
+  演示 4：一步一步看基数树：英译法的 few-shot 提示，一个词一个 token——插入、拆开、整段命中、淘汰整片叶子
+          （--step 时一步一屏、回车看下一步，变了的格子加亮；make all 画成 figures/04b_radix_steps.gif）。
 
 【运行】python lecture07/04b_radix_cache.py           （约 2 秒，2 核笔记本，不需要 GPU）
         python lecture07/04b_radix_cache.py --demo 3  （只跑演示 3；--more 印出全部观察，--list 列出演示）
@@ -29,6 +31,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.realpath(__file__))))  # 仓库根目录：让 lab_common 包可以 import
 from lab_common import console  # noqa: E402
+from lab_common.frames import Cell, Frame, Row, play  # noqa: E402
 from lab_common.console import print_header, print_observations, print_table, print_text, status  # noqa: E402
 from lab_common.say import change, count, fixed, integer, listing, pct, rel_change, signed, span, words  # noqa: E402
 from lab_common.script_tools import load_script, run_lecture  # noqa: E402
@@ -45,6 +48,15 @@ S04 = load_script("04_prefix_caching")    # 演示 2 的请求、演示 3 的 tr
 # ---- 学生可以改的设置 ----
 TREE_MAX_CHILDREN = 2                     # 演示 1：每个节点最多画几个孩子（其余合成一行）
 BLOCK_SIZE = S04.BLOCK_SIZE               # 演示 2：按块匹配的块大小（token；默认和 04 演示 2 一样）
+STEP_CAPACITY = 22                        # 演示 4：树的容量（token）；默认最后一个请求超出 1 个
+SYSTEM, SHOT_1, SHOT_2 = "Translate English to French :", "sea otter => loutre de mer", "cheese => fromage"
+STEP_REQUESTS = (                         # 演示 4 的请求（英译法的 few-shot 提示，仿 GPT-3 论文的例子）：一个词一个 token
+    ("请求 A", f"{SYSTEM} {SHOT_1} peppermint =>"),
+    ("请求 B", f"{SYSTEM} {SHOT_1} plush giraffe =>"),
+    ("请求 C", f"{SYSTEM} {SHOT_2} bread =>"),
+    ("请求 D", f"{SYSTEM} {SHOT_1} plush giraffe =>"),   # 和 B 一模一样：整段命中
+    ("请求 E", f"{SYSTEM} {SHOT_2} mint =>"),
+)
 
 # ---- 出处（只用来对照，标明出处）----
 f2 = fixed(2)                             # 命中率的格式：和 04 演示 3 的表一样两位小数
@@ -293,7 +305,92 @@ def observations_3(d):
 
 
 # =============================================================================
-DEMOS = {1: demo1_tree, 2: demo2_granularity, 3: demo3_trace}
+def step_tokens(words, vocab):
+    """一串词 → token id：一个词一个 token，id 按第一次出现的顺序编（vocab 就地添上新词）。
+
+    >>> v = {}; step_tokens("a b a".split(), v), v
+    ([0, 1, 0], {'a': 0, 'b': 1})
+    """
+    return [vocab.setdefault(w, len(vocab)) for w in words]
+
+
+def tree_frame(tree, words_of, title, note, path=()):
+    """树此刻的样子 → 一帧：一个节点一行（缩进 = 深度，标签 = 边上的词），格子 = 长度、最近访问的时刻；
+    path 里的节点（这一步命中的路径）加框。"""
+    rows = []
+    for depth, _, node in tree.nodes():
+        cells = (Cell(f"{len(node.key)} 个", "token", node.id in path), Cell(f"时刻 {node.last_access}", "时刻"))
+        rows.append(Row(" ".join(words_of[t] for t in node.key), cells, depth))
+    return Frame(title, tuple(rows), note, legend=(("token", "边上的 token 数"), ("时刻", "最近访问（第几次 insert）")))
+
+
+def run_steps(rule):
+    """STEP_REQUESTS 依次进一棵容量 STEP_CAPACITY 的树（rule）：每个请求先 match、再 insert。返回每步的计数和帧。"""
+    vocab, tree, steps, frames = {}, RadixCache(STEP_CAPACITY, rule), [], []
+    for name, text in STEP_REQUESTS:
+        toks = step_tokens(text.split(), vocab)
+        words_of = {i: w for w, i in vocab.items()}
+        before = {n.id: " ".join(words_of[t] for t in n.key) for _, _, n in tree.nodes()}
+        hit = tree.match(toks)
+        usable = int(usable_hit_tokens(hit, len(toks), 1))     # 全讲同一个"命中"：最后一个 token 总要算
+        _, splits = tree.insert(toks)
+        path, node, i = set(), tree.root, 0                     # 命中的路径（insert 已在命中的末尾拆开）：加框
+        while i < hit:
+            node = node.children[toks[i]]
+            path.add(node.id)
+            i += len(node.key)
+        after = {n.id for _, _, n in tree.nodes()}
+        gone = [before[k] for k in before if k not in after]
+        steps.append(dict(name=name, n=len(toks), hit=hit, usable=usable, splits=splits, size=tree.size,
+                          evicted=gone, trimmed=sum(len(x.split()) for x in before.values()) + len(toks) - hit - tree.size))
+        note = f"{name}：{len(toks)} 个 token，{hit} 个已在树里（用得上 {usable} 个），拆 {splits} 个节点"
+        if gone:
+            note += f"；超出容量，淘汰叶子「{'」「'.join(gone)}」"
+        frames.append(tree_frame(tree, words_of, f"{name}（树里 {tree.size} / {STEP_CAPACITY} 个 token）", note + "。", path))
+    return dict(steps=steps, frames=frames, vocab=vocab, render=[
+        "  " * depth + " ".join(words_of[t] for t in n.key) + f"（id {' '.join(map(str, n.key))}，时刻 {n.last_access}）"
+        for depth, _, n in tree.nodes()], size=tree.size)
+
+
+def demo4_steps():
+    """基数树一步一步：插入、拆开、命中、淘汰——SGLang 的规则淘汰哪片叶子、删多少？"""
+    print_header(f"演示 4：一步一步看基数树（SGLang 的规则，容量 {STEP_CAPACITY} 个 token）")
+    d = run_steps("sglang")
+    alt = run_steps("trim")
+    play(d["frames"])                                           # --step 时一步一屏；make all 画成 GIF
+    print_table(["请求", "token", "已在树里", "用得上", "拆", "淘汰的叶子", "树里"],
+                [[x["name"], x["n"], x["hit"], x["usable"], x["splits"], "、".join(x["evicted"]) or "-", x["size"]]
+                 for x in d["steps"]],
+                caption="一个词一个 token，id 按第一次出现编；用得上：最后一个 token 总要算。")
+    print_text("最后的树（缩进 = 深度）：")
+    for line in d["render"]:
+        print_text("  " + line)
+    d.update(alt_steps=alt["steps"], alt_size=alt["size"])
+    print_observations(*observations_4(d))
+    return d
+
+
+def observations_4(d):
+    """演示 4 的观察 → (默认, --more)。d["steps"] / d["alt_steps"]：SGLang 规则 / 修剪规则下每步的计数。"""
+    lines = []
+    full = [x for x in d["steps"] if x["n"] and x["hit"] == x["n"]]
+    if full:
+        x = full[0]
+        lines.append(f"{x['name']}：整段 {x['n']} 个 token 都在树里，用得上 {x['usable']} 个——最后一个 token 总要算。")
+    ev = [(x, y) for x, y in zip(d["steps"], d["alt_steps"]) if x["evicted"] or y["trimmed"]]
+    if ev:
+        x, y = ev[0]
+        text = f"{x['name']} 来时超出容量：SGLang 的规则删掉整片最旧的叶子「{'」「'.join(x['evicted'])}」，树停在 {x['size']} 个"
+        if y["trimmed"] and x["size"] < y["size"]:
+            text += f"；修剪规则只删 {y['trimmed']} 个，树正好 {y['size']} 个"
+        lines.append(text + f"（容量 {STEP_CAPACITY}）。")
+    if not lines:
+        lines = [f"这几个请求一次也没有超出容量（{STEP_CAPACITY} 个 token），也没有整段命中的请求。"]
+    return lines[:2], []
+
+
+# =============================================================================
+DEMOS = {1: demo1_tree, 2: demo2_granularity, 3: demo3_trace, 4: demo4_steps}
 
 
 def main(argv=None):

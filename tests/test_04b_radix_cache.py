@@ -155,6 +155,7 @@ def test_main_prints_a_number_from_each_demo(run):
     assert f"{results[1]['tree_tokens']:,}" in out                          # 演示 1：树里的 token
     assert f"{results[2]['5-shot']['by_token']}" in out                       # 演示 2：按 token 算
     assert f"{results[3]['lru'][10_000] / results[3]['total']:.2f}" in out     # 演示 3：命中率
+    assert "peppermint =>" in out and "Translate English to French :（id 0 1 2 3 4，时刻 4）" in out   # 演示 4：淘汰的叶子、最后的树
 
 
 # ---------------------------------------------------------------- 观察函数：手造的退化情况
@@ -284,3 +285,28 @@ def test_tree_never_exceeds_capacity_nor_evicts_a_locked_node(rule, capacity, op
     while locked:                                   # 全部解锁以后，每个节点的 ref 都回到 0
         t.unlock(locked.pop())
     assert all(n.ref == 0 for _, _, n in t.nodes())
+
+
+# ---------------------------------------------------------------- 演示 4：一步一步
+def test_demo4_steps_insert_split_hit_and_evict_a_whole_leaf(run):
+    """手算（一个词一个 token，容量 22）：A 13 个；B 命中 11（拆 1）；C 命中 5（拆 1，21 个）；D = B，整段 14 个都在，
+    用得上 13；E 命中 8（拆 1）到 23 个，超 1 个：SGLang 删整片最旧的叶子 [peppermint =>]（时刻 1），停在 21；
+    修剪只删它的最后 1 个，正好 22。"""
+    d = run[0][4]
+    got = [(x["hit"], x["usable"], x["splits"], x["size"], x["evicted"]) for x in d["steps"]]
+    assert got == [(0, 0, 0, 13, []), (11, 11, 1, 16, []), (5, 5, 1, 21, []), (14, 13, 0, 21, []),
+                   (8, 8, 1, 21, ["peppermint =>"])]
+    assert (d["alt_steps"][-1]["trimmed"], d["alt_size"]) == (1, 22) and len(d["frames"]) == 5
+    lines, _ = r.observations_4(d)
+    assert len(lines) == 2 and "请求D：整段14个token都在树里，用得上13个" in flat(lines[0])
+    assert "删掉整片最旧的叶子「peppermint=>」，树停在21个；修剪规则只删1个，树正好22个" in flat(lines[1])
+    last = d["frames"][-1]
+    assert [row.label for row in last.rows][:2] == ["Translate English to French :", "sea otter => loutre de mer"]
+    assert [c.mark for row in last.rows for c in row.cells[:1]] == [True, False, False, True, False, False]
+
+
+def test_observations_4_without_eviction_or_full_hit():
+    d = dict(steps=[dict(name="请求 A", n=3, hit=0, usable=0, evicted=[], size=3)],
+             alt_steps=[dict(trimmed=0, size=3)], alt_size=3)
+    lines, _ = r.observations_4(d)
+    assert lines == [f"这几个请求一次也没有超出容量（{r.STEP_CAPACITY} 个 token），也没有整段命中的请求。"]
