@@ -43,11 +43,12 @@ from lab_common.say import (change, count, fixed, integer, listing, never_below,
 from lab_common.script_tools import run_lecture  # noqa: E402
 from lab_common.settings import Source, check_setting, is_int  # noqa: E402
 from lab_common.transformer_lab import TINY, KVCache, config_like, forward, init_params  # noqa: E402
-from kv_store.eviction import CACHE_POLICIES, LENGTHAWARE_DEFINITION, LENGTHAWARE_SOURCE  # noqa: E402
+from kv_store.eviction import CACHE_POLICIES, LENGTHAWARE_DEFINITION, LENGTHAWARE_SOURCE, cap_name  # noqa: E402
 from kv_store.replay import simulate, sweep  # noqa: E402
 from kv_store.prefix_match import block_hashes, match_prefix, usable_hit_tokens, usable_hits  # noqa: E402
 from kv_store.tiers import A800_X8, LLAMA2_70B, LLAMA3_70B, TIERS, hit_tier, trace_prefill_time  # noqa: E402
 from kv_store.traces import dense_ids, load_trace, make_trace  # noqa: E402
+from kv_store.traces import shared_prefix_requests as make_shared_prefix_requests  # noqa: E402
 from kv_store.trace_file import BLOCK_SIZE as TRACE_BLOCK_SIZE  # noqa: E402  Mooncake trace 的块大小：512 token
 from kv_store.trace_file import TraceError  # noqa: E402
 from paged_kv import BlockPool, PagedSequence, n_blocks, paged_step  # noqa: E402
@@ -215,13 +216,8 @@ def run_shared_prefix(params, cfg, prefix, suffixes, block_size):
 
 
 def shared_prefix_requests(vocab):
-    """演示 2 的请求（种子 PROMPT_SEED）：{前缀名: (前缀, [N_SHARING 个后缀])}；04b 用同一批请求建基数树。"""
-    rng = np.random.default_rng(PROMPT_SEED)
-    out = {}
-    for name, plen in FEW_SHOT:
-        prefix = rng.integers(0, vocab, plen)
-        out[name] = (prefix, [rng.integers(0, vocab, int(rng.integers(*SUFFIX_LEN))) for _ in range(N_SHARING)])
-    return out
+    """演示 2 的请求（种子 PROMPT_SEED）：{前缀名: (前缀, [N_SHARING 个后缀])}。"""
+    return make_shared_prefix_requests(vocab, FEW_SHOT, N_SHARING, SUFFIX_LEN, PROMPT_SEED)
 
 
 def demo2_shared_prefix():
@@ -334,13 +330,6 @@ def _short(policy):
     if policy == BOUND:
         return "MIN"
     return CACHE_POLICIES[policy].SHORT
-
-
-def cap_name(c, unit=""):
-    """表头里的容量：cap_name(None) → '无限'；cap_name(10_000) → '10,000'；cap_name(10_000, " 块") → '10,000 块'。"""
-    if c is None:
-        return "无限"
-    return f"{c:,}{unit}"
 
 
 def cell(x, fmt):

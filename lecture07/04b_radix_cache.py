@@ -34,20 +34,27 @@ from lab_common import console  # noqa: E402
 from lab_common.frames import Cell, Frame, Row, play  # noqa: E402
 from lab_common.console import print_header, print_observations, print_table, print_text, status  # noqa: E402
 from lab_common.say import change, count, fixed, integer, listing, pct, rel_change, signed, span, words  # noqa: E402
-from lab_common.script_tools import load_script, run_lecture  # noqa: E402
+from lab_common.script_tools import run_lecture  # noqa: E402
 from lab_common.settings import check_setting, is_int  # noqa: E402
 from lab_common.transformer_lab import TINY  # noqa: E402
 from kv_store.replay import sweep  # noqa: E402
 from kv_store.prefix_match import block_hashes, match_prefix, usable_hit_tokens, usable_hits  # noqa: E402
 from paged_kv import n_blocks  # noqa: E402
+from kv_store.eviction import cap_name  # noqa: E402
 from kv_store.radix_tree import RadixCache, radix_sweep  # noqa: E402
+from kv_store.traces import make_trace, shared_prefix_requests  # noqa: E402
 from kv_store.trace_file import BLOCK_SIZE as TRACE_BLOCK_SIZE  # noqa: E402  trace 的块大小：512 token
-
-S04 = load_script("04_prefix_caching")    # 演示 2 的请求、演示 3 的 trace 和容量都用 04 的（同一份代码、同一组设置）
 
 # ---- 学生可以改的设置 ----
 TREE_MAX_CHILDREN = 2                     # 演示 1：每个节点最多画几个孩子（其余合成一行）
-BLOCK_SIZE = S04.BLOCK_SIZE               # 演示 2：按块匹配的块大小（token；默认和 04 演示 2 一样）
+BLOCK_SIZE = 16                           # 演示 2：按块匹配的块大小（token；默认和 04 演示 2 一样）
+PROMPT_SEED = 5                           # 演示 1、2 的请求：随机前缀 / 后缀的种子（默认和 04 演示 2 一样）
+N_SHARING = 8                             # 演示 1、2：共享前缀的请求数
+FEW_SHOT = (("1-shot", 80), ("5-shot", 341))   # 演示 1、2 的前缀：(名字, token 数)（vLLM 论文图 16 的两个前缀）
+SUFFIX_LEN = (10, 30)                     # 演示 1、2：每个请求自己的后缀长度，在 [10, 30) 里均匀随机（token）
+TRACE_SEED = 0                            # 演示 3：合成 trace 的种子（默认和 04 演示 3 一样）
+CAPACITIES = (None, 100_000, 50_000, 30_000, 10_000, 3_000, 1_000)   # 演示 3 的缓存容量（块；和 04 演示 3 一样）
+DEMO2_OF_04 = (16, 5, 8, (("1-shot", 80), ("5-shot", 341)), (10, 30))   # 04 演示 2 的默认设置：相同时按块 = 04 的"实际算"
 STEP_CAPACITY = 22                        # 演示 4：树的容量（token）；默认最后一个请求超出 1 个
 SYSTEM, SHOT_1, SHOT_2 = "Translate English to French :", "sea otter => loutre de mer", "cheese => fromage"
 STEP_REQUESTS = (                         # 演示 4 的请求（英译法的 few-shot 提示，仿 GPT-3 论文的例子）：一个词一个 token
@@ -73,13 +80,25 @@ SGLANG_PAGE_NOTE = ("按 token 匹配，KV 就要按 token 分页（SGLang 论�
 def check_settings():
     check_setting("TREE_MAX_CHILDREN", TREE_MAX_CHILDREN, is_int(TREE_MAX_CHILDREN, 1, 64), " 1 到 64 的整数")
     check_setting("BLOCK_SIZE", BLOCK_SIZE, is_int(BLOCK_SIZE, 1, 1024), " 1 到 1,024 的整数（token）")
+    ok_few = (isinstance(FEW_SHOT, tuple) and len(FEW_SHOT) > 0 and len({e[0] for e in FEW_SHOT}) == len(FEW_SHOT)
+              and all(isinstance(e, tuple) and len(e) == 2 and isinstance(e[0], str) and is_int(e[1], 1, 4096) for e in FEW_SHOT))
+    ok_suffix = (isinstance(SUFFIX_LEN, tuple) and len(SUFFIX_LEN) == 2 and is_int(SUFFIX_LEN[0], 1)
+                 and is_int(SUFFIX_LEN[1], SUFFIX_LEN[0] + 1, 4096))
+    ok_caps = (isinstance(CAPACITIES, tuple) and 0 < len(set(CAPACITIES)) == len(CAPACITIES)
+               and all(c is None or is_int(c, 1) for c in CAPACITIES))
+    for name, ok, allowed in [("PROMPT_SEED", is_int(PROMPT_SEED, 0), "非负整数"), ("TRACE_SEED", is_int(TRACE_SEED, 0), "非负整数"),
+                              ("N_SHARING", is_int(N_SHARING, 1, 64), " 1 到 64 的整数（请求数）"),
+                              ("FEW_SHOT", ok_few, "非空的 ((名字, 前缀 token 数 1..4096), ...)，名字不重复"),
+                              ("SUFFIX_LEN", ok_suffix, " (最短, 最长 + 1) 两个整数，1 ≤ 最短 < 最长 + 1 ≤ 4096"),
+                              ("CAPACITIES", ok_caps, "非空、不重复的容量（块，正整数；None = 无限）")]:
+        check_setting(name, globals()[name], ok, allowed)
 
 
 # =============================================================================
 def demo2_requests():
     """04 演示 2 的请求：[(前缀名, 前缀长度, 这个请求的 token 列表)]，按到达顺序。"""
     out = []
-    for name, (prefix, suffixes) in S04.shared_prefix_requests(TINY.vocab).items():
+    for name, (prefix, suffixes) in shared_prefix_requests(TINY.vocab, FEW_SHOT, N_SHARING, SUFFIX_LEN, PROMPT_SEED).items():
         out += [(name, len(prefix), np.concatenate([prefix, s]).tolist()) for s in suffixes]
     return out
 
@@ -189,7 +208,7 @@ def demo2_granularity():
     if len(res) > 1:
         rows.append(["合计", "-"] + [integer(total[k]) for k in keys])
     same = "按块：链式块哈希，从第一块起连续命中的整块不算"
-    if bs == S04.BLOCK_SIZE:
+    if (bs, PROMPT_SEED, N_SHARING, FEW_SHOT, SUFFIX_LEN) == DEMO2_OF_04:
         same = "按块 = 04 演示 2 的\"实际算\""
     more = ""
     if console.SHOW_MORE:                            # 拆分次数、节点长和 SGLang 的分页：--more 时写在表下
@@ -242,9 +261,9 @@ def chain_breaks(trace):
 
 def demo3_trace():
     """在 trace 上，按叶子淘汰的基数树和按块淘汰的 LRU，命中一样吗？SGLang 自己的规则差多少、为什么？"""
-    caps = S04.CAPACITIES
-    tr = S04.read_trace()
-    print_header(f"演示 3：04 演示 3 的合成 trace（种子 {S04.TRACE_SEED}）——基数树的两种淘汰规则和块哈希 LRU")
+    caps = CAPACITIES
+    tr = make_trace(TRACE_SEED)
+    print_header(f"演示 3：04 演示 3 的合成 trace（种子 {TRACE_SEED}）——基数树的两种淘汰规则和块哈希 LRU")
     with status(f"{integer(len(tr))} 个请求 × {len(caps)} 个容量，块哈希 LRU 和两种规则的基数树各模拟一遍…"):
         lru = sweep(tr, caps, ("lru",))
         radix = radix_sweep(tr.iter_blocks(), caps, RULE_ORDER)
@@ -252,7 +271,7 @@ def demo3_trace():
 
     def usable(h):                                   # 和 04 演示 3 同一个"命中"：最后一个 token 总要重算
         return int(usable_hits(h, tr.input_len, TRACE_BLOCK_SIZE).sum())
-    d = dict(caps=list(caps), cap_names=[S04.cap_name(c) for c in caps], breaks=chain_breaks(tr), total=total,
+    d = dict(caps=list(caps), cap_names=[cap_name(c) for c in caps], breaks=chain_breaks(tr), total=total,
              same={c: bool(np.array_equal(lru[("lru", c)], radix[("trim", c)])) for c in caps},
              lru={c: usable(lru[("lru", c)]) for c in caps},
              radix={rule: {c: usable(radix[(rule, c)]) for c in caps} for rule in RULE_ORDER})
@@ -396,7 +415,6 @@ DEMOS = {1: demo1_tree, 2: demo2_granularity, 3: demo3_trace, 4: demo4_steps}
 def main(argv=None):
     def check(args):
         check_settings()
-        S04.check_settings()
     return run_lecture(DEMOS, "第 7 讲 · 基数树前缀缓存（SGLang RadixAttention）", argv, check=check)
 
 

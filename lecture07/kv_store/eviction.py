@@ -279,6 +279,13 @@ def policy_name(policy):
     return CACHE_POLICIES[policy].NAME
 
 
+def cap_name(c, unit=""):
+    """表头里的容量：cap_name(None) → '无限'；cap_name(10_000) → '10,000'；cap_name(10_000, " 块") → '10,000 块'。"""
+    if c is None:
+        return "无限"
+    return f"{c:,}{unit}"
+
+
 def check_policy_args(capacity, policy, allowed):
     """策略名必须在 allowed 里，容量必须是正整数或 None；否则 ValueError（一句话说清哪里不对）。"""
     if policy not in allowed:

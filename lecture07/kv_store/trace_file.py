@@ -50,7 +50,6 @@ import zlib
 from dataclasses import dataclass
 
 from lab_common.settings import is_int
-from paged_kv import n_blocks
 
 BLOCK_SIZE = 512            # 每块 token 数（和 Mooncake trace 一致）
 FIELDS = ("timestamp", "input_length", "output_length", "hash_ids")
@@ -174,7 +173,7 @@ def _parse_line(text, block_size):
                 and (type(ts) is int or (type(ts) is float and math.isfinite(ts)))
                 and 0 <= ts < MAX_EXACT and 1 <= n_in < MAX_EXACT and 0 <= n_out < MAX_EXACT
                 and set(map(type, ids)) == _INT_ONLY and min(ids) >= 0 and max(ids) < MAX_EXACT
-                and len(ids) == n_blocks(n_in, block_size) and len(set(ids)) == len(ids)):
+                and len(ids) == -(-n_in // block_size) and len(set(ids)) == len(ids)):
             return ts, n_in, n_out, ids
     if not isinstance(d, dict):
         raise _Bad(f"应该是 JSON 对象 {{...}}，读到的是 {type(d).__name__}")
@@ -203,7 +202,7 @@ def _parse_line(text, block_size):
         for k, h in enumerate(ids):
             if not is_int(h, 0, MAX_EXACT - 1):
                 raise _Bad(f"hash_ids 的第 {k + 1} 个元素应该是 [0, 2^53) 里的整数，读到 {_show(h)}")
-    want = n_blocks(n_in, block_size)
+    want = -(-n_in // block_size)                 # 块数 = ceil(输入 token 数 / 块大小)
     if len(ids) != want:
         raise _Bad(f"hash_ids 有 {len(ids)} 个，但 input_length {n_in} 按每块 {block_size} 个 token 应该是 "
                    f"{want} 块（块大小不对？）")

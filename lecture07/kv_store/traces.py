@@ -248,6 +248,22 @@ def first_request(ids, offsets):
     return dense, first
 
 
+def shared_prefix_requests(vocab, few_shot, n_sharing, suffix_len, seed):
+    """共享前缀的一批请求（04 演示 2、04b 演示 1、2）：{前缀名: (前缀, [n_sharing 个后缀])}。
+    few_shot：((名字, 前缀 token 数), ...)；后缀长度在 [suffix_len[0], suffix_len[1]) 里均匀随机；token 在 [0, vocab) 里。
+
+    >>> r = shared_prefix_requests(100, (("a", 5),), 2, (1, 3), seed=0)
+    >>> len(r["a"][0]), len(r["a"][1])
+    (5, 2)
+    """
+    rng = np.random.default_rng(seed)
+    out = {}
+    for name, plen in few_shot:
+        prefix = rng.integers(0, vocab, plen)
+        out[name] = (prefix, [rng.integers(0, vocab, int(rng.integers(*suffix_len))) for _ in range(n_sharing)])
+    return out
+
+
 def load_trace(path, block_size=BLOCK_SIZE):
     """读 Mooncake JSONL trace（.gz 也行），返回 Trace。逐行检查，出错抛 TraceError("文件:行号: …")。
 
