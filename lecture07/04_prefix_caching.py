@@ -476,7 +476,7 @@ def observations_3(d, hot):
     if st["top1pct"] is not None:
         s += f"；最热 1% 的块占了全部块访问的 {share(st['top1pct'])}"
     obs = [s + "。"]
-    once, tens = order(st["once"], 0.5, share) > 0, st["hottest"] >= 10_000
+    once, tens = order(st["once"], 0.5, share) > 0, st["hottest"] >= 20_000       # "数万次"：至少两万
     agree = {(True, True): "两条都和它一致", (True, False): "前一条一致，后一条不一致",
              (False, True): "前一条不一致，后一条一致", (False, False): "两条都和它不一致"}[(once, tens)]
     obs.append(f"论文（arXiv v3 §4.2）说“超过 50% 的块没有被再次使用”“有的块被访问数万次”：这个 trace {agree}。")
