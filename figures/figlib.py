@@ -4,6 +4,8 @@
     FIGURES = ("XX_a.png", "XX_b.png")       # 它生成的图（Makefile 从这里读出目标）
     def compute(): ...                         # 调 lecture07 的函数算出数据（数字不手抄）
     def plot_a(data, out): ...                 # 只画图：小数据也能画（测试就这样用）
+        fig, ax = plt.subplots(figsize=SLIDE)  # 一页 16:9 幻灯片；字号用默认的 16 pt，不写更小的
+        finish(fig, "标题说结论", "说明：配置、出处")   # 标题里的每个数都是脚本也印出来的数
     def main(argv=None): return figlib.main(argv, __doc__, build)
 
 运行：python figures/plot_04.py [--out DIR]      （默认写到 figures/）
@@ -22,7 +24,8 @@ if ROOT not in sys.path:
     sys.path.insert(0, ROOT)   # python figures/plot_XX.py：让 lab_common 包可以 import
 
 from lab_common.script_tools import load_script  # noqa: E402,F401  画图和测试共用同一个加载器
-from lab_common.plotting import font_description, glyph_warnings_as_errors, plt, save_png, setup_matplotlib  # noqa: E402,F401
+from lab_common.plotting import SLIDE, font_description, glyph_warnings_as_errors, plt, save_png, setup_matplotlib  # noqa: E402,F401
+from lab_common.console import wrap_cjk  # noqa: E402
 
 
 def quiet(fn, *args, **kwargs):
@@ -31,9 +34,32 @@ def quiet(fn, *args, **kwargs):
         return fn(*args, **kwargs)
 
 
+TITLE_PT = 22      # 标题（结论）的字号；其余文字是 plotting 的默认 16 pt（铺满 13.33 英寸的幻灯片时就是这么大）
+_CELL_IN = 0.5 * 16 / 72   # 16 pt 时一个半角字符约多宽（英寸）；汉字占两格（rich 的 cell_len）
+
+
+def wrap(text, pt=16):
+    """按这页幻灯片的宽度（SLIDE，16:9）把一段文字折成几行：中文按两格算，英文单词、数字不拆开。"""
+    cells = int((SLIDE[0] - 0.4) / (_CELL_IN * pt / 16))
+    return [line for part in text.split("\n") for line in wrap_cjk(part, cells)]
+
+
 def caption(fig, text):
-    """图下方的一行说明（配置、出处）。"""
-    fig.text(0.5, 0.01, text, ha="center", va="bottom", fontsize=12, color="0.25", wrap=True)
+    """图下方的说明（配置、出处），按幻灯片宽度折行；返回它占几行（finish 按它给图留出底边）。"""
+    lines = wrap(text)
+    fig.text(0.015, 0.012, "\n".join(lines), ha="left", va="bottom", color="0.25")
+    return len(lines)
+
+
+def finish(fig, title, note="", **layout):
+    """一页幻灯片的收尾：上面是结论（标题，22 pt），下面是说明（16 pt），中间留给各个面板（tight_layout）。"""
+    heads = wrap(title, TITLE_PT)
+    fig.suptitle("\n".join(heads), fontsize=TITLE_PT, y=0.985, va="top")
+    n = caption(fig, note) if note else 0
+    bottom = 0.0
+    if n:
+        bottom = (n * 16 * 1.3 / 72 + 0.12) / SLIDE[1]
+    fig.tight_layout(rect=(0, bottom, 1, 1), **layout)      # tight_layout 自己给 suptitle 留位置
 
 
 def main(argv, description, build):

@@ -11,7 +11,7 @@ import sys
 from matplotlib.ticker import FuncFormatter
 
 import figlib
-from figlib import caption, plt, save_png
+from figlib import SLIDE, finish, plt, save_png
 from lab_common.say import fixed, integer, order, pct1, ratio, size
 
 FIGURES = ("01_kv_memory_breakdown.png", "01_kv_per_token.png", "01_recompute_vs_swap.png")
@@ -49,7 +49,7 @@ def breakdown_title(shares):
 def plot_breakdown(shares, concurrency, paper, out, config):
     """每个系统一根横条：KV 池被 token 状态、预留、内部碎片、外部碎片 / 空闲各占多少；论文的数写在系统名下面。"""
     names = list(shares)
-    fig, ax = plt.subplots(figsize=(14, 6.5))
+    fig, ax = plt.subplots(figsize=SLIDE)
     y = list(range(len(names)))[::-1]
     left = [0.0] * len(names)
     for j, (label, color) in enumerate(PARTS):
@@ -57,7 +57,7 @@ def plot_breakdown(shares, concurrency, paper, out, config):
         ax.barh(y, w, left=left, color=color, edgecolor="white", height=0.6, label=label)
         for yi, l0, wi in zip(y, left, w):
             if wi >= 6:
-                ax.text(l0 + wi / 2, yi, f"{wi:.1f}%", ha="center", va="center", fontsize=13,
+                ax.text(l0 + wi / 2, yi, f"{wi:.1f}%", ha="center", va="center",
                         color="white" if j != 3 else "black")
         left = [a + b for a, b in zip(left, w)]
     ticks = []
@@ -69,11 +69,9 @@ def plot_breakdown(shares, concurrency, paper, out, config):
     ax.set_yticks(y, ticks)
     ax.set_xlim(0, 100)
     ax.set_xlabel("占整个 KV 池的比例（%，满载时的时间平均）")
-    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.13), ncol=4, frameon=False)
-    ax.set_title(breakdown_title(shares) + "\n" + config, fontsize=13)
-    caption(fig, "论文：vLLM（SOSP'23）图 2 的 token 状态占比，§6.2 实验的平均（Orca 是作者重写的实现）；"
-                 "这里是合成长度的离散模拟，比较量级和顺序。")
-    fig.tight_layout(rect=(0, 0.05, 1, 1))
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.17), ncol=4, frameon=False)
+    finish(fig, breakdown_title(shares), config + "。论文：vLLM（SOSP'23）图 2 的 token 状态占比，§6.2 实验的平均"
+           "（Orca 是作者重写的实现）；这里是合成长度的离散模拟，比较量级和顺序。")
     return save_png(fig, out)
 
 
@@ -83,20 +81,19 @@ def plot_kv_per_token(d3, out):
     t, g = d3["table"], d3["gpus"][-1]
     names = list(t)
     mha, mla = t["MHA"], t["MLA"]
-    fig, (a1, a2) = plt.subplots(1, 2, figsize=(16, 6.5))
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=SLIDE)
     y = list(range(len(names)))[::-1]
     h = 0.38
     a1.barh([v + h / 2 for v in y], [t[n]["kv"] / 1024 for n in names], height=h, color="tab:blue", label="bf16")
     a1.barh([v - h / 2 for v in y], [t[n]["kv_fp8"] / 1024 for n in names], height=h, color="tab:cyan", label="FP8")
     for v, n in zip(y, names):
-        a1.text(t[n]["kv"] / 1024, v + h / 2, f" {size(t[n]['kv'])}（{pct1(t[n]['kv'] / mha['kv'])}）", va="center",
-                fontsize=12)
-        a1.text(t[n]["kv_fp8"] / 1024, v - h / 2, f" {size(t[n]['kv_fp8'])}", va="center", fontsize=12)
+        a1.text(t[n]["kv"] / 1024, v + h / 2, f" {size(t[n]['kv'])}（{pct1(t[n]['kv'] / mha['kv'])}）", va="center")
+        a1.text(t[n]["kv_fp8"] / 1024, v - h / 2, f" {size(t[n]['kv_fp8'])}", va="center")
     a1.set_yticks(y, names)
     a1.set_xlim(0, mha["kv"] / 1024 * 1.45)
     a1.set_xlabel("每个 token 的 KV（KiB）")
     a1.legend(loc="lower right", frameon=False)
-    a1.set_title("每 token 的 KV（括号：占 MHA 的比例）", fontsize=13)
+    a1.set_title("每 token 的 KV（括号：占 MHA 的比例）")
     fits = [n for n in names if t[n]["fit"][g] is not None]
     if fits:
         a2.barh([y[names.index(n)] + h / 2 for n in fits], [t[n]["fit"][g] / 1e6 for n in fits], height=h,
@@ -104,25 +101,22 @@ def plot_kv_per_token(d3, out):
         a2.barh([y[names.index(n)] - h / 2 for n in fits], [t[n]["fit_fp8"][g] / 1e6 for n in fits], height=h,
                 color="tab:cyan", label="FP8")
         for n in fits:
-            a2.text(t[n]["fit"][g] / 1e6, y[names.index(n)] + h / 2, f" {integer(t[n]['fit'][g])}", va="center",
-                    fontsize=12)
+            a2.text(t[n]["fit"][g] / 1e6, y[names.index(n)] + h / 2, f" {integer(t[n]['fit'][g])}", va="center")
             a2.text(t[n]["fit_fp8"][g] / 1e6, y[names.index(n)] - h / 2, f" {integer(t[n]['fit_fp8'][g])}",
-                    va="center", fontsize=12)
+                    va="center")
         a2.set_xlim(0, max(t[n]["fit_fp8"][g] for n in fits) / 1e6 * 1.4)
         a2.legend(loc="lower right", frameon=False)
     else:
         a2.text(0.5, 0.5, f"{g} 放不下 {d3['base']} 的权重", ha="center", va="center", transform=a2.transAxes)
     a2.set_yticks(y, names)
     a2.set_xlabel(f"一张 {g} 放完权重后能放的 token（百万）")
-    a2.set_title(f"一张 {g}（{d3['util']:.0%} 显存）能放多少 token", fontsize=13)
+    a2.set_title(f"一张 {g}（{d3['util']:.0%} 显存）能放多少 token")
     title = f"MLA 每 token 只存 {size(mla['kv'])}，是 MHA 的 {pct1(mla['kv'] / mha['kv'])}"
     if mha["fit"][g] is not None:
         title += f"：一张 {g} 能放的 token {ratio(mla['fit'][g], mha['fit'][g])}"
-    fig.suptitle(title, fontsize=16)
-    caption(fig, f"{d3['base']} 的形状（{d3['n_layers']} 层、{d3['n_heads']} 个查询头 × {d3['head_dim']} 维）；"
+    finish(fig, title, f"{d3['base']} 的形状（{d3['n_layers']} 层、{d3['n_heads']} 个查询头 × {d3['head_dim']} 维）；"
                  f"{d3['groups']} 组 GQA；MLA 存 d_c + d_h^R = {d3['kv_lora_rank']} + {d3['rope_dim']} 个数"
-                 f"（DeepSeek-V2）。权重一律按 {d3['base']} 的 fp16 权重算。")
-    fig.tight_layout(rect=(0, 0.05, 1, 0.95))
+           f"（DeepSeek-V2）。权重一律按 {d3['base']} 的 fp16 权重算。")
     return save_png(fig, out)
 
 
@@ -153,7 +147,7 @@ def plot_recompute_vs_swap(d4, out):
     blocks = list(bb)
     x = list(range(len(blocks)))
     gb = [d4["gbps"]] + list(d4["alt_gbps"])
-    fig, (a1, a2) = plt.subplots(1, 2, figsize=(16, 6.5))
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=SLIDE)
     styles = ("tab:red", "tab:orange", "tab:purple")
     a1.plot(x, [r["recompute"] * 1e3 for r in bb.values()], "s-", color="tab:blue", lw=2.5, label="重算")
     for g, c in zip(gb, styles):
@@ -167,7 +161,7 @@ def plot_recompute_vs_swap(d4, out):
     a1.set_xticks(x, [str(b) for b in blocks])
     a1.set_xlabel("块大小（token）")
     a1.set_ylabel("毫秒（对数刻度）")
-    a1.set_title(f"一条 {integer(d4['swap_len'])} token 的序列被抢占", fontsize=13)
+    a1.set_title(f"一条 {integer(d4['swap_len'])} token 的序列被抢占")
     a1.legend(loc="upper right", frameon=False)
     for g, c in zip(gb, styles):
         if g == d4["gbps"]:
@@ -175,25 +169,22 @@ def plot_recompute_vs_swap(d4, out):
         else:
             ratios = [r["ratio_gbps"][g] for r in bb.values()]
         a2.plot(x, ratios, "o-", color=c, lw=2, label=f"{g:g} GB/s")
-        a2.text(x[-1] + 0.08, ratios[-1], R2(ratios[-1]), va="center", fontsize=12, color=c)
+        a2.text(x[-1] + 0.08, ratios[-1], R2(ratios[-1]), va="center", color=c)
     limit = 1 + d4["paper"]["recompute_max"] / 100
     a2.axhline(1, color="0.3", lw=1)
     a2.axhline(limit, color="0.3", lw=1, ls="--")
-    a2.text(x[0] - 0.2, 1 - 0.03, "1：两者一样快", fontsize=12, color="0.3", va="top")
-    a2.text(x[0] - 0.2, limit + 0.03, f"{limit:g}：vLLM §7.3 说重算最多慢 {d4['paper']['recompute_max']}%", fontsize=12,
+    a2.text(x[0] - 0.2, 1 - 0.03, "1：两者一样快", color="0.3", va="top")
+    a2.text(x[0] - 0.2, limit + 0.03, f"{limit:g}：vLLM §7.3 说重算最多慢 {d4['paper']['recompute_max']}%",
             color="0.3", va="bottom")
     a2.set_xticks(x, [str(b) for b in blocks])
     a2.set_xlim(-0.3, len(x) - 0.4)
     a2.set_xlabel("块大小（token）")
     a2.set_ylabel("重算 / 来回（> 1：换出再换入更快）")
-    a2.set_title("PCIe 带宽是假设：换一个值，结论就变", fontsize=13)
+    a2.set_title("PCIe 带宽是假设：换一个值，结论就变")
     a2.legend(loc="upper left", frameon=False)
-    fig.suptitle(swap_title(d4), fontsize=16, y=0.985)
-    fig.text(0.5, 0.915, f"{d4['model']}、一张 {d4['gpu']}；重算 = 式 1 的 FLOPs ÷ ({d4['tflops']:g} TFLOPS × "
-                         f"{d4['mfu']:g})；来回 = 换出 + 换入：每层 K、V 每块拷一次，每次 {d4['overhead_us']:g} µs + 字节 ÷ 带宽",
-             ha="center", fontsize=12, color="0.3")
-    caption(fig, f"PCIe 带宽（这里 {d4['gbps']:g} GB/s）：{d4['gbps_note']}；单卡独占 PCIe 4.0 ×16 约 25–32 GB/s。")
-    fig.tight_layout(rect=(0, 0.05, 1, 0.9))
+    finish(fig, swap_title(d4), f"{d4['model']}、一张 {d4['gpu']}；重算 = 式 1 的 FLOPs ÷ ({d4['tflops']:g} TFLOPS × "
+           f"{d4['mfu']:g})；来回 = 换出 + 换入：每层 K、V 每块拷一次，每次 {d4['overhead_us']:g} µs + 字节 ÷ 带宽。"
+           f"PCIe 带宽（这里 {d4['gbps']:g} GB/s）：{d4['gbps_note']}；单卡独占 PCIe 4.0 ×16 约 25–32 GB/s。")
     return save_png(fig, out)
 
 

@@ -13,13 +13,13 @@ import sys
 from matplotlib.patches import FancyArrowPatch, Rectangle
 
 import figlib
-from figlib import caption, plt, save_png
+from figlib import SLIDE, plt, save_png
 from lab_common.frames import save_gif
 
 FIGURES = ("02_block_table.png", "02_block_table_steps.gif")   # GIF：块表一步一步长出来（演示 1 的每一步）
 SEQ_COLORS = ("tab:blue", "tab:orange", "tab:green", "tab:purple", "tab:brown", "tab:olive")
-W = 16.0                     # 横向的画布（数据坐标 = 英寸）
-TOP, POOL = 5.6, 1.3         # 逻辑块一排、块池一排的下沿 y
+W, H = SLIDE                 # 一页 16:9 幻灯片（数据坐标 = 英寸）
+TOP, POOL = 4.6, 1.5         # 逻辑块一排、块池一排的下沿 y
 ROW_H = 0.9                  # 两排格子的高度
 
 
@@ -58,9 +58,10 @@ def finding(tables):
 
 def plot_block_table(tables, lengths, block_size, n_blocks, events, out, config):
     """上：每条序列的逻辑块（格子 = token 位置，涂色的已写入）；下：块池；箭头 = 块表的一项。"""
-    fig, ax = plt.subplots(figsize=(16, 8))
+    fig = plt.figure(figsize=SLIDE)
+    ax = fig.add_axes((0, 0, 1, 1))
     ax.set_xlim(0, W)
-    ax.set_ylim(0, 8)
+    ax.set_ylim(0, H)
     ax.axis("off")
     colors = {n: SEQ_COLORS[k % len(SEQ_COLORS)] for k, n in enumerate(tables)}
     owner = {b: (n, i) for n, t in tables.items() for i, b in enumerate(t)}
@@ -84,15 +85,15 @@ def plot_block_table(tables, lengths, block_size, n_blocks, events, out, config)
                 ax.add_patch(Rectangle((x, TOP), lw, ROW_H, fill=False, edgecolor="0.35"))
             label = _fit([f"逻辑块 {i}", str(i)], lw, 12)
             if label:
-                ax.text(x + lw / 2, TOP + ROW_H + 0.12, label, ha="center", va="bottom", fontsize=12)
+                ax.text(x + lw / 2, TOP + ROW_H + 0.12, label, ha="center", va="bottom", fontsize=16)
             centers[b] = x + lw / 2
             x += lw + gap_blk
         mid, room = (x_start + x - gap_blk) / 2, x - gap_blk - x_start + gap_seq
         name = _fit([f"序列 {n}（长度 {lengths[n]}）", f"{n}（{lengths[n]}）", n], room, 14)
-        ax.text(mid, TOP + ROW_H + 0.55, name, ha="center", va="bottom", fontsize=14, color=colors[n])
+        ax.text(mid, TOP + ROW_H + 0.55, name, ha="center", va="bottom", fontsize=16, color=colors[n])
         table_text = _fit(["块表 [" + " ".join(map(str, table)) + "]"], room, 13)
         if table_text:
-            ax.text(mid, TOP + ROW_H + 1.0, table_text, ha="center", va="bottom", fontsize=13, family="monospace")
+            ax.text(mid, TOP + ROW_H + 1.0, table_text, ha="center", va="bottom", fontsize=16, family="monospace")
         x += gap_seq - gap_blk
     # 下排：块池，物理块 0 … n_blocks-1 从左到右铺满
     left = 1.4                                                        # 左边留给"块池"两个字
@@ -106,22 +107,21 @@ def plot_block_table(tables, lengths, block_size, n_blocks, events, out, config)
         ax.add_patch(Rectangle((px + 0.05, POOL), pw - 0.1, ROW_H, facecolor=face, edgecolor="0.3"))
         number = _fit([str(b)], pw, 14)
         if number:
-            ax.text(px + pw / 2, POOL + ROW_H / 2, number, ha="center", va="center", fontsize=14)
+            ax.text(px + pw / 2, POOL + ROW_H / 2, number, ha="center", va="center", fontsize=16)
         if n_blocks <= 16:
             note = "空闲"
             if seq:
                 note = f"{seq[0]} 的 {seq[1]}\n{when.get(b, '')}"
-            ax.text(px + pw / 2, POOL - 0.12, note, ha="center", va="top", fontsize=12,
+            ax.text(px + pw / 2, POOL - 0.12, note, ha="center", va="top", fontsize=16,
                     color="0.25" if seq else "0.55")
         if seq:                                                       # 箭头：逻辑块的下沿 → 物理块的上沿
             ax.add_patch(FancyArrowPatch((centers[b], TOP), (px + pw / 2, POOL + ROW_H), arrowstyle="-|>",
                                          mutation_scale=16, color=colors[seq[0]], lw=1.6, shrinkA=0, shrinkB=0))
-    ax.text(0.2, POOL + ROW_H / 2, "块池\n物理块号", fontsize=13, va="center", color="0.3")
-    fig.suptitle(f"块表：{finding(tables)}", fontsize=16, y=0.985)
-    ax.set_title(config, fontsize=12, color="0.3", pad=2)
-    caption(fig, "涂色的格子 = 已写入 K/V 的 token 位置，只有最后一块可能没写满；块池下面：属于哪条序列的第几个逻辑块、"
-                 "在哪一步分配。")
-    fig.tight_layout(rect=(0, 0.05, 1, 0.96))
+    ax.text(0.2, POOL + ROW_H / 2, "块池\n物理块号", fontsize=16, va="center", color="0.3")
+    fig.text(0.5, 0.975, "\n".join(figlib.wrap(f"块表：{finding(tables)}", figlib.TITLE_PT)), ha="center", va="top",
+             fontsize=figlib.TITLE_PT)
+    figlib.caption(fig, config + "。涂色的格子 = 已写入 K/V 的 token 位置，只有最后一块可能没写满；块池下面：属于哪条序列"
+                        "的第几个逻辑块、在哪一步分配。")
     return save_png(fig, out)
 
 

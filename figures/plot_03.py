@@ -13,7 +13,7 @@ import sys
 import numpy as np
 
 import figlib
-from figlib import caption, plt, save_png
+from figlib import SLIDE, finish, plt, save_png
 from lab_common.frames import save_gif
 
 FIGURES = ("03_blocks_over_steps.png", "03_cow_steps.gif")   # GIF：演示 2 的一次写时复制，一步一帧
@@ -28,14 +28,13 @@ def compute():
     series = {("并行采样", w, kp): r["steps"][("并行采样", kp)], ("束搜索", w, kb): r["steps"][("束搜索", kb)]}
     totals = {kind: r["res"][(kind, w)]["saved"] for kind in ("并行采样", "束搜索")}   # 终端表里那一行
     config = (f"TINY 模型（权重种子 {r['model_seed']}），块大小 {block_size}；每幅画一个请求（并行采样：请求 {kp}，"
-              f"输入 {len(reqs[kp][0])} token；束搜索：请求 {kb}，解码 {int(reqs[kb][1][0])} 步）；"
-              f"标题里的百分比是 {r['n_requests']} 个请求合计（同终端的表）")
+              f"输入 {len(reqs[kp][0])} token；束搜索：请求 {kb}，解码 {int(reqs[kb][1][0])} 步）")
     return dict(series=series, totals=totals, config=config, n_requests=r["n_requests"], width=w)
 
 
 def plot_blocks_over_steps(series, totals, out, config, n_requests, width):
     """每种解码方式一幅：实线 = 共享时块池占用的块，虚线 = 不共享时要的块；下方灰条 = 这一步写时复制了几块。"""
-    fig, axes = plt.subplots(2, len(series), figsize=(8 * len(series), 7.6), squeeze=False,
+    fig, axes = plt.subplots(2, len(series), figsize=SLIDE, squeeze=False,
                              gridspec_kw=dict(height_ratios=(4, 1)), sharex="col")
     for j, ((kind, w, k), rows) in enumerate(series.items()):
         ax, bar = axes[0, j], axes[1, j]
@@ -43,25 +42,22 @@ def plot_blocks_over_steps(series, totals, out, config, n_requests, width):
         steps = np.arange(1, len(rows) + 1)
         ax.step(steps, rows[:, 1], where="post", color="tab:red", lw=2, ls="--", label="不共享（每条序列各存一份）")
         ax.step(steps, rows[:, 0], where="post", color="tab:blue", lw=2.5, label="共享（块池实际占用）")
-        saved = 1 - rows[:, 0].sum() / max(1, rows[:, 1].sum())
         name = f"{kind} n = {w}"
         if kind == "束搜索":
             name = f"{kind} 宽度 {w}"
-        ax.set_title(f"{name}（请求 {k}）：这个请求省下 {saved:.0%}")
+        ax.set_title(f"{name}（请求 {k}）")
         ax.set_ylabel("占用的 KV 块")
         ax.set_ylim(0, rows[:, 1].max() * 1.25 + 1)
         ax.grid(True, alpha=0.3)
-        ax.legend(loc="upper left", fontsize=11)
+        ax.legend(loc="upper left")
         new_cow = np.diff(np.concatenate([[0], rows[:, 2]]))
         bar.bar(steps, new_cow, width=1.0, color="0.45")
         bar.set_ylabel("写时复制\n（块）")
         bar.set_xlabel("解码步")
         bar.set_ylim(0, max(1, int(new_cow.max())) * 1.2)
         bar.grid(True, axis="y", alpha=0.3)
-    fig.suptitle(f"共享的块只存一份：束搜索省下 {totals['束搜索']:.1%} 的 KV 块，"
-                 f"并行采样省下 {totals['并行采样']:.1%}（{n_requests} 个请求，宽度 / n = {width}）", fontsize=16)
-    caption(fig, config)
-    fig.tight_layout(rect=(0, 0.05, 1, 0.95))
+    finish(fig, f"共享的块只存一份：束搜索省下 {totals['束搜索']:.1%} 的 KV 块，并行采样省下 {totals['并行采样']:.1%}",
+           f"两个百分比：{n_requests} 个请求合计、宽度 / n = {width}（终端表里的那两行）。" + config)
     return save_png(fig, out)
 
 

@@ -10,7 +10,7 @@ import sys
 import numpy as np
 
 import figlib
-from figlib import caption, plt, save_png
+from figlib import SLIDE, finish, plt, save_png
 from lab_common.say import change, fixed, integer, pct, pct1, times
 
 FIGURES = ("05_load_vs_recompute.png", "05_hot_nic.png", "05_ttft_by_scheduler.png", "05_pd_transfer.png")
@@ -44,7 +44,7 @@ def break_even_title(curves):
 def plot_load_vs_recompute(n, curves, out, config):
     """每台机器一幅：重算时间（黑）与从各层级读的时间（虚线），交点 = 保本的前缀长度。HBM 快得看不出差别，
     只写在图注里（每幅至多 4 条线）。"""
-    fig, axes = plt.subplots(1, len(curves), figsize=(8 * len(curves), 7), squeeze=False, sharey=True)
+    fig, axes = plt.subplots(1, len(curves), figsize=SLIDE, squeeze=False, sharey=True)
     n = np.asarray(n, dtype=float)
     skipped = []
     for ax, (node, c) in zip(axes[0], curves.items()):
@@ -59,20 +59,18 @@ def plot_load_vs_recompute(n, curves, out, config):
             if n[0] <= ns <= n[-1]:
                 y = float(np.interp(ns, n, c["load"][tier])) * 1e3
                 ax.plot([ns], [y], "o", color=color, ms=11, mec="black", zorder=3)
-                ax.annotate(f"保本 {integer(ns)} token", (ns, y), xytext=(-18, 26), textcoords="offset points",
-                            fontsize=13, ha="right")
+                ax.annotate(f"保本 {integer(ns)} token", (ns, y), xytext=(12, -30), textcoords="offset points",
+                            ha="left", va="top")            # 点的右下方：两条线都往右上升，图例在左上
         ax.set_title(node)
-        ax.set_xlabel("前缀长度（token）")
+        ax.set_xlabel("前缀长度（token，对数刻度）")
         ax.grid(True, which="major", alpha=0.3)
-        ax.legend(loc="upper left", fontsize=12)
-    axes[0][0].set_ylabel("时间（ms）")
-    fig.suptitle(break_even_title(curves) + "\n" + config, fontsize=15)
+        ax.legend(loc="upper left")
+    axes[0][0].set_ylabel("时间（ms，对数刻度）")
     note = "虚线在黑线下面：从这一层读比重算快。读 ∝ n，重算 ∝ n² + n：前缀越长越值得读；GPU 越快，要的带宽越高。"
     if skipped:
         c = next(iter(curves.values()))
         note += "".join(f"{t}（{gbs(c['gbps'][t])}{NBSP}GB/s）快得多，图里省略。" for t in skipped)
-    caption(fig, note)
-    fig.tight_layout(rect=(0, 0.05, 1, 0.93))
+    finish(fig, break_even_title(curves), config + "。" + note)
     return save_png(fig, out)
 
 
@@ -80,7 +78,7 @@ def plot_hot_nic(d2, out):
     """左：最忙那块网卡的负载随节点数（不复制和几种副本数，100% 处一条参考线）；右：同样几种 k 的平均排队。"""
     nodes, by = d2["nodes"], d2["by"]
     ks = d2["replicas"][:3] + d2["replicas"][3:][-1:]                     # 至多 4 条线：1、2、4 和最大的 k
-    fig, (a1, a2) = plt.subplots(1, 2, figsize=(16, 7))
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=SLIDE)
     x = np.arange(len(nodes))
     for k, color in zip(ks, K_COLORS):
         label = f"复制 {k} 份"
@@ -91,19 +89,18 @@ def plot_hot_nic(d2, out):
             a1.plot(x, np.asarray(loads) * 100, "o-", color=color, lw=2.5, ms=8, label=label)
             for xi, v in zip(x, loads):
                 if k == ks[0] or xi == x[-1]:
-                    a1.annotate(pct(v), (xi, v * 100), xytext=(0, 8), textcoords="offset points", ha="center",
-                                fontsize=12, color=color)
+                    a1.annotate(pct(v), (xi, v * 100), xytext=(0, 8), textcoords="offset points", ha="center", color=color)
         a2.semilogy(x, [max(by[(n, k)]["mean"] * 1e3, 1e-3) for n in nodes], "o-", color=color, lw=2.5, ms=8,
                     label=label)
     a1.axhline(100, color="0.3", lw=1.5, ls=":")
     a1.set_ylim(0, 1.15 * max([100] + [by[(n, k)]["hot_load"] * 100 for n in nodes for k in ks
                                        if by[(n, k)]["hot_load"] is not None]))
-    a1.text(x[0], 103, "100%：超载（队列越排越长）", fontsize=12, color="0.3", va="bottom")
+    a1.text(x[0], 103, "100%：超载（队列越排越长）", color="0.3", va="bottom")
     for ax in (a1, a2):
         ax.set_xticks(x, [f"{n:,}" for n in nodes])
         ax.set_xlabel("节点数（请求率跟着节点数放大）")
         ax.grid(True, axis="y", alpha=0.3)
-        ax.legend(loc="upper left", fontsize=12)
+        ax.legend(loc="upper left")
     a1.set_ylabel("最忙那块网卡的负载（%）")
     a1.set_title("最忙的网卡")
     a2.set_ylabel("平均排队（ms，对数坐标）")
@@ -114,16 +111,14 @@ def plot_hot_nic(d2, out):
         title += f"；{n_big:,} 台复制 {ks[1]} 份：{change(k1['hot_load'], by[(n_big, ks[1])]['hot_load'], pct)}"
     if k1["hot_load"] is None:
         title = f"全部请求同时到达：{n_big:,} 台不复制时平均排队 {fixed(1, 'ms')(k1['mean'] * 1e3)}"
-    fig.suptitle(f"{title}\n{d2['source']}，热点块 {d2['n_hot']} 个，每台网卡合计 {d2['nic_gbps']:g}{NBSP}Gbps；"
-                 f"{d2['rate_text']}", fontsize=15)
-    note = "负载 = 要发的字节 / (带宽 × trace 时长)。"
+    note = (f"{d2['source']}，热点块 {d2['n_hot']} 个，每台网卡合计 {d2['nic_gbps']:g}{NBSP}Gbps；{d2['rate_text']}。"
+            "负载 = 要发的字节 / (带宽 × trace 时长)。")
     if k1["avg_load"] is not None:
         note += f"{n_big:,} 台不复制时，全部网卡的平均负载 {pct1(k1['avg_load'])}"
         if k1["hot_load"] >= 5 * k1["avg_load"]:
             note += "：不是总带宽不够，是热门前缀所在的那几台被挤爆"
         note += "。"
-    caption(fig, note)
-    fig.tight_layout(rect=(0, 0.05, 1, 0.93))
+    finish(fig, title, note)
     return save_png(fig, out)
 
 
@@ -132,15 +127,18 @@ def plot_ttft(results, names, paper, out, config, paper_cfg="Mooncake FAST'25 �
     order = [s for s in ("random", "load_balancing", "local_cache", "global_cache") if s in results]
     order += [s for s in results if s not in order]
     labels = [names.get(s, s) for s in order]
-    fig, (a1, a2) = plt.subplots(1, 2, figsize=(16, 7))
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=SLIDE)
     x = np.arange(len(order))
     mean = [results[s]["mean"] for s in order]
     a1.bar(x, mean, color="tab:blue", width=0.6, label="平均 TTFT")
     if all("p90" in results[s] for s in order):
         a1.scatter(x, [results[s]["p90"] for s in order], marker="_", s=900, color="black", lw=3, label="P90",
                    zorder=3)
-    for xi, v in zip(x, mean):
-        a1.text(xi, v, f"{v:.2f}{NBSP}s", ha="center", va="bottom", fontsize=13)
+    for xi, s in zip(x, order):                # 数写在柱和 P90 短线两者中高的那个上面，不和短线叠在一起
+        top = max(results[s]["mean"], results[s].get("p90", 0))
+        a1.annotate(f"{results[s]['mean']:.2f}{NBSP}s", (xi, top), xytext=(0, 10), textcoords="offset points",
+                    ha="center", va="bottom")
+    a1.set_ylim(0, max(max(results[s]["mean"], results[s].get("p90", 0)) for s in order) * 1.15)
     a1.set_xticks(x, labels)
     a1.set_ylabel("TTFT（s，含排队和拉 KV）")
     a1.set_title("本实验：平均 TTFT 与 P90")
@@ -154,58 +152,66 @@ def plot_ttft(results, names, paper, out, config, paper_cfg="Mooncake FAST'25 �
     a2.bar(x - w / 2, ours, w, color="tab:blue", label="本实验")
     a2.bar(x + w / 2, theirs, w, color="tab:gray", label="论文（FAST'25 图 5）")
     for xi, a, b in zip(x, ours, theirs):
-        a2.text(xi - w / 2, a, times(a), ha="center", va="bottom", fontsize=12)
+        a2.text(xi - w / 2, a, " " + times(a), ha="center", va="bottom", rotation=90)   # 竖着写：两根柱挨着也不叠
         if not np.isnan(b):
-            a2.text(xi + w / 2, b, times(b), ha="center", va="bottom", fontsize=12)
+            a2.text(xi + w / 2, b, " " + times(b), ha="center", va="bottom", rotation=90)
+    a2.set_ylim(0, max(ours + [b for b in theirs if not np.isnan(b)]) * 1.3)
     a2.set_xticks(x, labels)
     a2.set_ylabel(f"平均 TTFT 是{names.get(ref, ref)}的几倍")
     a2.set_title("相对大小：本实验 vs 论文")
     a2.legend(loc="upper right")
     a2.grid(True, axis="y", alpha=0.3)
     best, worst = min(order, key=lambda s: results[s]["mean"]), max(order, key=lambda s: results[s]["mean"])
-    fig.suptitle(f"{names.get(best, best)}最快（{results[best]['mean']:.2f}{NBSP}s），{names.get(worst, worst)}最慢"
-                 f"（{results[worst]['mean']:.2f}{NBSP}s）\n{config}", fontsize=15)
     src = "、".join(f"{names.get(s, s)} {paper[s]:.2f}{NBSP}s" for s in order if s in paper)
-    caption(fig, f"论文的平均 TTFT（{paper_cfg}）：{src}。设置不同，只比顺序和倍数。")
-    fig.tight_layout(rect=(0, 0.05, 1, 0.93))
+    finish(fig, f"{names.get(best, best)}最快（{results[best]['mean']:.2f}{NBSP}s），{names.get(worst, worst)}最慢"
+                f"（{results[worst]['mean']:.2f}{NBSP}s）",
+           f"TTFT（time to first token）= 从请求到达到吐出第一个 token。{config}。"
+           f"论文的平均 TTFT（{paper_cfg}）：{src}。设置不同，只比顺序和倍数。")
     return save_png(fig, out)
 
 
-def plot_pd_transfer(curves, hit, out, config):
-    """两幅：不命中 / 前缀命中 hit。每幅一条 prefill 时间（黑）和几种网卡上发整个请求 KV 的时间（彩色）：彩色线在
-    黑线下面，发送就藏在 prefill 后面；圆点 = 从这个长度起藏得住（左边的短 prompt 藏不住）。"""
-    fig, axes = plt.subplots(1, 2, figsize=(16, 7.5), sharey=True)
+def pd_title(d4):
+    """标题：终端表里那几个 prompt 长度上，主网卡和慢网卡各有哪些藏不住（发 KV 比 prefill 还久）。"""
+    lens = [c["n"] for c in d4["base"]]
+    late = [c["n"] for c in d4["slow"] if c["send"] > c["prefill"]]
+    late_main = [c["n"] for c in d4["base"] if c["send"] > c["prefill"]]
+    main = f"{gbs(d4['nic_gbps'])}{NBSP}Gbps 时 {'、'.join(map(integer, lens))} token 都藏得住"
+    if late_main:
+        main = f"{gbs(d4['nic_gbps'])}{NBSP}Gbps 时 {'、'.join(map(integer, late_main))} token 也藏不住"
+    if late:
+        return f"发 KV：{main}；{gbs(d4['slow_gbps'])}{NBSP}Gbps 时 {'、'.join(map(integer, late))} token 藏不住"
+    return f"发 KV：{main}；{gbs(d4['slow_gbps'])}{NBSP}Gbps 时也都藏得住"
+
+
+def plot_pd_transfer(d4, out, config):
+    """两幅：不命中 / 前缀命中。每幅一条 prefill 时间（黑）和主网卡、慢网卡上发整个请求 KV 的时间（彩色）：彩色线在
+    黑线下面，发送就藏在 prefill 后面。点只画在终端表里的那几个 prompt 长度上（实心 = 藏得住，叉 = 藏不住），
+    所以图上没有终端没印过的数。"""
+    curves, hit = d4["curves"], d4["hit"]
+    fig, axes = plt.subplots(1, 2, figsize=SLIDE, sharey=True)
     n = np.asarray(curves["n"], dtype=float)
-    nics = sorted(curves["send"], key=float, reverse=True)[:3]
-    colors = ("tab:green", "tab:blue", "tab:red")
-    found = []
-    for ax, key, cross_key, name in ((axes[0], "prefill", "cross", "不命中"),
-                                     (axes[1], "prefill_hit", "cross_hit", f"前缀命中 {hit:.0%}")):
-        pre = np.asarray(curves[key]) * 1e3
-        ax.loglog(n, pre, color="black", lw=3, label=f"prefill（{name}）")
-        for gbps, color in zip(nics, colors):
+    nics = [(d4["nic_gbps"], "tab:blue", {"prefill": d4["base"], "prefill_hit": d4["hits"]}),
+            (d4["slow_gbps"], "tab:red", {"prefill": d4["slow"]})]     # 终端印过的情形：主网卡两种命中，慢网卡不命中
+    for ax, key, name in ((axes[0], "prefill", "不命中"), (axes[1], "prefill_hit", f"前缀命中 {hit:.0%}")):
+        ax.loglog(n, np.asarray(curves[key]) * 1e3, color="black", lw=3, label=f"prefill（{name}）")
+        for gbps, color, cases in nics:
             ax.loglog(n, np.asarray(curves["send"][gbps]) * 1e3, color=color, lw=2,
-                      label=f"发整个请求的 KV：{float(gbps):,g}{NBSP}Gbps")
-            ns = curves.get(cross_key, {}).get(gbps)
-            if ns is not None and n[0] <= ns <= n[-1]:
-                y = float(np.interp(ns, n, pre))
-                ax.plot([ns], [y], "o", color=color, ms=12, mec="black", zorder=3)
-                # 字写在点的左上：彩色线和黑线都往右上升，左上方是空白，不压住任何一条线
-                ax.annotate(f"{integer(ns)} token 起藏得住", (ns, y), xytext=(-14, 16),
-                            textcoords="offset points", fontsize=13, color=color, ha="right")
-                found.append(f"{name}、{float(gbps):,g}{NBSP}Gbps：{integer(ns)} token")
+                      label=f"发整个请求的 KV：{gbs(gbps)}{NBSP}Gbps")
+            for c in cases.get(key, []):
+                hides = c["send"] <= c["prefill"]
+                marker, face = "X", color
+                if hides:
+                    marker = "o"
+                ax.plot([c["n"]], [c["send"] * 1e3], marker, color=face, ms=12, mec="black", zorder=3)
         ax.set_title(name)
-        ax.set_xlabel("prompt 长度（token）")
+        ax.set_xlabel("prompt 长度（token，对数刻度）")
         ax.grid(True, which="major", alpha=0.3)
-        ax.legend(loc="upper left", fontsize=12)
-    axes[0].set_ylabel("时间（ms）")
-    title = "短 prompt、慢网卡、前缀命中，发 KV 就藏不住"
-    if found:
-        title = "从多长的 prompt 起发 KV 藏得住——" + "；".join(found)
-    fig.suptitle(title + "\n" + config, fontsize=15)
-    caption(fig, "彩色线在黑线下面：发 KV 藏在 prefill 后面（只露出最后一层）；在上面：藏不住，TTFT 多出差值。"
-                 "前缀命中时要算的少了，要发的 KV 不变，网络更容易露出来。")
-    fig.tight_layout(rect=(0, 0.05, 1, 0.93))
+        ax.legend(loc="upper left")
+    axes[0].set_ylabel("时间（ms，对数刻度）")
+    finish(fig, pd_title(d4),
+           f"{config}。点：终端表里的 prompt 长度，圆 = 藏得住（发 ≤ prefill），叉 = 藏不住。彩色线在黑线下面：发 KV 藏在 "
+           "prefill 后面（按层流水，只多出最后一层）；在上面：藏不住，TTFT（首个 token 的延迟）多出差值。"
+           "前缀命中时要算的少了，要发的 KV 不变，网络更容易成为瓶颈。")
     return save_png(fig, out)
 
 
@@ -222,7 +228,7 @@ def build(out_dir):
     return [plot_load_vs_recompute(d1["curves"]["n"], d1["curves"]["by_node"], o[0], tiers_cfg),
             plot_hot_nic(d2, o[1]),
             plot_ttft(d3["results"], d3["names"], d3["paper"], o[2], sched_cfg, paper_cfg),
-            plot_pd_transfer(d4["curves"], d4["hit"], o[3], pd_cfg)]
+            plot_pd_transfer(d4, o[3], pd_cfg)]
 
 
 def main(argv=None):

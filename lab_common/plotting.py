@@ -35,6 +35,7 @@ MIN_WIDTH_PX = 1600
 SLIDE = (13.33, 7.5)   # 16:9 幻灯片一页的大小（英寸）：图就画成这么大，铺满一页时字号就是这里写的字号
 FONT_SIZE = 16     # 默认字号
 MIN_FONT_PT = 16   # 图铺满一页 13.33 英寸宽的幻灯片时，任何文字都不小于 16 pt（save_png 把更小的放大到这个字号）
+OTHER_MIN_PT = 12  # 还没画成一页幻灯片（SLIDE）大小的图：任何文字不小于 12 pt（放大到 16 pt 会挤坏它们的版面）
 GLYPH_WARNING = r"Glyph \d+ .*missing from"   # matplotlib 缺字时的警告（测试和 make all 把它变成错误）
 
 _font = None       # 选中的字体名
@@ -106,15 +107,16 @@ def glyph_warnings_as_errors():
     warnings.filterwarnings("error", message=GLYPH_WARNING)
 
 
-def slide_scale(figsize):
-    """图缩放到刚好放进一页 16:9 幻灯片（SLIDE）时缩放的倍数：slide_scale(SLIDE) == 1.0；16 英寸宽的图 → 0.83。"""
-    w, h = figsize
-    return min(SLIDE[0] / w, SLIDE[1] / h)
+def is_slide(fig):
+    """图是不是一页 16:9 幻灯片（SLIDE）的大小。"""
+    return all(abs(a - b) < 0.01 for a, b in zip(fig.get_size_inches(), SLIDE))
 
 
 def min_font_pt(fig):
-    """这张图里的文字至少要多大，铺满幻灯片时才不小于 MIN_FONT_PT。"""
-    return MIN_FONT_PT / slide_scale(fig.get_size_inches())
+    """这张图里的文字至少要多大：SLIDE 大小的图是 MIN_FONT_PT（铺满幻灯片时就是这么大）；别的图 OTHER_MIN_PT。"""
+    if is_slide(fig):
+        return MIN_FONT_PT
+    return OTHER_MIN_PT
 
 
 def save_png(fig, path):
@@ -122,7 +124,7 @@ def save_png(fig, path):
     同样的图两次写出的字节相同（SVG 里的 id 由 svg.hashsalt 定）。返回 PNG 的路径。
 
     图宽不足 1600 像素（8 英寸 × 200 dpi）时报错：投影到幻灯片上会糊。
-    铺满一页幻灯片时小于 16 pt 的文字（比如某个 legend(fontsize=10)）放大到 16 pt。
+    SLIDE 大小的图里小于 16 pt 的文字（比如某个 legend(fontsize=10)）放大到 16 pt；别的图放大到 12 pt。
     """
     width = fig.get_figwidth() * DPI
     if width < MIN_WIDTH_PX:

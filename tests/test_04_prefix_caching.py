@@ -540,7 +540,6 @@ def test_plot_04_takes_its_numbers_from_the_demos(monkeypatch):
               ratio={(p, c): 0.123 for p in ("lru", "min") for c in (None, 300)})
     d4 = dict(base_hours=9.0, hours={("lru", c): 4.5 for c in (None, 300)}, policies=("lru",), model="M", node="N",
               mfu=0.5, tier="T", tier_gb_per_s=1.0, method="方法")
-    monkeypatch.setattr(plot, "EXTRA_CAPACITIES", (300,))
     monkeypatch.setattr(s04, "CAPACITIES", (None, 300))
     monkeypatch.setattr(s04, "read_trace", lambda *a, **k: None)
     monkeypatch.setattr(s04, "trace_sweep", lambda *a, **k: "data")

@@ -98,9 +98,9 @@ def test_png_bytes_are_reproducible_and_carry_no_metadata(tmp_path):
     assert svg == pathlib.Path(tmp_path / "b.svg").read_bytes() and b"<dc:date>" not in svg
 
 
-def test_small_text_is_raised_to_16pt_at_slide_size(tmp_path, strict):
-    """铺满一页 16:9 幻灯片（13.33 英寸宽）时任何文字 ≥ 16 pt：16 英寸宽的图里至少 16 × 16 / 13.33 pt。"""
-    fig, ax = plotting.plt.subplots(figsize=(16, 6))
+def test_small_text_is_raised_to_16pt_on_a_slide(tmp_path, strict):
+    """一页 16:9 幻灯片（13.33 × 7.5 英寸）大小的图里任何文字 ≥ 16 pt，旁边有同名的 SVG。"""
+    fig, ax = plotting.plt.subplots(figsize=plotting.SLIDE)
     ax.plot([1, 2], [1, 2], label="图例")
     ax.legend(fontsize=9)
     ax.text(1, 1, "小字", fontsize=8)
@@ -117,8 +117,7 @@ def test_small_text_is_raised_to_16pt_at_slide_size(tmp_path, strict):
     finally:
         plotting.plt.close = real
     assert strict == [str(tmp_path / "s.png")] and (tmp_path / "s.svg").exists()
-    assert min(sizes) >= 16 * 16 / 13.33 - 1e-6
-    assert plotting.slide_scale(plotting.SLIDE) == 1.0
+    assert min(sizes) >= 16
 
 
 def test_narrow_figure_is_refused(tmp_path):
@@ -183,6 +182,7 @@ def test_plot_05_functions(tmp_path, strict):
     names = {"random": "随机", "load_balancing": "负载均衡", "global_cache": "全局缓存感知"}
     check_png(m.plot_ttft(res, names, {"random": 19.65, "global_cache": 3.07}, str(tmp_path / "b.png"), "小数据"))
     assert len(strict) == 2
+    assert [png_size(p) for p in strict] == [(2666, 1500)] * 2          # 一页 16:9 幻灯片：13.33 × 7.5 英寸、200 dpi
 
 
 def test_plot_06_plots_the_saved_json(tmp_path, strict):
