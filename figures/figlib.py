@@ -38,15 +38,15 @@ TITLE_PT = 22      # 标题（结论）的字号；其余文字是 plotting 的�
 _CELL_IN = 0.5 * 16 / 72   # 16 pt 时一个半角字符约多宽（英寸）；汉字占两格（rich 的 cell_len）
 
 
-def wrap(text, pt=16):
-    """按这页幻灯片的宽度（SLIDE，16:9）把一段文字折成几行：中文按两格算，英文单词、数字不拆开。"""
-    cells = int((SLIDE[0] - 0.4) / (_CELL_IN * pt / 16))
+def wrap(text, pt=16, width=SLIDE[0]):
+    """按图宽 width（英寸，默认一页 16:9 幻灯片）把一段文字折成几行：中文按两格算，英文单词、数字不拆开。"""
+    cells = int((width - 0.4) / (_CELL_IN * pt / 16))
     return [line for part in text.split("\n") for line in wrap_cjk(part, cells)]
 
 
 def caption(fig, text):
     """图下方的说明（配置、出处），按幻灯片宽度折行；返回它占几行（finish 按它给图留出底边）。"""
-    lines = wrap(text)
+    lines = wrap(text, width=fig.get_figwidth())
     fig.text(0.015, 0.012, "\n".join(lines), ha="left", va="bottom", color="0.25")
     return len(lines)
 
