@@ -1,4 +1,4 @@
-"""05_kv_store 的图：从各存储层级读 KV 与重算（保本长度）；集群变大时最忙那块网卡的负载（复制热点块前后）；
+"""05_kv_store 的图：从各存储层级读 KV 与重算（读更快的最短前缀）；集群变大时最忙那块网卡的负载（复制热点块前后）；
 四种调度的平均 TTFT（对照 FAST'25 图 5）；prefill/decode 分离时发 KV 和 prefill 的时间（从多长起藏得住）。
 
 运行：python figures/plot_05.py [--out DIR]     （约 5 秒；make all 会调用它）
@@ -42,7 +42,7 @@ def break_even_title(curves):
 
 
 def plot_load_vs_recompute(n, curves, out, config):
-    """每台机器一幅：重算时间（黑）与从各层级读的时间（虚线），交点 = 保本的前缀长度。HBM 快得看不出差别，
+    """每台机器一幅：重算时间（黑）与从各层级读的时间（虚线），交点 = 读更快的最短前缀。HBM 快得看不出差别，
     只写在图注里（每幅至多 4 条线）。"""
     fig, axes = plt.subplots(1, len(curves), figsize=SLIDE, squeeze=False, sharey=True)
     n = np.asarray(n, dtype=float)
@@ -59,7 +59,7 @@ def plot_load_vs_recompute(n, curves, out, config):
             if n[0] <= ns <= n[-1]:
                 y = float(np.interp(ns, n, c["load"][tier])) * 1e3
                 ax.plot([ns], [y], "o", color=color, ms=11, mec="black", zorder=3)
-                ax.annotate(f"保本 {integer(ns)} token", (ns, y), xytext=(12, -30), textcoords="offset points",
+                ax.annotate(f"读更快的最短前缀 {integer(ns)} token", (ns, y), xytext=(12, -30), textcoords="offset points",
                             ha="left", va="top")            # 点的右下方：两条线都往右上升，图例在左上
         ax.set_title(node)
         ax.set_xlabel("前缀长度（token，对数刻度）")
@@ -95,7 +95,7 @@ def plot_hot_nic(d2, out):
     a1.axhline(100, color="0.3", lw=1.5, ls=":")
     a1.set_ylim(0, 1.15 * max([100] + [by[(n, k)]["hot_load"] * 100 for n in nodes for k in ks
                                        if by[(n, k)]["hot_load"] is not None]))
-    a1.text(x[0], 103, "100%：超载（队列越排越长）", color="0.3", va="bottom")
+    a1.text(x[0], 103, "100% 以上：超载", color="0.3", va="bottom")
     for ax in (a1, a2):
         ax.set_xticks(x, [f"{n:,}" for n in nodes])
         ax.set_xlabel("节点数（请求率跟着节点数放大）")
