@@ -23,7 +23,7 @@ LECTURE = os.path.join(ROOT, "lecture07")
 if ROOT not in sys.path:
     sys.path.insert(0, ROOT)   # python figures/plot_XX.py：让 lab_common 包可以 import
 
-from lab_common.script_tools import load_script  # noqa: E402,F401  画图和测试共用同一个加载器
+from lab_common.script_tools import ended_quietly, load_script  # noqa: E402,F401  画图和测试共用同一个加载器
 from lab_common.plotting import SLIDE, font_description, glyph_warnings_as_errors, plt, save_png, setup_matplotlib  # noqa: E402,F401
 from lab_common.console import wrap_cjk  # noqa: E402
 
@@ -63,7 +63,12 @@ def finish(fig, title, note="", **layout):
 
 
 def main(argv, description, build):
-    """build(out_dir) → 写出的 PNG 路径列表。打印用的字体和写出的文件；缺字直接报错。"""
+    """build(out_dir) → 写出的 PNG 路径列表。打印用的字体和写出的文件；缺字直接报错。
+    目录只读、Ctrl-C、管道被关：一行（script_tools.ended_quietly），不打印 traceback。"""
+    return ended_quietly(lambda: _main(argv, description, build), os.path.basename(sys.argv[0] or "figlib"))
+
+
+def _main(argv, description, build):
     ap = argparse.ArgumentParser(description=(description or "").strip().splitlines()[0])
     ap.add_argument("--out", default=FIGDIR, help="图的输出目录（默认 figures/）")
     args = ap.parse_args(argv)
