@@ -5,6 +5,7 @@
 #   make bench     —— 测每个脚本的耗时（中位数 / 5 次）、大 trace 的内存和每个脚本的篇幅，对照预算
 #   make check     —— 检查 exercises/ 里的练习（EX=3 只查练习 3）
 #   make all       —— 重新生成 figures/ 里的图（增量；要 GNU make ≥ 4.3）
+#   make golden    —— 重新生成 tests/golden/ 里每个脚本的标准输出（改了句子以后；再看 git diff）
 #   make clean     —— 只删除生成的图
 # 要求：Python 3.10–3.13 和 pip。make demo PY=python3.12 选 Python（.venv 已由别的版本建好时重建它）。
 # 每一步安装之前印一行：装什么、多大、多久（3.11 上实测见 README 的"准备"）；pip 本身不出声（-q）。
@@ -116,6 +117,11 @@ test-all: $(TEST_ENV)
 
 bench: $(DEV_STAMP)
 	@rc=0; $(VPY) tests/bench_speed.py || rc=1; $(VPY) tests/budget_lines.py || rc=1; exit $$rc
+
+# 每个脚本默认和 --more 的标准输出（tests/golden/，tests/test_golden.py 逐字比较）：改了句子以后 make golden，再看 git diff
+.PHONY: golden
+golden: $(TEST_ENV)
+	$(VPY) tests/golden.py
 
 # 练习：make check 检查 exercises/ 里的全部练习，make check EX=3 只查练习 3（不需要 torch、triton）
 .PHONY: check

@@ -25,15 +25,14 @@
 import os
 import sys
 
-import numpy as np
-
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.realpath(__file__))))  # 仓库根目录：让 lab_common 包可以 import
 from lab_common import console  # noqa: E402
 from lab_common.console import print_header, print_observations, print_table, print_text, status  # noqa: E402
 from lab_common.say import by_order, count, fixed, grouped, integer, listed, listing, order, pct, pct1, rank  # noqa: E402
 from lab_common.say import ratio, rel_change, size, times, vs, whole, words  # noqa: E402
 from lab_common.script_tools import run_lecture  # noqa: E402
-from lab_common.settings import check_setting, is_int, is_number, is_sorted_ints  # noqa: E402
+from lab_common.settings import Source, changed, check_setting, is_int, is_number, is_sorted_ints  # noqa: E402
+import numpy as np  # noqa: E402  在 lab_common 之后：import 时按 Ctrl-C 也只打一行
 from kv_store.tiers import LLAMA2_70B, ModelSpec, Node  # noqa: E402
 from paged_kv import kv_bytes_per_token, n_blocks  # noqa: E402
 from allocation import make_lengths, recompute_seconds, simulate_contiguous, simulate_paged  # noqa: E402
@@ -87,6 +86,17 @@ DSV2_LAYERS = 60                    # DeepSeek-V2 config.json：num_hidden_layer
 DSV2_GQA_EQUIV = 2.25               # DeepSeek-V2 论文 §2.1.4 表 1：MLA 的 KV 缓存相当于只有 2.25 组的 GQA
 DSV2_KV_REDUCTION = 93.3            # DeepSeek-V2 论文摘要：与 DeepSeek 67B 相比 KV 缓存减少 93.3%
 DSV2_KV_BITS = 6                    # DeepSeek-V2 论文 §3.2.3：部署时把 KV 缓存量化到平均每个数 6 bit
+LLAMA2_70B_RELEASED = 68_976_648_192  # meta-llama/Llama-2-70b-hf 的 config.json 算出的参数个数（80 层、d = 8192、
+#                                       FFN 28,672、8 个 KV 头、词表 32,000，embedding 与输出层不共享）：fp16 128.5 GiB
+# 设置里出自论文 / 配置的值：设置还是这个值时才印出处（lab_common.settings.Source）
+SOURCES = dict(
+    MAX_SEQ=Source(2048, "vLLM 论文 §6.1", "（Orca (Max) 按 OPT 的最大序列长度 2048 预留）"),
+    BLOCK_SIZE=Source(16, "vLLM 论文 §7.2", "的默认块大小"),
+    KV_POOL_GIB=Source(12, "vLLM 论文表 1", "（OPT-13B 在 A100-40GB 上留给 KV 的 12 GB）"),
+    MLA_KV_LORA_RANK=Source(512, "DeepSeek-V2 config.json", "kv_lora_rank"),
+    MLA_ROPE_DIM=Source(64, "DeepSeek-V2 config.json", "qk_rope_head_dim"),
+    PCIE_GBPS=Source(16.0, "FAST'25 表 1", "整机 host-to-device 128 GB/s ÷ 8 卡"))
+FIG2_SETUP = ("MAX_SEQ", "BLOCK_SIZE")   # 图 2 的数只在这两个设置还是论文的值时并排（图注没说数据集，§6.1：Orca (Max) 按 2048 预留）
 DEEPSEEK_67B = ModelSpec("DeepSeek 67B", n_layers=95, d_model=8192, n_heads=64, n_kv_heads=8,
                          n_params=67e9)   # deepseek-llm-67b 的 config.json：95 层、64 个查询头、8 个 KV 头（GQA）
 VLLM_73_MEDIUM = (16, 64)           # vLLM 论文 §7.3、图 19：块 16–64 时重算与换出的端到端性能相当
@@ -177,7 +187,7 @@ def demo1_bytes_per_token():
     fit = {m.name: {g: tokens_that_fit(m, cap, util, kv_bytes=kv[m.name]) for g, cap in gpus} for m in named}
     print_table(["模型", "形状", "KV KiB", "权重 GiB"] + [g for g, _ in gpus],
                 [[m.name, f"{m.n_layers}×{m.n_kv_heads}×{m.head_dim}", kib(kv[m.name]),
-                  f"{m.n_params * 2 / GiB:.1f}"] + [fit_cell(fit[m.name][g]) for g, _ in gpus] for m in MODELS],
+                  fixed(1)(m.n_params * 2 / GiB)] + [fit_cell(fit[m.name][g]) for g, _ in gpus] for m in MODELS],
                 caption=f"GPU 列：一张卡 {pct(util)} 显存减去 fp16 权重后能放几个 token（上限）；- = 放不下权重")
     opt_b, l70_b = kv[OPT_13B.name], kv[LLAMA2_70B.name]
     gqa = [m for m in MODELS if m.n_kv_heads < m.n_heads]
@@ -185,7 +195,8 @@ def demo1_bytes_per_token():
     d = dict(kv_bytes=kv, fit=fit, util=util, gpus=list(gpus), usable={g: util * cap for g, cap in gpus},
              max_seq=max_seq, pool_gib=pool_gib, tp=tp, opt_req=max_seq * opt_b, opt_slots=kv_pool_tokens(pool_gib),
              opt_slots_decimal=int(pool_gib * 1e9 // opt_b), mha={m.name: model_kv_bytes(m, "MHA") for m in gqa},
-             tp_fit=tp_fit, l70_tp=tp_fit[gpus[0][0]], l70_weights=LLAMA2_70B.n_params * 2)
+             tp_fit=tp_fit, l70_tp=tp_fit[gpus[0][0]], l70_weights=LLAMA2_70B.n_params * 2,
+             l70_params=LLAMA2_70B.n_params, l70_released=LLAMA2_70B_RELEASED)
     d["mha_70"] = model_kv_bytes(LLAMA2_70B, "MHA")
     if console.SHOW_MORE:       # 论文的数和我们按配置算的数并排（论文的 KB、GB 也按 1024 进位）
         print_table(["数", "出处", "论文", "这里"], [
@@ -216,16 +227,24 @@ def observations_1(d):
     if l13 is not None:
         room = f"放完 LLaMA2-13B 的权重还能放 {integer(l13)} 个 token（{whole(l13, max_seq, '个这样的请求')}）"
     ok, no = [g for g, _ in d["gpus"] if fit70[g] is not None], [g for g, _ in d["gpus"] if fit70[g] is None]
-    weights = f"LLaMA2-70B 的 fp16 权重 {fixed(1, 'GiB')(d['l70_weights'] / GiB)}，" + "，".join(
+    weights = f"LLaMA2-70B 的 fp16 权重 {fixed(1, 'GiB')(d['l70_weights'] / GiB)}{params_note(d)}，" + "，".join(
         f"一张 {listing(g, last='或')} {w}" for g, w in ((ok, "放得下"), (no, "放不下")) if g)
     if d["tp"] > 1 and d["l70_tp"] is None:
         weights += f"；{d['tp']} 张 {gpu0} 张量并行也放不下"
     elif d["tp"] > 1:
         weights += f"；{d['tp']} 张 {gpu0} 张量并行后还能放 {integer(d['l70_tp'])} 个 token"
     return [f"OPT-13B 每个 token 的 KV 是 {size(kv[OPT_13B.name])}，{integer(max_seq)} token 的请求 "
-            f"{size(d['opt_req'])}；一张 {gpu0} {room}。",
+            f"{size(d['opt_req'])}；一张 {gpu0} {room}。", weights + "。"], [
             f"GQA：LLaMA2-70B {LLAMA2_70B.n_heads} 个查询头共用 {LLAMA2_70B.n_kv_heads} 组 K/V，{size(l70_b)}/token，"
-            f"每头一组{ratio(d['mha_70'], l70_b, 0)}。", weights + "。"], []
+            f"每头一组{ratio(d['mha_70'], l70_b, 0)}。"]
+
+
+def params_note(d):
+    """LLaMA2-70B 的参数个数用的是哪个：标称的 70e9，还是改过的值（发布的 checkpoint 并排）。"""
+    released = fixed(1, "GiB")(d["l70_released"] * 2 / GiB)
+    if d["l70_params"] == 70e9:
+        return f"（按标称 70B 个参数；发布的 checkpoint 是 {d['l70_released'] / 1e9:.2f}B 个、{released}）"
+    return f"（按 {d['l70_params'] / 1e9:g}B 个参数；发布的 checkpoint 是 {d['l70_released'] / 1e9:.2f}B 个、{released}）"
 
 
 # =============================================================================
@@ -249,24 +268,29 @@ def demo2_fragmentation(sim=None):
         sim = simulate_load()
     s, prompts, outputs, pool, res = sim["settings"], sim["prompts"], sim["outputs"], sim["pool"], sim["res"]
     print_header(f"演示 2：连续预留与分页（块 {s['block_size']}）——KV 池里多少真正存着 token")
-    source = "（vLLM 表 1）"
-    if s["pool_gib"] != VLLM_TABLE1_KV_GB:
-        source = f"（论文表 1 是 {VLLM_TABLE1_KV_GB} GB，这里改成了 {num(s['pool_gib'])} GiB）"
+    source = f"（{SOURCES['KV_POOL_GIB'].where}）"
+    if not SOURCES["KV_POOL_GIB"].holds(s["pool_gib"]):
+        source = f"（你设的值；{SOURCES['KV_POOL_GIB'].where}是 {VLLM_TABLE1_KV_GB} GB）"
     print_text(f"OPT-13B，KV 池 {num(s['pool_gib'])} GiB = {integer(pool)} 个 token{source}；"
                f"{count(s['n_requests'], '个请求')}一开始{ALL_OF.get(s['n_requests'], '全部')}排队。")
+    own = changed({k: s[k.lower()] for k in FIG2_SETUP}, {k: SOURCES[k] for k in FIG2_SETUP})
     rows = []
     for name, (share, conc) in res.items():
         cells = ["-"] * 5
         if share is not None:
             cells = [pct1(x) for x in share] + [fixed(1)(conc)]
-        rows.append([name, cells[0], f"{VLLM_FIG2[name]:.1f}%", *cells[1:]])
-    print_table(["系统", "token 状态", "论文", "预留", "内部碎片", "外部/空闲", "并发"], rows,
-                caption="满载时占 KV 池的时间平均比例；并发：平均在跑的请求数；论文：vLLM 图 2（§6.2）")
+        paper = [f"{VLLM_FIG2[name]:.1f}%"]
+        if own:                     # 改了图 2 的实验条件：论文的数不再并排
+            paper = []
+        rows.append([name, cells[0], *paper, *cells[1:]])
+    print_table(["系统", "token 状态"] + ["论文"] * (not own) + ["预留", "内部碎片", "外部/空闲", "并发"], rows,
+                caption=fig2_caption(own, s))
     d = dict(shares={k: v[0] for k, v in res.items()}, concurrency={k: v[1] for k, v in res.items()}, pool=pool,
              idle=[k for k, v in res.items() if v[0] is None], mean_prompt=float(prompts.mean()),
              mean_output=float(outputs.mean()), mean_total=float((prompts + outputs).mean()), model=OPT_13B.name,
              pool_gib=s["pool_gib"], n_requests=s["n_requests"], seed=s["seed"], max_seq=s["max_seq"],
-             block_size=s["block_size"], sigma=s["sigma"], paper=dict(VLLM_FIG2), sharegpt=SHAREGPT_MEAN)
+             block_size=s["block_size"], sigma=s["sigma"], paper=dict(VLLM_FIG2), sharegpt=SHAREGPT_MEAN,
+             own_setup=own)
     if console.SHOW_MORE:
         print_table(["平均长度（token）", "输入", "输出", "总长", "最长"],
                     [["这里", integer(d["mean_prompt"]), integer(d["mean_output"]), integer(d["mean_total"]),
@@ -278,8 +302,18 @@ def demo2_fragmentation(sim=None):
     return d
 
 
+def fig2_caption(own, s):
+    """演示 2 的表注：比例的意思；图 2 的数并排时说清论文的 Orca 和这里的不同，改了实验条件时说论文的数不再并排。"""
+    text = "满载时占 KV 池的时间平均比例；并发：平均在跑的请求数。"
+    if own:
+        return text + ("vLLM 论文图 2 是 " + "、".join(f"{k} = {SOURCES[k].value}" for k in FIG2_SETUP) + " 时的；你改了 "
+                       + "、".join(f"{k}（{num(s[k.lower()])}）" for k in own) + "，论文的数不再并排。")
+    return text + "论文：vLLM 论文图 2（§6.2 实验的平均）；论文的 Orca 是作者重写的，按 buddy 分配器放 KV（§6.1），这里是 first-fit。"
+
+
 def observations_2(d):
-    """演示 2 的观察 → (默认印的, --more 才印的)。没满载过的系统（d["idle"]）不参与比较。"""
+    """演示 2 的观察 → (默认至多 2 条, --more 才印的)。没满载过的系统（d["idle"]）不参与比较；改了图 2 的实验条件
+    （d["own_setup"]）时不和论文比顺序。"""
     s, conc, n, pg, mx = d["shares"], d["concurrency"], d["n_requests"], "vLLM", "Orca (Max)"
     measured = [k for k in s if s[k] is not None]
     lines = []
@@ -291,16 +325,19 @@ def observations_2(d):
         lines.append(f"KV 池里存着 token 的比例：{vs(paged, s[pg][0], mx, s[mx][0], pct1)}；"
                      f"平均并发 {fixed(1)(conc[pg])}，" + "、".join(
                          f"相对 {k} {ratio(conc[pg], conc[k])}" for k in (mx, "Orca (Oracle)") if k in measured) + "。")
+    frag = []
     if mx in measured:
-        lines.append(f"Orca (Max) 的 {pct1(s[mx][2])} 是内部碎片：按 {integer(d['max_seq'])} 个 token 预留，"
-                     f"平均请求是 {integer(d['mean_total'])} 个。")
-    if len(measured) >= 2:
+        frag.append(f"Orca (Max) 的 {pct1(s[mx][2])} 是内部碎片：按 {integer(d['max_seq'])} 个 token 预留，"
+                    f"平均请求是 {integer(d['mean_total'])} 个。")
+    rank_line = []
+    if len(measured) >= 2 and not d.get("own_setup"):
         ours, theirs = rank([(k, s[k][0]) for k in measured], pct1), rank([(k, d["paper"][k]) for k in measured], fixed(1))
         text = f"从高到低与论文图 2 相同：{ours}。"
         if ours != theirs:
             text = f"从高到低：这里 {ours}，论文图 2 是 {theirs}。"
-        lines.append(text)
-    return lines[:3], lines[3:]
+        rank_line.append(text)
+    lines += rank_line + frag
+    return lines[:2], lines[2:]
 
 
 # =============================================================================
@@ -341,6 +378,8 @@ def demo3_smaller_kv():
              n_layers=base.n_layers, n_heads=base.n_heads, kv_lora_rank=rank_c, rope_dim=rope,
              mla_groups=(rank_c + rope) / (2 * base.head_dim),
              ds67_kv=ds67, dsv2_kv=dsv2, dsv2_kv_quant=DSV2_LAYERS * (rank_c + rope) * DSV2_KV_BITS / 8,
+             own_dims=changed(dict(MLA_KV_LORA_RANK=rank_c, MLA_ROPE_DIM=rope),
+                              {k: SOURCES[k] for k in ("MLA_KV_LORA_RANK", "MLA_ROPE_DIM")}),
              paper=dict(PAPER))
     d["reduction_bf16"] = 1 - dsv2 / ds67
     d["reduction_quant"] = 1 - d["dsv2_kv_quant"] / ds67
@@ -377,8 +416,10 @@ def observations_3(d):
                  f"{paper['dsv2_bits']} bit 量化{rel_change(d['ds67_kv'], d['dsv2_kv_quant'], 1, more='反而多了')}")
     if order(d["reduction_quant"], paper["dsv2_reduction"] / 100, pct1) == 0:
         reduction += "：对上了，但这是我们的重构，论文没写怎么算出的。"
+    elif d.get("own_dims"):
+        reduction += f"，和论文的 {paper['dsv2_reduction']}% 不同（你改了 {listing(d['own_dims'])}）。"
     else:
-        reduction += f"，和论文的 {paper['dsv2_reduction']}% 不同（这里改了 MLA 的维度）。"
+        reduction += f"，和论文的 {paper['dsv2_reduction']}% 不同。"
     return [text, reduction], []
 
 
@@ -425,7 +466,7 @@ def demo4_preemption(sim=None):
                     [[integer(L), integer(r["copies"]), MS(r["one_way"] * 1e3), MS(r["round_trip"] * 1e3),
                       MS(r["recompute"] * 1e3), R2(r["ratio"]), pct1(attention_share(m, L))] for L, r in by_len.items()],
                     title=f"块 {bs}：序列长度变化（PCIe {num(gbps)} GB/s）",
-                    caption="换出按字节和块数、重算按 FLOPs，都大致与长度成正比；注意力项：式 1 里 n² 那一项占重算 FLOPs 的比例")
+                    caption=length_caption(by_len, m))
         if alt_us:              # 每次拷贝的固定开销也是假设：换成别的值，重算 / 来回怎样变
             print_table(["固定开销"] + [f"块 {b}" for b in by_block],
                         [[f"{num(u)} µs"] + [R2(r["ratio_overhead"][u]) for r in by_block.values()] for u in alt_us],
@@ -456,10 +497,32 @@ def observations_4(d):
     worst = {f"{num(g)} GB/s": max(r["ratio_gbps"].get(g, r["ratio"]) for r in bb.values())
              for g in [d["gbps"]] + d["alt_gbps"]}
     ok, same_, over = by_order(worst, 1 + limit / 100, R2)
-    return [head, f"{num(d['gbps'])} GB/s 时{blocks}。",
+    return [head, f"{num(d['gbps'])} GB/s 时{blocks}。"], [
             f"vLLM 论文 §7.3：块大时换出更快，但重算最多慢 {limit}%（重算 / 来回 ≤ {R2(1 + limit / 100)}）。按来回算，"
             + words("表里各 GB/s 列的最大值", listed(worst.values(), R2)) + "："
-            + grouped([(ok + same_, "在论文以内"), (over, "超出论文")], "", every="每种带宽下") + "。"], []
+            + grouped([(ok + same_, "在论文以内"), (over, "超出论文")], "", every="每种带宽下") + "。"]
+
+
+def length_caption(by_len, model):
+    """--more 那张"序列长度变化"表的表注：每个 token 的重算、来回时间从最短到最长差多少，按印出来的值说是否大致成正比。"""
+    lens = sorted(by_len)
+    parts = []
+    for key, name in (("round_trip", "来回"), ("recompute", "重算")):
+        per = [by_len[L][key] / L for L in lens]
+        grow = per[-1] / per[0]
+        if len(lens) == 1:
+            continue
+        if 0.8 <= grow <= 1.25:
+            parts.append(f"{name}大致与长度成正比")
+        else:
+            parts.append(f"{name}每个 token 的时间从 {integer(lens[0])} 到 {integer(lens[-1])} 个 token {ratio(per[-1], per[0])}")
+    share = attention_share(model, lens[-1])
+    text = "注意力项：式 1 里 n² 那一项占重算 FLOPs 的比例"
+    if parts == ["来回大致与长度成正比", "重算大致与长度成正比"]:
+        parts = ["来回和重算都大致与长度成正比"]
+    if parts:
+        text = "；".join(parts) + f"（{integer(lens[-1])} 个 token 时注意力项占重算的 {pct1(share)}）。" + text
+    return text
 
 
 # =============================================================================

@@ -23,14 +23,13 @@
 import os
 import sys
 
-import numpy as np
-
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.realpath(__file__))))  # 仓库根目录：让 lab_common 包可以 import
 from lab_common import console  # noqa: E402
 from lab_common.console import print_header, print_observations, print_table  # noqa: E402
 from lab_common.say import count, fixed, integer, listed, listing, order, pct1, sci, size, span, words  # noqa: E402
 from lab_common.script_tools import run_lecture  # noqa: E402
-from lab_common.settings import check_setting, is_int, is_number, is_sorted_ints  # noqa: E402
+from lab_common.settings import Source, check_setting, is_int, is_number, is_sorted_ints  # noqa: E402
+import numpy as np  # noqa: E402  在 lab_common 之后：import 时按 Ctrl-C 也只打一行
 from kv_store.tiers import LLAMA2_70B  # noqa: E402
 from paged_kv import BlockPool, PagedSequence, n_blocks, paged_step  # noqa: E402
 from pool_pictures import PoolFilm  # noqa: E402
@@ -50,9 +49,11 @@ BLOCK_SIZES = (1, 4, 8, 16, 32, 64, 128)   # 演示 3 比较的块大小
 LEN_SEED = 0                         # 演示 3 长度分布的种子
 N_LENGTHS = 10_000                   # 演示 3 抽多少条序列的长度
 READ_LEN = 1024                      # 演示 3：算"每步读几段"时序列已有的 token 数
+LENGTH_MEANS = {"ShareGPT": (161.31, 337.99), "Alpaca": (19.31, 58.45)}   # 演示 3：两种长度的平均输入 / 输出
 
 # ---- 论文的数字（只用来对照，标明出处）----
-LENGTH_MEANS = {"ShareGPT": (161.31, 337.99), "Alpaca": (19.31, 58.45)}   # vLLM 论文图 11：平均输入 / 输出长度
+MEANS_SOURCE = {"ShareGPT": Source((161.31, 337.99), "vLLM 论文图 11(a)", "ShareGPT 的均值"),
+                "Alpaca": Source((19.31, 58.45), "vLLM 论文图 11(b)", "Alpaca 的均值")}   # LENGTH_MEANS 的出处
 VLLM_DEFAULT_BLOCK = 16              # vLLM 论文 §7.2：默认块大小 16
 VLLM_BEST_SHAREGPT = (16, 128)       # vLLM 论文 §7.2：ShareGPT 上 16–128 最好（Alpaca 上 16、32 好，更大明显变差）
 VLLM_KERNEL_OVERHEAD = (20, 26)      # vLLM 论文 §7.1、图 18(a)：注意力 kernel 延迟比 FasterTransformer 高 20–26%
@@ -65,7 +66,7 @@ GATHER_NOTE = ("本讲的 numpy 版为了和连续版逐位比较，先按块表
                "kernel 不拼接，直接按块表逐块读进来算（vLLM 论文 §4.1）。段越短，每次能连续读的字节越少，查块表的次数也越多。")
 SAME_LAYERS_NOTE = "两边共用同一份层计算（run_layers），只有\"K/V 存在哪、从哪取\"不同，注意力的结果也就相同。"
 PAPER = dict(default_block=VLLM_DEFAULT_BLOCK, best_sharegpt=VLLM_BEST_SHAREGPT, kernel_overhead=VLLM_KERNEL_OVERHEAD,
-             means=LENGTH_MEANS)
+             means={k: src.value for k, src in MEANS_SOURCE.items()})
 
 
 WALK_SPARE_BLOCKS = 3                # 演示 1 的块池比刚好够用多留几块（表里能看到"空闲"）
@@ -160,10 +161,10 @@ def observations_1(d):
         text += "每条序列的新 token 都还落在已有的块里，没有分配新块。"
     lines.append(text)
     n_used = sum(len(t) for t in tables.values())
-    lines.append(f"{count(len(tables), '条序列')}一共 {count(d['total'], '个 token')}，占 {count(n_used, '块')} = "
+    more = [f"{count(len(tables), '条序列')}一共 {count(d['total'], '个 token')}，占 {count(n_used, '块')} = "
                  f"{integer(n_used * block_size)} 个位置；空着的只是各条最后一块没写满的 {integer(d['waste'])} 个"
-                 f"（每条至多 {block_size - 1} 个）。")
-    return lines, []
+                 f"（每条至多 {block_size - 1} 个）。"]
+    return lines, more
 
 
 def layout_sentence(tables):
@@ -224,7 +225,7 @@ def demo2_equivalence():
 def observations_2(d):
     """演示 2 的观察 → (默认印的, --more 才印的)。"""
     verdict = {True: "逐位相同，按块表拼回的 K/V 和连续存放的一样", False: "不是 0，和连续存放的不完全一样"}
-    lines = [f"{count(d['n_seqs'], '条序列')}、{d['n_steps']} 步的 logits 最大差 {d['worst']!r}："
+    lines = [f"{count(d['n_seqs'], '条序列')}、{d['n_steps']} 步的 logits 最大差 {sci(d['worst'])}："
              f"{verdict[d['worst'] == 0.0]}。",
              f"块池用了 {count(d['used'], '块')}。" + layout_sentence({f"序列 {i}": t for i, t in enumerate(d["tables"])})]
     return lines, []
@@ -275,7 +276,8 @@ def demo3_block_size():
     """块该多大？小块浪费少，但块表长、读得碎；大块反过来。"""
     sizes, n, seed, read_len, m = tuple(BLOCK_SIZES), N_LENGTHS, LEN_SEED, READ_LEN, READ_MODEL
     print_header("演示 3：块大小的取舍——最后一块的浪费、块表长度、每步读几段（vLLM 论文 §7）")
-    lens = {name: sample_lengths(means, n, seed) for name, means in LENGTH_MEANS.items()}
+    means = {k: tuple(v) for k, v in LENGTH_MEANS.items()}
+    lens = {name: sample_lengths(m_, n, seed) for name, m_ in means.items()}
     stats = {name: {b: block_stats(L, b) for b in sizes} for name, L in lens.items()}
     sg, al = stats["ShareGPT"], stats["Alpaca"]
     reads = {b: read_segments(m, read_len, b) for b in sizes}
@@ -284,12 +286,14 @@ def demo3_block_size():
              fixed(1)(al[b]["blocks"]), size(reads[b]["segment_bytes"]), integer(reads[b]["segments"])] for b in sizes]
     rows.append(["连续", "-", "-", "-", "-", "-", size(contiguous["segment_bytes"]), integer(contiguous["segments"])])
     print_table(["块", "浪费/条", "S 浪费", "A 浪费", "S 块表", "A 块表", "每段", "一步读几段"], rows,
-                caption=f"S / A：ShareGPT / Alpaca 式长度（各 {integer(n)} 条）；浪费：最后一块空着的位置。每段、一步读"
-                        f"几段：{m.name} 上 {integer(read_len)} 个 token 解码一步按块表读的连续段。" + VLLM_7_NOTE)
+                caption=f"S / A：ShareGPT / Alpaca 式长度（各 {integer(n)} 条，{means_note(means)}）；浪费：最后一块空着的"
+                        f"位置。每段、一步读几段：{m.name} 上 {integer(read_len)} 个 token 解码一步按块表读的连续段。"
+                        + VLLM_7_NOTE)
     if console.SHOW_MORE:                            # 长度分布和读法的来历：配置和论文的数，放进表里
-        print_table(["长度", "论文平均输入", "论文平均输出", "论文总长", "这里的平均总长"],
-                    [[k, fixed(2)(a), fixed(2)(b), integer(a + b), integer(lens[k].mean())] for k, (a, b) in LENGTH_MEANS.items()],
-                    caption=f"论文：vLLM 论文图 11；这里：各 {integer(n)} 条（种子 {seed}），输入、输出都是对数正态，均值取论文的数。"
+        print_table(["长度", "设的均值（输入 / 输出）", "论文图 11 的均值", "这里的平均总长"],
+                    [[k, " / ".join(f"{x:g}" for x in means[k]), " / ".join(f"{x:g}" for x in MEANS_SOURCE[k].value),
+                      integer(lens[k].mean())] for k in means],
+                    caption=f"这里：各 {integer(n)} 条（种子 {seed}），输入、输出都是对数正态，均值取 LENGTH_MEANS。"
                             "上表的浪费/条：块比序列短得多时约 (B − 1)/2。")
         print_table(["模型", "层", "KV 头", "头维度", "每个数", "序列长"],
                     [[m.name, m.n_layers, m.n_kv_heads, m.head_dim, size(m.dtype_bytes), integer(read_len)]],
@@ -297,10 +301,18 @@ def demo3_block_size():
                             "KV 头 × K、V × 块表长。全部由配置算出，不计时。" + GATHER_NOTE + VLLM_71_NOTE
                             + f"§7.2：默认取 {VLLM_DEFAULT_BLOCK}——足够大能用满 GPU，又足够小不至于浪费。")
     d = dict(stats=stats, reads=reads, contiguous=contiguous, mean_len={k: float(v.mean()) for k, v in lens.items()},
-             read_len=read_len, read_model=m.name, block_sizes=sizes, n_lengths=n, seed=seed,
+             read_len=read_len, read_model=m.name, block_sizes=sizes, n_lengths=n, seed=seed, means=means,
              shape=(m.n_layers, m.n_kv_heads, m.head_dim), paper=dict(PAPER))
     print_observations(*observations_3(d))
     return d
+
+
+def means_note(means):
+    """两种长度的均值出自哪里：都还是论文图 11 的值时说出处；改过的说是自己设的。"""
+    own = [k for k in means if not MEANS_SOURCE[k].holds(means[k])]
+    if not own:
+        return "均值取 vLLM 论文图 11"
+    return "、".join(own) + " 的均值是你设的"
 
 
 def observations_3(d):

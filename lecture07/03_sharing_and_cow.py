@@ -24,14 +24,13 @@
 import os
 import sys
 
-import numpy as np
-
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.realpath(__file__))))  # 仓库根目录：让 lab_common 包可以 import
 from lab_common import console  # noqa: E402
 from lab_common.console import print_header, print_observations, print_table, print_text, status  # noqa: E402
 from lab_common.say import change, count, integer, order, pct, pct1, value, words  # noqa: E402
 from lab_common.script_tools import run_lecture  # noqa: E402
-from lab_common.settings import check_setting, is_int, is_number, is_sorted_ints  # noqa: E402
+from lab_common.settings import Source, check_setting, is_int, is_number, is_sorted_ints  # noqa: E402
+import numpy as np  # noqa: E402  在 lab_common 之后：import 时按 Ctrl-C 也只打一行
 from paged_kv import BlockPool, PagedSequence, n_blocks, paged_step  # noqa: E402
 from pool_pictures import PoolFilm  # noqa: E402
 from lab_common.frames import play  # noqa: E402
@@ -54,9 +53,13 @@ COW_PROMPT = 6                 # 演示 2：共享序列的长度（6 = 一个�
 
 # ---- 论文的数字（只用来对照，标明出处）----
 VLLM_63 = {"并行采样": (6.1, 9.8), "束搜索": (37.6, 55.2)}   # vLLM 论文（SOSP'23）§6.3、图 15：Alpaca、OPT-13B 的显存节省 %
+VLLM_63_WIDTHS = (2, 4, 6)         # vLLM 论文图 14、15：n = 2、4、6（并行采样）和束宽 2、4、6；上面的范围是这三个合起来的
 VLLM_63_SHAREGPT_PARALLEL = (16.2, 30.5)   # vLLM 论文 §6.3：同样的实验换成 ShareGPT，并行采样省 16.2–30.5%
 SHAREGPT_MEAN = (161.31, 337.99)   # vLLM 论文图 11(a)：ShareGPT 平均输入 / 输出长度（演示 1 只在块池里重放）
 SHAREGPT_MAX_SEQ = 2048            # OPT 的最大序列长度：ShareGPT 式长度的上限
+# 设置里出自论文的值：设置还是这个值时才印论文的名字（lab_common.settings.Source）
+ALPACA_SOURCE = Source((19.31, 58.45), "vLLM 论文图 11(b)", "Alpaca 的均值")
+BLOCK_SOURCE = Source(16, "vLLM 论文 §7.2", "的默认块大小")
 
 
 def draw_lengths(rng, mean, cap, size=None):
@@ -263,6 +266,7 @@ def demo1_savings():
              mean_in=float(np.mean([len(p) for p, _ in reqs])), mean_out=float(np.mean([o for _, o in reqs])),
              long_mean_in=float(np.mean([p for p, _ in long])), long_mean_out=float(np.mean([o for _, o in long])),
              short_prompts=sum(len(p) < block_size for p, _ in reqs),
+             beam_max_len=max(len(p) + int(o[0]) for p, o in reqs[:n_beam]),
              parallel=[res[("并行采样", w)]["saved"] for w in widths],
              beam=[res[("束搜索", w)]["saved"] for w in widths])
     d["parallel_rising"], d["beam_rising"] = rising(d["parallel"]), rising(d["beam"])
@@ -270,15 +274,16 @@ def demo1_savings():
     beam_note = ""
     if n_beam < n_req:
         beam_note = f"（束搜索只用前 {n_beam} 个）"
-    print_text(f"同样这 {n_req} 个合成长度的请求{beam_note}，长度种子 {LEN_SEED}：平均输入 {d['mean_in']:.0f}、输出 "
-               f"{d['mean_out']:.0f} 个 token（按 vLLM 论文图 11(b) Alpaca 的均值 {ALPACA_MEAN[0]} / {ALPACA_MEAN[1]} 抽）。"
-               f"束搜索在第 2 讲的 TINY 模型（权重种子 {MODEL_SEED}）上真的解码；并行采样的块数只取决于长度，在块池里重放"
-               + check_text(n_check, checked) + "。")
+    print_text(f"{count(n_req, '个合成长度的请求')}{beam_note}（长度种子 {LEN_SEED}）：平均输入 {integer(d['mean_in'])}、输出 "
+               f"{integer(d['mean_out'])} 个 token，按均值 {means_text(ALPACA_MEAN)} 抽"
+               f"（{ALPACA_SOURCE.beside(ALPACA_MEAN, means_text)}）。")
     if console.SHOW_MORE:
-        print_text(f"输入 {'、'.join(str(len(p)) for p, _ in reqs)} 个 token；束搜索每个请求解码的步数 = 它第一个样本的"
+        print_text(f"束搜索在第 2 讲的 TINY 模型（权重种子 {MODEL_SEED}）上真的解码；并行采样的块数只取决于长度，在块池里重放"
+                   + check_text(n_check, checked) + "。"
+                   f"输入 {'、'.join(str(len(p)) for p, _ in reqs)} 个 token；束搜索每个请求解码的步数 = 它第一个样本的"
                    f"输出长度（{'、'.join(str(o[0]) for _, o in reqs[:n_beam])}）。ShareGPT 长度按 vLLM 论文图 11(a) 的均值 "
                    f"{SHAREGPT_MEAN[0]} / {SHAREGPT_MEAN[1]} 抽（σ=0.8，总长 ≤ {SHAREGPT_MAX_SEQ}），平均输入 "
-                   f"{d['long_mean_in']:.0f}、输出 {d['long_mean_out']:.0f}，只在块池里重放。")
+                   f"{integer(d['long_mean_in'])}、输出 {integer(d['long_mean_out'])}，只在块池里重放。")
     rows = []
     for kind, name, lengths in (("并行采样", "并行采样", "Alpaca"), (SHAREGPT, "并行采样", "ShareGPT"),
                                 ("束搜索", "束搜索", "Alpaca")):
@@ -287,14 +292,30 @@ def demo1_savings():
             lo, hi = VLLM_63[kind]
         for w in widths:
             r = res[(kind, w)]
+            paper = "-"                              # 论文只测了 n = 2、4、6
+            if w in VLLM_63_WIDTHS:
+                paper = f"{lo}–{hi}%"
             rows.append([name, lengths, w, integer(r["private"]), integer(r["shared"]), pct1(r["saved"]),
-                         integer(r["cow"]), f"{lo}–{hi}%"])
-    print_table(["方式", "长度", "n", "不共享", "共享", "省下", "COW", "论文"], rows,
-                caption="n：样本数或束宽；不共享 / 共享：每一步占用的 KV 块加起来（块·步）；省下 = 1 − 共享 / 不共享；"
-                        "COW：写时复制的次数。论文：vLLM 论文 §6.3、图 15，OPT-13B，n = 2、4、6 合起来的范围。")
+                         integer(r["cow"]), paper])
+    print_table(["方式", "长度", "n", "不共享", "共享", "省下", "COW", "论文"], rows, caption=table_caption_1(d))
     lines, more = observations_1(d)
     print_observations(lines, more)
     return d
+
+
+def means_text(means):
+    """(19.31, 58.45) → '19.31 / 58.45'（设置照原样印）。"""
+    return " / ".join(f"{x:g}" for x in means)
+
+
+def table_caption_1(d):
+    """演示 1 的表注：列的意思，和论文那一列比的是什么（论文是真模型、真负载；块大小改过时说出来）。"""
+    block = f"块 {d['block_size']}"
+    if not BLOCK_SOURCE.holds(d["block_size"]):
+        block += f"（论文的块是 {BLOCK_SOURCE.value}）"
+    return ("不共享 / 共享：每一步占用的 KV 块加起来（块·步）；省下 = 1 − 共享 / 不共享；COW：写时复制的次数。论文：vLLM 论文"
+            f" §6.3、图 15，真实的 OPT-13B 在负载下，n = 2、4、6 合起来的范围；这里是随机权重的 TINY 模型、没有 EOS、{block}"
+            "：只比量级。")
 
 
 def check_text(n_check, checked):
@@ -307,7 +328,7 @@ def check_text(n_check, checked):
 
 
 def observations_1(d):
-    """演示 1 的观察 → (默认的至多 3 条, --more 的其余)。数都取自 d，按表里的格式（pct1、integer）比较。"""
+    """演示 1 的观察 → (默认的至多 2 条, --more 的其余)。数都取自 d，按表里的格式（pct1、integer）比较。"""
     widths, res = d["widths"], d["res"]
     shareable = [w for w in widths if w >= 2]
     lines, more = [], []
@@ -317,41 +338,47 @@ def observations_1(d):
         return lines, more
     hi = shareable[-1]
     beam, par, long = res[("束搜索", hi)], res[("并行采样", hi)], res[(SHAREGPT, hi)]
-    lines.append(words(f"宽度 {hi} 的束搜索省下 {pct1(beam['saved'])} 的 KV 块，并行采样 n = {hi} 省下 "
-                       f"{pct1(par['saved'])}：束搜索每一步都从留下的候选 fork（只加引用计数），结束时各条束在生成部分"
-                       f"的前 {pct(beam['common'])} 完全相同；并行采样只共享提示。"))
+    lines.append(f"宽度 {hi} 的束搜索省下 {pct1(beam['saved'])} 的 KV 块，并行采样 n = {hi} 省下 {pct1(par['saved'])}："
+                 f"各条束结束时生成部分的前 {pct(beam['common'])} 完全相同，并行采样只共享提示。")
+    paper = ""
+    if hi in VLLM_63_WIDTHS:
+        paper = f"（论文在 ShareGPT 上 {d['paper_sharegpt'][0]}–{d['paper_sharegpt'][1]}%）"
     if order(par["saved"], long["saved"], pct1) < 0:
-        lines.append(f"提示越长，能共享的满块越多：换成 ShareGPT 的长度（平均输入 {d['long_mean_in']:.0f} 个 token），"
-                     f"并行采样 n = {hi} {change(par['saved'], long['saved'], pct1, up='升到')}"
-                     f"（论文在 ShareGPT 上 {d['paper_sharegpt'][0]}–{d['paper_sharegpt'][1]}%）。")
+        lines.append(f"换成 ShareGPT 的长度（平均输入 {integer(d['long_mean_in'])} 个 token），能共享的满块更多：并行采样 "
+                     f"n = {hi} {change(par['saved'], long['saved'], pct1)}{paper}。")
     else:
-        lines.append(f"换成 ShareGPT 的长度（平均输入 {d['long_mean_in']:.0f} 个 token），并行采样 n = {hi} 省下 "
-                     f"{pct1(long['saved'])}，不比 Alpaca 长度时的 {pct1(par['saved'])} 多。")
-    if beam["cow"] == 0:
-        lines.append(f"这次没有发生写时复制：块大小 {d['block_size']} 时，共享的块都已写满，新 token 总是写进新块。")
-    else:
-        lines.append(f"写时复制只复制\"共享、又没写满\"的最后一块：宽度 {hi} 的束搜索复制了 {integer(beam['cow'])} 次，"
-                     f"每次一块（{d['block_size']} 个 token），不是整条序列。")
+        lines.append(f"换成 ShareGPT 的长度（平均输入 {integer(d['long_mean_in'])} 个 token），并行采样 n = {hi} 省下 "
+                     f"{pct1(long['saved'])}，不比 Alpaca 长度时的 {pct1(par['saved'])} 多{paper}。")
+    more.append(cow_sentence(beam["cow"], hi, d["block_size"], d["beam_max_len"]))
     for kind, vals in (("并行采样", d["parallel"]), ("束搜索", d["beam"])):
         if len(widths) > 1:
             trend = "不随 n / 宽度单调增加"
             if rising([value(pct1(x)) for x in vals]):
                 trend = "n / 宽度越大省得越多"
             more.append(f"{kind}（Alpaca 长度）：n / 宽度 {widths[0]} 到 {widths[-1]}，省下的比例"
-                        f"{change(vals[0], vals[-1], pct1, up='升到', flat='都是')}，{trend}。")
+                        f"{change(vals[0], vals[-1], pct1, flat='都是')}，{trend}。")
     short = "每个请求的提示都至少有一个满块"
     if d["short_prompts"]:
         short = f"其中 {count(d['short_prompts'], '个请求')}的提示不满一块、没有可共享的满块"
-    more.append(f"并行采样只有提示里写满的块能一直共享：Alpaca 长度的提示平均 {d['mean_in']:.0f} 个 token，{short}"
+    more.append(f"并行采样只有提示里写满的块能一直共享：Alpaca 长度的提示平均 {integer(d['mean_in'])} 个 token，{short}"
                 f"（论文在 Alpaca 上 {d['paper']['并行采样'][0]}–{d['paper']['并行采样'][1]}%）。")
     wins = [w for w in shareable if order(res[("束搜索", w)]["saved"], res[("并行采样", w)]["saved"], pct1) > 0]
     if len(wins) == len(shareable):
-        more.append("每个宽度下束搜索都比同样 n 的并行采样省得多，和论文的顺序一致；具体百分比不能直接比较：")
+        more.append("每个宽度下束搜索都比同样 n 的并行采样省得多，和论文的顺序一致。")
     else:
-        more.append("并不是每个宽度下束搜索都比并行采样省得多（和论文的顺序不同）；")
-    more[-1] += ("论文是 OPT-13B、按 Alpaca / ShareGPT 长度合成的请求（泊松到达），这里是随机权重的小模型、"
-                 f"{d['n_requests']} 个请求、没有 EOS（按抽到的长度停）；两边数的都是 KV 块。")
+        more.append(f"束搜索比同样 n 的并行采样省得多的宽度只有 {listing(wins) or '没有'}，和论文的顺序不同。")
     return lines, more
+
+
+def cow_sentence(n_cow, width, block_size, max_len):
+    """束搜索的写时复制：复制几次、每次多大；最长的序列也装得进一块时，复制一块就是复制整条序列。"""
+    if n_cow == 0:
+        return f"宽度 {width} 的束搜索没有发生写时复制：块大小 {block_size} 时，共享的块都已写满，新 token 总是写进新块。"
+    text = (f"写时复制只复制\"共享、又没写满\"的最后一块：宽度 {width} 的束搜索复制了 {integer(n_cow)} 次，"
+            f"每次一块（{block_size} 个 token 的位置）")
+    if max_len > block_size:
+        return text + "，不是整条序列。"
+    return text + f"；这里最长的序列只有 {integer(max_len)} 个 token，一块就装得下，复制一块就是复制整条序列。"
 
 
 # =============================================================================
@@ -471,42 +498,47 @@ def demo2_cow_step_by_step():
     return d
 
 
+def hint_question(block_size):
+    """没有写时复制时问全班的一句（不断言什么）：块大小 1 时每块都是满的，先要把块调大。"""
+    if block_size == 1:
+        return "想一想：块大小 1 时每一块都一写就满，还会有写时复制吗？把 COW_BLOCK_SIZE 调大再看。"
+    return "想一想：共享序列的最后一块只写了一部分（COW_PROMPT 不是 COW_BLOCK_SIZE 的倍数）时，b 写下一个 token 会怎样？"
+
+
 def observations_2(d):
-    """演示 2 的观察 → (默认的至多 3 条, --more 的其余)。最后一块正好写满时没有写时复制，另有说法。"""
+    """演示 2 的观察 → (默认的至多 2 条, --more 的其余)。最后一块正好写满时没有写时复制，另有说法。"""
     last_blk, new_blk, pos, full = d["last_blk"], d["new_blk"], d["pos"], d["full"]
     shared_table = d["rows"][1][1]
     n_shared = len(shared_table.strip("[]").split())
     rc_text = f"这 {n_shared} 个块的 ref_count 都是 2"
     if n_shared == 1:
         rc_text = "这个块的 ref_count 是 2"
-    lines = [f"fork 之后 a、b 的块表都是 {shared_table}，{rc_text}：b 没有复制任何数据。"]
-    more = []
+    fork = f"fork 之后 a、b 的块表都是 {shared_table}，{rc_text}：b 没有复制任何数据。"
     full_text = "这条序列还没有写满的块。"
     if full:
         full_text = f"写满的块 {' '.join(map(str, full))} 以后不会再被写，所以一直共享、从不复制。"
     if pos == 0:
-        lines.append(f"共享序列长 {d['old_len']}，是块大小 {d['block_size']} 的整数倍：最后一块 {last_blk} 已经写满，"
-                     f"b、a 写第 {d['old_len'] + 1} 个 token 时各自分配新块（{new_blk}、{d['a_blk']}），"
-                     f"这次没有发生写时复制（COW 次数 {d['n_cow']}）。")
-        lines.append("想看到写时复制，让共享序列的最后一块只写一部分：COW_BLOCK_SIZE 大于 1，且 COW_PROMPT 不是它的倍数。")
-        more.append(full_text)
-        return lines, more
-    lines.append(f"b 写第 {d['old_len'] + 1} 个 token：最后一块 {last_blk} 没写满又被共享，于是先复制成块 {new_blk}"
-                 f"（{d['n_layers']} 层 × K、V），再写到位置 {pos}；块 {last_blk} 的 ref_count "
-                 f"{change(2, d['ref_count'][last_blk], integer)}。")
-    lines.append(f"a 再写时块 {last_blk} 只剩它一个使用者（ref_count = 1），原地写，COW 次数仍是 {d['n_cow']}："
-                 "最后一个持有者不必复制。")
+        lines = [f"共享序列长 {d['old_len']}，是块大小 {d['block_size']} 的整数倍：最后一块 {last_blk} 已经写满，"
+                 f"b、a 写第 {d['old_len'] + 1} 个 token 时各自分配新块（{new_blk}、{d['a_blk']}），"
+                 f"这次没有发生写时复制（COW 次数 {d['n_cow']}）。",
+                 hint_question(d["block_size"])]
+        return lines, [fork, full_text]
+    lines = [f"b 写第 {d['old_len'] + 1} 个 token：最后一块 {last_blk} 没写满又被共享，于是先复制成块 {new_blk}"
+             f"（{d['n_layers']} 层 × K、V），再写到位置 {pos}；块 {last_blk} 的 ref_count "
+             f"{change(2, d['ref_count'][last_blk], integer)}。",
+             f"a 再写时块 {last_blk} 只剩它一个使用者（ref_count = 1），原地写，COW 次数仍是 {d['n_cow']}："
+             "最后一个持有者不必复制。"]
     old = "原来的值"
     if d["slot_was_zero"]:
         old = "原来的 0（空位）"
-    more.append(f"共享块的位置 {pos} 在 b 写完后仍然是{old}：a 看到的 KV 没有被 b 改动。" + full_text)
-    more.append("GPU 版（06_triton_cow_clone.py 的 KVBlockManager.append_token_batch）步骤相同，"
-                "只是把\"整块复制\"交给一个 Triton kernel。")
+    more = [fork, f"共享块的位置 {pos} 在 b 写完后仍然是{old}：a 看到的 KV 没有被 b 改动。" + full_text,
+            "GPU 版（06_triton_cow_clone.py 的 KVBlockManager.append_token_batch）步骤相同，"
+            "只是把\"整块复制\"交给一个 Triton kernel。"]
     return lines, more
 
 
 # =============================================================================
-def check_settings():
+def check_settings(args=None):
     """设置块里每个常量：不合理的值一行拒绝（退出码 2），其余的值都能跑。"""
     for name, val in (("MODEL_SEED", MODEL_SEED), ("LEN_SEED", LEN_SEED), ("SAMPLE_SEED", SAMPLE_SEED)):
         check_setting(name, val, is_int(val, 0), "非负整数")
@@ -530,8 +562,7 @@ DEMOS = {1: demo1_savings, 2: demo2_cow_step_by_step}
 
 
 def main(argv=None):
-    check_settings()
-    return run_lecture(DEMOS, "第 7 讲 · 共享 KV 与写时复制", argv)
+    return run_lecture(DEMOS, "第 7 讲 · 共享 KV 与写时复制", argv, check=check_settings)
 
 
 if __name__ == "__main__":
