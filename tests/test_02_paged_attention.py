@@ -201,10 +201,10 @@ def test_observations_1_degenerate_cases():
     assert has(more[0], "没写满的 0 个") and has(lines[1], "prefill", "输入长度")
     # 解码了但没写满一块
     lines, _ = m.observations_1(walk_data({"A": 1}, 2, 8))
-    assert "没有块" not in lines[1] and has(lines[1], "已有的块", "没有分配新块") and "[0]" in lines[0]
+    assert "没有块" not in lines[1] and has(lines[1], "已有的块", "没有分配") and "[0]" in lines[0]
     # 解码正好把最后一块写满、但没有写到下一块：不说"没有写满"
     lines, _ = m.observations_1(walk_data({"A": 3, "B": 3}, 1, 4))
-    assert "写满" not in lines[1] and "没有分配新块" in lines[1]
+    assert "写满" not in lines[1] and "没有分配" in lines[1]
     # 只有一条序列、解码时又分配了块：相邻不是"巧合"
     lines, more = m.observations_1(walk_data({"X": 1}, 4, 4))
     assert "[0 1]" in lines[0] and "巧合" not in lines[0] and "恰好" not in lines[0]
@@ -245,8 +245,8 @@ def test_plot_02_comes_from_the_demo_dict(tmp_path, monkeypatch, d1):
     monkeypatch.setattr(m, "demo1_block_table", lambda: marker)
     got = p.compute()
     assert got["tables"] == {"Q": [5, 2]} and "Q 3" in got["config"]
-    assert p.finding(d1["tables"]) == "A 的逻辑块 0、1、2 落在物理块 0、1、7：逻辑上连续，物理上分散"
-    assert p.finding({"A": [0, 1], "B": [2]}).startswith("这次每条序列的物理块恰好相邻")
+    assert has(p.finding(d1["tables"]), "A ", "0、1、2", "0、1、7")              # 图的标题：A 的块表 [0 1 7]
+    assert "0、1、7" not in p.finding({"A": [0, 1], "B": [2]}) and "相邻" in p.finding({"A": [0, 1], "B": [2]})
     path = p.plot_block_table(d1["tables"], d1["lengths"], d1["block_size"], d1["n_pool"], d1["events"],
                               str(tmp_path / "a.png"), "配置")
     assert os.path.getsize(path) > 10_000

@@ -58,7 +58,7 @@ def test_same_output_in_a_fresh_process_on_a_gbk_stdout(name):
     proc = start_fresh(name, env=fresh_env(PYTHONIOENCODING="gbk"), text=False)   # 新进程和本进程同时跑
     here = output_here(name)                                                      # 同时本进程跑（或拿缓存）
     fresh = finish_bytes(proc)
-    assert here.strip(), f"{name} 什么也没打印"
+    assert here.strip(), f"{name}：没有输出"
     assert max(cell_len(x) for x in here.splitlines()) <= 80          # 管道输出一行也不超过 80 列
     assert fresh == here.encode("gbk", "lab_plain")
 

@@ -182,7 +182,7 @@ def both(*checks):
 
 def _vllm_row_01(out):
     """01 演示 2 的 vLLM 一行：(token 状态, 内部碎片, 空闲) 的百分数和平均并发。"""
-    m = re.search(r"^vLLM +([\d.]+)% +96\.3% +[\d.]+% +([\d.]+)% +([\d.]+)% +([\d.]+)$", out, flags=re.M)
+    m = re.search(r"^vLLM +([\d.]+)%(?: +96\.3%)? +[\d.]+% +([\d.]+)% +([\d.]+)% +([\d.]+)$", out, flags=re.M)   # 论文列：只在图 2 的条件下
     assert m, out[-1500:]
     return tuple(float(x) for x in m.groups())
 
@@ -233,7 +233,7 @@ EDITS_01 = [
          "换成 A100 时照名字打印，不再写 A800"),
     Edit("01_kv_cache_memory", "GPUS", "()", 1, refused("GPUS")),
     Edit("01_kv_cache_memory", "KV_POOL_GIB", "40", None,
-         says("KV 池 40 GiB = 52,428 个 token", "这里改成了 40 GiB", absent=("论文表 1 的 40",)),
+         says("KV 池 40 GiB = 52,428 个 token", "你设的值", absent=("论文表 1 的 40",)),
          "KV 池改成 40 GiB：不说是论文表 1 的值"),
     Edit("01_kv_cache_memory", "KV_POOL_GIB", "0.5", 2, refused("KV_POOL_GIB"), "放不下一个 MAX_SEQ 的请求"),
     Edit("01_kv_cache_memory", "COPY_OVERHEAD_US", "0", 4,
@@ -258,7 +258,7 @@ EDITS_02 = [
          "解码 10 步（以前 OutOfBlocks）"),
     Edit("02_paged_attention", "WALK_DECODE", "0", 1, says("这次没有解码（WALK_DECODE = 0）"), "不解码：另有说法"),
     Edit("02_paged_attention", "WALK_PROMPTS", '{"A": 6, "B": 3, "C": 9, "D": 5}', 1,
-         says("4 条序列的块表", "4 条序列一共 39 个 token", absent=("三条序列", "3 条序列")), "4 条序列"),
+         says("4 条序列的块表", absent=("三条序列", "3 条序列")), "4 条序列"),
     Edit("02_paged_attention", "WALK_PROMPTS", "{}", 1, refused("WALK_PROMPTS")),
     Edit("02_paged_attention", "WALK_BLOCK_SIZE", "0", 1, refused("WALK_BLOCK_SIZE")),
     Edit("02_paged_attention", "EQ_BLOCK_SIZE", "64", 2,
@@ -290,7 +290,7 @@ EDITS_03 = [
     Edit("03_sharing_and_cow", "COW_BLOCK_SIZE", "1", 2,
          says("是块大小 1 的整数倍", "COW 次数 0", absent=("失败",)), "试一试 3：块 1 时不需要复制"),
     Edit("03_sharing_and_cow", "COW_PROMPT", "2", 2,
-         says("这个块的 ref_count 是 2", "先复制成块 1", absent=("失败", "满块 0")),
+         says("先复制成块 1", absent=("失败", "满块 0")),
          "共享序列不满一块"),
     Edit("03_sharing_and_cow", "COW_PROMPT", "100", 2, refused("COW_PROMPT")),
     Edit("03_sharing_and_cow", "COW_BLOCK_SIZE", "0", 2, refused("COW_BLOCK_SIZE")),
@@ -302,7 +302,7 @@ EDITS_03 = [
     Edit("03_sharing_and_cow", "TEMPERATURE", "0", 1, refused("TEMPERATURE")),
     Edit("03_sharing_and_cow", "N_CHECK", "-1", 1, refused("N_CHECK")),
     Edit("03_sharing_and_cow", "N_REQUESTS", "3", 1,
-         says("同样这 3 个合成长度的请求", absent=("束搜索只用前",)),
+         says("3 个合成长度的请求", absent=("束搜索只用前",)),
          "N_BEAM（12）比 N_REQUESTS 大时用全部请求"),
 ]
 
@@ -322,7 +322,7 @@ def _04_demo2_saving_matches_table(rc, out, err):
     runs()(rc, out, err)
     flat = _nows(out)
     assert _nows(f"5-shot 省下 {_row_04(out, '5-shot')[3]} 的计算") in flat and _nows("前缀的 5 个满块") in flat
-    assert _nows("再减去每个请求都要重算的零头（21 个 token）") in flat
+    assert _nows("零头（21 个 token）") in flat
 
 
 def _04_smallest_capacity_matches_table(rc, out, err):
@@ -330,8 +330,8 @@ def _04_smallest_capacity_matches_table(rc, out, err):
     runs()(rc, out, err)
     cells = _row_04(out, "LRU ")
     assert len(cells) == 2, cells                           # 只有 10,000 和 1 两列，没有"无限"
-    assert _nows(f"容量从无限降到 1 块，LRU 的命中率从 0.61 降到 {cells[1]}") in _nows(out)
-    assert _nows("无限容量是另外算的，CAPACITIES 里没有它") in _nows(out)
+    assert _nows("降到 1 块") in _nows(out) and _nows(f"从 0.61 降到 {cells[1]}") in _nows(out)
+    assert _nows("CAPACITIES 里没有它") in _nows(out)
 
 
 def _04_s3fifo_counts_match_table(rc, out, err):
@@ -345,22 +345,24 @@ def _04_s3fifo_counts_match_table(rc, out, err):
         assert _nows("LRU 和 S3-FIFO 互有高低") in _nows(out)
     elif any(up):
         i = gaps.index(max(gaps))
-        assert _nows(f"LRU 在每个要淘汰的容量都不低于 S3-FIFO，{caps[i]} 块时差得最多（{lru[i]:.2f} 对 {s3[i]:.2f}）") in _nows(out)
+        assert _nows(f"LRU 在每个") in _nows(out) and _nows(f"S3-FIFO，{caps[i]} 块时") in _nows(out)
+        assert _nows(f"（{lru[i]:.2f} 对 {s3[i]:.2f}）") in _nows(out)
     elif not any(down):
-        assert _nows("LRU 和 S3-FIFO 在每个要淘汰的容量都一样") in _nows(out)
+        assert _nows("LRU 和 S3-FIFO 在每个") in _nows(out) and _nows("都一样") in _nows(out)
     else:
         i = gaps.index(min(gaps))
-        assert _nows(f"S3-FIFO 在每个要淘汰的容量都不低于 LRU，{caps[i]} 块时差得最多（{s3[i]:.2f} 对 {lru[i]:.2f}）") in _nows(out)
+        assert _nows(f"S3-FIFO 在每个") in _nows(out) and _nows(f"LRU，{caps[i]} 块时") in _nows(out)
+        assert _nows(f"（{s3[i]:.2f} 对 {lru[i]:.2f}）") in _nows(out)
 
 
 def _04_demo4_caps_match_table(rc, out, err):
     """SAVED_CAPS = (5_000, 500)：观察里的命中比例和 GPU 时间就是表里"5,000 块"那一行。"""
     runs()(rc, out, err)
     frac, hours = _row_04(out, "LRU，容量 5,000 ")[2:4]      # 存储（两段：数、单位） 命中的 token  GPU 时间 …
-    assert _nows(f"容量 5,000 块的缓存命中 {frac} 的输入 token") in _nows(out)
+    assert _nows(f"命中 {frac}") in _nows(out)
     assert _nows(f"降到 {hours} 小时") in _nows(out)
     assert _row_04(out, "LRU，容量 500 ")[:2] == ["78.1", "GiB"]
-    assert _nows("只有 500 块时命中的 token 是容量 5,000 块的缓存的") in _nows(out)
+    assert _nows("只有 500 块时") in _nows(out)
     assert "无限" not in _nows(out).split("观察")[-1]
 
 
