@@ -27,7 +27,7 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.realpath(__file__))))  # 仓库根目录：让 lab_common 包可以 import
 from lab_common import console  # noqa: E402
 from lab_common.console import print_header, print_observations, print_table, print_text, status  # noqa: E402
-from lab_common.say import change, count, integer, order, pct, pct1, value, words  # noqa: E402
+from lab_common.say import change, count, integer, listing, order, pct, pct1, value  # noqa: E402
 from lab_common.script_tools import run_lecture  # noqa: E402
 from lab_common.settings import Source, check_setting, is_int, is_number, is_sorted_ints  # noqa: E402
 import numpy as np  # noqa: E402  在 lab_common 之后：import 时按 Ctrl-C 也只打一行
@@ -338,8 +338,10 @@ def observations_1(d):
         return lines, more
     hi = shareable[-1]
     beam, par, long = res[("束搜索", hi)], res[("并行采样", hi)], res[(SHAREGPT, hi)]
-    lines.append(f"宽度 {hi} 的束搜索省下 {pct1(beam['saved'])} 的 KV 块，并行采样 n = {hi} 省下 {pct1(par['saved'])}："
-                 f"各条束结束时生成部分的前 {pct(beam['common'])} 完全相同，并行采样只共享提示。")
+    head = f"宽度 {hi} 的束搜索省下 {pct1(beam['saved'])} 的 KV 块，并行采样 n = {hi} 省下 {pct1(par['saved'])}"
+    if order(beam["saved"], par["saved"], pct1) > 0:      # 束搜索省得多时才说为什么
+        head += f"：各条束结束时生成部分的前 {pct(beam['common'])} 完全相同，并行采样只共享提示"
+    lines.append(head + "。")
     paper = ""
     if hi in VLLM_63_WIDTHS:
         paper = f"（论文在 ShareGPT 上 {d['paper_sharegpt'][0]}–{d['paper_sharegpt'][1]}%）"
@@ -365,8 +367,10 @@ def observations_1(d):
     wins = [w for w in shareable if order(res[("束搜索", w)]["saved"], res[("并行采样", w)]["saved"], pct1) > 0]
     if len(wins) == len(shareable):
         more.append("每个宽度下束搜索都比同样 n 的并行采样省得多，和论文的顺序一致。")
+    elif wins:
+        more.append(f"束搜索比同样 n 的并行采样省得多的宽度只有 {listing(wins)}，和论文的顺序不同。")
     else:
-        more.append(f"束搜索比同样 n 的并行采样省得多的宽度只有 {listing(wins) or '没有'}，和论文的顺序不同。")
+        more.append("没有一个宽度下束搜索比同样 n 的并行采样省得多，和论文的顺序不同。")
     return lines, more
 
 

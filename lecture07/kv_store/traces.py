@@ -23,6 +23,7 @@ from array import array
 
 import numpy as np
 
+from lab_common.settings import check_setting, is_int, is_number
 from kv_store.trace_file import BLOCK_SIZE, Request, iter_trace_records   # 逐行检查的读取器、Request、TraceError 都在 kv_store.trace_file
 
 CHUNK = 4096                # 逐请求遍历时，每次把这么多个请求的块 id 转成 Python 列表（内存有上限）
@@ -340,6 +341,34 @@ def make_trace(seed=0, n_requests=None, duration_s=None):
     return Trace(*_MADE[key])
 
 
+def check_workload(n_requests, duration_s):
+    """生成 trace 之前检查上面的负载参数（生成时才读）：不合理的值一行拒绝（退出码 2），说清在哪个文件、允许什么。"""
+    where = "kv_store/traces.py 的 "
+    fams = FAMILY_BLOCKS
+    check_setting(where + "FAMILY_BLOCKS", fams, isinstance(fams, (tuple, list)) and 1 <= len(fams) <= 64
+                  and all(is_int(b, 0, 10_000) for b in fams), " 1–64 个 0–10,000 的整数（各框架公共前缀的块数）")
+    w = FAMILY_WEIGHTS
+    check_setting(where + "FAMILY_WEIGHTS", w, isinstance(w, (tuple, list)) and len(w) == len(fams)
+                  and all(is_number(x, 0) for x in w) and abs(sum(w) - 1) < 1e-9,
+                  f" {len(fams)} 个非负的概率（和 FAMILY_BLOCKS 一样多），加起来是 1")
+    check_setting(where + "TEMPLATES_PER_FAMILY", TEMPLATES_PER_FAMILY, is_int(TEMPLATES_PER_FAMILY, 1, 10_000),
+                  " 1–10,000 的整数")
+    lo_hi = TEMPLATE_EXTRA
+    check_setting(where + "TEMPLATE_EXTRA", lo_hi, isinstance(lo_hi, (tuple, list)) and len(lo_hi) == 2
+                  and all(is_int(x, 0, MAX_INPUT) for x in lo_hi) and lo_hi[0] < lo_hi[1],
+                  " (下限, 上限) 两个整数，0 ≤ 下限 < 上限（均匀分布的 token 数）")
+    check_setting(where + "P_ONE_SHOT", P_ONE_SHOT, is_number(P_ONE_SHOT, 0, 1), " 0–1 之间的数")
+    for name, v in (("ONE_SHOT_MEAN", ONE_SHOT_MEAN), ("FIRST_TURN_MEAN", FIRST_TURN_MEAN),
+                    ("TOOL_RESULT_MEAN", TOOL_RESULT_MEAN), ("OUTPUT_MEAN", OUTPUT_MEAN),
+                    ("TURN_GAP_MEAN_S", TURN_GAP_MEAN_S)):
+        check_setting(where + name, v, is_number(v) and 0 < v <= 1e9, "正数")
+    check_setting(where + "MEAN_TURNS", MEAN_TURNS, is_number(MEAN_TURNS, 1, 10_000),
+                  " 1–10,000 的数（几何分布的均值，至少 1 轮）")
+    check_setting(where + "MAX_INPUT", MAX_INPUT, is_int(MAX_INPUT, 1, 1 << 24), " 1–16,777,216 的整数")
+    check_setting("n_requests", n_requests, is_int(n_requests, 1, 10_000_000), " 1–10,000,000 的整数")
+    check_setting("duration_s", duration_s, is_number(duration_s) and duration_s > 0, "正数（秒）")
+
+
 def _generate(seed, n_requests, duration_s):
     """make_trace 的实际生成：返回 Trace 的五列 (arrival, input_len, output_len, hash_ids, offsets)。
 
@@ -347,6 +376,7 @@ def _generate(seed, n_requests, duration_s):
     各抽一整列；各会话的轮间隔按会话顺序一次抽完；每个请求按到达顺序各抽一个输入增量、一个输出长度
     （交替排成一列一次抽完——和逐个抽的结果逐位相同）。
     """
+    check_workload(n_requests, duration_s)
     block = BLOCK_SIZE
     rng = np.random.default_rng(seed)
     next_id = 0

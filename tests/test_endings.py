@@ -1,0 +1,95 @@
+"""怎样结束（lab_common.script_tools.ended_quietly）、出处跟着设置走（lab_common.settings.Source）、trace 的负载参数：
+每种情况一个小例子，答案手算得出。"""
+import errno
+import os
+import subprocess
+import sys
+
+import pytest
+
+from conftest import LECTURE, load_script
+from lab_common import script_tools
+from lab_common.settings import Source, changed, missing_setting
+
+
+def _raise(err):
+    def fn():
+        raise err
+    return fn
+
+
+def test_ctrl_c_is_130_and_one_line(capsys):
+    assert script_tools.ended_quietly(_raise(KeyboardInterrupt()), "x.py") == 130
+    err = capsys.readouterr().err
+    assert err.strip() == "x.py: 已中断（Ctrl-C）" and "Traceback" not in err
+    assert script_tools.ended_quietly(_raise(KeyboardInterrupt()), "x.py", child=True) == 130   # 子进程：不另打一行
+    assert capsys.readouterr().err == ""
+
+
+def test_missing_setting_is_one_line_exit_2(capsys):
+    assert script_tools.ended_quietly(_raise(NameError("name 'BLOCK_SIZE' is not defined", name="BLOCK_SIZE")), "x.py") == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "BLOCK_SIZE" in err and err.startswith("x.py: ")
+    with pytest.raises(NameError):                          # 代码里的拼写错误（小写名字）照常报
+        script_tools.ended_quietly(_raise(NameError("name 'foo' is not defined", name="foo")), "x.py")
+    assert missing_setting(NameError("x", name="Foo")) is None
+
+
+def test_unwritable_directory_is_one_line_exit_1(capsys):
+    for code in (errno.EROFS, errno.EACCES, errno.ENOSPC):
+        e = OSError(code, os.strerror(code), "figures/a.png")
+        assert script_tools.ended_quietly(_raise(e), "plot.py") == 1
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "figures/a.png" in err
+    with pytest.raises(OSError):                            # 别的 OSError（文件不存在）照常报
+        script_tools.ended_quietly(_raise(OSError(errno.ENOENT, "no", "x")), "x.py")
+
+
+def test_closed_pipe_ends_quietly():
+    """`01 | head -1`：只有 head 的一行，stderr 什么也没有，退出码 0（rich 自己会 exit(1)，这里交给运行器）。"""
+    cmd = f"{sys.executable} 01_kv_cache_memory.py --demo 1 | head -1; echo rc=${{PIPESTATUS[0]}}"
+    p = subprocess.run(["bash", "-c", cmd], cwd=LECTURE, capture_output=True, text=True, timeout=120)
+    assert p.stderr == "" and p.stdout.strip().endswith("rc=0")
+
+
+def test_a_renamed_setting_in_a_script_is_one_line():
+    with open(os.path.join(LECTURE, "02_paged_attention.py"), encoding="utf-8") as f:
+        src = f.read()
+    src = src.replace("\nWALK_DECODE = 4 ", "\nWALK_DECODES = 4 ", 1)
+    runner = ("import sys, os; p = sys.argv[1]; sys.argv = sys.argv[1:]; sys.path[0] = os.path.dirname(p); "
+              "exec(compile(sys.stdin.read(), p, 'exec'), {'__name__': '__main__', '__file__': p})")
+    p = subprocess.run([sys.executable, "-c", runner, os.path.join(LECTURE, "02_paged_attention.py"), "--demo", "1"],
+                       input=src, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 2 and p.stderr.count("\n") == 1 and "WALK_DECODE" in p.stderr and "Traceback" not in p.stderr
+
+
+def test_source_holds_only_the_papers_value():
+    src = Source((19.31, 58.45), "论文图 11(b)", "均值")
+    assert src.holds((19.31, 58.45)) and src.holds([19.31, 58.45]) and not src.holds((19.31, 58.4))
+    assert src.beside((19.31, 58.45)) == "论文图 11(b) 均值"
+    assert src.beside((20, 60)).endswith("论文图 11(b) 是 (19.31, 58.45)") and src.beside((20, 60), own="") == ""
+    assert Source(16, "§7.2").holds(16.0) and not Source(16, "§7.2").holds(17)
+    assert changed({"A": 1, "B": 2}, {"A": Source(1, "p"), "B": Source(3, "p")}) == ["B"]
+
+
+def test_scripts_print_the_source_only_while_the_setting_holds(monkeypatch, capsys):
+    """03 的长度按 ALPACA_MEAN 抽：还是论文的均值时说图 11(b)；改了就说是你设的，并把论文的值并排。"""
+    m = load_script("03_sharing_and_cow")
+    assert m.ALPACA_SOURCE.beside(m.ALPACA_MEAN, m.means_text) == "vLLM 论文图 11(b) Alpaca 的均值"
+    assert m.ALPACA_SOURCE.beside((30, 60), m.means_text) == "你设的值；vLLM 论文图 11(b) 是 19.31 / 58.45"
+    s01 = load_script("01_kv_cache_memory")
+    monkeypatch.setattr(s01, "MAX_SEQ", 4096)
+    assert s01.main(["--demo", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "20.4%" not in out and "MAX_SEQ（4,096）" in out                 # 图 2 的数不再并排
+
+
+@pytest.mark.parametrize("name,value", [("FAMILY_WEIGHTS", (0.5, 0.3, 0.2)), ("MEAN_TURNS", 0.5),
+                                        ("TEMPLATES_PER_FAMILY", 0), ("TEMPLATE_EXTRA", (5, 5)), ("P_ONE_SHOT", 1.5)])
+def test_workload_settings_are_checked_when_a_trace_is_made(monkeypatch, capsys, name, value):
+    from kv_store import traces
+    monkeypatch.setattr(traces, name, value)
+    with pytest.raises(SystemExit) as e:
+        traces.make_trace(seed=12345, n_requests=7)
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and err.count("\n") == 1 and f"kv_store/traces.py 的 {name}" in err
