@@ -24,7 +24,7 @@ def _src(path):
 @pytest.mark.parametrize("path", PY, ids=os.path.basename)
 def test_no_conditional_expressions(path):
     bad = [n.lineno for n in ast.walk(ast.parse(_src(path))) if isinstance(n, ast.IfExp)]
-    assert bad == [], f"{os.path.basename(path)} 第 {bad} 行：嵌套的 if 表达式，改成 if/else 语句"
+    assert bad == [], f"{os.path.basename(path)} 第 {bad} 行有 x if c else y，改成 if/else 语句"
 
 
 @pytest.mark.parametrize("path", PY, ids=os.path.basename)
