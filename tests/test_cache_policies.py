@@ -361,21 +361,21 @@ def small_trace():
     return make_trace(load_script("04_prefix_caching").TRACE_SEED)[:N_PREFIX]
 
 
-def demo3_of_04(policies=None, small=True):
-    """本进程里跑 04 --demo 3（small：trace 换成 small_trace()）：返回 (打印的文字, 演示 3 返回的 dict)。"""
+def policies_demo_of_04(policies=None, small=True):
+    """本进程里跑 04 --demo 4（small：trace 换成 small_trace()）：返回 (打印的文字, 演示 4（策略 × 容量） 返回的 dict)。"""
     m = load_script("04_prefix_caching")
     got = {}
     with pytest.MonkeyPatch.context() as local:
-        fn = m.DEMOS[3]
-        local.setitem(m.DEMOS, 3, lambda *a: got.setdefault(3, fn(*a)))
+        fn = m.DEMOS[4]
+        local.setitem(m.DEMOS, 4, lambda *a: got.setdefault(4, fn(*a)))
         if small:
             local.setattr(m, "make_trace", lambda seed: small_trace())
         if policies is not None:
             local.setattr(m, "POLICIES", policies)
         buf = io.StringIO()
         with contextlib.redirect_stdout(buf):
-            assert m.main(["--demo", "3"]) == 0
-    return buf.getvalue(), got[3]
+            assert m.main(["--demo", "4"]) == 0
+    return buf.getvalue(), got[4]
 
 
 def ratios_of(hits, policy):
@@ -396,7 +396,7 @@ def newest_demo3():
     """LRUCache 换成淘汰最新的块时：04 --demo 3 打印的文字、返回的 dict，和直接跑改过的类得到的命中率。"""
     with pytest.MonkeyPatch.context() as mp:
         newest_first(mp)
-        out, res = demo3_of_04()
+        out, res = policies_demo_of_04()
         want = class_ratios(LRUCache, [c for c in res["capacities"] if c is not None])
     return out, res, want
 
@@ -426,7 +426,7 @@ def test_a_registered_policy_gets_its_row_in_04(monkeypatch):
     """注册一个新策略、加进 04 的 POLICIES：命中率表里多出它的一行，数字就是它自己算出来的。"""
     caps = [c for c in load_script("04_prefix_caching").CAPACITIES if c is not None]
     monkeypatch.setitem(CACHE_POLICIES, "fifo", FIFOCache)
-    out, res = demo3_of_04(policies=("lru", "fifo"))
+    out, res = policies_demo_of_04(policies=("lru", "fifo"))
     want = class_ratios(FIFOCache, caps, "fifo")
     assert all(res["ratio"][("fifo", c)] == want[c] for c in caps) and "FIFO" in out
 
@@ -460,5 +460,5 @@ def test_editing_the_source_file_changes_04s_output(tmp_path):
     assert proc.returncode == 0, proc.stderr[-2000:]
     with pytest.MonkeyPatch.context() as mp:
         newest_first(mp)
-        edited = demo3_of_04(small=False)[0]
-    assert proc.stdout == edited != demo3_of_04(small=False)[0]
+        edited = policies_demo_of_04(small=False)[0]
+    assert proc.stdout == edited != policies_demo_of_04(small=False)[0]
