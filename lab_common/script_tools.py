@@ -190,7 +190,7 @@ def _stop_worker_pools():
     import gc
     from multiprocessing.pool import Pool
     for obj in gc.get_objects():
-        if isinstance(obj, Pool):
+        if issubclass(type(obj), Pool):     # type()，不是 isinstance：后者会读 obj.__class__，有的对象（torch 的弃用代理）读它就警告
             try:
                 obj.terminate()
                 obj.join()
