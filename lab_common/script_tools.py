@@ -112,7 +112,7 @@ def _run_lecture(demos, description, argv=None, run=None, add_args=None, prog=No
     console.SHOW_MORE = args.more
     try:
         if args.mine:
-            return run_mine(go, demos[todo[0]].__code__.co_filename)     # 演示函数所在的脚本文件
+            return run_mine(go, demos[todo[0]].__globals__["__file__"])     # 演示函数所在的脚本文件
         return go()
     finally:
         console.SHOW_MORE = console.STEP = False

@@ -417,13 +417,16 @@ def print_trace_tables(d):
     heat = [("只被访问过一次的块", "once", share, "超过 50% 的块没有被再次使用"),   # share：不全是就不印 100%
             ("最热的块被访问的次数", "hottest", integer, "有的块被访问数万次"),
             ("最热 1% 的块占全部访问", "top1pct", share, "-")]
-    heat += [("块复用率", "reuse", f2, "-")] * console.SHOW_MORE
+    reuse_caption = ""
+    if console.SHOW_MORE:                    # 块复用率只在 --more 里：一行、一句说明
+        heat.append(("块复用率", "reuse", f2, "-"))
+        reuse_caption = "块复用率 = 1 − 不同的块 / 块访问：块访问里有多少次是重复出现的块。"
     cols = [("本实验", st)]
     if real:
         cols = [("你给的 trace", st), ("合成", syn)]
     print_table(["块的热度"] + [c for c, _ in cols] + ["论文（arXiv v3 §4.2）"],
                 [[t] + [cell(x[k], f) for _, x in cols] + [p] for t, k, f, p in heat],
-                caption="块复用率 = 1 − 不同的块 / 块访问：块访问里有多少次是重复出现的块。" * console.SHOW_MORE)
+                caption=reuse_caption)
 
 
 def print_policy_tables(ratio, gap, caps, policies, contrast, contrast_caps, match=None):
@@ -605,7 +608,9 @@ def demo5_compute_saved(data=None, caps=None, policies=None):
                          f2(hours[(p, c)] * unit[1]), times(base / hours[(p, c)])]
                         + [f2(local_hours[(p, c)] * unit[1])] * console.SHOW_MORE)
     rows[0] += ["-"] * console.SHOW_MORE
-    which = "你给的 trace 里 " * (data["path"] is not None)
+    which = ""
+    if data["path"] is not None:
+        which = "你给的 trace 里 "
     print_table(["缓存", "存储", "命中的 token", f"GPU 时间（{unit[0]}）", "快了"] + ["全在本机"] * console.SHOW_MORE, rows,
                 caption=f"{which}{integer(len(tr))} 个请求的 prefill 在一台 {node.name} 上的总时间。命中的 KV "
                         f"{words('从', local.name)}读（{local.gb_per_s:,g} GB/s），{overflow_text(TIER_FOR_HITS, node)}"

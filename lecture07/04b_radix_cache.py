@@ -367,7 +367,7 @@ def run_steps(rule):
             note += f"；超出容量，淘汰叶子「{'」「'.join(gone)}」"
         frames.append(tree_frame(tree, words_of, f"{name}（树里 {tree.size} / {STEP_CAPACITY} 个 token）", note + "。", path))
     return dict(steps=steps, frames=frames, vocab=vocab, render=[
-        "  " * depth + " ".join(words_of[t] for t in n.key) + f"（id {' '.join(map(str, n.key))}，时刻 {n.last_access}）"
+        f"{'':{2 * depth}}" + " ".join(words_of[t] for t in n.key) + f"（id {' '.join(map(str, n.key))}，时刻 {n.last_access}）"
         for depth, _, n in tree.nodes()], size=tree.size)
 
 
