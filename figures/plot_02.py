@@ -93,7 +93,7 @@ def plot_block_table(tables, lengths, block_size, n_blocks, events, out, config)
         ax.text(mid, TOP + ROW_H + 0.55, name, ha="center", va="bottom", fontsize=16, color=colors[n])
         table_text = _fit(["块表 [" + " ".join(map(str, table)) + "]"], room, 13)
         if table_text:
-            ax.text(mid, TOP + ROW_H + 1.0, table_text, ha="center", va="bottom", fontsize=16, family="monospace")
+            ax.text(mid, TOP + ROW_H + 1.0, table_text, ha="center", va="bottom", fontsize=16, family=plt.rcParams["font.monospace"])   # 具体的字体名：matplotlib 3.10 对 "monospace" 不逐字回退
         x += gap_seq - gap_blk
     # 下排：块池，物理块 0 … n_blocks-1 从左到右铺满
     left = 1.4                                                        # 左边留给"块池"两个字
