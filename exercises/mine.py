@@ -368,8 +368,14 @@ class _Tee(io.TextIOBase):
         return self.buf.write(s)
 
     def flush(self):
-        if self.out is not None:
+        # 垃圾回收时 io.IOBase 会 close()→flush()；那时 out（比如 pytest 的捕获文件）可能已经关了
+        if self.out is not None and not getattr(self.out, "closed", False):
             self.out.flush()
+
+    def close(self):
+        """只关自己，不关 out：out 是调用者的（通常是 sys.stdout）。"""
+        self.out = None
+        super().close()
 
     def isatty(self):
         return False
