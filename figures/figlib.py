@@ -51,14 +51,20 @@ def caption(fig, text):
     return len(lines)
 
 
-def finish(fig, title, note="", **layout):
-    """一页幻灯片的收尾：上面是结论（标题，22 pt），下面是说明（16 pt），中间留给各个面板（tight_layout）。"""
+def finish(fig, title, note="", legend=None, **layout):
+    """一页幻灯片的收尾：上面是结论（标题，22 pt），下面是说明（16 pt），中间留给各个面板（tight_layout）。
+    legend=(线, 名字)：几个面板共用的一个图例，一行，放在说明上面（不遮住任何面板里的数据）。"""
     heads = wrap(title, TITLE_PT)
     fig.suptitle("\n".join(heads), fontsize=TITLE_PT, y=0.985, va="top")
     n = caption(fig, note) if note else 0
     bottom = 0.0
     if n:
         bottom = (n * 16 * 1.3 / 72 + 0.12) / SLIDE[1]
+    if legend:
+        handles, labels = legend
+        fig.legend(handles, labels, loc="lower center", ncol=len(labels), frameon=False, bbox_to_anchor=(0.5, bottom),
+                   handlelength=1.6, columnspacing=1.2)
+        bottom += (16 * 1.3 / 72 + 0.25) / SLIDE[1]        # 一行图例的高度（16 pt）加上下的空
     fig.tight_layout(rect=(0, bottom, 1, 1), **layout)      # tight_layout 自己给 suptitle 留位置
 
 

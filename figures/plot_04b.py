@@ -8,7 +8,8 @@ import os
 import sys
 
 import figlib
-from figlib import caption, plt, save_png
+from figlib import SLIDE, finish, plt, save_png
+from lab_common.say import integer, pct
 from lab_common.frames import save_gif
 
 FIGURES = ("04b_radix_tree.png", "04b_radix_steps.gif")   # GIF：演示 4 的每一步（插入、拆开、命中、淘汰）
@@ -50,37 +51,46 @@ def layout(tree):
 
 
 def plot_tree(d, out):
-    """一个节点一个方框：[起点, 终点) 和 ref；ref > 1 的节点（被几个请求共用）深色。根画在最上面。"""
+    """一页幻灯片：一个节点一个方框，根画在最上面。共用的节点（ref > 1，深色）写 [起点, 终点) 和 ref，旁边写它是哪段
+    前缀；只属于一个请求的叶子（浅色）只写它有几个 token（16 片叶子在 13.33 英寸里排得下 16 pt 的字）。"""
     tree = d["tree"]
     pos, parent = layout(tree)
     n_leaves = sum(1 for i in range(len(tree)) if i not in parent)
-    fig, ax = plt.subplots(figsize=(max(12.0, 1.15 * n_leaves + 2), 7.2))
-    root_x = sum(x for (x, _), p in zip(pos, parent) if p == -1) / max(1, sum(1 for p in parent if p == -1))
-    ax.plot([root_x], [1], "ks", ms=10)
-    ax.annotate("根", (root_x, 1), xytext=(10, 0), textcoords="offset points", va="center", fontsize=13)
+    names = {(plen, k): name for name, plen, k in d["groups"] if k > 1}     # 根下哪个节点是哪段共用前缀
+    fig, ax = plt.subplots(figsize=SLIDE)
+    tops = [i for i, p in enumerate(parent) if p == -1]
+    root_x = sum(pos[i][0] for i in tops) / max(1, len(tops))
+    ax.plot([root_x], [1], "ks", ms=12)
+    ax.annotate("根", (root_x, 1), xytext=(12, 0), textcoords="offset points", va="center")
     for (x, y), p in zip(pos, parent):
         px, py = (root_x, 1)
         if p >= 0:
             px, py = pos[p]
-        ax.plot([px, x], [py - 0.18, y + 0.18], color="0.55", lw=1.2, zorder=1)
-    for (x, y), (depth, start, length, ref) in zip(pos, tree):
-        shared = ref > 1
+        ax.plot([px, x], [py - 0.2, y + 0.2], color="0.55", lw=1.5, zorder=1)
+    for i, ((x, y), (depth, start, length, ref)) in enumerate(zip(pos, tree)):
         face, text_color = "#cfe3f5", "black"
-        if shared:
+        if ref > 1:
             face, text_color = "tab:blue", "white"
-        label = f"[{start:,}, {start + length:,})\nref {ref}"
-        ax.text(x, y, label, ha="center", va="center", fontsize=12, color=text_color, zorder=3,
-                bbox=dict(boxstyle="round,pad=0.35", fc=face, ec="0.3"))
-    ax.set_xlim(-0.8, n_leaves - 0.2)
-    ax.set_ylim(min(y for _, y in pos) - 0.7, 1.6)
+        label = f"{length:,}"                             # 叶子：只写 token 数
+        if i in parent:
+            label = f"[{start:,}, {start + length:,})"   # 有孩子的节点：它在请求里的 token 区间
+        if ref > 1:
+            label += f"\nref {ref}"
+        ax.text(x, y, label, ha="center", va="center", color=text_color, zorder=3,
+                bbox=dict(boxstyle="round,pad=0.3", fc=face, ec="0.3"))
+        name = names.get((length, ref)) if depth == 0 else None
+        if name:
+            ax.annotate(f"{name} 前缀", (x, y), xytext=(-62, 0), textcoords="offset points", ha="right", va="center",
+                        color="tab:blue")
+    ax.set_xlim(-0.6, n_leaves - 0.4)
+    ax.set_ylim(min(y for _, y in pos) - 0.5, 1.4)
     ax.axis("off")
-    prefixes = "；".join(f"{name} 前缀 {plen:,} 个 token，ref = {k}" for name, plen, k in d["groups"] if k > 1)
-    fig.suptitle(f"{d['n_requests']} 个请求共 {d['total']:,} 个 token，基数树只存 {d['stored']:,} 个"
-                 f"（{d['stored'] / d['total']:.0%}）", fontsize=17)
-    ax.set_title(f"{prefixes}；深色 = 被几个请求共用（ref > 1），方框里是节点在请求里的 token 区间", fontsize=12)
-    caption(fig, f"04 演示 2 的请求按到达顺序插入（SGLang 的 RadixAttention）；拆过 {d['splits']} 次节点："
-                 "分叉点可以落在任何 token 上，所以节点长短不一")
-    fig.tight_layout(rect=(0, 0.05, 1, 0.95))
+    prefixes = "、".join(f"{name} {plen:,} 个 token（ref {k}）" for name, plen, k in d["groups"] if k > 1)
+    finish(fig, f"{d['n_requests']} 个请求共 {integer(d['total'])} 个 token，基数树只存 {integer(d['stored'])} 个"
+                f"（{pct(d['stored'] / d['total'])}）",
+           f"04 演示 2 的请求按到达顺序插入（SGLang 的 RadixAttention）。深色 = 共用的节点：[起点, 终点) 是它在请求里的 "
+           f"token 区间，ref = 用着它的请求数（{prefixes}）；浅色 = 只属于一个请求的叶子，数字 = 它的 token 数。"
+           f"拆过 {d['splits']} 次节点：分叉点可以落在任何 token 上，所以节点长短不一。")
     return save_png(fig, out)
 
 

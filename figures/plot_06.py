@@ -13,7 +13,7 @@ import time
 
 import figlib
 from lab_common.console import ArgParser
-from lab_common.say import fixed, pct1, size
+from lab_common.say import pct1, size
 
 FIGURES = ("06_triton_cow_clone.png", "06_triton_cow_clone_detail.png")
 DATA_FILES = ("data/triton_cow_clone_h200.json",)    # = 06 脚本的 DEFAULT_JSON（相对 figures/）
@@ -22,6 +22,8 @@ STYLES = {"A": ("tab:red", "o-"), "B": ("tab:orange", "s-"), "C": ("tab:blue", "
 NAMES = {"A": "A 每层 index_select + index_copy_", "B": "B 每层一次 Triton launch", "C": "C 所有层一次 launch",
          "C图": "C 捕获进 CUDA graph", "D": "D 连续拷贝（上限）",
          "E": "E vLLM copy_blocks 式：grid = (层, 块对)"}
+SHORT = {"A": "A 逐层", "B": "B 逐层 Triton", "C": "C 一次 launch", "C图": "C图 CUDA graph", "D": "D 连续拷贝（上限）",
+         "E": "E vLLM 式"}           # 细节图的图例：一行放得下（全名在幻灯片那张图和图注里）
 
 
 def points(res, shape, method, key="us"):
@@ -35,17 +37,24 @@ def us_text(x):
     return f"{x:.1f} µs"
 
 
-def log2_axis(ax, ns, label="一步克隆的块对数 N"):
+def log2_axis(ax, ns, label="一步克隆的块对数 N（对数刻度）"):
     ax.set_xscale("log", base=2)
     ax.set_xticks(ns)
     ax.set_xticklabels([f"{n:,}" for n in ns])
-    ax.set_xlabel(label)
-    ax.grid(True, which="both", alpha=0.3)
+    ax.minorticks_off()
+    if label:
+        ax.set_xlabel(label)
+    ax.grid(True, which="major", alpha=0.3)
+
+
+def c_over_d(res, shape, n, m="C"):
+    """m 到 D 的多少：D 的耗时 / m 的耗时（同样的字节数，= 带宽之比）；就是 06 演示 2 表里的 C/D、E/D 那两列。"""
+    return dict(points(res, shape, "D"))[n] / dict(points(res, shape, m))[n]
 
 
 def plot_slide(data, out_png, shape=None):
     """一张幻灯片：shape（默认第一种）上 A、C、D、E 每步 µs 随 N 的变化（对数坐标）。N 小时 C、D 都是一次调用的
-    开销（平的），N 大时贴着显存带宽；标出 N 最小和最大时要记住的数（C、E 各到 D 的多少）。"""
+    开销（平的），N 大时贴着显存带宽；标出 N 最小和最大时要记住的数（C、E 各到 D 的多少，06 演示 2 的表里都有）。"""
     res = data["results"]
     shape = shape or next(s for s in data["shapes"] if any(r["shape"] == s for r in res))
     pts = {m: points(res, shape, m) for m in ("A", "C", "D", "E")}
@@ -53,48 +62,47 @@ def plot_slide(data, out_png, shape=None):
     lo, hi = ns[0], ns[-1]
     us = {m: dict(p) for m, p in pts.items()}
     by_n = {r["N"]: r for r in res if r["shape"] == shape and r["method"] == "D"}
-    c_over_d, e_over_d = us["D"][hi] / us["C"][hi], us["D"][hi] / us["E"][hi]
-    fig, ax = figlib.plt.subplots(figsize=(11, 7.2))
+    cd, ed = c_over_d(res, shape, hi), c_over_d(res, shape, hi, "E")
+    fig, ax = figlib.plt.subplots(figsize=figlib.SLIDE)
     for m in ("A", "C", "D", "E"):
         color, style = STYLES[m]
-        ax.plot(ns, [us[m][n] for n in ns], style, color=color, label=NAMES[m], lw=2.2, ms=7)
+        ax.plot(ns, [us[m][n] for n in ns], style, color=color, label=NAMES[m], lw=2.5, ms=8)
     ax.set_yscale("log")
     log2_axis(ax, ns)
-    ax.set_ylabel("每步耗时 (µs，对数)")
+    ax.set_ylabel("每步耗时（µs，对数刻度）")
     ax.annotate(f"N={lo}：C {us_text(us['C'][lo])}，D {us_text(us['D'][lo])}\n一次调用的开销（launch、主机）",
-                xy=(lo, us["C"][lo]), xytext=(lo * 1.25, us["C"][lo] * 4.5), fontsize=12, color="tab:blue",
+                xy=(lo, us["C"][lo]), xytext=(lo * 1.3, us["C"][lo] * 6), color="tab:blue",
                 arrowprops=dict(arrowstyle="->", color="tab:blue"))
     layers = data["shapes"][shape]["n_layers"]
     ax.annotate(f"N={lo}：A {us_text(us['A'][lo])}\n每层上传下标、逐层 launch（{6 * layers} 次调用）",
-                xy=(lo, us["A"][lo]), xytext=(lo * 1.25, us["A"][lo] * 3.2), fontsize=12, color="tab:red",
+                xy=(lo, us["A"][lo]), xytext=(lo * 1.3, us["A"][lo] * 5), color="tab:red",
                 arrowprops=dict(arrowstyle="->", color="tab:red"))
-    ax.annotate(f"N={hi:,}：C {us_text(us['C'][hi])} = D 的 {pct1(c_over_d)}，E 是 {pct1(e_over_d)}\n"
-                f"一步搬 {size(by_n[hi]['bytes'], binary=False)}：显存带宽",
-                xy=(hi, us["C"][hi]), xytext=(hi * 0.9, us["C"][hi] / 40), fontsize=12, color="tab:blue", ha="right",
+    ax.annotate(f"N={hi:,}：C {us_text(us['C'][hi])} = D 的 {pct1(cd)}，E 是 {pct1(ed)}\n"
+                f"一步搬 {size(by_n[hi]['bytes'], binary=False)}：贴着显存带宽",
+                xy=(hi, us["C"][hi]), xytext=(hi * 0.85, min(us["D"].values()) / 8), color="tab:blue", ha="right",
+                va="center",
                 arrowprops=dict(arrowstyle="->", color="tab:blue"))
-    ax.set_ylim(min(us["D"].values()) / 2, max(us["A"].values()) * 40)
-    ax.legend(loc="upper right", fontsize=11, frameon=False)
+    ax.set_ylim(min(us["D"].values()) / 40, max(us["A"].values()) * 200)   # 下面空出来放 N 最大时的那段字，上面放图例
+    ax.legend(loc="upper right", frameon=False)
     sh, m = data["shapes"][shape], data["meta"]
-    fig.suptitle(f"COW 克隆：N={hi:,} 时一次 launch 的 C 到 D 的 {pct1(c_over_d)}，vLLM 式的 E 到 {pct1(e_over_d)}",
-                 fontsize=15)
     ax.set_title(f"{shape}：{sh['n_layers']} 层 × K/V，每块 {sh['n_heads']}×{sh['block_size']}×{sh['head_dim']}"
-                 f" {sh['dtype']}；{m['gpu']}", fontsize=12)
+                 f" {sh['dtype']}；{m['gpu']}")
     others = [s for s in data["shapes"] if s != shape and points(res, s, "C")]
-    note = "µs/步：各轮中位数的中位数；D = 同样字节数的一次连续拷贝。"
+    note = "µs/步：各轮中位数的中位数；D = 同样字节数的一次连续拷贝，C/D、E/D = D 的耗时 / C、E 的耗时。"
     for s in others:
         hs = points(res, s, "C")[-1][0]
-        note += f"{s} 在 N={hs:,} 时 C 是 D 的 {pct1(dict(points(res, s, 'D'))[hs] / dict(points(res, s, 'C'))[hs])}。"
-    figlib.caption(fig, note)
-    fig.tight_layout(rect=(0, 0.05, 1, 0.95))
+        note += f"{s} 在 N={hs:,} 时 C 是 D 的 {pct1(c_over_d(res, s, hs))}。"
+    figlib.finish(fig, f"COW 克隆：N={hi:,} 时一次 launch 的 C 到 D 的 {pct1(cd)}，vLLM 式的 E 到 {pct1(ed)}", note)
     return figlib.save_png(fig, out_png)
 
 
 def plot_results(data, out_png):
     """细节图：每种形状一列；上排每步 µs（A/C/D/E），下排带宽 GB/s（C、C图、D、E），D 的最高带宽画成上限线，
-    标出 N 最大时 C 的位置。data：06 保存的结果（meta、shapes、results）。"""
+    标出 N 最大时 C 到 D 的多少。图例只一个（在下面），各面板至多 4 条线。data：06 保存的结果（meta、shapes、results）。"""
     res = data["results"]
     shapes = [s for s in data["shapes"] if any(r["shape"] == s for r in res)]
-    fig, axes = figlib.plt.subplots(2, len(shapes), figsize=(8 * len(shapes), 11), squeeze=False)
+    fig, axes = figlib.plt.subplots(2, len(shapes), figsize=figlib.SLIDE, squeeze=False, sharex="col")
+    handles = {}
     for j, s in enumerate(shapes):
         top, bottom = axes[0][j], axes[1][j]
         for m, ax, key in [(m, top, "us") for m in ("A", "C", "D", "E")] + [(m, bottom, "GBps")
@@ -102,40 +110,40 @@ def plot_results(data, out_png):
             pts = points(res, s, m, key)
             if pts:
                 color, style = STYLES[m]
-                ax.plot([p[0] for p in pts], [p[1] for p in pts], style, color=color, label=NAMES[m])
+                handles[m], = ax.plot([p[0] for p in pts], [p[1] for p in pts], style, color=color, lw=2, ms=6,
+                                      label=SHORT[m])
         roof = max(r["GBps"] for r in res if r["shape"] == s and r["method"] == "D")
         bottom.axhline(roof, color="black", lw=1, ls="-.")
-        bottom.annotate(f"上限：D 实测最高 {roof / 1e3:.2f} TB/s", xy=(0.02, roof), xycoords=("axes fraction", "data"),
-                        va="bottom", fontsize=12)
+        bottom.annotate(f"D 实测最高 {roof / 1e3:.2f} TB/s", xy=(0.98, roof), xycoords=("axes fraction", "data"),
+                        xytext=(0, 6), textcoords="offset points", ha="right", va="bottom")
         c = points(res, s, "C", "GBps")
-        if c:
+        if c and points(res, s, "D"):
             n_hi, gb = c[-1]
-            bottom.annotate(f"C：{gb / 1e3:.2f} TB/s = {pct1(gb / roof)}", xy=(n_hi, gb), xytext=(0.42, 0.3),
-                            textcoords="axes fraction", fontsize=12, color="tab:blue",
+            bottom.annotate(f"N={n_hi:,}：C = D 的 {pct1(c_over_d(res, s, n_hi))}", xy=(n_hi, gb), xytext=(0.97, 0.12),
+                            textcoords="axes fraction", ha="right", color="tab:blue",
                             arrowprops=dict(arrowstyle="->", color="tab:blue"))
         sh = data["shapes"][s]
         top.set_title(f"{s}：L={sh['n_layers']} H={sh['n_heads']} D={sh['head_dim']} BS={sh['block_size']} "
                       f"{sh['dtype']}")
-        top.set_ylabel("每步耗时 (µs)")
-        bottom.set_ylabel("带宽 GB/s（读 + 写）")
         ns = sorted({r["N"] for r in res if r["shape"] == s})
         for ax in (top, bottom):
             ax.set_yscale("log")
-            log2_axis(ax, ns)
-        bottom.set_ylim(top=roof * 2.5)
-        top.legend(loc="upper left", fontsize=11, frameon=False)
-        bottom.legend(loc="lower right", fontsize=11, frameon=False)
+        log2_axis(top, ns, label=None)
+        log2_axis(bottom, ns)
+        bottom.set_ylim(top=roof * 4)
+    axes[0][0].set_ylabel("µs/步（对数）")
+    axes[1][0].set_ylabel("GB/s（读+写，对数）")
+    order = [m for m in ("A", "C", "C图", "D", "E") if m in handles]
     m, s0 = data["meta"], shapes[0]
-    lo = points(res, s0, "C")[0][0]
-    slow = [dict(points(res, s0, x))[lo] / dict(points(res, s0, "C"))[lo] for x in ("A", "B")
-            if points(res, s0, x)]
-    title = "写时复制的整块克隆"
-    if slow:
-        title += f"：N={lo} 时逐层的 A、B 比 C 慢 {fixed(0)(min(slow))}–{fixed(0)(max(slow))} 倍（{s0}）"
-    fig.suptitle(title, fontsize=15)
-    figlib.caption(fig, f"{m['gpu']}，torch {m['torch']}，triton {m['triton']}，{m['date']}；"
-                        "下排的上限线是 D 实测的最高带宽，箭头指 N 最大时的 C。")
-    fig.tight_layout(rect=(0, 0.03, 1, 0.96))
+    lo, hi = points(res, s0, "C")[0][0], points(res, s0, "C")[-1][0]
+    us0 = {x: dict(points(res, s0, x)) for x in ("A", "C") if points(res, s0, x)}
+    title = f"写时复制的整块克隆（{s0}）"
+    if "A" in us0:
+        title = (f"{s0}：N={lo} 时逐层的 A {us_text(us0['A'][lo])}，C {us_text(us0['C'][lo])}；"
+                 f"N={hi:,} 时 C 到 D 的 {pct1(c_over_d(res, s0, hi))}")
+    figlib.finish(fig, title, f"A = 每层 index_select + index_copy_，C = 所有层一次 Triton launch，E = vLLM 的 "
+                              f"copy_blocks 式 grid =（层, 块对）。{m['gpu']}，torch {m['torch']}，triton {m['triton']}，"
+                              f"{m['date']}。", legend=([handles[x] for x in order], [SHORT[x] for x in order]))
     return figlib.save_png(fig, out_png)
 
 

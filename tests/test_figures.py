@@ -48,6 +48,31 @@ def strict(monkeypatch):
         yield saved
 
 
+@pytest.fixture
+def slide(monkeypatch, strict):
+    """在 strict 之上：save_png 不再把小字放大（图自己写的字号就要 ≥ 16 pt），每次保存记下 (图的英寸, 最小字号)。
+    返回 {保存的路径: (宽, 高, 最小字号)}。"""
+    from matplotlib.figure import Figure
+    monkeypatch.setattr(plotting, "min_font_pt", lambda fig: 0)
+    seen, real = {}, Figure.savefig
+
+    def recording_savefig(fig, path, *a, **kw):
+        fig.draw_without_rendering()
+        sizes = [t.get_fontsize() for t in fig.findobj(Text) if t.get_visible() and t.get_text().strip()]
+        seen[str(path)] = (*(round(x, 2) for x in fig.get_size_inches()), min(sizes))
+        return real(fig, path, *a, **kw)
+
+    monkeypatch.setattr(Figure, "savefig", recording_savefig)
+    return seen
+
+
+def assert_slides(seen):
+    """每张图（PNG 和旁边的 SVG）都是一页 16:9 幻灯片（13.33 × 7.5 英寸），自己写的字 ≥ 16 pt。"""
+    assert seen and all(path.endswith((".png", ".svg")) for path in seen)
+    for path, (w, h, least) in seen.items():
+        assert (w, h) == plotting.SLIDE and least >= plotting.MIN_FONT_PT, (path, w, h, least)
+
+
 def check_png(path):
     assert os.path.getsize(path) > 10_000, path
     w, h = png_size(path)
@@ -185,19 +210,25 @@ def test_plot_05_functions(tmp_path, strict):
     assert [png_size(p) for p in strict] == [(2666, 1500)] * 2          # 一页 16:9 幻灯片：13.33 × 7.5 英寸、200 dpi
 
 
-def test_plot_06_plots_the_saved_json(tmp_path, strict):
+def test_plot_06_plots_the_saved_json(tmp_path, strict, slide):
     """06 的图只从保存的 JSON 画（plot_06.plot_results）；读 JSON 用 06 脚本的 load_results。这里喂一份很小的数据。"""
     m = load_plot("plot_06")
     s06 = m.figlib.load_script("06_triton_cow_clone")
     assert os.path.abspath(os.path.join(FIGDIR, m.DATA_FILES[0])) == os.path.abspath(s06.DEFAULT_JSON)
     shape = next(iter(s06.SHAPES))
-    res = [dict(shape=shape, method=meth, N=n, us=us * n ** 0.5, GBps=gb * n ** 0.5)
-           for meth, us, gb in (("A", 1000.0, 1.0), ("C", 20.0, 50.0), ("C图", 10.0, 55.0), ("D", 15.0, 60.0))
+    res = [dict(shape=shape, method=meth, N=n, us=us * n ** 0.5, GBps=gb * n ** 0.5, bytes=1000 * n)
+           for meth, us, gb in (("A", 1000.0, 1.0), ("C", 20.0, 50.0), ("C图", 10.0, 55.0), ("D", 15.0, 60.0),
+                                ("E", 25.0, 40.0))
            for n in (1, 8, 64)]
     data = dict(results=res, shapes={shape: s06.SHAPES[shape]},
                 meta=dict(gpu="小数据", torch="0", triton="0", date="2026-01-01"))
+    data["shapes"]["第二种"] = s06.SHAPES[shape]                   # 两种形状：细节图两列
+    res += [dict(r, shape="第二种", GBps=r["GBps"] * 2) for r in res]
     check_png(m.plot_results(data, str(tmp_path / "a.png")))
-    assert len(strict) == 1
+    check_png(m.plot_slide(data, str(tmp_path / "b.png")))
+    assert len(strict) == 2
+    assert [png_size(p) for p in strict] == [(2666, 1500)] * 2
+    assert_slides(slide)
 
 
 def test_plot_03_functions(tmp_path, strict):
@@ -219,7 +250,7 @@ def test_plot_03_numbers_come_from_the_demo(monkeypatch):
     assert d["totals"] == {"并行采样": 0.123, "束搜索": 0.456}
 
 
-def test_plot_04b_tree(tmp_path, strict, monkeypatch):
+def test_plot_04b_tree(tmp_path, strict, slide, monkeypatch):
     """04b 的基数树：画的就是 demo1_tree() 返回的那棵树（节点、区间、ref、标题里的数都从 dict 来，不重算）。"""
     m = load_plot("plot_04b")
     s04b = load_script("04b_radix_cache")
@@ -232,3 +263,5 @@ def test_plot_04b_tree(tmp_path, strict, monkeypatch):
     assert parent == [-1, 0, 0] and pos == [(0.5, 0), (0.0, -1), (1.0, -1)]
     check_png(m.plot_tree(d, str(tmp_path / "t.png")))
     assert len(strict) == 1
+    assert [png_size(p) for p in strict] == [(2666, 1500)]          # 一页 16:9 幻灯片
+    assert_slides(slide)
