@@ -54,24 +54,23 @@ def plot_load_vs_recompute(n, curves, out, config):
         for tier in tiers[:3]:
             color = TIER_COLORS.get(tier, "tab:gray")
             ax.loglog(n, np.asarray(c["load"][tier]) * 1e3, color=color, lw=2, ls="--",
-                      label=f"读：{tier}（{gbs(c['gbps'][tier])}{NBSP}GB/s）")
+                      label=f"读：{tier}（{c['bandwidth'][tier]}）")
             ns = c["break_even"][tier]
             if n[0] <= ns <= n[-1]:
                 y = float(np.interp(ns, n, c["load"][tier])) * 1e3
                 ax.plot([ns], [y], "o", color=color, ms=11, mec="black", zorder=3)
-                ax.annotate(f"读更快的最短前缀 {integer(ns)} token", (ns, y), xytext=(12, -30), textcoords="offset points",
-                            ha="left", va="top")            # 点的右下方：两条线都往右上升，图例在左上
+                ax.annotate(f"读更快的最短前缀\n{integer(ns)} token", (ns, y), xytext=(-14, 14), textcoords="offset points",
+                            ha="right", va="bottom")        # 点的左上方：两条线都往右上升，那里空着（图例在面板外）
         ax.set_title(node)
         ax.set_xlabel("前缀长度（token，对数刻度）")
         ax.grid(True, which="major", alpha=0.3)
-        ax.legend(loc="upper left")
     axes[0][0].set_ylabel("时间（ms，对数刻度）")
-    note = "虚线在黑线下面：从这一层读比重算快。读 ∝ n，重算 ∝ n² + n：前缀越长越值得读；GPU 越快，要的带宽越高。"
+    note = "读 = KV 字节 / 带宽（网卡的 Gbps ÷ 8 = GB/s）。虚线在黑线下面：从这一层读比重算快。读 ∝ n，重算 ∝ n² + n：前缀越长越值得读；GPU 越快，要的带宽越高。"
     if skipped:
         c = next(iter(curves.values()))
-        note += "".join(f"{t}（{gbs(c['gbps'][t])}{NBSP}GB/s）快得多，图里省略。" for t in skipped)
-    finish(fig, break_even_title(curves), config + "。" + note)
-    return save_png(fig, out)
+        note += "".join(f"{t}（{c['bandwidth'][t].replace(' ', NBSP)}）快得多，图里省略。" for t in skipped)
+    finish(fig, break_even_title(curves), config + "。" + note, legend=axes[0][0].get_legend_handles_labels())
+    return save_png(fig, out)        # 几幅的线和名字一样：一个图例，在面板下面，不遮住线
 
 
 def plot_hot_nic(d2, out):

@@ -613,10 +613,10 @@ def demo5_compute_saved(data=None, caps=None, policies=None):
         which = "你给的 trace 里 "
     print_table(["缓存", "存储", "命中的 token", f"GPU 时间（{unit[0]}）", "快了"] + ["全在本机"] * console.SHOW_MORE, rows,
                 caption=f"{which}{integer(len(tr))} 个请求的 prefill 在一台 {node.name} 上的总时间。命中的 KV "
-                        f"{words('从', local.name)}读（{local.gb_per_s:,g} GB/s），{overflow_text(TIER_FOR_HITS, node)}"
+                        f"{words('从', local.name)}读（{local.bandwidth(with_gb_per_s=True)}），{overflow_text(TIER_FOR_HITS, node)}"
                         "和计算按层重叠（arXiv v3 §5.2）。" + LOCAL_NOTE * console.SHOW_MORE)
     method = (f"{MODEL.name}、{node.name} 张量并行、算力按峰值的 {pct(node.mfu)}（本实验的假设）；prefill 的计算量按 FAST'25 式 1；"
-              f"命中的 KV 从{local.name}读（{local.gb_per_s:,g} GB/s），{overflow_text(TIER_FOR_HITS, node)}与计算按层重叠"
+              f"命中的 KV 从{local.name}读（{local.bandwidth(with_gb_per_s=True)}），{overflow_text(TIER_FOR_HITS, node)}与计算按层重叠"
               "（arXiv v3 §5.2）")
     d = dict(base_hours=base, hours=hours, hit_frac=frac, local_hours=local_hours, stored=stored, unit=unit, distinct=distinct,
              need_bytes=10_000 * bs * per_token, hbm_bytes=node.hbm_bytes, kv_block_bytes=bs * per_token, caps=caps,
@@ -634,9 +634,9 @@ def overflow_text(tier_i, node):
         dram += f"（{src}）"
     if tier_i == 0:
         return (f"超过一台机器的 {size(node.hbm_bytes)} HBM（还没减去权重）的部分按比例从{TIERS[1].name}读，"
-                + words("再超过", dram, "的从") + f"{TIERS[2].name}读（{TIERS[2].gb_per_s:,g} GB/s），")
+                + words("再超过", dram, "的从") + f"{TIERS[2].name}读（{TIERS[2].bandwidth(with_gb_per_s=True)}），")
     if tier_i == 1:
-        return words("缓存超过一台机器的", dram, "的部分按比例从") + f"{TIERS[2].name}读（{TIERS[2].gb_per_s:,g} GB/s），"
+        return words("缓存超过一台机器的", dram, "的部分按比例从") + f"{TIERS[2].name}读（{TIERS[2].bandwidth(with_gb_per_s=True)}），"
     return "这一层不设容量上限（本实验的假设），"
 
 

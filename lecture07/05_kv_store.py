@@ -164,15 +164,15 @@ def demo1_load_or_recompute():
     tiers = []
     for short, t in zip(SHORT_TIER, TIERS):
         ld, pipe = load_time(model, prefix, t), prefill_time(model, n_in, prefix, t, node)
-        tiers.append(dict(short=short, gbps=t.gb_per_s, source=t.source, load=ld, ratio=ld / rec[node.name],
+        tiers.append(dict(short=short, gbps=t.gb_per_s, bandwidth=t.bandwidth(), source=t.source, load=ld, ratio=ld / rec[node.name],
                           n_star=break_even_len(t.gb_per_s, node), n_star_h800=break_even_len(t.gb_per_s, h800),
                           pipe=pipe, sim=layer_pipeline(ld, comp, model.n_layers), exposed=pipe - comp))
     print_text(f"KV {size(kv)}；{node.name} 重算它要 {ms(rec[node.name])}（算力按峰值的 {pct(node.mfu)}，本实验的假设）。"
                f"流水：命中这 {prefix:,} 个，再算 {suffix:,} 个 token。")
-    print_table(["层级", "GB/s", "读", "读/重算", "流水", "没盖住"],
-                [[r["short"], gbs(r["gbps"]), ms_cell(r["load"]), R3(r["ratio"]), ms_cell(r["pipe"]),
+    print_table(["层级", "带宽", "读", "读/重算", "流水", "没盖住"],
+                [[r["short"], r["bandwidth"], ms_cell(r["load"]), R3(r["ratio"]), ms_cell(r["pipe"]),
                   ms_cell(r["exposed"])] for r in tiers],
-                caption=f"单位 ms。流水：逐层读 KV、和算 {suffix:,} 个新 token 重叠（arXiv v3 §5.2）；"
+                caption=f"单位 ms；读 = KV 字节 / 带宽（网卡的 Gbps ÷ 8 = GB/s）。流水：逐层读 KV、和算 {suffix:,} 个新 token 重叠（arXiv v3 §5.2）；"
                         f"没盖住 = 流水 − 只算（{ms(comp)}）。")
     worst = max(abs(r["sim"] - r["pipe"]) for r in tiers)
     more_table(["层级", "读/重算 H800", "读更快的最短前缀 H800", "串行", "逐层模拟"],
@@ -213,7 +213,8 @@ def load_vs_recompute_curves(model, nodes):
         recompute=[prefill_compute_time(model, x, 0, node) for x in n],
         load={s: [load_time(model, x, t) for x in n] for s, t in zip(SHORT_TIER, TIERS)},
         break_even={s: break_even_len(t.gb_per_s, node) for s, t in zip(SHORT_TIER, TIERS)},
-        gbps={s: t.gb_per_s for s, t in zip(SHORT_TIER, TIERS)}) for node in nodes})
+        gbps={s: t.gb_per_s for s, t in zip(SHORT_TIER, TIERS)},
+        bandwidth={s: t.bandwidth() for s, t in zip(SHORT_TIER, TIERS)}) for node in nodes})
 
 
 def observations_1(d):
@@ -527,7 +528,7 @@ def demo4_pd_transfer():
     worst = max(abs(c["sim"] - c["total"]) for c in base + slow)    # 逐层模拟和流水公式
     more_table([f"{PAPER_PD['n']:,} token", "论文", "本实验"],
                [["KV 大小", f"{PAPER_PD['kv_gb']} GB", f"{size(ref['kv'])}（{size(ref['kv'], binary=False)}）"],
-                *[[f"发完（{k}）", f"实测 {PAPER_PD['engine_gbs'][k]} GB/s", f"{F2(t)} s（线速 {F2(line[k])} s）"]
+                *[[f"发完（{k}）", f"实测 {PAPER_PD['engine_gbs'][k]} GB/s（{gbs(PAPER_PD['engine_gbs'][k] * 8)} Gbps）", f"{F2(t)} s（线速 {F2(line[k])} s）"]
                   for k, t in engine.items()],
                 [f"命中 {pct(PAPER_PD['hit'])}：prefill", f"−{pct(PAPER_PD['prefill_cut'])}",
                  f"−{pct1(1 - ref_hit['prefill'] / ref['prefill'])}"]],

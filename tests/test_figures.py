@@ -201,7 +201,8 @@ def test_plot_05_functions(tmp_path, strict):
     n = [256, 1024, 4096, 16384]
     curves = {"8×A800": dict(recompute=[0.01, 0.05, 0.3, 2.0], load={"DRAM": [0.001, 0.004, 0.016, 0.064],
                                                                     "SSD": [0.02, 0.08, 0.32, 1.28]},
-                              break_even={"DRAM": -1.0, "SSD": 4096.0}, gbps={"DRAM": 128, "SSD": 6.9})}
+                              break_even={"DRAM": -1.0, "SSD": 4096.0}, gbps={"DRAM": 128, "SSD": 6.9},
+                              bandwidth={"DRAM": "128 GB/s", "SSD": "6.9 GB/s"})}
     check_png(m.plot_load_vs_recompute(n, curves, str(tmp_path / "a.png"), "小数据"))
     res = {s: dict(mean=v, p90=2 * v) for s, v in (("random", 4.0), ("load_balancing", 1.0), ("global_cache", 0.5))}
     names = {"random": "随机", "load_balancing": "负载均衡", "global_cache": "全局缓存感知"}

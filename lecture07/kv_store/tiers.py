@@ -86,15 +86,32 @@ A800_X8 = Node("8×A800", n_gpus=8, tflops_per_gpu=312, hbm_gb_per_gpu=80)
 @dataclass(frozen=True)
 class Tier:
     name: str
-    gb_per_s: float          # 整台 8 卡机器能拿到的读带宽（GB/s，1 GB = 1e9 字节）
+    gb_per_s: float          # 整台 8 卡机器能拿到的读带宽（GB/s，1 GB = 1e9 字节）：读的时间都用它算
     source: str
+    nic: bool = False        # 经网卡读（RDMA）：印的时候按网卡的习惯用 Gbps（论文表 1 的 B_nic 就这样写）
+
+    def bandwidth(self, with_gb_per_s=False):
+        """印出来的带宽：网卡用 Gbps，内存、PCIe、SSD 用 GB/s；with_gb_per_s 时网卡再写出算时间用的 GB/s
+        （Gbps ÷ 8：1 字节 = 8 比特）。
+
+        >>> TIERS[2].bandwidth(), TIERS[2].bandwidth(with_gb_per_s=True), TIERS[1].bandwidth()
+        ('800 Gbps', '800 Gbps = 100 GB/s', '128 GB/s')
+        """
+        gb = f"{self.gb_per_s:,.10g} GB/s"
+        if not self.nic:
+            return gb
+        gbit = f"{self.gb_per_s * 8:,.10g} Gbps"
+        if with_gb_per_s:
+            return f"{gbit} = {gb}"
+        return gbit
 
 
+B_NIC_GBPS = 800         # Mooncake FAST'25 表 1 的 B_nic（Gbps）：一台 8×A800 全部网卡的合计
 TIERS = [
     Tier("HBM（显存）", 8 * 2039, "A800 80GB SXM 数据手册：每卡 2,039 GB/s × 8 卡"),
     Tier("本机 DRAM（PCIe）", 128, "Mooncake FAST'25 表 1：host-to-device 128 GB/s"),
-    Tier("远端 DRAM（RDMA）", 100, "Mooncake FAST'25 表 1：B_nic = 800 Gbps = 100 GB/s，是一台节点全部网卡的合计"
-                                 "（§3.2.3：每张 A800 配一块 100/200 Gbps 的网卡）"),
+    Tier("远端 DRAM（RDMA）", B_NIC_GBPS / 8, "Mooncake FAST'25 表 1：B_nic = 800 Gbps = 100 GB/s，是一台节点全部网卡的合计"
+                                           "（§3.2.3：每张 A800 配一块 100/200 Gbps 的网卡）", nic=True),
     Tier("本机 SSD（NVMe）", 6.9, "本实验的假设：一块 PCIe 4.0 NVMe 顺序读约 6.9 GB/s（厂商规格量级）"),
 ]
 
@@ -160,7 +177,7 @@ def hit_tier(cache_bytes, local, remote, local_bytes):
     """缓存放得进本机（local_bytes）就全从 local 读；放不下时超出的那一份在别的机器上，按比例从 remote 读
     （假设命中均匀落在缓存各处）：等效带宽是两者按字节数的调和平均。
 
-    >>> round(hit_tier(4e12, TIERS[1], TIERS[2], 1e12).gb_per_s, 1)      # 1/4 从 128 GB/s、3/4 从 100 GB/s
+    >>> round(hit_tier(4e12, TIERS[1], TIERS[2], 1e12).gb_per_s, 1)      # 1/4 从 128 GB/s、3/4 从 800 Gbps = 100 GB/s
     105.8
     """
     if cache_bytes <= local_bytes:
