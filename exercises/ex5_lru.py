@@ -21,12 +21,12 @@ entries 里的先后怎样排随你（最旧的在前或在后都行），检查
 【检查】make check EX=5：手算的几个例子、insert 和只 match 不 insert 混着的随机脚本（容量 1–8），
   再是合成 trace 的前 4,000 个请求。
 【时间预算】每个用例里你的代码最多用参考实现的 10 倍时间（至少 1 秒）；超出时检查器会说用了多久、预算多少。（每次淘汰都扫一遍全部的块会超出预算：OrderedDict 两头的操作都是 O(1)。）
-【--mine 用在】04_prefix_caching.py（演示 3、4）、04b_radix_cache.py、05_kv_store.py：
-  python lecture07/04_prefix_caching.py --mine --demo 3（命中率表里的 LRU 一行用你的类算）
+【--mine 用在】04_prefix_caching.py（演示 4、5）、04b_radix_cache.py、05_kv_store.py：
+  python lecture07/04_prefix_caching.py --mine --demo 4（命中率表里的 LRU 一行用你的类算）
 
 【选做 · S3-FIFO】（Yang 等，SOSP'23）把文件末尾的 S3FIFOCache 写完：三个 FIFO 队列，行为和讲义的
   kv_store.eviction.S3FIFOCache 一样（它的 docstring 有完整的规则）。写好以后 make check EX=5 多检查三个"选做"用例；
-  把 04 的 POLICIES 改成 ("lru", "s3fifo")，--mine --demo 3 就用你的 S3-FIFO 算那一行。没写时不影响练习 5 通过。
+  把 04 的 POLICIES 改成 ("lru", "s3fifo")，--mine --demo 4 就用你的 S3-FIFO 算那一行。没写时不影响练习 5 通过。
 参考实现：lecture07/kv_store/eviction.py 的 LRUCache（写完之前别看）。
 """
 from collections import OrderedDict, deque

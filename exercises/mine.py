@@ -53,7 +53,7 @@ class Exercise:
     title: str
     scripts: tuple       # 用到它的脚本（--mine 时换上学生的代码；实测过：tests/test_exercises.py）
     names: tuple         # ((学生文件里的名字, 参考实现所在的模块的概念名), ...)：名字两边相同
-    try_args: str = ""   # 检查通过以后建议跑的演示（"--demo 3"）
+    try_args: str = ""   # 检查通过以后建议跑的演示（"--demo 4"）
     optional: tuple = ()  # 选做的名字：没写不算"还没写"，写了就检查、--mine 也换上
 
 
@@ -70,7 +70,7 @@ EXERCISES = {e.number: e for e in (
              (("block_hashes", "prefix_match"), ("match_prefix", "prefix_match_lookup")), "--demo 1"),
     Exercise(5, "ex5_lru", "LRU 淘汰策略（BlockCache 的子类）；选做 S3-FIFO",
              ("04_prefix_caching", "04b_radix_cache", "05_kv_store"),
-             (("LRUCache", "eviction"), ("S3FIFOCache", "eviction")), "--demo 3", optional=("S3FIFOCache",)),
+             (("LRUCache", "eviction"), ("S3FIFOCache", "eviction")), "--demo 4", optional=("S3FIFOCache",)),
     Exercise(6, "ex6_radix", "基数树的 match 和 insert（含拆节点）；选做淘汰", ("04b_radix_cache",),
              (("RadixCache", "radix_tree"),)),
 )}

@@ -23,7 +23,9 @@ LECTURE = os.path.join(ROOT, "lecture07")
 if ROOT not in sys.path:
     sys.path.insert(0, ROOT)   # python figures/plot_XX.py：让 lab_common 包可以 import
 
-from lab_common.script_tools import ended_quietly, load_script  # noqa: E402,F401  画图和测试共用同一个加载器
+from lab_common.endings import ended_quietly, quiet_endings  # noqa: E402
+quiet_endings()  # 最先做（还没 import matplotlib）：Ctrl-C、目录只读都只打一行
+from lab_common.script_tools import load_script  # noqa: E402,F401  画图和测试共用同一个加载器
 from lab_common.plotting import SLIDE, font_description, glyph_warnings_as_errors, plt, save_png, setup_matplotlib  # noqa: E402,F401
 from lab_common.console import wrap_cjk  # noqa: E402
 
@@ -70,7 +72,7 @@ def finish(fig, title, note="", legend=None, **layout):
 
 def main(argv, description, build):
     """build(out_dir) → 写出的 PNG 路径列表。打印用的字体和写出的文件；缺字直接报错。
-    目录只读、Ctrl-C、管道被关：一行（script_tools.ended_quietly），不打印 traceback。"""
+    目录只读、Ctrl-C、管道被关：一行（endings.ended_quietly），不打印 traceback。"""
     return ended_quietly(lambda: _main(argv, description, build), os.path.basename(sys.argv[0] or "figlib"))
 
 

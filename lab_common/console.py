@@ -74,7 +74,7 @@ class _Console(Console):
         return "utf-8"
 
     def on_broken_pipe(self):
-        """管道那头关了（`| head -3`）：交给运行器（script_tools.ended_quietly）安静地结束；rich 自己会 exit(1)。"""
+        """管道那头关了（`| head -3`）：交给运行器（endings.ended_quietly）安静地结束；rich 自己会 exit(1)。"""
         raise BrokenPipeError
 
 
@@ -305,7 +305,7 @@ SHOW_MORE = False   # --more：也印出"更多"的观察（由 script_tools 的
 
 
 def print_observations(lines, more=(), title="观察"):
-    """编号的"观察"列表：默认只印 lines（至多 3 条，第一条是这个演示的要点，终端上加粗）；
+    """编号的"观察"列表：默认只印 lines（至多 2 条，第一条是这个演示的要点，终端上加粗）；
     带 --more 时接着印 more 里的条目。每一条都应当由代码算出的数字拼成（lab_common.say 的词汇）。
     """
     c = _console()

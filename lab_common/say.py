@@ -172,11 +172,15 @@ def count(n, unit):
 
 
 def listing(items, last="和"):
-    """列举：listing(['A']) == 'A'，listing(['A', 'B', 'C']) == 'A、B 和 C'。"""
+    """列举："A、B 和 C"：和前后照 words() 的规则，英文、数字旁边空一格，中文之间不空（"随机、负载均衡和全局"）。
+
+    >>> listing(["A"]), listing(["A", "B", "C"]), listing(["随机", "负载均衡", "全局"]), listing([1, 2], last="或")
+    ('A', 'A、B 和 C', '随机、负载均衡和全局', '1 或 2')
+    """
     items = [str(x) for x in items]
     if len(items) <= 1:
         return "".join(items)
-    return "、".join(items[:-1]) + f" {last} " + items[-1]
+    return words("、".join(items[:-1]), last, items[-1])
 
 
 def listed(values, fmt, all_same="都是"):

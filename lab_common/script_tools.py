@@ -13,14 +13,13 @@
 的顺序跑演示，每跑完一个调用一次 step()（--step 时在终端上停下来等回车）。
 """
 import argparse
-import errno
 import importlib.util
 import os
 import sys
 
 from lab_common import console
 from lab_common.console import ArgParser
-from lab_common.settings import missing_setting
+from lab_common.endings import ended_quietly, quiet_endings
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 LECTURE = os.path.join(ROOT, "lecture07")
@@ -56,7 +55,7 @@ def lecture_parser(demos, description, prog=None):
                    formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--demo", type=int, choices=sorted(demos), help="只跑某一个演示（默认全跑）")
     ap.add_argument("--list", action="store_true", help="列出各演示的题目，不运行")
-    ap.add_argument("--more", action="store_true", help="每个演示印出全部观察（默认至多 3 条）")
+    ap.add_argument("--more", action="store_true", help="每个演示印出全部观察（默认至多 2 条）")
     ap.add_argument("--step", action="store_true", help="投影仪上讲课：每个演示先清屏、印表、问一句，回车后才印观察（只在终端上）")
     ap.add_argument("--mine", action="store_true", help="用 exercises/ 里你自己写的实现跑，并和参考实现对比")
     return ap
@@ -118,121 +117,7 @@ def _run_lecture(demos, description, argv=None, run=None, add_args=None, prog=No
         console.SHOW_MORE = console.STEP = False
 
 
-# ---------------------------------------------------------------------------
-# 怎样结束：没有一种结束方式打印 traceback（学生的代码真有 bug 时除外）
-
-INTERRUPTED = 130      # Ctrl-C：和 shell 的约定一样（128 + SIGINT）
-
-
-def _script_name(prog=None):
-    return prog or os.path.basename(sys.argv[0] if sys.argv and sys.argv[0] else "script")
-
-
-def _quiet_stdout():
-    """管道那头已经关了（`| head -3`）：把标准输出接到 /dev/null，退出时 Python 冲缓冲区也不再报 BrokenPipeError。"""
-    try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-    except (OSError, ValueError, AttributeError):
-        pass
-
-
-def _unwritable(err):
-    """写文件失败是因为目录只读 / 没有权限 / 磁盘满：返回一行说明；别的 OSError 返回 None。"""
-    if isinstance(err, OSError) and err.errno in (errno.EROFS, errno.EACCES, errno.EPERM, errno.ENOSPC):
-        where = err.filename or "文件"
-        why = {errno.EROFS: "文件系统只读", errno.ENOSPC: "磁盘满了"}.get(err.errno, "没有写权限")
-        return f"写不了 {where}：{why}（换一个可写的目录再跑）"
-    return None
-
-
-def ended_quietly(fn, prog=None, child=False):
-    """跑 fn()，返回它的退出码；下面几种结束都不打印 traceback：
-    Ctrl-C → 130（stderr 一行 "已中断"）；管道被关（`| head`）→ 0，什么都不打；读一个不存在的设置（改了名、删掉了）
-    → 一行说明、2；写文件时目录只读 / 没有权限 → 一行说明、1。child=True（fork 出的子进程）：Ctrl-C 不另打一行
-    （主进程会打）。"""
-    name = _script_name(prog)
-    try:
-        return fn()
-    except KeyboardInterrupt:
-        _stop_worker_pools()
-        _flush_quietly()
-        if not child:
-            print(f"\n{name}: 已中断（Ctrl-C）", file=sys.stderr)
-        return INTERRUPTED
-    except BrokenPipeError:
-        _stop_worker_pools()
-        _quiet_stdout()
-        return 0
-    except NameError as err:
-        line = missing_setting(err, name)
-        if line is None:
-            raise
-        print(line, file=sys.stderr)
-        return 2
-    except OSError as err:
-        if err.errno == errno.EPIPE:
-            _stop_worker_pools()
-            _quiet_stdout()
-            return 0
-        line = _unwritable(err)
-        if line is None:
-            raise
-        print(f"{name}: {line}", file=sys.stderr)
-        return 1
-
-
-def _stop_worker_pools():
-    """提前结束时（管道被关、Ctrl-C）还在算的进程池：先关掉，
-    否则解释器退出时 Pool.__del__ 会在 stderr 上打一段 OSError。"""
-    if "multiprocessing.pool" not in sys.modules:
-        return
-    import gc
-    from multiprocessing.pool import Pool
-    for obj in gc.get_objects():
-        if issubclass(type(obj), Pool):     # type()，不是 isinstance：后者会读 obj.__class__，有的对象（torch 的弃用代理）读它就警告
-            try:
-                obj.terminate()
-                obj.join()
-            except (OSError, ValueError, AssertionError):
-                pass
-
-
-def worker_ignores_ctrl_c():
-    """进程池的 initializer：工作进程不理 Ctrl-C（主进程收到后关掉进程池），否则每个工作进程各打一段 traceback。"""
-    import signal
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-
-
-def _flush_quietly():
-    try:
-        sys.stdout.flush()
-    except (BrokenPipeError, OSError, ValueError):
-        _quiet_stdout()
-
-
-def _excepthook(kind, err, tb):
-    """脚本 import 时（还没进 run_lecture）出的同几种错：也只打一行。其余的照 Python 原样打印。"""
-    try:
-        code = ended_quietly(lambda: _reraise(err))
-    except BaseException:
-        sys.__excepthook__(kind, err, tb)
-        return
-    _flush_quietly()
-    os._exit(code)
-
-
-def _reraise(err):
-    raise err
-
-
-def _run_all(demos):
-    for demo in demos:
-        demo()
-    return 0
-
-
-sys.excepthook = _excepthook
+quiet_endings()      # 经 script_tools 进来的（画图、测试）也一样：import 时出的这几种错只打一行
 
 
 def run_mine(go, script):

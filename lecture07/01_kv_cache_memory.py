@@ -26,13 +26,15 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.realpath(__file__))))  # 仓库根目录：让 lab_common 包可以 import
+from lab_common.endings import quiet_endings  # noqa: E402
+quiet_endings()  # 最先做（还没 import numpy）：这之后按 Ctrl-C、管道被关都只打一行，不打印 traceback
 from lab_common import console  # noqa: E402
 from lab_common.console import print_header, print_observations, print_table, print_text, status  # noqa: E402
 from lab_common.say import by_order, count, fixed, grouped, integer, listed, listing, order, pct, pct1, rank  # noqa: E402
 from lab_common.say import ratio, rel_change, size, times, vs, whole, words  # noqa: E402
 from lab_common.script_tools import run_lecture  # noqa: E402
 from lab_common.settings import Source, changed, check_setting, is_int, is_number, is_sorted_ints  # noqa: E402
-import numpy as np  # noqa: E402  在 lab_common 之后：import 时按 Ctrl-C 也只打一行
+import numpy as np  # noqa: E402
 from kv_store.tiers import LLAMA2_70B, ModelSpec, Node  # noqa: E402
 from paged_kv import kv_bytes_per_token, n_blocks  # noqa: E402
 from allocation import make_lengths, recompute_seconds, simulate_contiguous, simulate_paged  # noqa: E402

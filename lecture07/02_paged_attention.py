@@ -24,12 +24,14 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.realpath(__file__))))  # 仓库根目录：让 lab_common 包可以 import
+from lab_common.endings import quiet_endings  # noqa: E402
+quiet_endings()  # 最先做（还没 import numpy）：这之后按 Ctrl-C、管道被关都只打一行，不打印 traceback
 from lab_common import console  # noqa: E402
 from lab_common.console import print_header, print_observations, print_table  # noqa: E402
 from lab_common.say import count, fixed, integer, listed, listing, order, pct1, sci, size, span, words  # noqa: E402
 from lab_common.script_tools import run_lecture  # noqa: E402
 from lab_common.settings import Source, check_setting, is_int, is_number, is_sorted_ints  # noqa: E402
-import numpy as np  # noqa: E402  在 lab_common 之后：import 时按 Ctrl-C 也只打一行
+import numpy as np  # noqa: E402
 from kv_store.tiers import LLAMA2_70B  # noqa: E402
 from paged_kv import BlockPool, PagedSequence, n_blocks, paged_step  # noqa: E402
 from pool_pictures import PoolFilm  # noqa: E402

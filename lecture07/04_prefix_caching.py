@@ -33,9 +33,10 @@ import itertools
 import os
 import sys
 
-import numpy as np
-
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.realpath(__file__))))  # 仓库根目录：让 lab_common 包可以 import
+from lab_common.endings import quiet_endings  # noqa: E402
+quiet_endings()  # 最先做（还没 import numpy）：这之后按 Ctrl-C、管道被关都只打一行，不打印 traceback
+import numpy as np  # noqa: E402
 from lab_common import console  # noqa: E402
 from lab_common.console import ArgParser, fail, print_header, print_observations, print_table, print_text, status  # noqa: E402
 from lab_common.say import (change, count, fixed, integer, listing, never_below, order, pct, rel_change, same,  # noqa: E402

@@ -27,9 +27,10 @@ of Structured Language Model Programs"，NeurIPS 2024）把所有请求的 token
 import os
 import sys
 
-import numpy as np
-
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.realpath(__file__))))  # 仓库根目录：让 lab_common 包可以 import
+from lab_common.endings import quiet_endings  # noqa: E402
+quiet_endings()  # 最先做（还没 import numpy）：这之后按 Ctrl-C、管道被关都只打一行，不打印 traceback
+import numpy as np  # noqa: E402
 from lab_common import console  # noqa: E402
 from lab_common.frames import Cell, Frame, Row, play  # noqa: E402
 from lab_common.console import print_header, print_observations, print_table, print_text, status  # noqa: E402

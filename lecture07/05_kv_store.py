@@ -21,9 +21,10 @@ import sys
 from bisect import bisect_left
 from dataclasses import replace
 
-import numpy as np
-
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.realpath(__file__))))  # 仓库根目录：让 lab_common 包可以 import
+from lab_common.endings import quiet_endings  # noqa: E402
+quiet_endings()  # 最先做（还没 import numpy）：这之后按 Ctrl-C、管道被关都只打一行，不打印 traceback
+import numpy as np  # noqa: E402
 from lab_common import console  # noqa: E402
 from lab_common.console import print_header, print_observations, print_table, print_text, status  # noqa: E402
 from lab_common.say import (change, count, fixed, integer, listing, order, pct, pct1, rank, rel_change,  # noqa: E402
@@ -221,7 +222,7 @@ def observations_1(d):
     """演示 1 的观察：(默认 2 条, --more 才印的)；每句都按表里印出来的值说话。"""
     t, node, h800, dram, ssd = d["tiers"], d["node"], d["h800"], d["tiers"][1], d["tiers"][3]
     fast, worst = [r["short"] for r in t if order(r["ratio"], 1, R3) < 0], max(t, key=lambda r: r["load"])
-    which = f"只有 {zh_listing(fast)} 比重算快"
+    which = f"只有 {listing(fast)} 比重算快"
     if len(fast) == len(t):
         which = f"{len(t)} 个层级都比重算快"
     elif not fast:
@@ -429,14 +430,6 @@ def seconds_fmt(values, nd=2):
     return fixed(max(nd, 1 - math.floor(math.log10(tiny))))
 
 
-def zh_listing(items):
-    """中文名字的列举："随机、负载均衡和本地缓存感知"（中文之间不加空格；英文、数字旁边照 words 加空格）。"""
-    items = [str(x) for x in items]
-    if len(items) <= 1:
-        return "".join(items)
-    return words("、".join(items[:-1]), "和", items[-1])
-
-
 def tokens_text(n):
     """token 数：一万以上说"307 万 token"，以下照写："5,120 token"。"""
     if n >= 1e4:
@@ -467,7 +460,7 @@ def observations_3(d):
     if over and len(over) == len(res):
         busy = f"：四种调度都超载（负载 {span([res[s]['util'] for s in over], share)}），要做的比这段时间做得完的多"
     elif over:
-        busy = f"：{zh_listing(names[s] for s in over)}超载，看缓存的调度省下的计算让集群跟得上"
+        busy = f"：{listing(names[s] for s in over)}超载，看缓存的调度省下的计算让集群跟得上"
     text += busy
     if order(max(r["hit"] for r in res.values()), 0, pct) == 0:
         text = "四种调度的命中率都是 0%：这个 trace 里没有用得上的前缀，看缓存的调度没有缓存可用" + busy.replace("：", "；", 1)

@@ -20,7 +20,8 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.realpath(__file__))))  # 仓库根目录：lab_common
-
+from lab_common.endings import quiet_endings  # noqa: E402
+quiet_endings()  # 最先做（还没 import numpy）：这之后按 Ctrl-C、管道被关都只打一行，不打印 traceback
 from lab_common import console  # noqa: E402
 from lab_common.console import fail, print_header, print_observations, print_table, print_text, status  # noqa: E402
 from lab_common.say import count, fixed, integer, pct1, span, value  # noqa: E402

@@ -215,12 +215,12 @@ def assert_settings_refused(module, cases, argv):
 
 
 def assert_observation_shape(lines, more=()):
-    """一个演示的观察：默认至多 3 条、每条在 80 列上至多 3 行且不超出 80 列；所有条目（含 --more）没有
+    """一个演示的观察：默认至多 2 条、每条在 80 列上至多 3 行且不超出 80 列；所有条目（含 --more）没有
     tests/artefacts.py 找得出的假象（两端相同的范围、负零、"0 GiB"……）。"""
     from artefacts import find_artefacts
     from lab_common.console import observation_lines, wrap_cjk
     from rich.cells import cell_len
-    assert 1 <= len(lines) <= 3, lines
+    assert 1 <= len(lines) <= 2, lines
     for line in lines:
         assert observation_lines(line) <= 3, line
         assert max(cell_len(x) for x in wrap_cjk(f"  1. {line}", 78, indent=5)) <= 80, line

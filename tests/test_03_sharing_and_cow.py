@@ -37,12 +37,12 @@ def test_smoke_main(main_run):
 
 
 def test_default_output_is_short(main_run):
-    """默认：每个演示至多 3 条观察、每条至多 3 行；整份输出 ≤ 55 行。--more 还印出其余的事实。"""
+    """默认：每个演示至多 2 条观察、每条至多 3 行；整份输出 ≤ 55 行。--more 还印出其余的事实。"""
     out = main_run[0]
     assert len(out.splitlines()) <= 55
     for d, fn in ((main_run[1][1], m.observations_1), (main_run[1][2], m.observations_2)):
         lines, more = fn(d)
-        assert 1 <= len(lines) <= 3 and more
+        assert 1 <= len(lines) <= 2 and more
         assert all(observation_lines(x) <= 3 for x in lines)
 
 

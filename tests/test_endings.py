@@ -1,4 +1,4 @@
-"""怎样结束（lab_common.script_tools.ended_quietly）、出处跟着设置走（lab_common.settings.Source）、trace 的负载参数：
+"""怎样结束（lab_common.endings.ended_quietly）、出处跟着设置走（lab_common.settings.Source）、trace 的负载参数：
 每种情况一个小例子，答案手算得出。"""
 import errno
 import os
@@ -8,7 +8,7 @@ import sys
 import pytest
 
 from conftest import LECTURE, load_script
-from lab_common import script_tools
+from lab_common import endings
 from lab_common.settings import Source, changed, missing_setting
 
 
@@ -19,30 +19,30 @@ def _raise(err):
 
 
 def test_ctrl_c_is_130_and_one_line(capsys):
-    assert script_tools.ended_quietly(_raise(KeyboardInterrupt()), "x.py") == 130
+    assert endings.ended_quietly(_raise(KeyboardInterrupt()), "x.py") == 130
     err = capsys.readouterr().err
     assert err.strip() == "x.py: 已中断（Ctrl-C）" and "Traceback" not in err
-    assert script_tools.ended_quietly(_raise(KeyboardInterrupt()), "x.py", child=True) == 130   # 子进程：不另打一行
+    assert endings.ended_quietly(_raise(KeyboardInterrupt()), "x.py", child=True) == 130   # 子进程：不另打一行
     assert capsys.readouterr().err == ""
 
 
 def test_missing_setting_is_one_line_exit_2(capsys):
-    assert script_tools.ended_quietly(_raise(NameError("name 'BLOCK_SIZE' is not defined", name="BLOCK_SIZE")), "x.py") == 2
+    assert endings.ended_quietly(_raise(NameError("name 'BLOCK_SIZE' is not defined", name="BLOCK_SIZE")), "x.py") == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "BLOCK_SIZE" in err and err.startswith("x.py: ")
     with pytest.raises(NameError):                          # 代码里的拼写错误（小写名字）照常报
-        script_tools.ended_quietly(_raise(NameError("name 'foo' is not defined", name="foo")), "x.py")
+        endings.ended_quietly(_raise(NameError("name 'foo' is not defined", name="foo")), "x.py")
     assert missing_setting(NameError("x", name="Foo")) is None
 
 
 def test_unwritable_directory_is_one_line_exit_1(capsys):
     for code in (errno.EROFS, errno.EACCES, errno.ENOSPC):
         e = OSError(code, os.strerror(code), "figures/a.png")
-        assert script_tools.ended_quietly(_raise(e), "plot.py") == 1
+        assert endings.ended_quietly(_raise(e), "plot.py") == 1
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and "figures/a.png" in err
     with pytest.raises(OSError):                            # 别的 OSError（文件不存在）照常报
-        script_tools.ended_quietly(_raise(OSError(errno.ENOENT, "no", "x")), "x.py")
+        endings.ended_quietly(_raise(OSError(errno.ENOENT, "no", "x")), "x.py")
 
 
 def test_closed_pipe_ends_quietly():
@@ -50,6 +50,23 @@ def test_closed_pipe_ends_quietly():
     cmd = f"{sys.executable} 01_kv_cache_memory.py --demo 1 | head -1; echo rc=${{PIPESTATUS[0]}}"
     p = subprocess.run(["bash", "-c", cmd], cwd=LECTURE, capture_output=True, text=True, timeout=120)
     assert p.stderr == "" and p.stdout.strip().endswith("rc=0")
+
+
+SCRIPTS = ("01_kv_cache_memory", "02_paged_attention", "03_sharing_and_cow", "04_prefix_caching", "04b_radix_cache",
+           "05_kv_store", "06_triton_cow_clone")
+
+
+@pytest.mark.parametrize("script", SCRIPTS)
+def test_ctrl_c_while_importing_numpy_or_rich_is_one_line(script, tmp_path):
+    """脚本的头零点几秒（还在 import numpy、rich）按 Ctrl-C：一行、退出码 130。假的 numpy / rich 一 import 就抛
+    KeyboardInterrupt（PYTHONPATH 排在 site-packages 前面），时间点就不靠运气。"""
+    for name in ("numpy", "rich"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "__init__.py").write_text("raise KeyboardInterrupt\n")
+    env = dict(os.environ, PYTHONPATH=str(tmp_path))
+    p = subprocess.run([sys.executable, f"{script}.py", "--demo", "1"], cwd=LECTURE, env=env, capture_output=True,
+                       text=True, timeout=120)
+    assert p.returncode == 130 and p.stderr.strip().count("\n") == 0 and "Traceback" not in p.stderr, p.stderr
 
 
 def test_a_renamed_setting_in_a_script_is_one_line():

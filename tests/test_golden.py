@@ -1,6 +1,8 @@
-"""每个脚本的默认和 --more 输出与 tests/golden/ 里的文件逐字相同（措辞由这里守住；改了句子就 make golden）。"""
+"""每个脚本的默认和 --more 输出与 tests/golden/ 里的文件逐字相同（措辞由这里守住；改了句子就 make golden）。
+默认输出里每个演示至多 2 条观察：在同一批文件上数。"""
 import difflib
 import os
+import re
 
 import pytest
 
@@ -21,3 +23,25 @@ def test_output_matches_golden_file(script, suffix, args):
     if got != want:
         diff = "".join(list(difflib.unified_diff(want.splitlines(True), got.splitlines(True), want_path, "现在的输出"))[:60])
         pytest.fail(f"输出和标准文件不同（改了句子就 make golden，再看 git diff）：\n{diff}")
+
+
+def observation_counts(text):
+    """一份输出里每个"观察"块有几条（编号 "  1. "、"  2. " 开头的行）。
+
+    >>> observation_counts("观察\\n  1. 甲。\\n  2. 乙，\\n     接着。\\n表\\n观察\\n  1. 丙。\\n")
+    [2, 1]
+    """
+    counts = []
+    for line in text.splitlines():
+        if line.strip() == "观察":
+            counts.append(0)
+        elif counts and re.match(r"^  \d+\. ", line):
+            counts[-1] += 1
+    return counts
+
+
+@pytest.mark.parametrize("script", sorted({s for s, _, _ in cases()}))
+def test_default_output_has_at_most_two_observations_per_demo(script):
+    with open(path(script, ""), encoding="utf-8") as f:
+        counts = observation_counts(f.read())
+    assert counts and 1 <= min(counts) and max(counts) <= 2, counts

@@ -1,0 +1,121 @@
+"""怎样结束：Ctrl-C、管道被关（`| head -3`）、设置不见了、目录只读——只打一行（或什么都不打），不打印 traceback。
+
+这个模块只用标准库，import 它几乎不花时间：每个脚本第一个 import 它、调用 quiet_endings()，再 import numpy
+等重的库。这样在最开始的零点几秒（还在 import numpy 时）按 Ctrl-C，也只打一行、退出码 130。
+
+    from lab_common.endings import quiet_endings
+    quiet_endings()                # 从这里起：import 时出的这几种错也只打一行
+    import numpy as np
+
+运行器（script_tools.run_lecture）和画图（figures/figlib.py）用 ended_quietly(fn) 跑整个程序。
+"""
+import errno
+import os
+import sys
+
+from lab_common.settings import missing_setting
+
+
+INTERRUPTED = 130      # Ctrl-C：和 shell 的约定一样（128 + SIGINT）
+
+
+def _script_name(prog=None):
+    return prog or os.path.basename(sys.argv[0] if sys.argv and sys.argv[0] else "script")
+
+
+def _quiet_stdout():
+    """管道那头已经关了（`| head -3`）：把标准输出接到 /dev/null，退出时 Python 冲缓冲区也不再报 BrokenPipeError。"""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):
+        pass
+
+
+def _unwritable(err):
+    """写文件失败是因为目录只读 / 没有权限 / 磁盘满：返回一行说明；别的 OSError 返回 None。"""
+    if isinstance(err, OSError) and err.errno in (errno.EROFS, errno.EACCES, errno.EPERM, errno.ENOSPC):
+        where = err.filename or "文件"
+        why = {errno.EROFS: "文件系统只读", errno.ENOSPC: "磁盘满了"}.get(err.errno, "没有写权限")
+        return f"写不了 {where}：{why}（换一个可写的目录再跑）"
+    return None
+
+
+def ended_quietly(fn, prog=None, child=False):
+    """跑 fn()，返回它的退出码；下面几种结束都不打印 traceback：
+    Ctrl-C → 130（stderr 一行 "已中断"）；管道被关（`| head`）→ 0，什么都不打；读一个不存在的设置（改了名、删掉了）
+    → 一行说明、2；写文件时目录只读 / 没有权限 → 一行说明、1。child=True（fork 出的子进程）：Ctrl-C 不另打一行
+    （主进程会打）。"""
+    name = _script_name(prog)
+    try:
+        return fn()
+    except KeyboardInterrupt:
+        _stop_worker_pools()
+        _flush_quietly()
+        if not child:
+            print(f"\n{name}: 已中断（Ctrl-C）", file=sys.stderr)
+        return INTERRUPTED
+    except BrokenPipeError:
+        _stop_worker_pools()
+        _quiet_stdout()
+        return 0
+    except NameError as err:
+        line = missing_setting(err, name)
+        if line is None:
+            raise
+        print(line, file=sys.stderr)
+        return 2
+    except OSError as err:
+        if err.errno == errno.EPIPE:
+            _stop_worker_pools()
+            _quiet_stdout()
+            return 0
+        line = _unwritable(err)
+        if line is None:
+            raise
+        print(f"{name}: {line}", file=sys.stderr)
+        return 1
+
+
+def _stop_worker_pools():
+    """提前结束时（管道被关、Ctrl-C）还在算的进程池：先关掉，
+    否则解释器退出时 Pool.__del__ 会在 stderr 上打一段 OSError。"""
+    if "multiprocessing.pool" not in sys.modules:
+        return
+    import gc
+    from multiprocessing.pool import Pool
+    for obj in gc.get_objects():
+        if issubclass(type(obj), Pool):     # type()，不是 isinstance：后者会读 obj.__class__，有的对象（torch 的弃用代理）读它就警告
+            try:
+                obj.terminate()
+                obj.join()
+            except (OSError, ValueError, AssertionError):
+                pass
+
+
+def _flush_quietly():
+    try:
+        sys.stdout.flush()
+    except (BrokenPipeError, OSError, ValueError):
+        _quiet_stdout()
+
+
+def _excepthook(kind, err, tb):
+    """脚本 import 时（还没进 run_lecture）出的同几种错：也只打一行。其余的照 Python 原样打印。"""
+    try:
+        code = ended_quietly(lambda: _reraise(err))
+    except BaseException:
+        sys.__excepthook__(kind, err, tb)
+        return
+    _flush_quietly()
+    os._exit(code)
+
+
+def _reraise(err):
+    raise err
+
+
+def quiet_endings():
+    """从现在起，没被接住的 Ctrl-C、管道被关、设置不见了、目录只读也只打一行（换掉 sys.excepthook）：
+    脚本还在 import numpy、还没进 run_lecture 时也一样。"""
+    sys.excepthook = _excepthook
