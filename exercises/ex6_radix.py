@@ -7,7 +7,7 @@ SGLang 的 RadixAttention 把所有请求的 token 放进一棵基数树：每�
         根 ─ [1 2] ┬─ [3 4]
                    └─ [9]
 
-【任务】写下面 RadixCache 的三个方法（淘汰 _evict、画图 render 都继承自 kv_store.radix_tree.RadixCache，已经写好）。
+【任务】写下面 RadixCache 的三个方法（淘汰 _evict 继承自 kv_store.radix_tree.RadixCache，已经写好）。
 节点是 kv_store.radix_tree.RadixNode(key, parent, last_access)：node.key（list）、node.children（{第一个 token: 子节点}）、
 node.parent、node.last_access（最近访问的时刻）、node.ref（几个还在跑的请求用着它）。
   1. match(seq)：seq 从头起有多少个 token 已经在树里。只读：不改时刻、不拆节点。

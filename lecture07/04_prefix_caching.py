@@ -285,9 +285,9 @@ def read_trace(trace_path=None, block_size=None):
     return load_trace(trace_path, block_size or TRACE_BLOCK_SIZE)
 
 
-def trace_sweep(trace, trace_path=None, block_size=None, capacities=None, demo3=True):
+def trace_sweep(trace, trace_path=None, block_size=None, capacities=None, demo3=True, with_contrast=True):
     """演示 3–5 共用的一份数据：trace 和命中表 {(策略, 容量): 每个请求的前缀命中块数}（含 MIN），只算一遍。
-    demo3=False：只算演示 5 要的格子。"""
+    demo3=False：只算演示 5 要的格子；with_contrast=False：不算对照行（它只在 --more 时印）。"""
     block_size = block_size or TRACE_BLOCK_SIZE
     if not demo3:
         hits = sweep(trace, SAVED_CAPS, (SAVED_POLICY,))
@@ -297,7 +297,7 @@ def trace_sweep(trace, trace_path=None, block_size=None, capacities=None, demo3=
     caps = tuple(capacities)
     extra = [(SAVED_POLICY, c) for c in SAVED_CAPS if c not in caps]      # 演示 5 另外要的容量：只算它那一种策略
     contrast = ()
-    if CONTRAST not in POLICIES:                                          # 对照行只算表里有的这几格
+    if with_contrast and CONTRAST not in POLICIES:                        # 对照行只算表里有的这几格
         contrast = tuple(c for c in caps if c in CONTRAST_CAPS)
     extra += [(p, None) for p in POLICIES + (BOUND,)] + [(CONTRAST, c) for c in contrast]   # 无限容量总要算
     hits = sweep(trace, caps, POLICIES + (BOUND,), extra=extra)           # 每格：策略类(容量)，逐请求 match、insert
@@ -743,7 +743,7 @@ def _run(todo, args, step):
             if trace is None:
                 trace = read_trace()
             if data is None:
-                data = trace_sweep(trace, args.trace, args.block, demo3=bool({3, 4} & set(todo)))
+                data = trace_sweep(trace, args.trace, args.block, demo3=bool({3, 4} & set(todo)), with_contrast=console.SHOW_MORE)
             DEMOS[k](data)
         else:
             DEMOS[k]()

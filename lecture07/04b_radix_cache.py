@@ -104,6 +104,32 @@ def demo2_requests():
     return out
 
 
+def tree_lines(tree, max_children=None):
+    """树的文字图：每个节点一行 "[起点, 终点) 长度 ref"；max_children：每个节点最多画几个孩子，其余的折成一行。"""
+    lines = []
+
+    def walk(node, start, prefix):
+        kids = list(node.children.values())
+        shown = kids
+        if max_children is not None and len(kids) > max_children:
+            shown = kids[:max_children]
+        for k, c in enumerate(shown):
+            last = k == len(shown) - 1 and len(shown) == len(kids)
+            branch, more = "├─ ", "│  "
+            if last:
+                branch, more = "└─ ", "   "
+            end = start + len(c.key)
+            lines.append(f"{prefix}{branch}[{start}, {end}) {len(c.key)} 个 ref {c.ref}")
+            walk(c, end, prefix + more)
+        if len(shown) < len(kids):
+            rest = kids[len(shown):]
+            lengths = span([len(c.key) for c in rest], integer)   # 两端相同时只写一个值
+            lines.append(f"{prefix}└─ …另外 {len(rest)} 个孩子（长度 {lengths}）")
+
+    walk(tree.root, 0, "")
+    return lines
+
+
 def demo1_tree():
     """04 演示 2 的请求放进一棵基数树，长什么样？"""
     reqs = demo2_requests()
@@ -115,7 +141,7 @@ def demo1_tree():
         at_prefix += splits * (matched == plen)
     nodes = tree.nodes()
     print_text("每行一个节点：[起点, 终点)、长度、ref（用着它的请求数，SGLang 的 lock_ref）。")
-    for line in tree.render(max_children=TREE_MAX_CHILDREN):
+    for line in tree_lines(tree, TREE_MAX_CHILDREN):
         print_text(line)
     total = sum(len(t) for _, _, t in reqs)
     groups = {}

@@ -217,9 +217,9 @@ def test_render_folded_children_with_equal_lengths_print_one_length():
     t = RadixCache()
     for seq in ([1, 2, 3], [4, 5], [6, 7], [8, 9]):
         t.insert(seq)
-    assert t.render(max_children=1)[-1].endswith("…另外 3 个孩子（长度 2）")
+    assert r.tree_lines(t, max_children=1)[-1].endswith("…另外 3 个孩子（长度 2）")
     t.insert([9, 9, 9, 9])
-    assert t.render(max_children=1)[-1].endswith("…另外 4 个孩子（长度 2–4）")
+    assert r.tree_lines(t, max_children=1)[-1].endswith("…另外 4 个孩子（长度 2–4）")
 
 
 def test_observations_1_splits_without_a_shared_prefix_group():

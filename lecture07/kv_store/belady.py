@@ -1,5 +1,5 @@
 """Belady 的 MIN（离线最优，要预知未来）的逐块命中 min_hits：每次"留到下一次用"是一个区间，超出容量时淘汰
-下一次用到最晚的。next_use、max_live、MinPrep 是它的准备工作（sweep 给几个容量算一次）。
+下一次用到最晚的。next_use、max_live、MinPrep 是它的准备工作（min_sweep 给几个容量算一次）。
 
     >>> min_hits([(1, 2), (1, 2, 3), (4,), (1, 2)], 2).tolist()
     [0, 2, 0, 2]
@@ -114,6 +114,16 @@ class MinPrep:
         if repeats is None:
             repeats = has_repeats(ids, offsets)
         self.repeats = repeats
+
+
+def min_sweep(trace, capacities):
+    """[min_hits(trace, c) for c in capacities]，几个容量共用一份 MinPrep（kv_store.replay.sweep 的 MIN 那一格）。
+
+    >>> [h.tolist() for h in min_sweep([(1, 2), (1, 2, 3), (4,), (1, 2)], (None, 1))]
+    [[0, 2, 0, 2], [0, 1, 0, 1]]
+    """
+    prep = MinPrep(trace)
+    return [min_hits(trace, c, prep) for c in capacities]
 
 
 def min_hits(trace, capacity, prep=None):

@@ -34,11 +34,13 @@ self.entries 是"在缓存里的块"的字典（块 → 这个策略自己记的
 import heapq
 from collections import OrderedDict, deque
 
-from lab_common.console import fail
-
 # Mooncake arXiv 2407.00079v3 §4.2 对 LengthAwareCache 的全部描述（原话，表 1 之前的一句）
 LENGTHAWARE_DEFINITION = "similar to LFU but prioritizing cache blocks occurring later in requests"
 LENGTHAWARE_SOURCE = "Mooncake arXiv 2407.00079v3 §4.2（表 1）"
+
+
+class NoEviction(Exception):
+    """evict() 一块也没删：args = (哪个类的 evict, 说明)，正好是 lab_common.console.fail 的两个参数。"""
 
 
 class BlockCache:
@@ -54,30 +56,25 @@ class BlockCache:
 
     def match(self, blocks):
         """前缀命中：从第一块起连续有几块在缓存里。"""
-        n = 0
-        for b in blocks:
+        for n, b in enumerate(blocks):
             if b not in self.entries:
-                break
-            n += 1
-        return n
+                return n
+        return len(blocks)
 
     def count(self, blocks):
         """逐块命中：有几块在缓存里（不要求连续）。"""
         return sum(b in self.entries for b in blocks)
 
     def insert(self, blocks):
-        """放进一个请求的全部块：从最后一块往前 touch，然后淘汰到不超过容量（capacity=None：不淘汰）。"""
+        """放进一个请求的全部块：从最后一块往前 touch，再一次次调用 evict()，直到不超过容量（capacity=None：不淘汰）。
+        evict() 一块也没删时抛 NoEviction（不空转；kv_store.replay.sweep 把它印成一行）。"""
         for pos in range(len(blocks) - 1, -1, -1):
             self.touch(blocks[pos], pos)
-        self.shrink_to(self.capacity)
-
-    def shrink_to(self, size):
-        """一次次调用 evict()，直到缓存里最多 size 块（None：不限）。evict() 一块也没删时一行拒绝，不空转。"""
-        while size is not None and len(self.entries) > size:
+        while self.capacity is not None and len(self.entries) > self.capacity:
             before = len(self.entries)
             self.evict()
             if len(self.entries) >= before:
-                fail(f"{type(self).__name__}.evict()", "没有从 self.entries 里删掉任何块，缓存永远超出容量")
+                raise NoEviction(f"{type(self).__name__}.evict()", "没有从 self.entries 里删掉任何块，缓存永远超出容量")
 
     def touch(self, block, pos):
         """记下对 block 的一次访问（pos：它在这个请求里是第几块，从 0 数）。子类实现。"""
@@ -209,7 +206,7 @@ class S3FIFOCache(BlockCache):
 
     def touch(self, block, pos):
         """算法 1 的 READ：命中只加计数；不命中时先查幽灵队列，缓存满了先淘汰，再放进 M（在 G 里）或 S。
-        （先腾位置再放新块，和算法 1 一样；所以 BlockCache.insert 最后的 shrink_to 在这里用不上。）"""
+        （先腾位置再放新块，和算法 1 一样；所以 BlockCache.insert 最后的淘汰在这里用不上。）"""
         entries = self.entries
         freq = entries.get(block)
         if freq is not None:
@@ -218,8 +215,8 @@ class S3FIFOCache(BlockCache):
         in_ghost = block in self.ghost                   # 块到来时就查（淘汰时 G 可能把它挤掉）
         if in_ghost:
             del self.ghost[block]
-        if self.capacity is not None:
-            self.shrink_to(self.capacity - 1)             # 先腾出一个位置
+        while self.capacity is not None and len(entries) >= self.capacity:
+            self.evict()                                 # 先腾出一个位置
         if in_ghost:
             self.main.append(block)                      # 最近刚从 S 淘汰过：直接进 M
         else:

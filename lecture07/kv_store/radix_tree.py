@@ -22,17 +22,13 @@ Execution of Structured Language Model Programs"，NeurIPS 2024）把所有请�
     ((0, 0), (2, 1))
     >>> t.match([1, 2, 3, 7]), t.n_splits, t.size       # 命中 3 个 token；存了 [1 2] [3 4] [9] 共 5 个
     (3, 1, 5)
-    >>> print("\\n".join(t.render()))
-    └─ [0, 2) 2 个 ref 0
-       ├─ [2, 4) 2 个 ref 0
-       └─ [2, 3) 1 个 ref 0
+    >>> [(depth, start, node.key, node.ref) for depth, start, node in t.nodes()]   # 04b 把它画成树
+    [(0, 0, [1, 2], 0), (1, 2, [3, 4], 0), (1, 2, [9], 0)]
 """
 import heapq
 import itertools
 
 import numpy as np
-
-from lab_common.say import integer, span
 
 RULES = {   # 规则名 → 一句话（演示、报错都用它）
     "sglang": "SGLang 的规则：整片叶子淘汰，拆开的尾巴记成刚用过",
@@ -192,31 +188,6 @@ class RadixCache:
             end = start + len(node.key)
             stack.extend((depth + 1, end, c) for c in reversed(list(node.children.values())))
         return out
-
-    def render(self, max_children=None, unit="个"):
-        """树的文字图：每个节点一行 "[起点, 终点) 长度 ref"；max_children：每个节点最多画几个孩子。"""
-        lines = []
-
-        def walk(node, start, prefix):
-            kids = list(node.children.values())
-            shown = kids
-            if max_children is not None and len(kids) > max_children:
-                shown = kids[:max_children]
-            for k, c in enumerate(shown):
-                last = k == len(shown) - 1 and len(shown) == len(kids)
-                branch, more = "├─ ", "│  "
-                if last:
-                    branch, more = "└─ ", "   "
-                end = start + len(c.key)
-                lines.append(f"{prefix}{branch}[{start}, {end}) {len(c.key)} {unit} ref {c.ref}")
-                walk(c, end, prefix + more)
-            if len(shown) < len(kids):
-                rest = kids[len(shown):]
-                lengths = span([len(c.key) for c in rest], integer)   # 两端相同时只写一个值
-                lines.append(f"{prefix}└─ …另外 {len(rest)} 个孩子（长度 {lengths}）")
-
-        walk(self.root, 0, "")
-        return lines
 
 
 def radix_lru_hits(trace_blocks, capacity, rule="sglang"):

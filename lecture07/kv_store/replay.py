@@ -15,17 +15,15 @@
 （请求的块只要在缓存里就算，不要求从开头连续），这是任何策略前缀命中的上界：
 前缀命中 ≤ 同一个缓存的逐块命中 ≤ MIN 的逐块命中。sweep(..., policies=("lru", "min")) 直接可用。
 """
-import contextlib
-import io
 import multiprocessing
 import os
 import signal
-import sys
 
 import numpy as np
 
-from kv_store.belady import MinPrep, min_hits
-from kv_store.eviction import CACHE_POLICIES, check_policy_args
+from lab_common.console import fail
+from kv_store.belady import min_hits, min_sweep
+from kv_store.eviction import CACHE_POLICIES, NoEviction, check_policy_args
 from kv_store.traces import BlockLists, columns, iter_block_lists
 
 
@@ -41,12 +39,11 @@ def simulate(trace, capacity, policy, per_block=False):
     look = cache.match                       # 前缀命中
     if per_block:
         look = cache.count                   # 逐块命中
-    ids, offsets = columns(trace)
-    hits = np.zeros(len(offsets) - 1, dtype=np.int32)
-    for i, blocks in enumerate(iter_block_lists(ids, offsets)):
-        hits[i] = look(blocks)
+    hits = []
+    for blocks in iter_block_lists(*columns(trace)):
+        hits.append(look(blocks))
         cache.insert(blocks)
-    return hits
+    return np.array(hits, dtype=np.int32)
 
 
 def hit_ratio(trace, capacity, policy):
@@ -60,62 +57,38 @@ def sweep(trace, capacities, policies, extra=(), workers=None):
     (policy, capacity) 格（比如只在一个容量上算的对照行）。每格 = simulate(trace, capacity, policy)。
 
     各格互相独立：分给 workers 个进程（None：本机的核数，最多 4 个；1：就在本进程里逐格算），
-    每格的参数（trace 的两列、容量、策略名）显式传过去。MIN 的几个容量合成一格，共用一份准备工作。
+    每格的参数（trace 的两列、容量、策略名）显式传过去；工作进程是 fork 出来的，用的是此刻的策略类（测试里换过的
+    也一样）。MIN 的几个容量合成一格（belady.min_sweep），共用一份准备工作。
+    evict() 一块也没删（NoEviction）：一行拒绝，退出码 2。
     """
     cells = list(dict.fromkeys([(p, c) for p in policies for c in capacities] + [tuple(e) for e in extra]))
     for p, c in cells:
         check_policy_args(c, p, (*CACHE_POLICIES, "min"))
-    blocks = columns(trace)
+    blocks = BlockLists(*columns(trace))
     bound = tuple(c for p, c in cells if p == "min")
-    tasks = [(blocks, p, (c,)) for p, c in cells if p != "min"]
-    tasks.sort(key=lambda t: t[1] == "lru")          # LRU 的格子最快：放在最后，两个核一起收尾
+    online = sorted((cell for cell in cells if cell[0] != "min"), key=lambda cell: cell[0] == "lru")   # LRU 最快：最后派
+    jobs = [(simulate, (blocks, c, p)) for p, c in online]
     if bound:
-        tasks.insert(0, (blocks, "min", bound))      # 最大的一格先派
+        jobs.insert(0, (min_sweep, (blocks, bound)))         # 最大的一格先派
     if workers is None:
         workers = min(4, n_cores())
-    out = {}
-    for (_, p, caps), hits in zip(tasks, run_cells(tasks, workers)):
-        out.update({(p, c): h for c, h in zip(caps, hits)})
+    try:
+        if workers < 2 or len(jobs) < 2 or "fork" not in multiprocessing.get_all_start_methods():
+            results = [fn(*args) for fn, args in jobs]
+        else:
+            pool = multiprocessing.get_context("fork").Pool(min(workers, len(jobs)), initializer=signal.signal,
+                                                            initargs=(signal.SIGINT, signal.SIG_IGN))   # Ctrl-C 只给主进程
+            try:
+                results = [r.get() for r in [pool.apply_async(fn, args) for fn, args in jobs]]
+            finally:
+                pool.terminate()
+                pool.join()
+    except NoEviction as e:
+        fail(*e.args)
+    out = dict(zip(online, results[len(jobs) - len(online):]))
+    if bound:
+        out.update(zip([("min", c) for c in bound], results[0]))
     return {cell: out[cell] for cell in cells}
-
-
-def one_cell(blocks, policy, capacities):
-    """sweep 的一格：policy 在每个容量下的命中（MIN 的几个容量共用一份 MinPrep）。blocks = columns(trace)。"""
-    trace = BlockLists(*blocks)
-    if policy == "min":
-        prep = MinPrep(trace)
-        return [min_hits(trace, c, prep) for c in capacities]
-    return [simulate(trace, c, policy) for c in capacities]
-
-
-def run_cells(tasks, workers):
-    """[one_cell(*t) for t in tasks]。workers > 1 且能 fork 时分给一个 fork 出的进程池（先派的先算）；
-    工作进程继承此刻的策略类（测试里换过的也一样），参数显式传过去。"""
-    if workers < 2 or len(tasks) < 2 or "fork" not in multiprocessing.get_all_start_methods():
-        return [one_cell(*t) for t in tasks]
-    pool = multiprocessing.get_context("fork").Pool(min(workers, len(tasks)), initializer=signal.signal,
-                                                    initargs=(signal.SIGINT, signal.SIG_IGN))   # Ctrl-C 只给主进程
-    try:
-        results = pool.starmap(_guarded_cell, tasks, chunksize=1)
-    finally:
-        pool.terminate()
-        pool.join()
-    for r in results:
-        if isinstance(r, SystemExit):      # 一格一行拒绝了（比如 evict() 什么也没删）：只印第一格的那一行
-            print(r.line, end="", file=sys.stderr)
-            raise SystemExit(r.code)
-    return results
-
-
-def _guarded_cell(*task):
-    """工作进程里的一格。fail() 的 SystemExit 不能就这样抛（进程池会一直等这个工作进程）：连同那一行交回主进程。"""
-    err = io.StringIO()
-    try:
-        with contextlib.redirect_stderr(err):
-            return one_cell(*task)
-    except SystemExit as e:
-        e.line = err.getvalue()
-        return e
 
 
 def n_cores():
