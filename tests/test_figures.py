@@ -266,3 +266,41 @@ def test_plot_04b_tree(tmp_path, strict, slide, monkeypatch):
     assert len(strict) == 1
     assert [png_size(p) for p in strict] == [(2666, 1500)]          # 一页 16:9 幻灯片
     assert_slides(slide)
+
+
+def _numbers(text):
+    """标题里的数（带千分位、小数、百分号），比如 "3,666"、"96.1%"。"""
+    return re.findall(r"\d[\d,]*(?:\.\d+)?%?", text)
+
+
+def _titles(monkeypatch):
+    """每次保存 PNG 时记下图的标题（suptitle）：{文件名: 标题}。"""
+    from matplotlib.figure import Figure
+    seen, real = {}, Figure.savefig
+
+    def recording_savefig(fig, path, *a, **kw):
+        if str(path).endswith(".png"):
+            seen[os.path.basename(str(path))] = fig.get_suptitle().replace("\n", "")
+        return real(fig, path, *a, **kw)
+    monkeypatch.setattr(Figure, "savefig", recording_savefig)
+    return seen
+
+
+def test_04b_and_06_titles_only_use_printed_numbers(tmp_path, monkeypatch, capsys):
+    """04b、06 的图（真实数据）：标题里的每个数，脚本都印出来了（04b 演示 1；06 演示 2 读的是保存的 H200 JSON）。"""
+    plotting.setup_matplotlib()
+    titles = _titles(monkeypatch)
+    p04b, p06 = load_plot("plot_04b"), load_plot("plot_06")
+    s04b, s06 = load_script("04b_radix_cache"), load_script("06_triton_cow_clone")
+    p04b.plot_tree(p04b.compute(), str(tmp_path / "04b.png"))
+    data = s06.load_results(s06.DEFAULT_JSON)
+    p06.plot_slide(data, str(tmp_path / "06.png"))
+    p06.plot_results(data, str(tmp_path / "06_detail.png"))
+    capsys.readouterr()
+    s04b.demo1_tree()
+    s06.demo_2(data)
+    out = capsys.readouterr().out
+    assert len(titles) == 3
+    for name, title in titles.items():
+        missing = [n for n in _numbers(title) if n not in out]
+        assert _numbers(title) and not missing, (name, title, missing)
