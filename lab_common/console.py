@@ -58,7 +58,7 @@ def use_plain_fallback(stream):
         unicode = codecs.lookup(enc).name.startswith("utf")
     except LookupError:
         unicode = False
-    if not unicode and getattr(stream, "errors", "strict") in ("strict", "backslashreplace") \
+    if not unicode and getattr(stream, "errors", "strict") in ("strict", "backslashreplace", "surrogateescape") \
             and hasattr(stream, "reconfigure"):
         stream.reconfigure(errors="lab_plain")
 

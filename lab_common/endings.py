@@ -35,8 +35,10 @@ def _quiet_stdout():
 def _unwritable(err):
     """写文件失败是因为目录只读 / 没有权限 / 磁盘满：返回一行说明；别的 OSError 返回 None。"""
     if isinstance(err, OSError) and err.errno in (errno.EROFS, errno.EACCES, errno.EPERM, errno.ENOSPC):
-        where = err.filename or "文件"
-        why = {errno.EROFS: "文件系统只读", errno.ENOSPC: "磁盘满了"}.get(err.errno, "没有写权限")
+        where = err.filename or "输出"          # 没有文件名：写的是标准输出（例如重定向到一个满了的盘）
+        if err.errno == errno.ENOSPC:
+            return f"写不了 {where}：磁盘满了（清出一些空间再跑）"
+        why = {errno.EROFS: "文件系统只读"}.get(err.errno, "没有写权限")
         return f"写不了 {where}：{why}（换一个可写的目录再跑）"
     return None
 

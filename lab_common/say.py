@@ -80,15 +80,17 @@ def _with_unit(text, unit):
     return text
 
 
-def fixed(nd=2, unit=""):
+def fixed(nd=2, unit="", top=None):
     """固定小数位、千分位的格式：fixed(1)(1234.56) == '1,234.6'；unit 跟在数后面（前面空一格）。
-    不是 0 的数不印成 0：多给一位小数，还是 0 就写 "< 0.001"。
+    不是 0 的数不印成 0：多给一位小数，还是 0 就写 "< 0.001"。top=1（命中率这样的比例）：不到 1 的不印成 1.00。
 
     >>> fixed(0, "s")(3.4), fixed(1)(-0.04), fixed(2)(0.456), fixed(2, "s")(0.004), fixed(2, "s")(0.0004)
     ('3 s', '-0.04', '0.46', '0.004 s', '< 0.001 s')
+    >>> fixed(2, top=1)(0.9983), fixed(2, top=1)(0.99996), fixed(2, top=1)(1.0), fixed(2)(0.9983)
+    ('0.998', '> 0.999', '1.00', '1.00')
     """
     def f(x):
-        return _with_unit(honest(x, nd), unit)
+        return _with_unit(honest(x, nd, top=top), unit)
     return f
 
 
@@ -381,16 +383,24 @@ def rel_change(before, after, nd=0, less="少了", more="多了", flat="没变")
 
 def ratio(a, b, nd=1, more="倍", same_word="一样"):
     """a 是 b 的几倍，按印出来的倍数说："是 2.4 倍" / "一样（1.0 倍）"；b = 0 时说不出倍数；
-    不是 0 的倍数不印成 0（"是 0.04 倍"、"不到 0.01 倍"）。
+    不是 0 的倍数不印成 0（"是 0.04 倍"、"不到 0.01 倍"）。a、b 不同、倍数却印成 1.0 时多给小数
+    （133,054 对 133,885 是 "0.99 倍"，不说"一样"）；多给三位还是 1 才说一样。
 
     >>> ratio(2.44, 1.0), ratio(1.02, 1.0), ratio(0.5, 1.0), ratio(1, 0), ratio(1, 25), ratio(1, 2000)
-    ('是 2.4 倍', '一样（1.0 倍）', '是 0.5 倍', '无法相比（分母是 0）', '是 0.04 倍', '是不到 0.01 倍')
+    ('是 2.4 倍', '是 1.02 倍', '是 0.5 倍', '无法相比（分母是 0）', '是 0.04 倍', '是不到 0.01 倍')
+    >>> ratio(133054, 133885), ratio(1.00001, 1.0), ratio(3, 3)
+    ('是 0.99 倍', '一样（1.0 倍）', '一样（1.0 倍）')
     """
     if b == 0:
         return "无法相比（分母是 0）"
     r = honest(a / b, nd)
+    extra = 1
+    while a != b and value(r) == 1 and extra <= 3:        # 两个数不同：多给小数，直到看得出不是 1
+        if value(honest(a / b, nd + extra)) != 1:
+            r = honest(a / b, nd + extra)
+        extra += 1
     if value(r) == 1 and r.replace(".", "").strip("0") == "1":
-        return f"{same_word}（{r} {more}）"
+        return f"{same_word}（{honest(1, nd)} {more}）"
     return words("是", amount(r), more)
 
 

@@ -189,8 +189,9 @@ def demo1_bytes_per_token():
     fit = {m.name: {g: tokens_that_fit(m, cap, util, kv_bytes=kv[m.name]) for g, cap in gpus} for m in named}
     print_table(["模型", "形状", "KV KiB", "权重 GiB"] + [g for g, _ in gpus],
                 [[m.name, f"{m.n_layers}×{m.n_kv_heads}×{m.head_dim}", kib(kv[m.name]),
-                  fixed(1)(m.n_params * 2 / GiB)] + [fit_cell(fit[m.name][g]) for g, _ in gpus] for m in MODELS],
-                caption=f"GPU 列：一张卡 {pct(util)} 显存减去 fp16 权重后能放几个 token（上限）；- = 放不下权重")
+                  fixed(1)(m.n_params * 2 / GiB)] + [fit_cell(fit[m.name][g]) for g, _ in gpus] for m in named],
+                caption=f"GPU 列：一张卡 {pct(util)} 显存减去 fp16 权重后能放几个 token（上限）；- = 放不下权重"
+                        + extra_rows_note(named[len(MODELS):]))
     opt_b, l70_b = kv[OPT_13B.name], kv[LLAMA2_70B.name]
     gqa = [m for m in MODELS if m.n_kv_heads < m.n_heads]
     tp_fit = {g: tokens_that_fit(LLAMA2_70B, cap, util, n_gpus=tp, kv_bytes=l70_b) for g, cap in gpus}
@@ -219,6 +220,13 @@ def demo1_bytes_per_token():
                     caption=f"能用 = 容量 × {num(util)}；后两列：{tp} 张这种卡放完 LLaMA2-70B 的权重以后")
     print_observations(*observations_1(d))
     return d
+
+
+def extra_rows_note(extra):
+    """MODELS 里没有、观察却要点名的模型（OPT-13B、LLaMA2-13B、LLaMA2-70B）也列在表里：句子都对得上表。"""
+    if not extra:
+        return ""
+    return f"；{listing([m.name for m in extra])} 不在 MODELS 里，观察要用，也列出"
 
 
 def observations_1(d):

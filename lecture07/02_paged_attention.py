@@ -337,6 +337,8 @@ def observations_3(d):
         seg += f"，块 {ref} 时 {integer(reads[ref]['segments'])} 段、{size(reads[ref]['segment_bytes'])}"
     if order(reads[bmin]["segments"], c["segments"], integer) == 0:
         lines.append(seg + f"；连续存放也是 {integer(c['segments'])} 段：序列不比块长时，分页不多读段。")
+    elif ref != bmin and order(reads[ref]["segments"], c["segments"], integer) == 0:
+        lines.append(f"小块的代价在读：{seg}，和连续存放一样（序列不比块 {ref} 长）。")
     else:
         lines.append(f"小块的代价在读：{seg}；连续存放只要 {integer(c['segments'])} 段。")
     return lines, []

@@ -103,6 +103,7 @@ VLLM_FIG16 = dict(   # vLLM 论文（Kwon et al., SOSP'23）§6.4、图 16：共
     throughput_x={"1-shot": 1.67, "5-shot": 3.58},   # vLLM 的吞吐是 Orca (Oracle) 的几倍（vLLM 整体，不只是共享）
 )
 _V = VLLM_FIG16
+FEW_SHOT_SOURCE = Source((("1-shot", 80), ("5-shot", 341)), "vLLM 论文 §6.4 图 16", "的两个前缀")   # FEW_SHOT 的论文值
 POOL_NOTES = ("和真实系统的三处不同。最后一块：vLLM v1 把命中截在 n − 1 个 token（按整块），nano-vllm 只查第 0 到"
               "倒数第 2 块——这里也一样，整段命中时最后一块重算。钉住：这里的缓存自己持有一份引用，请求走了块也留着"
               "（演示只数复用，不用管块什么时候被挤掉）；vLLM、nano-vllm 不钉，请求结束时块回到空闲表、哈希还在，"
@@ -116,7 +117,7 @@ FAST25_SHAPE = 'FAST\'25 表 1：l = 80、d = 8192、gqa = 8（查询头数 / KV
 SRC_LOCAL_KV = Source(10 ** 12, "FAST'25 §5.3.1", "每台约 1 TB DRAM")       # LOCAL_KV_BYTES 的论文值
 MOONCAKE_PARTIAL = "FAST'25 附录 A：6,955 个 token → 14 个 ID"   # 不满的最后一块也有 ID（arXiv v3 §4.1 同样）
 MODEL = LLAMA3_70B        # 演示 5 的模型：式 (1)、128 GB/s 都出自 FAST'25，它的模型是 LLaMA3-70B（表 1）
-f2 = fixed(2)             # 命中率的格式：和表格一样两位小数
+f2 = fixed(2, top=1)           # 命中率的格式：和表格一样两位小数
 MODEL_NOTE = (f"arXiv v3 用的 dummy LLaMA2-70B（§1.2）和 {MODEL.name} 的层数、d、KV 头数都相同，每 token 的 KV 也一样"
               * ((LLAMA2_70B.n_layers, LLAMA2_70B.d_model, LLAMA2_70B.n_kv_heads) == (MODEL.n_layers, MODEL.d_model,
                                                                                       MODEL.n_kv_heads))
@@ -224,7 +225,10 @@ def shared_prefix_requests(vocab):
 def demo2_shared_prefix():
     """在真模型上复用前缀：能省多少计算？结果和从头算一样吗？"""
     n, bs = N_SHARING, BLOCK_SIZE
-    print_header(f"演示 2：复用 few-shot 前缀（{n} 个请求、块大小 {bs}，前缀长度同 vLLM 论文 §6.4）")
+    prefix_note = "前缀长度同 vLLM 论文 §6.4"
+    if not FEW_SHOT_SOURCE.holds(FEW_SHOT):
+        prefix_note = "前缀是你设的"
+    print_header(f"演示 2：复用 few-shot 前缀（{n} 个请求、块大小 {bs}，{prefix_note}）")
     longest = max(plen for _, plen in FEW_SHOT) + SUFFIX_LEN[1] - 1
     cfg = config_like(TINY, max_seq=n_blocks(longest, bs) * bs)   # 模型的上下文按最长的请求定
     params = init_params(cfg, seed=MODEL_SEED)
@@ -351,6 +355,8 @@ def known_file(path):
     >>> known_file(f.name) is None, blob_sha1(f.name)          # git hash-object 算的是同一个数
     (True, 'ce013625030ba8dba906f756967f9e9ca394464a')
     """
+    if not os.path.isfile(path):        # 管道、FIFO：已经读完了，再打开会一直等写的一方（不认）
+        return None
     return KNOWN_TRACE_FILES.get(blob_sha1(path))
 
 
@@ -405,7 +411,7 @@ def print_trace_tables(d):
     ours = [("本实验（合成）", syn, d["syn_hit"])]
     if real:
         ours.insert(0, ("你给的 trace", st, d["ratio"][(d["lead"], None)]))
-    rows = [[n, integer(s["n"]), f"{s['minutes']:.0f}", integer(s["mean_in"]), integer(s["mean_out"]), f2(h), "-"]
+    rows = [[n, integer(s["n"]), integer(s["minutes"]), integer(s["mean_in"]), integer(s["mean_out"]), f2(h), "-"]
             for n, s, h in ours]
     rows += [[n, integer(q), cell(t, integer), integer(i), integer(o), cell(h, f2), cell(c, f2)]
              for n, q, t, i, o, h, c, _ in PAPER_TRACES[:2 + 2 * real]]

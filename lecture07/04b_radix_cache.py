@@ -9,7 +9,7 @@ of Structured Language Model Programs"，NeurIPS 2024）把所有请求的 token
   演示 2：同一批请求，按 token 匹配（基数树）和按块匹配（块大小同 04 演示 2）各要算多少 token；
           按 token 的代价：拆节点、节点长短不一、每个 token 一项索引（SGLang 2024 年的论文和博客里一页就是
           1 个 token；今天的 SGLang 也可以设 page_size > 1，那时只匹配整页）。
-  演示 3：04 演示 3 的 trace（块 id，所以按块匹配）和容量：基数树的两种淘汰规则——SGLang 0.5.23 的（整片叶子、
+  演示 3：04 演示 3、4 的 trace（块 id，所以按块匹配）和容量：基数树的两种淘汰规则——SGLang 0.5.23 的（整片叶子、
           拆开的尾巴记成刚用过）和修剪（从叶子尾巴删到刚好满）——和块哈希 LRU 逐个请求比命中。
   演示 4：一步一步看基数树：英译法的 few-shot 提示，一个词一个 token——插入、拆开、整段命中、淘汰整片叶子
           （--step 时一步一屏、回车看下一步，变了的格子加亮；make all 画成 figures/04b_radix_steps.gif）。
@@ -54,7 +54,8 @@ N_SHARING = 8                             # 演示 1、2：共享前缀的请求
 FEW_SHOT = (("1-shot", 80), ("5-shot", 341))   # 演示 1、2 的前缀：(名字, token 数)（vLLM 论文图 16 的两个前缀）
 SUFFIX_LEN = (10, 30)                     # 演示 1、2：每个请求自己的后缀长度，在 [10, 30) 里均匀随机（token）
 TRACE_SEED = 0                            # 演示 3：合成 trace 的种子（默认和 04 演示 3 一样）
-CAPACITIES = (None, 100_000, 50_000, 30_000, 10_000, 3_000, 1_000)   # 演示 3 的缓存容量（块；和 04 演示 3 一样）
+CAPACITIES = (None, 100_000, 50_000, 30_000, 10_000, 3_000, 1_000)   # 演示 3 的缓存容量（块；和 04 演示 4 一样）
+DEMO3_SEED_OF_04 = 0                      # 04 演示 3、4 的默认 TRACE_SEED
 DEMO2_OF_04 = (16, 5, 8, (("1-shot", 80), ("5-shot", 341)), (10, 30))   # 04 演示 2 的默认设置：相同时按块 = 04 的"实际算"
 STEP_CAPACITY = 22                        # 演示 4：树的容量（token）；默认最后一个请求超出 1 个
 SYSTEM, SHOT_1, SHOT_2 = "Translate English to French :", "sea otter => loutre de mer", "cheese => fromage"
@@ -67,7 +68,7 @@ STEP_REQUESTS = (                         # 演示 4 的请求（英译法的 fe
 )
 
 # ---- 出处（只用来对照，标明出处）----
-f2 = fixed(2)                             # 命中率的格式：和 04 演示 3 的表一样两位小数
+f2 = fixed(2, top=1)                           # 命中率的格式：和 04 演示 4 的表一样两位小数
 SGLANG_SHORT = "SGLang 的 RadixAttention"   # Zheng 等，"SGLang: Efficient Execution of Structured Language Model Programs"，NeurIPS 2024
 RULE_ORDER = ("trim", "sglang")           # 演示 3 的两种淘汰规则（kv_store.radix_tree.RULES）
 TRIM_WHY = ("修剪 = 块 LRU：链式块 id 下，LRU 最久没用的块总是某片叶子的最后一块，修剪每一步删的正是它。")
@@ -133,7 +134,10 @@ def tree_lines(tree, max_children=None):
 def demo1_tree():
     """04 演示 2 的请求放进一棵基数树，长什么样？"""
     reqs = demo2_requests()
-    print_header(f"演示 1：04 演示 2 的 {len(reqs)} 个请求放进一棵基数树（{SGLANG_SHORT}）")
+    which = f"04 演示 2 的 {len(reqs)} 个请求"
+    if (PROMPT_SEED, N_SHARING, FEW_SHOT, SUFFIX_LEN) != DEMO2_OF_04[1:]:       # 改了请求的设置：不再是 04 的那一批
+        which = f"{len(reqs)} 个共享前缀的请求（按你的设置）"
+    print_header(f"演示 1：{which}放进一棵基数树（{SGLANG_SHORT}）")
     tree = RadixCache()
     at_prefix = 0                                    # 在共用前缀末尾分叉的拆分（insert 最多拆一次，拆在匹配到的长度处）
     for _, plen, toks in reqs:
@@ -290,7 +294,10 @@ def demo3_trace():
     """在 trace 上，按叶子淘汰的基数树和按块淘汰的 LRU，命中一样吗？SGLang 自己的规则差多少、为什么？"""
     caps = CAPACITIES
     tr = make_trace(TRACE_SEED)
-    print_header(f"演示 3：04 演示 3 的合成 trace（种子 {TRACE_SEED}）——基数树的两种淘汰规则和块哈希 LRU")
+    trace_name = f"04 演示 3、4 的合成 trace（种子 {TRACE_SEED}）"
+    if TRACE_SEED != DEMO3_SEED_OF_04:
+        trace_name = f"合成 trace（种子 {TRACE_SEED}，04 用种子 {DEMO3_SEED_OF_04}）"
+    print_header(f"演示 3：{trace_name}——基数树的两种淘汰规则和块哈希 LRU")
     with status(f"{integer(len(tr))} 个请求 × {len(caps)} 个容量，块哈希 LRU 和两种规则的基数树各模拟一遍…"):
         lru = sweep(tr, caps, ("lru",))
         radix = radix_sweep(tr.iter_blocks(), caps, RULE_ORDER)
@@ -310,10 +317,17 @@ def demo3_trace():
         rows.append([name, f2(d["lru"][c] / total), f2(d["radix"]["trim"][c] / total),
                      f2(d["radix"]["sglang"][c] / total), verdict, signed(d["radix"]["sglang"][c] - d["lru"][c], 0)])
     print_table(["容量（块）", "块哈希 LRU", "修剪", "SGLang", "修剪比 LRU", "SGLang − LRU"], rows,
-                caption="命中率 = 用得上的命中块 / 全部块访问（同 04 演示 3，块哈希 LRU 就是它的 LRU 行）；修剪比 LRU："
-                        "逐个请求比命中块数；SGLang − LRU：命中块数之差。" + TRIM_WHY + SGLANG_WHY)
+                caption="命中率 = 用得上的命中块 / 全部块访问（同 04 演示 4，块哈希 LRU 就是它的 LRU 行）；修剪比 LRU："
+                        "逐个请求比命中块数；SGLang − LRU：命中块数之差。" + trim_why(d) + SGLANG_WHY)
     print_observations(*observations_3(d))
     return d
+
+
+def trim_why(d):
+    """"修剪 = 块 LRU" 只在表里每个容量都逐个相同时说；LRUCache 被改过、对不上时说表里看到的。"""
+    if all(d["same"].values()):
+        return TRIM_WHY
+    return "修剪和块哈希 LRU 在有的容量上不同：kv_store/eviction.py 的 LRUCache 不再是按最久没用淘汰的块 LRU 了吗？"
 
 
 def observations_3(d):
@@ -387,6 +401,10 @@ def run_steps(rule):
             i += len(node.key)
         after = {n.id for _, _, n in tree.nodes()}
         gone = [before[k] for k in before if k not in after]
+        own = (sum(len(x.split()) for x in before.values()) + len(toks) - hit - tree.size
+               - sum(len(g.split()) for g in gone))           # 这次刚插进去、又被这次的淘汰删掉的 token
+        if own > 0:
+            gone.append(f"{name} 刚插入的 {own} 个 token")
         steps.append(dict(name=name, n=len(toks), hit=hit, usable=usable, splits=splits, size=tree.size,
                           evicted=gone, trimmed=sum(len(x.split()) for x in before.values()) + len(toks) - hit - tree.size))
         note = f"{name}：{len(toks)} 个 token，{hit} 个已在树里（用得上 {usable} 个），拆 {splits} 个节点"
@@ -426,7 +444,10 @@ def observations_4(d):
     ev = [(x, y) for x, y in zip(d["steps"], d["alt_steps"]) if x["evicted"] or y["trimmed"]]
     if ev:
         x, y = ev[0]
-        text = f"{x['name']} 来时超出容量：SGLang 的规则删掉整片最旧的叶子「{'」「'.join(x['evicted'])}」，树停在 {x['size']} 个"
+        which = "整片最旧的叶子"
+        if x["evicted"] and x["evicted"][-1].startswith(f"{x['name']} 刚插入的"):
+            which = "整片叶子，连它自己的也删了"
+        text = f"{x['name']} 来时超出容量：SGLang 的规则删掉{which}「{'」「'.join(x['evicted'])}」，树停在 {x['size']} 个"
         if y["trimmed"] and x["size"] < y["size"]:
             text += f"；修剪规则只删 {y['trimmed']} 个，树正好 {y['size']} 个"
         lines.append(text + f"（容量 {STEP_CAPACITY}）。")

@@ -431,10 +431,31 @@ def seconds_fmt(values, nd=2):
 
 
 def tokens_text(n):
-    """token 数：一万以上说"307 万 token"，以下照写："5,120 token"。"""
+    """token 数：一亿以上说"51.2 亿 token"，一万以上说"307 万 token"，以下照写："5,120 token"。"""
+    if n >= 1e8:
+        return f"{fixed(1)(n / 1e8)} 亿 token"
     if n >= 1e4:
         return f"{n / 1e4:,.0f} 万 token"
     return f"{integer(n)} token"
+
+
+def tied_rank(names_values, tied, key=None):
+    """从高到低排一排："A > B = C"；tied(a, b) 为真的相邻两个用 "="。key(值)：按什么排（默认按值本身；
+    传印出来的值，并列的就保持原来的先后）。
+
+    >>> tied_rank([("甲", 1.0), ("乙", 3.0), ("丙", 2.999)], lambda a, b: abs(a - b) < 0.01)
+    '乙 = 丙 > 甲'
+    """
+    if key is None:
+        key = float
+    items = sorted(names_values, key=lambda nv: key(nv[1]), reverse=True)
+    out = str(items[0][0])
+    for (_, prev), (name, v) in zip(items, items[1:]):
+        sep = " > "
+        if tied(prev, v):
+            sep = " = "
+        out += sep + str(name)
+    return out
 
 
 def observations_3(d):
@@ -443,12 +464,26 @@ def observations_3(d):
     lb, loc, glo = (res[s] for s in ("load_balancing", "local_cache", "global_cache"))
     if d["nodes"] == 1:
         return [f"只有 1 台节点：四种调度都只能发给它（平均 TTFT 都是 {sec(glo['mean'])} s），要比较调度至少要 2 台。"], []
-    ours = rank([(names[s], r["mean"]) for s, r in res.items()], sec)
+    g = glo["mean"]
+
+    def vs_global(x):                                 # 表里 ×全局 那一列
+        return times(x / g)
+
+    def tied(a, b):                                   # TTFT 和 ×全局 两列都印得一样，才算并列
+        return same(a, b, sec) and same(a, b, vs_global)
+    ours = tied_rank([(names[s], r["mean"]) for s, r in res.items()], tied,
+                     key=lambda x: (value(sec(x)), value(vs_global(x))))
     paper = rank([(names[s], v) for s, v in p.items()], F2)
     agree = f"，论文图 5 是{paper}"
     if ours == paper:
         agree = "，与论文图 5 的顺序一致"
-    obs = [f"平均 TTFT {rel_vs('全局', glo['mean'], '本地', loc['mean'], lambda x: sec(x) + ' s')}，论文"
+    head = vs("全局", g, "本地", loc["mean"], lambda x: sec(x) + " s")
+    if not tied(g, loc["mean"]):
+        fmt = sec                                     # TTFT 那列印得不同就按它说，否则按 ×全局 那列
+        if same(g, loc["mean"], sec):
+            fmt = vs_global
+        head = rel_vs("全局", g, "本地", loc["mean"], fmt)
+    obs = [f"平均 TTFT {head}，论文"
            f"{rel_change(p['local_cache'], p['global_cache'], less='低', more='高')}；从高到低：{ours}{agree}。"]
     text = f"看缓存的调度把请求送回有它前缀的节点：命中率{change(lb['hit'], glo['hit'], pct)}（负载均衡 → 全局）"
     if same(lb["hit"], glo["hit"], pct):
@@ -501,7 +536,7 @@ def demo4_pd_transfer():
                 [[integer(c["n"]), size(c["kv"]), ms_cell(c["prefill"]), ms_cell(c["send"]), pct1(c["send"] / c["prefill"]),
                   ms_cell(c["exposed"]), F1(c["need_gbps"]), F1(h["need_gbps"])] for c, h in zip(base, hits)],
                 caption="单位 ms；发/算 = 发 / prefill；没盖住 = 按层流水比 prefill 多出的时间；需要：藏得住的带宽（Gbps）= "
-                        f"KV / prefill，最后一列是前缀命中 {share(hit)}{hit_src}时的需要。")
+                        + words(f"KV / prefill，最后一列是前缀命中 {share(hit)}{hit_src}", "时的需要。"))
     small = {m.name: m for m in (LLAMA3_8B, LLAMA2_7B)}
     need = {name: [pd_case(m, A800_X1, n, 0.0, nic)["need_gbps"] for n in lens] for name, m in small.items()}
     need[f"{model.name} ÷ {node.n_gpus}"] = [c["need_gbps"] / node.n_gpus for c in base]     # 摊到每张卡
@@ -576,7 +611,10 @@ def observations_4(d):
         text = f"，{gbs(nic)} Gbps 在 {listing(over)} token 时藏不住"
     obs.append(f"前缀命中 {share(d['hit'])}：要算的少了，要发的 KV 没少{text}。")
     if not any(c["hit"] for c in hits):                      # PD_HIT = 0，或 prompt 短得命中取整后是 0 个 token
-        obs[-1] = f"前缀命中 {share(d['hit'])} 时一个 token 也没命中（最后一个 token 总要算）：最后一列和“需要”相同。"
+        why = "（最后一个 token 总要算）"
+        if d["hit"] == 0:
+            why = ""                                         # 命中 0%：本来就不命中，不是因为最后一个 token
+        obs[-1] = f"前缀命中 {share(d['hit'])} 时一个 token 也没命中{why}：最后一列和“需要”相同。"
     more = []
     text = "，每个长度仍藏得住：这个模型算得够久"
     if bad:                                                  # 主网卡有藏不住的：换了网卡才藏得住，不说"仍"

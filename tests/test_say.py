@@ -93,7 +93,8 @@ def test_counts_zero_and_one():
 
 
 def test_ratio_and_rank_ties():
-    assert say.ratio(1.02, 1.0) == "一样（1.0 倍）"
+    assert say.ratio(1.02, 1.0) == "是 1.02 倍"                      # 不同的两个数：倍数印成 1.0 时多给一位
+    assert say.ratio(133_054, 133_885) == "是 0.99 倍" and say.ratio(3, 3) == "一样（1.0 倍）"
     assert say.ratio(2.44, 1.0) == "是 2.4 倍"
     assert say.ratio(1, 0).startswith("无法相比") and "分母是 0" in say.ratio(1, 0)
     assert say.rank([("LRU", 0.46), ("LFU", 0.391), ("LA", 0.389)], say.fixed(2)) == "LRU > LFU = LA"

@@ -25,7 +25,7 @@ self.entries 是"在缓存里的块"的字典（块 → 这个策略自己记的
      __init__(self, capacity) 里调用 super().__init__(capacity, {})；实现 touch(self, block, pos)
      （记下这次访问；块不在缓存里就加进 self.entries）和 evict(self)（删掉一块并返回它）；
   2. 在本文件末尾的 CACHE_POLICIES 里加一行 "mine": MyCache；
-  3. 在 04_prefix_caching.py 的 POLICIES 里加上 "mine"，运行 python 04_prefix_caching.py --demo 3：
+  3. 在 04_prefix_caching.py 的 POLICIES 里加上 "mine"，运行 python 04_prefix_caching.py --demo 4：
      命中率表里多出一行，"MIN 减去"表里是它离离线最优还差多少。
   S3FIFOCache 就是照这个接口写的完整例子；tests/test_cache_policies.py 里有一个 10 行的 FIFOCache。
 按 trace 跑这些缓存的代码在 kv_store/replay.py：每个请求先 match 再 insert，跑的就是这里的类——你改了哪个类，
@@ -257,7 +257,7 @@ class S3FIFOCache(BlockCache):
                 return b
 
 
-# 唯一的注册表：04 的演示 3 给这里的每个策略算一行命中率和它离 MIN 的差距。加自己的策略：加一行。
+# 唯一的注册表：04 的演示 4 给这里的每个策略算一行命中率和它离 MIN 的差距。加自己的策略：加一行。
 CACHE_POLICIES = {
     "lru": LRUCache,
     "lfu": LFUCache,

@@ -49,7 +49,7 @@ def match_prefix(hashes, cache):
 # ---------------------------------------------------------------- 全讲唯一的"命中"定义
 def usable_hit_tokens(hit_blocks, input_len, block_size):
     """命中的前缀里真正用得上的 token 数：最多 输入 − 1 个（最后一个 token 总要重算，才能得到第一个输出），
-    而且按整块算。04 演示 3、4，04b，05 的"命中"都是这一条。hit_blocks、input_len 可以是数，也可以是数组。
+    而且按整块算。04 演示 3–5，04b，05 的"命中"都是这一条。hit_blocks、input_len 可以是数，也可以是数组。
 
     >>> usable_hit_tokens(np.array([2, 2, 1, 0]), np.array([2000, 1024, 1, 5]), 512).tolist()   # 1 个 token 的请求：一个也用不上
     [1024, 1023, 0, 0]

@@ -64,7 +64,7 @@ class Node:
     n_gpus: int
     tflops_per_gpu: float    # bf16 稠密峰值
     hbm_gb_per_gpu: float    # 标称的 "80GB"：实际是 80 GiB（nvidia-smi 显示 81,920 MiB），见 hbm_bytes
-    mfu: float = 0.6         # 实际能达到的峰值比例（04_prefix_caching 演示 4 的假设）
+    mfu: float = 0.6         # 实际能达到的峰值比例（04_prefix_caching 演示 5 的假设）
 
     @property
     def flops(self):

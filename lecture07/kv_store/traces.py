@@ -286,7 +286,7 @@ def load_trace(path, block_size=BLOCK_SIZE):
 N_REQUESTS = 23_608         # Mooncake arXiv v3 §4 / FAST'25 表 2：一小时 23,608 个请求
 DURATION_S = 3600.0
 
-# ---- 负载参数（学生可以改：改完看演示 3 的统计量和命中率怎么变）----
+# ---- 负载参数（学生可以改：改完看 04 演示 3 的统计量、演示 4 的命中率怎么变）----
 FAMILY_WEIGHTS = (0.62, 0.18, 0.12, 0.08)   # 各"框架"被选中的概率：最热的那个 ≈ 62%
 FAMILY_BLOCKS = (5, 3, 4, 2)                # 各框架公共前缀的块数
 TEMPLATES_PER_FAMILY = 12                   # 每个框架下的具体模板数（Zipf 分布选用）
