@@ -7,16 +7,25 @@
 - 跑脚本：本进程里 main(argv)（run_main / call_main），或新的 Python 解释器里（start_fresh / finish_fresh）。
 """
 import contextlib
+import hashlib
+import inspect
 import io
 import os
+import pickle
+import shutil
 import subprocess
 import sys
+import tempfile
+import time
+import types
+import uuid
 
 # numpy 的 OpenBLAS 默认每个进程起"核数"个线程，启动时空转：每个 Python 进程多花约 0.07 s CPU（测试会起几十个新
 # 解释器）。本课的 CPU 脚本不做 BLAS 运算（线性层用 einsum），一个线程不改变任何结果。在 import numpy 之前设好，
 # pytest 的工作进程和测试起的新解释器都继承它。
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
+import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -26,6 +35,9 @@ for _p in (os.path.join(ROOT, "figures"), LECTURE, ROOT):
         sys.path.insert(0, _p)
 
 from lab_common.script_tools import load_script  # noqa: E402  测试文件 from conftest import load_script
+from kv_store import eviction as _eviction  # noqa: E402
+
+_POLICIES_AT_START = {name: (cls, [dict(vars(k)) for k in cls.__mro__]) for name, cls in _eviction.CACHE_POLICIES.items()}
 
 REAL_TRACE = os.path.normpath(os.path.join(ROOT, "..", "shared", "traces", "mooncake_fast25_synthetic_trace.jsonl"))
 REAL_TRACE_MISSING = (f"没有真实 trace：把 Mooncake 的公开 trace mooncake_fast25_synthetic_trace.jsonl "
@@ -116,6 +128,11 @@ def pytest_collection_modifyitems(config, items):
 
 # ---------------------------------------------------------------- 两个 pytest 进程
 def pytest_configure(config):
+    if not hasattr(config, "workerinput") and getattr(config.option, "numprocesses", None):
+        # 主进程：定下本次会话的 testrunuid（工作进程拿到的 PYTEST_XDIST_TESTRUNUID），结束时删掉共用的临时目录
+        if config.option.testrunuid is None:
+            config.option.testrunuid = uuid.uuid4().hex
+        config.lab_shared_dir = os.path.join(tempfile.gettempdir(), f"lab07-tests-{config.option.testrunuid}")
     if hasattr(config, "workerinput") and config.workerinput.get("workercount", 1) > 1:
         # 每个 pytest 进程占一个核（gw0 → 第 1 个核，gw1 → 第 2 个……）。测试起的新解释器继承这一个核，脚本看到
         # 1 个核就不 fork 进程池（核早被 pytest 进程占满了，fork 只多花 CPU）；fork 的路径另有测试（workers=2）。
@@ -126,8 +143,144 @@ def pytest_configure(config):
                 os.sched_setaffinity(0, {cores[k % len(cores)]})
 
 
+# ---------------------------------------------------------------- 一次会话只算一遍：两个 pytest 进程共用
+# 同一个东西（一个脚本 main(argv) 的输出、04 的命中表）不论哪个文件、哪个 pytest 进程要，整个会话只算一次：
+# 先要的那个进程算，结果 pickle 进本次会话的临时目录（PYTEST_XDIST_TESTRUNUID 区分会话），另一个进程读它
+# （正在算时等它算完）。只缓存没改过的代码的结果：策略类被测试换过（monkeypatch）时照常现算、不存。
+_SHARED = {}
+_LOCK_WAIT_S = 900
+
+
+def _shared_dir():
+    uid = os.environ.get("PYTEST_XDIST_TESTRUNUID")
+    if not uid:
+        return None                           # 只有一个 pytest 进程：本进程里的 _SHARED 就够了
+    d = os.path.join(tempfile.gettempdir(), f"lab07-tests-{uid}")
+    os.makedirs(d, exist_ok=True)
+    return d
+
+
+def _pristine_policies():
+    """CACHE_POLICIES 还是 import 时的那几个类，类里的方法也没被换过（测试常 monkeypatch 它们）。"""
+    from kv_store import eviction
+    now = {name: (cls, [dict(vars(k)) for k in cls.__mro__]) for name, cls in eviction.CACHE_POLICIES.items()}
+    return now.keys() == _POLICIES_AT_START.keys() and all(
+        now[n][0] is _POLICIES_AT_START[n][0] and len(now[n][1]) == len(_POLICIES_AT_START[n][1])
+        and all(a.keys() == b.keys() and all(a[k] is b[k] for k in a)
+                for a, b in zip(now[n][1], _POLICIES_AT_START[n][1]))
+        for n in now)
+
+
+def shared(key, compute):
+    """compute() 的结果，整个测试会话（两个 pytest 进程一起）每个 key 只算一遍。key：repr 稳定的元组。"""
+    if not _pristine_policies():
+        return compute()
+    key = repr(key)
+    if key in _SHARED:
+        return _SHARED[key]
+    d = _shared_dir()
+    if d is None:
+        _SHARED[key] = compute()
+        return _SHARED[key]
+    name = os.path.join(d, hashlib.sha1(key.encode()).hexdigest())
+    lock, done = name + ".lock", name + ".pickle"
+    start = time.monotonic()
+    while not os.path.exists(done):
+        try:
+            os.close(os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+        except FileExistsError:                           # 另一个进程正在算：等它
+            if time.monotonic() - start > _LOCK_WAIT_S:
+                break
+            time.sleep(0.05)
+            continue
+        try:
+            value = compute()
+            try:
+                data = pickle.dumps(value)
+            except Exception:                             # 存不了（有不能 pickle 的对象）：只在本进程里记着
+                data = None
+            if data is not None:
+                with open(name + ".tmp", "wb") as f:
+                    f.write(data)
+                os.replace(name + ".tmp", done)
+        finally:
+            if not os.path.exists(done):
+                os.remove(lock)
+        _SHARED[key] = value
+        if data is None:
+            return value
+        break
+    if key not in _SHARED:
+        if os.path.exists(done):
+            with open(done, "rb") as f:
+                _SHARED[key] = pickle.load(f)
+        else:
+            _SHARED[key] = compute()
+    return _SHARED[key]
+
+
+def _plain(v):
+    return v is None or isinstance(v, (bool, int, float, str)) or (
+        isinstance(v, (tuple, list, frozenset)) and all(_plain(x) for x in v)) or (
+        isinstance(v, dict) and all(_plain(k) and _plain(x) for k, x in v.items()))
+
+
+def settings_read_by(fn):
+    """fn 和它调用的同一模块里的函数读到的设置（大写的模块常量）：[(名字, 值)]，缓存的 key 用它。
+    它们调用的别的模块的函数被测试换掉了（不是那个模块里的那一个）时返回 None：这时不缓存。"""
+    g, seen, todo, out = fn.__globals__, set(), [fn.__code__], {}
+    while todo:
+        code = todo.pop()
+        todo += [c for c in code.co_consts if isinstance(c, types.CodeType)]
+        for n in code.co_names:
+            if n in seen or n not in g:
+                continue
+            seen.add(n)
+            v = g[n]
+            if isinstance(v, types.FunctionType) and v.__globals__ is g:
+                todo.append(v.__code__)
+            elif isinstance(v, types.FunctionType):
+                if getattr(sys.modules.get(v.__module__), v.__name__, None) is not v:
+                    return None
+            elif n.isupper() and _plain(v):
+                out[n] = v
+    return sorted(out.items())
+
+
+def trace_digest(trace):
+    from kv_store.traces import columns
+    h = hashlib.sha1()
+    for col in columns(trace):
+        h.update(np.ascontiguousarray(col).tobytes())
+    return h.hexdigest()
+
+
+def shared_trace_sweep(module):
+    """module.trace_sweep 的替身：同一份 trace、同样的参数、同样的设置，整个会话只算一遍（结果就是原函数的结果）。
+    改源码得到的模块（test_student_edits）和原模块共用：key 是脚本文件、参数和它读到的每个设置的值。"""
+    real = module.trace_sweep
+    sig = inspect.signature(real)
+
+    def memo(*a, **k):
+        bound = sig.bind(*a, **k)
+        bound.apply_defaults()
+        args = dict(bound.arguments)
+        trace = args.pop("trace")
+        read = settings_read_by(real)
+        if read is None:
+            return real(*a, **k)
+        key = ("trace_sweep", os.path.basename(real.__code__.co_filename), trace_digest(trace),
+               sorted(args.items(), key=str), read)
+        return shared(key, lambda: real(*a, **k))
+    return memo
+
+
+def pytest_unconfigure(config):
+    if getattr(config, "lab_shared_dir", None):
+        shutil.rmtree(config.lab_shared_dir, ignore_errors=True)
+
+
 # ---------------------------------------------------------------- 跑一遍脚本：本进程里
-_RUNS = {}
 TABLES = {}     # 脚本名 → 它打印过的每张表 [(表头, 各行)]：窄终端的测试拿它们重排，不必再跑一遍演示
 
 
@@ -146,22 +299,31 @@ def recording_tables(name):
         yield tables
 
 
-def run_main(name):
-    """main([]) 在本进程里跑一遍（每个进程每个脚本只跑一次）：返回 (打印的文字, {演示号: 演示返回的 dict})。
+def _run_main_here(name, argv):
+    m = load_script(name)
+    got, tables = {}, []
+    with pytest.MonkeyPatch.context() as mp, recording_tables(None) as tables:
+        for k, fn in list(m.DEMOS.items()):
+            mp.setitem(m.DEMOS, k, lambda *a, fn=fn, k=k: got.setdefault(k, fn(*a)))
+        if hasattr(m, "trace_sweep"):
+            mp.setattr(m, "trace_sweep", shared_trace_sweep(m))
+        buf = io.StringIO()
+        with contextlib.redirect_stdout(buf):
+            assert m.main(list(argv)) == 0
+    TABLES.pop(None, None)
+    return buf.getvalue(), got, tables
 
-    冒烟测试、"换一个进程输出也一样"和窄终端的测试共用这一遍（它们在同一个 xdist 组里）。
+
+def run_main(name, argv=()):
+    """main(argv) 在本进程里跑（整个会话每个脚本、每个 argv 只跑一次，两个 pytest 进程共用）：
+    返回 (打印的文字, {演示号: 演示返回的 dict})；打印过的表记进 TABLES[name]（只记 argv=() 那一遍）。
+
+    冒烟测试、标准输出（test_golden）、"换一个进程输出也一样"和窄终端的测试共用这一遍。
     """
-    if name not in _RUNS:
-        m = load_script(name)
-        got = {}
-        with pytest.MonkeyPatch.context() as mp, recording_tables(name):
-            for k, fn in list(m.DEMOS.items()):
-                mp.setitem(m.DEMOS, k, lambda *a, fn=fn, k=k: got.setdefault(k, fn(*a)))
-            buf = io.StringIO()
-            with contextlib.redirect_stdout(buf):
-                assert m.main([]) == 0
-        _RUNS[name] = (buf.getvalue(), got)
-    return _RUNS[name]
+    out, got, tables = shared(("run_main", name, tuple(argv)), lambda: _run_main_here(name, argv))
+    if not argv:
+        TABLES[name] = tables
+    return out, got
 
 
 def call_main(module, argv):

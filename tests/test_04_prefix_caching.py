@@ -10,7 +10,7 @@ import sys
 import numpy as np
 import pytest
 from artefacts import find_artefacts
-from conftest import LECTURE, ROOT, load_plot
+from conftest import LECTURE, ROOT, load_plot, run_main
 from helpers_04 import demo2_results, m, synthetic_data
 
 from lab_common.console import observation_lines
@@ -71,27 +71,15 @@ def d4(data):
 
 
 @pytest.fixture(scope="module")
-def default_out(data):
-    """main([]) 的默认输出（命中表用测试共享的那一份）。"""
-    import contextlib
-    import io
-    buf = io.StringIO()
-    with pytest.MonkeyPatch.context() as mp, contextlib.redirect_stdout(buf):
-        mp.setattr(m, "trace_sweep", lambda *a, **k: data)
-        assert m.main([]) == 0
-    return buf.getvalue()
+def default_out():
+    """main([]) 的默认输出（conftest.run_main：整个会话只跑一遍，命中表和这里的 data 是同一份）。"""
+    return run_main("04_prefix_caching")[0]
 
 
 @pytest.fixture(scope="module")
-def more_out(data):
+def more_out():
     """main(["--demo", "5", "--more"]) 的输出（命中表用测试共享的那一份）。"""
-    import contextlib
-    import io
-    buf = io.StringIO()
-    with pytest.MonkeyPatch.context() as mp, contextlib.redirect_stdout(buf):
-        mp.setattr(m, "trace_sweep", lambda *a, **k: data)
-        assert m.main(["--demo", "5", "--more"]) == 0
-    return buf.getvalue()
+    return run_main("04_prefix_caching", ["--demo", "5", "--more"])[0]
 
 
 # ---------------------------------------------------------------- 代码本身

@@ -15,7 +15,7 @@ import io
 import os
 
 import pytest
-from conftest import LECTURE, REAL_TRACE, TABLES, fresh_env, load_script, recording_tables, run_main, start_fresh
+from conftest import LECTURE, REAL_TRACE, TABLES, fresh_env, load_script, run_main, start_fresh
 from lab_common import console
 from lab_common.console import print_table
 from rich.cells import cell_len
@@ -27,22 +27,9 @@ GROUP = {"01_kv_cache_memory": "tests/test_console.py", "03_sharing_and_cow": "t
          "04b_radix_cache": "s04", "05_kv_store": "tests/test_05_kv_store.py"}   # 和这几个脚本的测试同一个进程
 
 
-_HERE = {}
-
-
 def output_here(name):
-    """本进程里 main([]) 的输出。04 的命中表（最慢的一步）用 04 的测试共享的那一份（helpers_04），不再算一遍。"""
-    if name != "04_prefix_caching":
-        return run_main(name)[0]
-    if name not in _HERE:
-        import helpers_04
-        m = load_script(name)
-        buf = io.StringIO()
-        with pytest.MonkeyPatch.context() as mp, contextlib.redirect_stdout(buf), recording_tables(name):
-            mp.setattr(m, "trace_sweep", lambda *a, **k: helpers_04.synthetic_data())
-            assert m.main([]) == 0
-        _HERE[name] = buf.getvalue()
-    return _HERE[name]
+    """本进程里 main([]) 的输出（conftest.run_main：整个会话只跑一遍；04 的命中表和 04 的测试共用同一份）。"""
+    return run_main(name)[0]
 
 
 def finish_bytes(proc):
@@ -94,6 +81,6 @@ def test_real_trace_run_is_deterministic():
     m = load_script("04_prefix_caching")
     buf = io.StringIO()
     with pytest.MonkeyPatch.context() as mp, contextlib.redirect_stdout(buf):
-        mp.setattr(m, "trace_sweep", lambda *a, **k: helpers_04.trace_data(REAL_TRACE))
+        mp.setattr(m, "trace_sweep", helpers_04.shared_trace_sweep(m))
         assert m.main(["--trace", REAL_TRACE, "--demo", "3"]) == 0
     assert finish_bytes(proc) == buf.getvalue().encode("utf-8")
