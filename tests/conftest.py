@@ -219,6 +219,59 @@ def shared(key, compute):
     return _SHARED[key]
 
 
+def _shared_path(key):
+    d = _shared_dir()
+    return d and os.path.join(d, hashlib.sha1(key.encode()).hexdigest() + ".pickle")
+
+
+def shared_get(key):
+    """(True, 值)：这个 key 在本次会话里已经算过（本进程或另一个 pytest 进程）；否则 (False, None)。"""
+    key = repr(key)
+    if key not in _SHARED and _shared_path(key) and os.path.exists(_shared_path(key)):
+        with open(_shared_path(key), "rb") as f:
+            _SHARED[key] = pickle.load(f)
+    return key in _SHARED, _SHARED.get(key)
+
+
+def shared_put(key, value):
+    key = repr(key)
+    _SHARED[key] = value
+    if _shared_path(key):
+        tmp = f"{_shared_path(key)}.{os.getpid()}.tmp"
+        with open(tmp, "wb") as f:
+            pickle.dump(value, f)
+        os.replace(tmp, _shared_path(key))
+
+
+def trace_digest(trace):
+    from kv_store.traces import columns
+    h = hashlib.sha1()
+    for col in columns(trace):
+        h.update(np.ascontiguousarray(col).tobytes())
+    return h.hexdigest()
+
+
+def shared_sweep(real):
+    """kv_store.replay.sweep 的替身（装在脚本模块里那个名字上）：整个会话里每一格 (策略, 容量) 在同一份 trace 上
+    只算一遍。还没算过的格子照常交给 sweep（一次调用），算出的和已有的按 sweep 的顺序拼成同样的 dict。
+    策略类被测试换过时不缓存（_pristine_policies）。"""
+    def memo(trace, capacities, policies, extra=(), workers=None):
+        read = settings_read_by(real)
+        if read is None or not _pristine_policies():
+            return real(trace, capacities, policies, extra, workers)
+        cells = list(dict.fromkeys([(p, c) for p in policies for c in capacities] + [tuple(e) for e in extra]))
+        digest = trace_digest(trace)
+        have = {cell: shared_get(("sweep cell", digest, cell, read)) for cell in cells}
+        missing = [cell for cell in cells if not have[cell][0]]
+        new = {}
+        if missing:
+            new = real(trace, (), (), extra=missing, workers=workers)
+            for cell, hits in new.items():
+                shared_put(("sweep cell", digest, cell, read), hits)
+        return {cell: new[cell] if cell in new else have[cell][1] for cell in cells}
+    return memo
+
+
 def _plain(v):
     return v is None or isinstance(v, (bool, int, float, str)) or (
         isinstance(v, (tuple, list, frozenset)) and all(_plain(x) for x in v)) or (
@@ -247,32 +300,41 @@ def settings_read_by(fn):
     return sorted(out.items())
 
 
-def trace_digest(trace):
-    from kv_store.traces import columns
-    h = hashlib.sha1()
-    for col in columns(trace):
-        h.update(np.ascontiguousarray(col).tobytes())
-    return h.hexdigest()
+# 各脚本里最慢的、只由参数和设置决定的那一步（脚本改了名字就跳过它）：默认输出、--more、改设置的两遍共用一份
+# 04、04b 的 sweep 按格共用（shared_sweep）：04 的默认、--more、改设置的各遍和 04b 的 LRU 一列在同一份合成 trace 上
+SLOW_CALLS = {"03_sharing_and_cow": ("savings",), "05_kv_store": ("nic_fetch", "run_schedulers")}
 
 
-def shared_trace_sweep(module):
-    """module.trace_sweep 的替身：同一份 trace、同样的参数、同样的设置，整个会话只算一遍（结果就是原函数的结果）。
-    改源码得到的模块（test_student_edits）和原模块共用：key 是脚本文件、参数和它读到的每个设置的值。"""
-    real = module.trace_sweep
+def shared_call(module, name):
+    """module.name 的替身：同样的参数（pickle 后逐字节相同）、它读到的设置也一样时，整个会话只算一遍，结果就是原函数
+    的结果。改源码得到的模块（test_student_edits）和原模块共用：key 是函数所在的文件、函数名、参数和设置的值。"""
+    real = getattr(module, name)
     sig = inspect.signature(real)
 
     def memo(*a, **k):
         bound = sig.bind(*a, **k)
         bound.apply_defaults()
-        args = dict(bound.arguments)
-        trace = args.pop("trace")
         read = settings_read_by(real)
+        try:
+            args = hashlib.sha1(pickle.dumps(sorted(bound.arguments.items()))).hexdigest()
+        except Exception:                        # 参数里有生成器之类：照常算
+            read = None
         if read is None:
             return real(*a, **k)
-        key = ("trace_sweep", os.path.basename(real.__code__.co_filename), trace_digest(trace),
-               sorted(args.items(), key=str), read)
-        return shared(key, lambda: real(*a, **k))
+        return shared(("call", os.path.relpath(real.__code__.co_filename, ROOT), real.__qualname__, args, read),
+                      lambda: real(*a, **k))
     return memo
+
+
+def share_slow_calls(module, mp, script=None):
+    """在 mp（MonkeyPatch）的这段时间里，脚本模块里 SLOW_CALLS 列的那几步换成 shared_call。"""
+    script = script or os.path.basename(module.__file__)[:-3]
+    for name in SLOW_CALLS.get(script, ()):
+        if callable(getattr(module, name, None)):
+            mp.setattr(module, name, shared_call(module, name))
+    from kv_store.replay import sweep
+    if getattr(module, "sweep", None) is sweep:
+        mp.setattr(module, "sweep", shared_sweep(sweep))
 
 
 def pytest_unconfigure(config):
@@ -305,8 +367,7 @@ def _run_main_here(name, argv):
     with pytest.MonkeyPatch.context() as mp, recording_tables(None) as tables:
         for k, fn in list(m.DEMOS.items()):
             mp.setitem(m.DEMOS, k, lambda *a, fn=fn, k=k: got.setdefault(k, fn(*a)))
-        if hasattr(m, "trace_sweep"):
-            mp.setattr(m, "trace_sweep", shared_trace_sweep(m))
+        share_slow_calls(m, mp, name)
         buf = io.StringIO()
         with contextlib.redirect_stdout(buf):
             assert m.main(list(argv)) == 0

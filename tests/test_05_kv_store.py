@@ -1,8 +1,6 @@
 """05_kv_store.py 和 kv_store/cluster.py：每个演示打印的每条结论都在这里检查，再加几个手算的小例子。"""
 import ast
-import contextlib
 import doctest
-import io
 import json
 import os
 import re
@@ -11,7 +9,7 @@ import sys
 
 import numpy as np
 import pytest
-from conftest import LECTURE, REAL_TRACE, load_script, run_main
+from conftest import LECTURE, REAL_TRACE, load_script, run_main, share_slow_calls
 from rich.cells import cell_len
 
 from lab_common.console import observation_lines
@@ -33,46 +31,12 @@ def prefill_s(n_in, hit_blocks):
     return prefill_time(LLAMA2_70B, n_in, hit_tokens(hit_blocks, n_in), LOCAL_DRAM, A800_X8)
 
 
-def _key(x):
-    """参数的指纹：数组按字节，dict、list、tuple 逐项（长的数字列表整体当数组），有 __slots__ 的对象（比如
-    kv_store.traces.BlockLists）按它的各个字段，其余用 repr。"""
-    import hashlib
-    if isinstance(x, (list, tuple)) and len(x) > 64:
-        try:
-            x = np.asarray(x, dtype=float)
-        except (TypeError, ValueError):
-            return hashlib.sha1(repr(x).encode()).hexdigest()
-    if isinstance(x, np.ndarray):
-        return x.dtype.str, x.shape, hashlib.sha1(np.ascontiguousarray(x).tobytes()).hexdigest()
-    if isinstance(x, dict):
-        return tuple((k, _key(v)) for k, v in sorted(x.items()))
-    if isinstance(x, (list, tuple)):
-        return tuple(_key(v) for v in x)
-    if hasattr(type(x), "__slots__"):
-        return type(x).__name__, tuple(_key(getattr(x, f)) for f in type(x).__slots__)
-    return repr(x)
-
-
 @pytest.fixture(scope="module")
 def simulate_once():
-    """本文件里 05 的默认运行和 --more 运行：同样参数的集群模拟（nic_fetch、run_schedulers）只算一遍——--more 只改
-    打印，不改算什么。缓存的结果只读，谁改了就报错。"""
-    memo = {}
-
-    def once(fn):
-        def wrapped(*args, **kwargs):
-            key = (fn.__name__, _key(args), _key(kwargs))
-            if key not in memo:
-                res = fn(*args, **kwargs)
-                for v in res.values():
-                    if isinstance(v, np.ndarray):
-                        v.flags.writeable = False
-                memo[key] = res
-            return memo[key]
-        return wrapped
+    """本文件里 05 的各次运行：同样参数和设置的集群模拟（nic_fetch、run_schedulers）整个会话只算一遍
+    （conftest.share_slow_calls）——--more 只改打印，不改算什么。"""
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(m, "nic_fetch", once(m.nic_fetch))
-        mp.setattr(m, "run_schedulers", once(m.run_schedulers))
+        share_slow_calls(m, mp, "05_kv_store")
         yield
 
 
@@ -343,11 +307,8 @@ def flat(text):
 
 @pytest.fixture(scope="module")
 def more_out(full_run, simulate_once):
-    """--more 的输出（本进程里再跑一遍）：默认输出挪走的每个事实都在这里。"""
-    buf = io.StringIO()
-    with contextlib.redirect_stdout(buf):
-        assert m.main(["--more"]) == 0
-    return buf.getvalue()
+    """--more 的输出（conftest.run_main，和 test_golden 共用那一遍）：默认输出挪走的每个事实都在这里。"""
+    return run_main("05_kv_store", ["--more"])[0]
 
 
 def test_smoke_a_number_from_each_demo(d1, d2, d3, out):

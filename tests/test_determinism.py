@@ -81,6 +81,6 @@ def test_real_trace_run_is_deterministic():
     m = load_script("04_prefix_caching")
     buf = io.StringIO()
     with pytest.MonkeyPatch.context() as mp, contextlib.redirect_stdout(buf):
-        mp.setattr(m, "trace_sweep", helpers_04.shared_trace_sweep(m))
+        helpers_04.share_slow_calls(m, mp, "04_prefix_caching")
         assert m.main(["--trace", REAL_TRACE, "--demo", "3"]) == 0
     assert finish_bytes(proc) == buf.getvalue().encode("utf-8")

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from conftest import LECTURE, TEST_ALL, call_main, fresh_env, load_script, shared_trace_sweep
+from conftest import LECTURE, TEST_ALL, call_main, fresh_env, load_script, share_slow_calls
 
 pytestmark = pytest.mark.spread          # 每条改动自己跑自己的：两个 pytest 进程一条一条地分
 
@@ -96,15 +96,8 @@ def run_attribute(edit):
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("NO_COLOR", "1")
         mp.setattr(m, edit.const, eval(edit.value, vars(m)))     # noqa: S307  表里的源码文本
-        share_the_hit_table(m, mp)
+        share_slow_calls(m, mp, edit.script)    # 最慢的那一步：同样的参数和设置只算一遍（conftest）
         return call_main(m, edit.argv)
-
-
-def share_the_hit_table(module, mp):
-    """04 的命中表（最慢的一步）：同样的 trace、参数和设置只算一遍（conftest.shared_trace_sweep；改了它读的设置就
-    重算）。改属性和改源码的两遍、没碰命中表的改动（HOT_ACCESSES……）和默认输出共用一份。"""
-    if hasattr(module, "trace_sweep"):
-        mp.setattr(module, "trace_sweep", shared_trace_sweep(module))
 
 
 def run_source(edit):
@@ -114,7 +107,7 @@ def run_source(edit):
     exec(compile(_edited_source(edit), _path(edit), "exec"), mod.__dict__)     # noqa: S102
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("NO_COLOR", "1")
-        share_the_hit_table(mod, mp)
+        share_slow_calls(mod, mp, edit.script)
         return call_main(mod, edit.argv)
 
 
