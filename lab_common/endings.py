@@ -13,8 +13,6 @@ import errno
 import os
 import sys
 
-from lab_common.settings import missing_setting
-
 
 INTERRUPTED = 130      # Ctrl-C：和 shell 的约定一样（128 + SIGINT）
 
@@ -62,6 +60,7 @@ def ended_quietly(fn, prog=None, child=False):
         _quiet_stdout()
         return 0
     except NameError as err:
+        from lab_common.settings import missing_setting     # 只在这时才要：import 本模块时少找一个文件
         line = missing_setting(err, name)
         if line is None:
             raise

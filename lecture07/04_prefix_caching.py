@@ -29,13 +29,13 @@
      自己的淘汰策略：照 kv_store/eviction.py 开头的说明写一个类、注册，再把名字加进 POLICIES。
   5. 把 SAVED_CAPS 改成 (5_000, 500)（--demo 5）：缓存只有几百块时，prefill 的 GPU 时间还能省多少？
 """
-import itertools
 import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.realpath(__file__))))  # 仓库根目录：让 lab_common 包可以 import
 from lab_common.endings import quiet_endings  # noqa: E402
 quiet_endings()  # 最先做（还没 import numpy）：这之后按 Ctrl-C、管道被关都只打一行，不打印 traceback
+import itertools  # noqa: E402
 import numpy as np  # noqa: E402
 from lab_common import console  # noqa: E402
 from lab_common.console import ArgParser, fail, print_header, print_observations, print_table, print_text, status  # noqa: E402

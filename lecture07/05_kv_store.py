@@ -15,15 +15,15 @@ prefill 和 decode 分开放时，把 KV 送过去的时间藏得住吗？
   4. 把 SCHED_LOAD 改成 0.7：不用缓存也做得完时，随机调度还比负载均衡慢几倍？（--demo 3 --more）
   5. 把 PD_NIC_GBPS 改成 100：网卡只有八分之一时，前缀命中 95% 的请求还藏得住 KV 的发送吗？（--demo 4）
 """
-import math
 import os
 import sys
-from bisect import bisect_left
-from dataclasses import replace
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.realpath(__file__))))  # 仓库根目录：让 lab_common 包可以 import
 from lab_common.endings import quiet_endings  # noqa: E402
 quiet_endings()  # 最先做（还没 import numpy）：这之后按 Ctrl-C、管道被关都只打一行，不打印 traceback
+import math  # noqa: E402
+from bisect import bisect_left  # noqa: E402
+from dataclasses import replace  # noqa: E402
 import numpy as np  # noqa: E402
 from lab_common import console  # noqa: E402
 from lab_common.console import print_header, print_observations, print_table, print_text, status  # noqa: E402

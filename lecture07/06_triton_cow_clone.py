@@ -13,15 +13,15 @@ csrc/cache_kernels.cu 的 copy_blocks 设计（grid = (层, 块对)）。安装�
 试一试：把 NS 改成 (1, 8, 9, 64, 65)，看下标从 kernel 参数（N ≤ 8）换成上传（N = 9）、再换成零拷贝（N = 65）时
 C 多了多少 µs；在 GPU 上把 gpu/clone_kernel.py 的 E_BLOCK 改成 1024、E_WARPS 改成 32（vLLM 的线程形状），看 E 慢多少。
 """
-import json
 import os
-import statistics
-import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.realpath(__file__))))  # 仓库根目录：lab_common
 from lab_common.endings import quiet_endings  # noqa: E402
 quiet_endings()  # 最先做（还没 import numpy）：这之后按 Ctrl-C、管道被关都只打一行，不打印 traceback
+import json  # noqa: E402
+import statistics  # noqa: E402
+import subprocess  # noqa: E402
 from lab_common import console  # noqa: E402
 from lab_common.console import fail, print_header, print_observations, print_table, print_text, status  # noqa: E402
 from lab_common.say import count, fixed, integer, pct1, span, value  # noqa: E402

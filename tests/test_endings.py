@@ -69,6 +69,25 @@ def test_ctrl_c_while_importing_numpy_or_rich_is_one_line(script, tmp_path):
     assert p.returncode == 130 and p.stderr.strip().count("\n") == 0 and "Traceback" not in p.stderr, p.stderr
 
 
+@pytest.mark.parametrize("script", SCRIPTS)
+def test_quiet_endings_is_installed_before_any_other_import(script):
+    """Python 自己启动、编译脚本的那几十毫秒之后，第一件事就是 quiet_endings()：之前只 import 了 os、sys。"""
+    import ast
+    with open(os.path.join(LECTURE, f"{script}.py"), encoding="utf-8") as f:
+        tree = ast.parse(f.read())
+    before = []
+    for node in tree.body:
+        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call) and getattr(node.value.func, "id", "") == "quiet_endings":
+            break
+        if isinstance(node, ast.Import):
+            before += [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            before.append(node.module)
+    else:
+        pytest.fail("没有调用 quiet_endings()")
+    assert before == ["os", "sys", "lab_common.endings"], before
+
+
 def test_a_renamed_setting_in_a_script_is_one_line():
     with open(os.path.join(LECTURE, "02_paged_attention.py"), encoding="utf-8") as f:
         src = f.read()
