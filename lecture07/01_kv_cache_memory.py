@@ -547,7 +547,9 @@ def check_settings(args=None):
     check_setting("N_REQUESTS", N_REQUESTS, is_int(N_REQUESTS, 1, 100_000), " 1–100,000 的整数")
     check_setting("MAX_SEQ", MAX_SEQ, is_int(MAX_SEQ, 2, 1 << 20), " 2–1,048,576 的整数（输入、输出至少各 1 个 token）")
     check_setting("LEN_SIGMA", LEN_SIGMA, is_number(LEN_SIGMA, 0, 3), " 0–3 之间的数")
-    check_setting("TP_GPUS", TP_GPUS, is_int(TP_GPUS, 1, 1024), " 1–1024 的整数")
+    kv_heads = LLAMA2_70B.n_kv_heads   # 张量并行把 KV 头平分到各卡；卡比 KV 头多时 vLLM 复制 KV 头，这里的算法不再成立
+    check_setting("TP_GPUS", TP_GPUS, is_int(TP_GPUS, 1, kv_heads) and kv_heads % TP_GPUS == 0,
+                  f"能整除 {kv_heads}（LLaMA2-70B 的 KV 头数）的正整数，例如 1、2、4、8：每张卡分到同样多的 KV 头")
     check_setting("KV_POOL_GIB", KV_POOL_GIB, is_number(KV_POOL_GIB) and 0 < KV_POOL_GIB <= 1 << 20, "正数（GiB）")
     check_setting("BLOCK_SIZE", BLOCK_SIZE, is_int(BLOCK_SIZE, 1, MAX_SEQ), f" 1 到 MAX_SEQ（{MAX_SEQ}）之间的整数")
     pool = kv_pool_tokens(KV_POOL_GIB)
