@@ -303,6 +303,8 @@ def settings_read_by(fn):
 # 各脚本里最慢的、只由参数和设置决定的那一步（脚本改了名字就跳过它）：默认输出、--more、改设置的两遍共用一份
 # 04、04b 的 sweep 按格共用（shared_sweep）：04 的默认、--more、改设置的各遍和 04b 的 LRU 一列在同一份合成 trace 上
 SLOW_CALLS = {"03_sharing_and_cow": ("savings",), "05_kv_store": ("nic_fetch", "run_schedulers")}
+# 脚本调用的别的模块里最慢的一步：06 演示 1 在 Triton 解释器里的每个校验用例（默认和 --more 校验的是同一批）
+SLOW_CALLS_ELSEWHERE = {"06_triton_cow_clone": (("gpu.clone_bench", "check_cow_write"),)}
 
 
 def shared_call(module, name):
@@ -332,6 +334,9 @@ def share_slow_calls(module, mp, script=None):
     for name in SLOW_CALLS.get(script, ()):
         if callable(getattr(module, name, None)):
             mp.setattr(module, name, shared_call(module, name))
+    for modname, name in SLOW_CALLS_ELSEWHERE.get(script, ()):
+        other = kernel_module(modname)
+        mp.setattr(other, name, shared_call(other, name))
     from kv_store.replay import sweep
     if getattr(module, "sweep", None) is sweep:
         mp.setattr(module, "sweep", shared_sweep(sweep))

@@ -12,7 +12,7 @@ import re
 import numpy as np
 import pytest
 from conftest import (KERNEL_MARKS, LECTURE, ROOT, LazyModule, kernel_module, load_script, on_cuda,  # noqa: F401
-                      skip_without_kernel)                      # on_cuda：skipif 的字符串条件里用
+                      run_main, skip_without_kernel)                      # on_cuda：skipif 的字符串条件里用
 
 skip_without_kernel()
 
@@ -177,26 +177,12 @@ def test_unsteady_cells_are_marked_in_the_table(capsys):
     assert out.count("≈") == 2 and "≈" + s06.fmt_us(s06.row(d, "gpt2-small", 64, "C")["us"]) in out   # 格子和表注
 
 
-_CPU_OUT = {}     # {(argv, width): 输出}：输出是确定的，同一条命令在本进程里只跑一遍（演示 1 要在解释器里校验）
-_CHECKS = {}      # 演示 1 的每个校验用例（参数 → 结果）：默认和 --more 校验的是同一批用例，解释器里各跑一遍就够
 
 
-def _cpu_output(argv, monkeypatch, capsys, width=80):
-    key = (tuple(argv), width)
-    if key not in _CPU_OUT:
-        bench = kernel_module("gpu.clone_bench")
-        check = bench.check_cow_write
-
-        def check_once(*args):
-            if args not in _CHECKS:
-                _CHECKS[args] = check(*args)
-            return _CHECKS[args]
-        monkeypatch.setattr(bench, "check_cow_write", check_once)
-        monkeypatch.setattr(console, "DEFAULT_WIDTH", width)
-        capsys.readouterr()
-        assert s06.main(argv) == 0
-        _CPU_OUT[key] = capsys.readouterr().out
-    return _CPU_OUT[key]
+def _cpu_output(argv, monkeypatch, capsys):
+    """CPU 上 main(argv) 的输出（80 列、管道）：conftest.run_main，整个会话只跑一遍，和 test_golden 共用；
+    演示 1 的每个校验用例在解释器里只跑一遍（conftest.SLOW_CALLS_ELSEWHERE）。"""
+    return run_main("06_triton_cow_clone", argv)[0]
 
 
 @pytest.mark.skipif(ON_GPU, reason="GPU 上 main() 会重新测量")

@@ -3,7 +3,7 @@
 
 标准文件是 make golden 在新解释器里跑出来的。这里比的是本进程里 main(argv) 的输出（conftest.run_main：整个会话
 每个脚本、每个 argv 只跑一遍，冒烟测试和 test_determinism 用的也是这一遍）；新进程里打印的和本进程逐字节相同，
-由 test_determinism 守住。06 要 torch（只在一个 pytest 进程里 import），仍在新解释器里跑。"""
+由 test_determinism 守住（06 的 CPU 输出和 test_06_decode_share 共用同一遍）。"""
 import difflib
 import os
 import re
@@ -11,7 +11,7 @@ import re
 import pytest
 
 from conftest import kernel_missing, run_main
-from golden import cases, path, run
+from golden import cases, path
 
 
 @pytest.mark.parametrize("script,suffix,args", cases(), ids=[f"{s}{x}" for s, x, _ in cases()])
@@ -22,11 +22,7 @@ def test_output_matches_golden_file(script, suffix, args):
     assert os.path.exists(want_path), f"没有 {want_path}：make golden"
     with open(want_path, encoding="utf-8") as f:
         want = f.read()
-    if script.startswith("06"):
-        code, got, err = run(script, args)
-        assert code == 0, err
-    else:
-        got = run_main(script, args)[0]            # 退出码 0 由 run_main 断言
+    got = run_main(script, args)[0]                # 退出码 0 由 run_main 断言
     if got != want:
         diff = "".join(list(difflib.unified_diff(want.splitlines(True), got.splitlines(True), want_path, "现在的输出"))[:60])
         pytest.fail(f"输出和标准文件不同（改了句子就 make golden，再看 git diff）：\n{diff}")

@@ -10,7 +10,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import LECTURE, REAL_TRACE as REAL
+from conftest import LECTURE, REAL_TRACE as REAL, call_main, load_script
 
 from kv_store.traces import load_trace
 from kv_store.trace_file import BLOCK_SIZE, Request, TraceError
@@ -32,8 +32,19 @@ def write(tmp_path, text, name="t.jsonl"):
 
 
 def run_cli(*args):
+    """新解释器里跑 04（真正的进程：退出码、两个输出）。"""
     return subprocess.run([sys.executable, SCRIPT, *args], capture_output=True, text=True,
                           env=dict(os.environ, NO_COLOR="1"))
+
+
+def run_here(*args):
+    """和 run_cli 一样，但在本进程里调 04 的 main(argv)（省一个新解释器）；真正的进程由 run_cli 的那一个用例
+    （test_bad_file_cli_one_line_exit_2[invalid_json]）、test_cli_errors 和 test_trace_errors 覆盖。"""
+    from types import SimpleNamespace
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("NO_COLOR", "1")
+        rc, out, err = call_main(load_script("04_prefix_caching"), list(args))
+    return SimpleNamespace(returncode=rc, stdout=out, stderr=err)
 
 
 # ---------------------------------------------------------------- 真实 trace
@@ -152,7 +163,7 @@ CLI_CASES = {"invalid_json", "missing_field", "hash_id_negative", "too_few_hash_
                          key=[b[0] for b in BAD].index))
 def test_bad_file_cli_one_line_exit_2(tmp_path, name, text, lineno, words):
     p = write(tmp_path, text)
-    r = run_cli("--trace", p)
+    r = (run_cli if name == "invalid_json" else run_here)("--trace", p)
     assert r.returncode == 2 and r.stdout == ""               # 什么表格都没打印
     assert "Traceback" not in r.stderr and len(r.stderr.splitlines()) == 1
     check_message(r.stderr.strip(), p, lineno, words)
@@ -175,7 +186,7 @@ def test_bad_path(tmp_path, kind):
     with pytest.raises(TraceError) as e:
         load_trace(path)
     assert re.fullmatch(re.escape(path) + r":\d+: .+", str(e.value)) and words in str(e.value)
-    r = run_cli("--trace", path)
+    r = run_here("--trace", path)
     assert r.returncode == 2 and r.stdout == "" and len(r.stderr.splitlines()) == 1
     assert r.stderr.startswith(path + ":") and "Traceback" not in r.stderr
 
@@ -183,7 +194,7 @@ def test_bad_path(tmp_path, kind):
 @pytest.mark.parametrize("args,words", [(["--block", "0"], "--block"), (["--block", "-3"], "--block"),
                                         (["--block", "x"], "--block"), (["--block", "256"], "--trace")])
 def test_impossible_cli_arguments(args, words):
-    r = run_cli(*args)
+    r = run_here(*args)
     assert r.returncode == 2 and r.stdout == "" and len(r.stderr.splitlines()) == 1
     assert words in r.stderr and "Traceback" not in r.stderr
 
