@@ -243,6 +243,29 @@ def shared_put(key, value):
         os.replace(tmp, _shared_path(key))
 
 
+@contextlib.contextmanager
+def shared_lock(key):
+    """两个 pytest 进程之间的锁（O_EXCL 建一个文件）：同一时刻只有一个进程在里面。只有一个进程时什么也不做。
+    拿锁的进程死了留下的锁文件：等 _LOCK_WAIT_S 秒以后不再等它。"""
+    d = _shared_dir()
+    if d is None:
+        yield
+        return
+    lock = os.path.join(d, hashlib.sha1(repr(key).encode()).hexdigest() + ".lock")
+    start, held = time.monotonic(), False
+    while not held and time.monotonic() - start < _LOCK_WAIT_S:
+        try:
+            os.close(os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+            held = True
+        except FileExistsError:
+            time.sleep(0.05)
+    try:
+        yield
+    finally:
+        if held:
+            os.remove(lock)
+
+
 def trace_digest(trace):
     from kv_store.traces import columns
     h = hashlib.sha1()
@@ -261,13 +284,14 @@ def shared_sweep(real):
             return real(trace, capacities, policies, extra, workers)
         cells = list(dict.fromkeys([(p, c) for p in policies for c in capacities] + [tuple(e) for e in extra]))
         digest = trace_digest(trace)
-        have = {cell: shared_get(("sweep cell", digest, cell, read)) for cell in cells}
-        missing = [cell for cell in cells if not have[cell][0]]
-        new = {}
-        if missing:
-            new = real(trace, (), (), extra=missing, workers=workers)
-            for cell, hits in new.items():
-                shared_put(("sweep cell", digest, cell, read), hits)
+        with shared_lock(("sweep", digest)):             # 另一个进程正在算这份 trace 的格子：等它算完再看缺哪些
+            have = {cell: shared_get(("sweep cell", digest, cell, read)) for cell in cells}
+            missing = [cell for cell in cells if not have[cell][0]]
+            new = {}
+            if missing:
+                new = real(trace, (), (), extra=missing, workers=workers)
+                for cell, hits in new.items():
+                    shared_put(("sweep cell", digest, cell, read), hits)
         return {cell: new[cell] if cell in new else have[cell][1] for cell in cells}
     return memo
 
