@@ -2,7 +2,9 @@
 - 路径：仓库根目录（lab_common 包）、lecture07/（共用模块）、figures/（画图脚本）放进 sys.path；
   加载数字开头的脚本用 lab_common.script_tools.load_script。警告一律当错误（pytest.ini）。
 - 两个 pytest 进程（make test 用 -n 2 --dist loadfile，xdist 自带的分法）：同一个文件的测试在同一个进程里，
-  模块级的 fixture 只算一遍。
+  模块级的 fixture 只算一遍。跨文件、跨进程要同一样东西（一个脚本 main(argv) 的输出、04 命中表的一格、05 的
+  集群模拟……）时整个会话只算一遍（shared：先要的进程算，pickle 进本次会话的临时目录，另一个进程读）；
+  策略类被测试换过时不缓存。
 - 真实 trace（../shared/traces/…）：用到它的测试标 real_trace，文件不在时跳过，并说明文件该放在哪里。
 - 跑脚本：本进程里 main(argv)（run_main / call_main），或新的 Python 解释器里（start_fresh / finish_fresh）。
 """

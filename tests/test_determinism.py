@@ -6,8 +6,8 @@
 - 脚本打印的每张表，在 60 列的终端上重排时不把任何一个数字拆到两行。
 
 每个 lecture07/0*.py（GPU 脚本除外）：新解释器里以 PYTHONIOENCODING=gbk 跑一遍，和本进程里 main([]) 的输出
-按同样的规则编成 GBK 的字节比。本进程的那一遍由 conftest.run_main 缓存，和该脚本的冒烟测试共用（xdist_group
-让它们在同一个 pytest 进程里）。
+按同样的规则编成 GBK 的字节比。本进程的那一遍是 conftest.run_main（整个会话每个脚本只跑一遍，两个 pytest
+进程共用），和该脚本的冒烟测试、test_golden 比的是同一遍。
 """
 import contextlib
 import glob
@@ -22,9 +22,6 @@ from rich.cells import cell_len
 
 SCRIPTS = sorted(os.path.basename(p)[:-3] for p in glob.glob(os.path.join(LECTURE, "0*.py"))
                  if "triton" not in os.path.basename(p))          # 06_triton_cow_clone 要 GPU
-GROUP = {"01_kv_cache_memory": "tests/test_console.py", "03_sharing_and_cow": "tests/test_03_sharing_and_cow.py",
-         "04_prefix_caching": "s04",
-         "04b_radix_cache": "s04", "05_kv_store": "tests/test_05_kv_store.py"}   # 和这几个脚本的测试同一个进程
 
 
 def output_here(name):
@@ -39,8 +36,7 @@ def finish_bytes(proc):
     return out
 
 
-@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.xdist_group(GROUP.get(n, "determinism")))
-                                  for n in SCRIPTS])
+@pytest.mark.parametrize("name", SCRIPTS)
 def test_same_output_in_a_fresh_process_on_a_gbk_stdout(name):
     proc = start_fresh(name, env=fresh_env(PYTHONIOENCODING="gbk"), text=False)   # 新进程和本进程同时跑
     here = output_here(name)                                                      # 同时本进程跑（或拿缓存）
@@ -50,10 +46,7 @@ def test_same_output_in_a_fresh_process_on_a_gbk_stdout(name):
     assert fresh == here.encode("gbk", "lab_plain")
 
 
-PARAMS = [pytest.param(n, marks=pytest.mark.xdist_group(GROUP.get(n, "determinism"))) for n in SCRIPTS]
-
-
-@pytest.mark.parametrize("name", PARAMS)
+@pytest.mark.parametrize("name", SCRIPTS)
 def test_tables_keep_every_number_whole_at_60_columns(name, monkeypatch, capsys):
     """每张表按 60 列的终端重排：每个数字（和英文单词）完整地出现在某一行里，表不比终端宽。"""
     output_here(name)
@@ -73,7 +66,6 @@ def test_tables_keep_every_number_whole_at_60_columns(name, monkeypatch, capsys)
 
 
 @pytest.mark.real_trace
-@pytest.mark.xdist_group("s04")
 def test_real_trace_run_is_deterministic():
     """真实 trace 上的演示 3：新进程打印的字节和本进程 main 的一样（本进程的命中表用 04 的测试共享的那一份）。"""
     import helpers_04
