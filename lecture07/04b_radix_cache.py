@@ -24,6 +24,7 @@ of Structured Language Model Programs"，NeurIPS 2024）把所有请求的 token
   1. 把 TREE_MAX_CHILDREN 改成 8（--demo 1）：把每个后缀叶子都画出来，ref 加起来是多少？
   2. 把 BLOCK_SIZE 改成 1（--demo 2）：块只有一个 token 时，按块和按 token 匹配还差多少？代价呢？
 """
+import functools
 import os
 import sys
 
@@ -42,7 +43,7 @@ from kv_store.replay import sweep  # noqa: E402
 from kv_store.prefix_match import block_hashes, match_prefix, usable_hit_tokens, usable_hits  # noqa: E402
 from paged_kv import n_blocks  # noqa: E402
 from kv_store.eviction import cap_name  # noqa: E402
-from kv_store.radix_tree import RadixCache, radix_sweep  # noqa: E402
+from kv_store.radix_tree import RadixCache  # noqa: E402
 from kv_store.traces import make_trace, shared_prefix_requests  # noqa: E402
 from kv_store.trace_file import BLOCK_SIZE as TRACE_BLOCK_SIZE  # noqa: E402  trace 的块大小：512 token
 
@@ -299,8 +300,12 @@ def demo3_trace():
         trace_name = f"合成 trace（种子 {TRACE_SEED}，04 用种子 {DEMO3_SEED_OF_04}）"
     print_header(f"演示 3：{trace_name}——基数树的两种淘汰规则和块哈希 LRU")
     with status(f"{integer(len(tr))} 个请求 × {len(caps)} 个容量，块哈希 LRU 和两种规则的基数树各模拟一遍…"):
-        lru = sweep(tr, caps, ("lru",))
-        radix = radix_sweep(tr.iter_blocks(), caps, RULE_ORDER)
+        trees = {rule: functools.partial(RadixCache, rule=rule) for rule in RULE_ORDER}   # trees[规则](容量) → 一棵树
+        first = trees[RULE_ORDER[0]]                 # 容量无限时不淘汰，规则无关：只算第一种规则
+        hits = sweep(tr, caps, ("lru", first), extra=[(t, c) for t in trees.values() for c in caps if c is not None])
+    lru = {("lru", c): hits[("lru", c)] for c in caps}
+    radix = {(rule, c): hits[(trees[rule], c)] for rule in RULE_ORDER for c in caps if c is not None}
+    radix.update({(rule, None): hits[(first, None)] for rule in RULE_ORDER if None in caps})
     total = int(len(tr.hash_ids))
 
     def usable(h):                                   # 和 04 演示 3 同一个"命中"：最后一个 token 总要重算

@@ -284,8 +284,9 @@ def cap_name(c, unit=""):
 
 
 def check_policy_args(capacity, policy, allowed):
-    """策略名必须在 allowed 里，容量必须是正整数或 None；否则 ValueError（一句话说清哪里不对）。"""
-    if policy not in allowed:
+    """策略名必须在 allowed 里（或者直接给一个类：policy(capacity) 建出缓存），容量必须是正整数或 None；
+    否则 ValueError（一句话说清哪里不对）。"""
+    if not callable(policy) and policy not in allowed:
         raise ValueError(f"未知的缓存策略 {policy!r}；可选：{', '.join(allowed)}")
     try:
         bad = capacity is not None and (int(capacity) != capacity or capacity <= 0)

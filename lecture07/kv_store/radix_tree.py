@@ -28,8 +28,6 @@ Execution of Structured Language Model Programs"，NeurIPS 2024）把所有请�
 import heapq
 import itertools
 
-import numpy as np
-
 RULES = {   # 规则名 → 一句话（演示、报错都用它）
     "sglang": "SGLang 的规则：整片叶子淘汰，拆开的尾巴记成刚用过",
     "trim": "逐单位修剪：从最旧叶子的尾巴删到刚好满，拆开的尾巴保留原来的时刻",
@@ -202,21 +200,4 @@ def radix_lru_hits(trace_blocks, capacity, rule="sglang"):
     out = []
     for blocks in trace_blocks:
         out.append(tree.insert(list(blocks))[0])
-    return out
-
-
-def radix_sweep(block_lists, capacities, rules=("sglang",)):
-    """{(规则, 容量): 每个请求的命中块数 (n,)}：每格各跑一遍 radix_lru_hits（容量无限时不淘汰：规则无关，算一遍）。
-
-    >>> radix_sweep([(1, 2), (1, 2, 3), (4,), (1, 2)], [2, None], ("sglang", "trim"))[("trim", 2)].tolist()
-    [0, 2, 0, 1]
-    """
-    blocks = [tuple(b) for b in block_lists]
-    out = {}
-    for c in capacities:
-        for r in rules:
-            if c is None and r != rules[0]:
-                out[(r, c)] = out[(rules[0], c)]
-            else:
-                out[(r, c)] = np.asarray(radix_lru_hits(blocks, c, r), dtype=np.int64)
     return out

@@ -31,11 +31,13 @@ def simulate(trace, capacity, policy, per_block=False):
     """按到达顺序跑一遍：cache = 策略类(capacity)，每个请求先 match 再 insert。返回每个请求的命中块数 (n_requests,)。
 
     per_block=True：改数逐块命中（cache.count）。policy="min"：Belady 的 MIN，总是逐块命中。
+    policy 也可以直接是一个类（或任何 policy(capacity) 就建出一个有 match、insert 的缓存的东西），
+    比如 functools.partial(RadixCache, rule="trim")：04b 这样把基数树和 LRU 放进同一次 sweep。
     """
     check_policy_args(capacity, policy, (*CACHE_POLICIES, "min"))
     if policy == "min":
         return min_hits(trace, capacity)
-    cache = CACHE_POLICIES[policy](capacity)
+    cache = CACHE_POLICIES.get(policy, policy)(capacity)      # 名字：查注册表；类：直接用
     look = cache.match                       # 前缀命中
     if per_block:
         look = cache.count                   # 逐块命中
