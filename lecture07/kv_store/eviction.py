@@ -70,11 +70,15 @@ class BlockCache:
         evict() 一块也没删时抛 NoEviction（不空转；kv_store.replay.sweep 把它印成一行）。"""
         for pos in range(len(blocks) - 1, -1, -1):
             self.touch(blocks[pos], pos)
-        while self.capacity is not None and len(self.entries) > self.capacity:
-            before = len(self.entries)
+        over = 0                                          # 超出容量几块
+        if self.capacity is not None:
+            over = len(self.entries) - self.capacity
+        while over > 0:
             self.evict()
-            if len(self.entries) >= before:
+            left = len(self.entries) - self.capacity
+            if left >= over:
                 raise NoEviction(f"{type(self).__name__}.evict()", "没有从 self.entries 里删掉任何块，缓存永远超出容量")
+            over = left
 
     def touch(self, block, pos):
         """记下对 block 的一次访问（pos：它在这个请求里是第几块，从 0 数）。子类实现。"""
@@ -109,7 +113,7 @@ class LFUCache(BlockCache):
 
     堆里每个缓存着的块恰好一条记录 (次数, rank, 时刻, 块)。命中时只改 entries[块]，不动堆（惰性删除）：
     堆里那条变"旧"了，但旧记录只会比真实的小（次数、时刻都只增不减）。淘汰时看堆顶：和 entries 里的一样，
-    它就是真正的最小者；不一样就换成真实的键放回去，再看新的堆顶。每次访问摊还 O(log n)。
+    它就是真正的最小者；不一样就换成真实的键放回去，再看新的堆顶。每次访问摊还 O(log n)。容量无限时堆是空的。
     """
 
     NAME, SHORT = "LFU", "LFU"
@@ -131,7 +135,7 @@ class LFUCache(BlockCache):
         key = (count, self.rank(pos), self.tick, block)   # 淘汰顺序：先比次数，再比 rank，再比时刻
         self.tick += 1
         self.entries[block] = key
-        if old is None:
+        if old is None and self.capacity is not None:     # 容量无限（None）时从不淘汰：不用进堆
             heapq.heappush(self.heap, key)
 
     def evict(self):
