@@ -81,7 +81,10 @@ def sweep(trace, capacities, policies, extra=(), workers=None):
             pool = multiprocessing.get_context("fork").Pool(min(workers, len(jobs)), initializer=signal.signal,
                                                             initargs=(signal.SIGINT, signal.SIG_IGN))   # Ctrl-C 只给主进程
             try:
-                results = [r.get() for r in [pool.apply_async(fn, args) for fn, args in jobs]]
+                pending = [pool.apply_async(fn, args) for fn, args in jobs]
+                for r in pending:
+                    r.wait()          # 全部算完再取结果：有一格先失败就关进程池，会卡在还在收发的工作进程的锁上
+                results = [r.get() for r in pending]
             finally:
                 pool.terminate()
                 pool.join()
