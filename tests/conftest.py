@@ -349,8 +349,13 @@ def shared_call(module, name):
             read = None
         if read is None:
             return real(*a, **k)
-        return shared(("call", os.path.relpath(real.__code__.co_filename, ROOT), real.__qualname__, args, read),
-                      lambda: real(*a, **k))
+        res = shared(("call", os.path.relpath(real.__code__.co_filename, ROOT), real.__qualname__, args, read),
+                     lambda: real(*a, **k))
+        if isinstance(res, dict):                # 缓存的结果只读：谁改了结果里的数组就报错（调用方共用这一份）
+            for v in res.values():
+                if isinstance(v, np.ndarray):
+                    v.flags.writeable = False
+        return res
     return memo
 
 
