@@ -39,7 +39,15 @@ for _p in (os.path.join(ROOT, "figures"), LECTURE, ROOT):
 from lab_common.script_tools import load_script  # noqa: E402  测试文件 from conftest import load_script
 from kv_store import eviction as _eviction  # noqa: E402
 
-_POLICIES_AT_START = {name: (cls, [dict(vars(k)) for k in cls.__mro__]) for name, cls in _eviction.CACHE_POLICIES.items()}
+from kv_store import radix_tree as _radix_tree  # noqa: E402
+
+
+def _policy_classes():
+    """缓存会用到的类：注册表里的策略，加上 04b 直接交给 sweep 的 RadixCache。"""
+    return {**_eviction.CACHE_POLICIES, "RadixCache (04b)": _radix_tree.RadixCache}
+
+
+_POLICIES_AT_START = {name: (cls, [dict(vars(k)) for k in cls.__mro__]) for name, cls in _policy_classes().items()}
 
 REAL_TRACE = os.path.normpath(os.path.join(ROOT, "..", "shared", "traces", "mooncake_fast25_synthetic_trace.jsonl"))
 REAL_TRACE_MISSING = (f"没有真实 trace：把 Mooncake 的公开 trace mooncake_fast25_synthetic_trace.jsonl "
@@ -163,9 +171,8 @@ def _shared_dir():
 
 
 def _pristine_policies():
-    """CACHE_POLICIES 还是 import 时的那几个类，类里的方法也没被换过（测试常 monkeypatch 它们）。"""
-    from kv_store import eviction
-    now = {name: (cls, [dict(vars(k)) for k in cls.__mro__]) for name, cls in eviction.CACHE_POLICIES.items()}
+    """CACHE_POLICIES 还是 import 时的那几个类（加上 RadixCache），类里的方法也没被换过（测试常 monkeypatch 它们）。"""
+    now = {name: (cls, [dict(vars(k)) for k in cls.__mro__]) for name, cls in _policy_classes().items()}
     return now.keys() == _POLICIES_AT_START.keys() and all(
         now[n][0] is _POLICIES_AT_START[n][0] and len(now[n][1]) == len(_POLICIES_AT_START[n][1])
         and all(a.keys() == b.keys() and all(a[k] is b[k] for k in a)
