@@ -24,13 +24,13 @@ of Structured Language Model Programs"，NeurIPS 2024）把所有请求的 token
   1. 把 TREE_MAX_CHILDREN 改成 8（--demo 1）：把每个后缀叶子都画出来，ref 加起来是多少？
   2. 把 BLOCK_SIZE 改成 1（--demo 2）：块只有一个 token 时，按块和按 token 匹配还差多少？代价呢？
 """
-import functools
 import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.realpath(__file__))))  # 仓库根目录：让 lab_common 包可以 import
 from lab_common.endings import quiet_endings  # noqa: E402
 quiet_endings()  # 最先做（还没 import numpy）：这之后按 Ctrl-C、管道被关都只打一行，不打印 traceback
+import functools  # noqa: E402
 import numpy as np  # noqa: E402
 from lab_common import console  # noqa: E402
 from lab_common.frames import Cell, Frame, Row, play  # noqa: E402
