@@ -4,7 +4,7 @@
 前提是能"认出"这段前缀算过，而且"存得下"。怎样认出来？真的能省多少？缓存要多大、用什么淘汰策略？
 省下的命中换成 GPU 时间是多少？
 
-【运行】python lecture07/04_prefix_caching.py          （约 2 秒，2 核笔记本，不需要 GPU）
+【运行】python lecture07/04_prefix_caching.py          （约 7 秒，2 核笔记本，不需要 GPU）
         python lecture07/04_prefix_caching.py --demo 3 --more   （只跑演示 3，印出全部观察）
         python lecture07/04_prefix_caching.py --trace 你的trace.jsonl   （演示 3–5 改用 Mooncake 格式的
               trace 文件，比如 Mooncake 仓库 FAST25-release/traces/ 下公开的三个；格式和报错规则见 kv_store/trace_file.py）
