@@ -20,16 +20,20 @@ SHAPES = {"gpt2-small": (12, 12, 64, 16, torch.float16), "llama3-8b": (32, 8, 12
 NS = (1, 8, 64, 256, 2048)
 
 
+def ms_per_call(fn, n=5):
+    """fn 连续跑 n 次、每次平均几毫秒（前后都同步 GPU；至少 1 µs，免得除以 0）。"""
+    torch.cuda.synchronize()
+    t = time.perf_counter()
+    for _ in range(n):
+        fn()
+    torch.cuda.synchronize()
+    return max(1e-3, (time.perf_counter() - t) / n * 1e3)
+
+
 def graph_us(fn, target_ms=2.0, replays=7):
     """fn 连续 K 次捕获进一个 graph；replay 计时，返回每次 fn 的 µs（replays 个样本）。"""
     fn()
-    torch.cuda.synchronize()
-    t = time.perf_counter()
-    for _ in range(5):
-        fn()
-    torch.cuda.synchronize()
-    one = max(1e-3, (time.perf_counter() - t) / 5 * 1e3)
-    k = max(4, min(400, int(target_ms / one)))
+    k = max(4, min(400, int(target_ms / ms_per_call(fn))))
     g = torch.cuda.CUDAGraph()
     with torch.cuda.graph(g):
         for _ in range(k):
@@ -50,12 +54,7 @@ def graph_us(fn, target_ms=2.0, replays=7):
 def eager_us(fn, samples=25, min_ms=2.0):
     for _ in range(5):
         fn()
-    torch.cuda.synchronize()
-    t = time.perf_counter()
-    for _ in range(5):
-        fn()
-    torch.cuda.synchronize()
-    inner = max(2, min(400, int(min_ms / max(1e-3, (time.perf_counter() - t) / 5 * 1e3))))
+    inner = max(2, min(400, int(min_ms / ms_per_call(fn))))
     a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     out = []
     for _ in range(samples):
