@@ -31,12 +31,11 @@ from lab_common.say import (change, count, fixed, integer, listing, order, pct, 
                             rel_vs, same, sci, size, span, times, times1, trend, value, vs, words)
 from lab_common.script_tools import run_lecture  # noqa: E402
 from lab_common.settings import Source, check_setting, is_int, is_number, is_sorted_ints  # noqa: E402
-from kv_store.replay import simulate  # noqa: E402
 from kv_store.prefix_match import usable_hit_tokens, usable_hits  # noqa: E402
 from kv_store.cluster import (BLOCK_BYTES, LOCAL_DRAM, NIC_GB_PER_S, RDMA, SCHEDULERS, block_homes, fetch_plan,  # noqa: E402
-                        hit_accesses, hit_tokens, nic_fetch, run_schedulers, trace_columns)
+                        hit_accesses, nic_fetch, pool_hits, run_schedulers, trace_columns)
 from kv_store.tiers import (A800_X8, EQ1_A, EQ1_B, LLAMA2_7B, LLAMA3_8B, LLAMA3_70B, TIERS, Node,  # noqa: E402
-                        layer_overlap, load_time, prefill_compute_time, prefill_time)
+                        layer_overlap, load_time, prefill_compute_time, prefill_time, trace_prefill_time)
 from kv_store.traces import load_trace, make_trace  # noqa: E402
 from kv_store.trace_file import BLOCK_SIZE  # noqa: E402  Mooncake trace 的块大小：512 token
 
@@ -251,10 +250,11 @@ def demo2_hot_blocks(cols, source):
     span_s = arrival[-1] - arrival[0]
     burst, node_h, by = span_s < BURST_S, None, {}
     with status(f"模拟 {len(nodes)} 种集群 × {len(replicas)} 种副本数的网卡排队…"):
-        raw = simulate(blocks, None, "lru")                           # 集群的 KVCache 池：按无限容量
+        raw = pool_hits(blocks)                                       # 集群的 KVCache 池：按无限容量
         hits = usable_hits(raw, input_len, BLOCK_SIZE)
-        work = {tier.name: sum(prefill_time(LLAMA3_70B, n, hit_tokens(int(h), n), tier, A800_X8)
-                               for n, h in zip(input_len, raw)) for tier in (LOCAL_DRAM, RDMA)}
+        n_in = np.array(input_len, dtype=np.int64)
+        work = {tier.name: trace_prefill_time(LLAMA3_70B, n_in, usable_hit_tokens(raw, n_in, BLOCK_SIZE), tier, A800_X8)
+                for tier in (LOCAL_DRAM, RDMA)}
         homes = block_homes(blocks)
         counts = homes[2]
         is_hot = counts >= max(2, hot_share * len(arrival))             # 只用过一次的块谈不上热
@@ -376,7 +376,8 @@ def demo3_scheduling(cols, source):
     if len(arrival) == 1:
         rate = "只有 1 个请求。"
     if not burst:
-        no_cache = sum(prefill_time(LLAMA3_70B, n, 0, LOCAL_DRAM, A800_X8) for n in input_len) / span_s
+        n_in = np.array(input_len, dtype=np.int64)
+        no_cache = trace_prefill_time(LLAMA3_70B, n_in, np.zeros_like(n_in), LOCAL_DRAM, A800_X8) / span_s
         scale = load * nodes / no_cache
         rate = f"请求率 × {times(scale)[:-1]}：不用缓存时要 {nodes:,} 台的 {pct(load)}。"
         notes = (f"不用前缀缓存时平均要 {F2(no_cache)} 台一直做 prefill，请求率乘以 {times(scale)[:-1]} 使它等于 "

@@ -21,7 +21,7 @@ blocks（每个请求的块 id 序列）。trace_columns() 从列式的 Trace（
 import numpy as np
 
 from kv_store.eviction import LRUCache
-from kv_store.prefix_match import usable_hit_tokens
+from kv_store.prefix_match import match_prefix, usable_hit_tokens
 from kv_store.traces import CHUNK, columns, first_request
 from kv_store.tiers import A800_X8, LLAMA3_70B, TIERS, prefill_time
 from kv_store.trace_file import BLOCK_SIZE  # Mooncake trace 的块大小：512 token
@@ -57,6 +57,20 @@ def hit_tokens(hit_blocks, n_input):
 
 
 # =============================================================================
+def pool_hits(blocks):
+    """集群的 KVCache 池按无限容量：每个请求从第一块起有几块已经在池里（kv_store.prefix_match.match_prefix）。
+    容量无限就不淘汰：池 = 算过的块的集合，和任何策略（LRU、LFU……）在容量 None 时一样。返回 (n_requests,)。
+
+    >>> pool_hits([[1, 2], [1, 2, 3], [4], [2, 1]]).tolist()      # 最后一个：块 2、1 都在池里
+    [0, 2, 0, 2]
+    """
+    pool, hits = set(), []
+    for bl in blocks:
+        hits.append(match_prefix(bl, pool))
+        pool.update(bl)
+    return np.array(hits, dtype=np.int32)
+
+
 def block_homes(blocks):
     """(dense, first, counts)：每次访问的块（编号 0..D-1）、每块第一次出现的请求号、每块被访问的次数。
 
@@ -125,18 +139,16 @@ def nic_fetch(arrival, plan, n_nodes, k, rate_scale, nic_gb_per_s=NIC_GB_PER_S):
     replicas = [[(h + j * step) % n_nodes for j in range(k)] for h in range(n_nodes)]   # 家在 h 的热点块的副本
     free_at = [0.0] * n_nodes
     busy = [0.0] * n_nodes
-    wait = [0.0] * len(arrival)
+    wait = [0.0] * len(arrival)                     # 没有命中、或全在本机的请求不等
     sent = 0
     homes, nbs, hots, groups = plan["home"], plan["nb"], plan["hot"], plan["start"]
     free_time = free_at.__getitem__
     for i, t0 in enumerate(arrival):
-        t = t0 / rate_scale
         dst = i % n_nodes
-        w = 0.0
         pulls = {}                                  # 源节点 → 块数：同一个源的几组合成一次传输（按第一次出现的顺序）
         for g in range(groups[i], groups[i + 1]):
             src = homes[g]
-            if k > 1 and hots[g]:
+            if k > 1 and hots[g]:                   # 热点块：本机有副本就用本机的，否则从网卡最早空下来的副本拉
                 reps = replicas[src]
                 if dst in reps:
                     src = dst
@@ -144,14 +156,17 @@ def nic_fetch(arrival, plan, n_nodes, k, rate_scale, nic_gb_per_s=NIC_GB_PER_S):
                     src = min(reps, key=free_time)
             if src != dst:                          # 本机的 DRAM 里就有，不走网络
                 pulls[src] = pulls.get(src, 0) + nbs[g]
+        if not pulls:
+            continue
+        t, w = t0 / rate_scale, 0.0
         for src, nb in pulls.items():
-            start = free_at[src]
+            start = free_at[src]                    # 网卡空下来才开始（FIFO）
             if start < t:
                 start = t
             dur = nb * per_block
             free_at[src] = start + dur
             busy[src] += dur
-            if start - t > w:
+            if start - t > w:                       # 这个请求等得最久的那次传输
                 w = start - t
             sent += nb
         wait[i] = w
@@ -221,9 +236,13 @@ def run_prefill(arrival, input_len, blocks, scheduler, n_nodes, capacity, rate_s
         start = max(t, free_at[j])
         free_at[j] = start + xfer * per_block + pf_h
         caches[j].insert(bl)
-        done = ready[j]
-        for b in bl[have:]:               # 这台原来没有（或排队中不会有）的块：这个请求做完才在这台
-            done[b] = free_at[j]
+        if pull:                          # 只有 global_cache 从别台拉，要知道块什么时候算完
+            done = ready[j]
+            for b in bl[have:]:           # 这台原来没有（或排队中不会有）的块：这个请求做完才在这台
+                done[b] = free_at[j]
+            if len(done) > 2 * len(caches[j]):     # 被淘汰的块再也拉不走：丢掉它们的记录（长 trace 才不占几百 MB）
+                kept = caches[j].entries
+                ready[j] = {b: at for b, at in done.items() if b in kept}
         ttft.append(free_at[j] - t)
         service.append(xfer * per_block + pf_h)
         hits.append(h)

@@ -53,9 +53,11 @@ def usable_hit_tokens(hit_blocks, input_len, block_size):
 
     >>> usable_hit_tokens(np.array([2, 2, 1, 0]), np.array([2000, 1024, 1, 5]), 512).tolist()   # 1 个 token 的请求：一个也用不上
     [1024, 1023, 0, 0]
-    >>> int(usable_hit_tokens(2, 2000, 512))
-    1024
+    >>> usable_hit_tokens(2, 2000, 512), usable_hit_tokens(0, 1, 512)    # 两个 Python 整数：答案也是 Python 整数
+    (1024, 0)
     """
+    if type(hit_blocks) is int and type(input_len) is int:     # 模拟里逐个请求问（几十万次）：不绕道 numpy，快 10 倍
+        return max(min(hit_blocks * block_size, input_len - 1), 0)
     return np.maximum(np.minimum(np.multiply(hit_blocks, block_size), np.subtract(input_len, 1)), 0)
 
 
