@@ -3,7 +3,7 @@
     .venv/bin/python tests/bench_speed.py            # 全部，各跑 5 次（12 万请求的两项各跑 1 次）
     .venv/bin/python tests/bench_speed.py --runs 3 04_prefix_caching "sweep 7×3"
     .venv/bin/python tests/bench_speed.py "04 vs baseline"       # 只做和旧版本（721b4fd）的 04 交替计时
-    .venv/bin/python tests/bench_speed.py "大 trace 各策略"       # 大 trace 上每种策略 7 个容量各算多久（不在默认里）
+    .venv/bin/python tests/bench_speed.py "大 trace 各策略"       # 大 trace 上每种策略 6 个容量各算多久（不在默认里）
 
 几类项目：
 - 每个脚本默认运行（合成 trace）：墙钟时间对照预算；
@@ -42,7 +42,7 @@ SCRIPT_BUDGET_S = {              # 每个脚本的墙钟预算（秒，中位数
     "04b_radix_cache": 5.0,
     "05_kv_store": 5.0,
 }
-SWEEP_CAPACITIES = (None, 100_000, 50_000, 30_000, 10_000, 3_000, 1_000)   # 和 04 演示 3 一样
+SWEEP_CAPACITIES = (None, 100_000, 50_000, 30_000, 10_000, 1_000)   # 和 04 演示 3 一样
 ONLINE = ("lru", "lfu", "lengthaware")
 
 BENCH_DIR = os.path.join(ROOT, ".bench")            # 不进 git（.gitignore）
@@ -115,7 +115,7 @@ def big_trace():
 
 
 def time_policy_cells(path):
-    """大 trace 上每种策略（04 的 7 个容量）逐个算完的时间：一个进程、一格接一格（看哪种策略最慢）。"""
+    """大 trace 上每种策略（04 的 6 个容量）逐个算完的时间：一个进程、一格接一格（看哪种策略最慢）。"""
     from kv_store.replay import sweep
     from kv_store.traces import load_trace
     tr = load_trace(path)

@@ -407,7 +407,7 @@ def test_edited_lru_changes_04s_hit_table(newest_demo3):
     caps = [c for c in res["capacities"] if c is not None]
     plain = class_ratios(LRUCache, caps)                            # 没改时 04 印的数
     assert all(res["ratio"][("lru", c)] == want[c] for c in caps)
-    assert sum(f"{res['ratio'][('lru', c)]:.2f}" != f"{plain[c]:.2f}" for c in caps) >= 3
+    assert sum(f"{res['ratio'][('lru', c)]:.2f}" != f"{plain[c]:.2f}" for c in caps) >= 2   # 要淘汰的容量里至少两格印出来不一样
     assert all(f"{want[c]:.2f}" in out for c in caps)
 
 

@@ -142,7 +142,7 @@ class LFUCache(BlockCache):
         while True:
             key = self.heap[0]
             block = key[-1]
-            if self.entries[block] == key:               # 真正的最小者：淘汰
+            if self.entries[block] is key:               # 就是它此刻的那条记录：真正的最小者，淘汰
                 heapq.heappop(self.heap)
                 del self.entries[block]
                 return block
