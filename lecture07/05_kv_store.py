@@ -250,13 +250,13 @@ def demo2_hot_blocks(cols, source):
     span_s = arrival[-1] - arrival[0]
     burst, node_h, by = span_s < BURST_S, None, {}
     with status(f"模拟 {len(nodes)} 种集群 × {len(replicas)} 种副本数的网卡排队…"):
-        raw = pool_hits(blocks)                                       # 集群的 KVCache 池：按无限容量
+        homes = block_homes(blocks)
+        counts = homes[2]
+        raw = pool_hits(blocks, homes)                                # 集群的 KVCache 池：按无限容量
         hits = usable_hits(raw, input_len, BLOCK_SIZE)
         n_in = np.array(input_len, dtype=np.int64)
         work = {tier.name: trace_prefill_time(LLAMA3_70B, n_in, usable_hit_tokens(raw, n_in, BLOCK_SIZE), tier, A800_X8)
                 for tier in (LOCAL_DRAM, RDMA)}
-        homes = block_homes(blocks)
-        counts = homes[2]
         is_hot = counts >= max(2, hot_share * len(arrival))             # 只用过一次的块谈不上热
         accesses = hit_accesses(blocks, hits, homes, is_hot)
         if not burst:

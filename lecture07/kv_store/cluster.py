@@ -18,11 +18,13 @@ prefill 时间只有一个公式：kv_store.tiers.prefill_time（FAST'25 式 1 +
 输入是 trace 的几列（不是 Request 对象）：arrival（到达秒数）、input_len（输入 token 数）、
 blocks（每个请求的块 id 序列）。trace_columns() 从列式的 Trace（kv_store.traces）一次取出这三列。
 """
+import math
+
 import numpy as np
 
 from kv_store.eviction import LRUCache
 from kv_store.prefix_match import match_prefix, usable_hit_tokens
-from kv_store.traces import CHUNK, columns, first_request
+from kv_store.traces import CHUNK, BlockLists, columns, first_request
 from kv_store.tiers import A800_X8, LLAMA3_70B, TIERS, prefill_time
 from kv_store.trace_file import BLOCK_SIZE  # Mooncake trace 的块大小：512 token
 
@@ -57,18 +59,20 @@ def hit_tokens(hit_blocks, n_input):
 
 
 # =============================================================================
-def pool_hits(blocks):
-    """集群的 KVCache 池按无限容量：每个请求从第一块起有几块已经在池里（kv_store.prefix_match.match_prefix）。
-    容量无限就不淘汰：池 = 算过的块的集合，和任何策略（LRU、LFU……）在容量 None 时一样。返回 (n_requests,)。
+def pool_hits(blocks, homes):
+    """集群的 KVCache 池按无限容量：每个请求从第一块起有几块已经在池里（kv_store.prefix_match.match_prefix 数）。
 
-    >>> pool_hits([[1, 2], [1, 2, 3], [4], [2, 1]]).tolist()      # 最后一个：块 2、1 都在池里
+    容量无限就不淘汰：一块从第一次出现的那个请求算出来起，就一直在池里。所以请求 i 的一块在池里
+    ⟺ 它第一次出现的请求号 < i，池就是 range(i)（和任何策略——LRU、LFU……——在容量 None 时一样）；
+    不用把几百万个块 id 放进集合。homes：block_homes(blocks)。返回 (n_requests,)。
+
+    >>> bl = [[1, 2], [1, 2, 3], [4], [2, 1]]
+    >>> pool_hits(bl, block_homes(bl)).tolist()      # 最后一个：块 2、1 都在请求 0 就算过了
     [0, 2, 0, 2]
     """
-    pool, hits = set(), []
-    for bl in blocks:
-        hits.append(match_prefix(bl, pool))
-        pool.update(bl)
-    return np.array(hits, dtype=np.int32)
+    dense, first, _ = homes
+    first_seen = BlockLists(first[dense], columns(blocks)[1])     # 每次访问：这一块第一次出现在第几个请求
+    return np.array([match_prefix(f, range(i)) for i, f in enumerate(first_seen)], dtype=np.int32)
 
 
 def block_homes(blocks):
@@ -261,12 +265,12 @@ def done_prefix(ready, local, bl, t):
     1
     """
     best = 0
-    for jj in sorted(range(len(local)), key=lambda x: -local[x]):
+    for jj in sorted(range(len(local)), key=local.__getitem__, reverse=True):   # 并列的保持编号顺序
         if local[jj] <= best:
             break
         done, n = ready[jj], 0
         for b in bl[:local[jj]]:
-            if done.get(b, float("inf")) > t:
+            if done.get(b, math.inf) > t:
                 break
             n += 1
         best = max(best, n)
