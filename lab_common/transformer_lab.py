@@ -14,7 +14,7 @@ RMSNorm + RoPE + 分组查询注意力（GQA）+ SwiGLU，和 LLaMA 的结构一
 
 逐位相等的一个陷阱：BLAS 的矩阵乘法对不同的行数 M 可能走不同的内核（求和顺序不同，
 结果差 1e-16 量级）。所以这里的线性层用 np.einsum（numpy 自己的循环，每一行的求和顺序
-与行数无关），注意力把 K/V 补零到固定长度 max_seq 再求和（见 attend）。模型很小，慢一点无所谓。
+与行数无关），注意力的分母（softmax 的 Σ）补零到固定长度 max_seq 再求和（见 attend）。
 """
 from dataclasses import dataclass, replace
 
@@ -119,32 +119,35 @@ def rotate(x, cos, sin):
 def attend(q, k, v, q_pos, pad_to):
     """因果注意力。q: (H, T, hd)，k/v: (H_kv, L, hd)，q_pos: (T,) 每个查询的绝对位置。
 
-    查询 i 只看位置 0..q_pos[i] 的键。先把 K/V 用 0 补到固定长度 pad_to（= max_seq），
-    被遮住的位置概率恰好是 0.0：于是每一行的求和长度、求和顺序都与"这次一起算了几个 token、
-    缓存里已经有多少"无关——整段 prefill、分块 prefill、逐个 decode 的结果逐位相同。
+    查询 i 只看位置 0..q_pos[i] 的键，被遮住的位置概率恰好是 0.0。每一行的求和顺序都与"这次一起算了
+    几个 token、缓存里已经有多少"无关——整段 prefill、分块 prefill、逐个 decode 的结果逐位相同：
+    - 分子 Σ p·v：einsum 按位置一个一个往上累加，补的 0 加上去一位也不变，所以 K/V 只补到这批里最长的 L；
+    - 分母 Σ p：numpy 的 sum 是成对求和，怎么分组取决于长度，所以概率补零到固定长度 pad_to（= max_seq）再求和。
 
     一批 B 条序列一起算：q: (B, H, T, hd)，k/v: B 个 (H_kv, L_b, hd) 的列表（各条长度可以不同），
-    q_pos: (B, T)。每条补零到同一个 pad_to，所以批里每一行的结果和单独算时逐位相同。
+    q_pos: (B, T)。上面两条对批里每一行都成立，所以每一行的结果和单独算时逐位相同。
     """
     if q.ndim == 3:
         return attend(q[None], [k], [v], q_pos[None], pad_to)[0]
     B, H, T, hd = q.shape
     Hkv = k[0].shape[0]
-    kp = np.zeros((B, Hkv, pad_to, hd))
-    vp = np.zeros((B, Hkv, pad_to, hd))
+    L = max(kb.shape[1] for kb in k)
+    if L > pad_to:
+        raise ValueError(f"序列长度 {L} 超过了模型的 max_seq={pad_to}")
+    kp = np.zeros((B, Hkv, L, hd))
+    vp = np.zeros((B, Hkv, L, hd))
     for b, (kb, vb) in enumerate(zip(k, v)):
-        L = kb.shape[1]
-        if L > pad_to:
-            raise ValueError(f"序列长度 {L} 超过了模型的 max_seq={pad_to}")
-        kp[b, :, :L] = kb
-        vp[b, :, :L] = vb
-    kp = np.repeat(kp, H // Hkv, axis=1)               # GQA：第 h 个查询头用第 h // group 组 K/V
-    vp = np.repeat(vp, H // Hkv, axis=1)
-    s = np.einsum("bhtd,bhnd->bhtn", q, kp) / np.sqrt(hd)  # (B, H, T, pad_to)
-    visible = np.arange(pad_to) <= q_pos[:, :, None]       # (B, T, pad_to) 因果遮罩
-    s = np.where(visible[:, None], s, -np.inf)
-    p = np.exp(s - s.max(axis=-1, keepdims=True))        # 被遮住的位置：exp(-inf) = 0.0
-    return np.einsum("bhtn,bhnd->bhtd", p, vp) / p.sum(axis=-1, keepdims=True)
+        kp[b, :, :kb.shape[1]] = kb
+        vp[b, :, :vb.shape[1]] = vb
+    # GQA：第 h 个查询头用第 h // group 组 K/V。同组的 group 个查询头并成 group × T 行，K/V 不必复制
+    group = H // Hkv
+    qg = q.reshape(B, Hkv, group * T, hd)
+    s = np.einsum("bkqd,bknd->bkqn", qg, kp).reshape(B, H, T, L) / np.sqrt(hd)   # (B, H, T, L)
+    s = np.where(np.arange(L) <= q_pos[:, None, :, None], s, -np.inf)            # 因果遮罩
+    p = np.zeros((B, H, T, pad_to))                      # 补零到 pad_to：给分母一个固定的求和长度
+    p[..., :L] = np.exp(s - s.max(axis=-1, keepdims=True))   # 被遮住的位置：exp(-inf) = 0.0
+    out = np.einsum("bkqn,bknd->bkqd", p[..., :L].reshape(B, Hkv, group * T, L), vp)
+    return out.reshape(B, H, T, hd) / p.sum(axis=-1, keepdims=True)
 
 
 # ---------------------------------------------------------------- 前向
@@ -156,7 +159,7 @@ def run_layers(params, cfg, x, pos, kv_io):
 
     一批 B 条序列（各自接着自己的缓存、每条 T 个新 token）一起过：x: (B, T, d_model)，pos: (B, T)；
     kv_io 收到 (B, H_kv, T, hd)，返回 B 条各自的全部 K/V（列表，长度可以不同）。线性层按行算、
-    注意力补零到 max_seq，所以批里每条序列的 logits 与单独算时逐位相同（一次调用省下的是 Python 的开销）。
+    注意力的求和顺序与长度无关（见 attend），所以批里每条序列的 logits 与单独算时逐位相同（一次调用省下的是 Python 的开销）。
     """
     if x.ndim == 2:
         def one(li, k, v):

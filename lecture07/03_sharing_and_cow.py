@@ -48,7 +48,7 @@ N_BEAM = 12                    # 演示 1：束搜索用其中前几个请求（
 WIDTHS = (2, 4, 6)             # 演示 1：并行采样的 n、束搜索的宽度
 BLOCK_SIZE = 16                # 块大小（vLLM 默认 16）
 ALPACA_MEAN = (19.31, 58.45)   # vLLM 论文图 11(b)：Alpaca 平均输入 / 输出长度（长度按它抽）
-MAX_PROMPT, MAX_OUTPUT = 64, 128  # 长度上限（小模型的 attention 按 max_seq 补零，越长越慢）
+MAX_PROMPT, MAX_OUTPUT = 64, 128  # 长度上限（束搜索在小模型上真的逐个 token 解码：越长越慢）
 TEMPERATURE = 1.0              # 并行采样的温度
 COW_BLOCK_SIZE = 4             # 演示 2 的块大小
 COW_PROMPT = 6                 # 演示 2：共享序列的长度（6 = 一个满块 + 最后一块写了 2 个）

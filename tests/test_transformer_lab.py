@@ -1,7 +1,7 @@
 """第 2 讲的小模型：形状、KV 大小的算术、以及"怎么切着算都逐位相同"。"""
 import numpy as np
 import pytest
-from lab_common.transformer_lab import TINY, KVCache, config_like, forward, init_params
+from lab_common.transformer_lab import TINY, KVCache, attend, config_like, forward, init_params
 
 CFG = config_like(TINY, max_seq=64)
 PARAMS = init_params(CFG, seed=0)
@@ -64,3 +64,31 @@ def test_cache_overflow_is_a_clear_error():
     forward(PARAMS, CFG, np.zeros((1, 60), dtype=int), cache)
     with pytest.raises(ValueError, match="max_seq"):
         forward(PARAMS, CFG, np.zeros((1, 5), dtype=int), cache)
+
+
+def padded_attend(q, k, v, q_pos, pad_to):
+    """参照：K/V 整段补零到 pad_to、GQA 把 K/V 复制到每个查询头，再按公式算（attend 只补到批里最长的 L）。"""
+    B, H, T, hd = q.shape
+    kp, vp = np.zeros((B, k[0].shape[0], pad_to, hd)), np.zeros((B, k[0].shape[0], pad_to, hd))
+    for b, (kb, vb) in enumerate(zip(k, v)):
+        kp[b, :, :kb.shape[1]], vp[b, :, :vb.shape[1]] = kb, vb
+    kp, vp = np.repeat(kp, H // kp.shape[1], axis=1), np.repeat(vp, H // vp.shape[1], axis=1)
+    s = np.einsum("bhtd,bhnd->bhtn", q, kp) / np.sqrt(hd)
+    s = np.where((np.arange(pad_to) <= q_pos[:, :, None])[:, None], s, -np.inf)
+    p = np.exp(s - s.max(axis=-1, keepdims=True))
+    return np.einsum("bhtn,bhnd->bhtd", p, vp) / p.sum(axis=-1, keepdims=True)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_attend_is_bit_exact_to_padding_everything(seed):
+    """K/V 只补到批里最长的 L，结果与整段补零到 max_seq 逐位相同（分子逐个位置累加，分母按 max_seq 求和）。"""
+    rng = np.random.default_rng(seed)
+    pad_to = int(rng.choice([8, 64, 192, 256]))
+    B, T = int(rng.integers(1, 5)), int(rng.integers(1, 9))
+    Hkv, group, hd = [(2, 2, 16), (1, 4, 8), (4, 1, 16)][seed % 3]
+    starts = [int(rng.integers(0, pad_to - T + 1)) for _ in range(B)]
+    q = rng.normal(size=(B, Hkv * group, T, hd))
+    k = [rng.normal(size=(Hkv, s + T, hd)) for s in starts]
+    v = [rng.normal(size=(Hkv, s + T, hd)) for s in starts]
+    q_pos = np.stack([np.arange(s, s + T) for s in starts])
+    assert attend(q, k, v, q_pos, pad_to).tobytes() == padded_attend(q, k, v, q_pos, pad_to).tobytes()
