@@ -95,8 +95,9 @@ def fmt_list(xs):
 
 
 def log_softmax(x):
-    x = x - x.max()
-    return x - np.log(np.exp(x).sum())
+    """沿最后一维：x 是一条 logits (vocab,)，或几条叠在一起 (n, vocab)。"""
+    x = x - x.max(axis=-1, keepdims=True)
+    return x - np.log(np.exp(x).sum(axis=-1, keepdims=True))
 
 
 def rising(values):
@@ -180,34 +181,62 @@ def common_prefix_len(toks):
     return int(np.argmin(same))
 
 
-def beam_search(params, cfg, prompt, steps, width, block_size):
+def beam_search_steps(cfg, prompt, steps, width, block_size):
     """束搜索：每步每条束取前 width 个 token，从 width² 个候选里按累计对数概率留下前 width 个。
 
     被选中的候选从它的父束 fork（只加引用计数），没被选中的父束整条释放；新 token 写进共享的
-    不满块时写时复制。返回 (共享时块数之和, 不共享时块数之和, 写时复制次数, 结束时各束共同前缀的长度,
+    不满块时写时复制。写成生成器，自己不调用模型：每一步 yield (要往后算的序列, 各自的新 token)，
+    收回它们的 logits（decode_together 把好几个请求的同一步放进一次 paged_step）。
+    返回 (共享时块数之和, 不共享时块数之和, 写时复制次数, 结束时各束共同前缀的长度,
     逐步的 [(块池占用的块, 不共享时要的块, 累计 COW 次数)]——画图用)。
     """
     pool = BlockPool(cfg, n_blocks=2 * width * n_blocks(len(prompt) + steps, block_size) + width,
                      block_size=block_size)
     root = PagedSequence(pool)
-    beams = [(root, paged_step(params, cfg, [root], [prompt])[0][-1], 0.0, [])]
+    outs = yield [root], [prompt]                  # prefill
+    beams = [(root, outs[0][-1], 0.0, [])]
     per_step = []
     for _ in range(steps):
-        cand = []
-        for i, (_, lg, score, _) in enumerate(beams):
-            lp = log_softmax(lg)
-            for t in np.argsort(-lp, kind="stable")[:width]:
-                cand.append((score + float(lp[t]), i, int(t)))
+        lp = log_softmax(np.stack([lg for _, lg, _, _ in beams]))      # (束数, vocab)
+        top = np.argsort(-lp, axis=-1, kind="stable")[:, :width]         # 每条束的前 width 个 token
+        cand = [(score + float(lp[i, t]), i, int(t)) for i, (_, _, score, _) in enumerate(beams) for t in top[i]]
         cand.sort(key=lambda c: -c[0])             # 稳定排序：同分时按候选的先后
         chosen = cand[:width]
         children = [beams[i][0].fork() for _, i, _ in chosen]
         for seq, *_ in beams:                      # 父束全部释放：没被选中的块回到空闲表
             seq.free()
-        outs = paged_step(params, cfg, children, [[t] for _, _, t in chosen])
+        outs = yield children, [[t] for _, _, t in chosen]
         beams = [(c, o[-1], s, beams[i][3] + [t]) for c, o, (s, i, t) in zip(children, outs, chosen)]
         per_step.append((pool.num_used, sum(n_blocks(c.length, block_size) for c, *_ in beams), pool.n_cow))
     common = common_prefix_len(np.array([b[3] for b in beams]))
     return sum(s[0] for s in per_step), sum(s[1] for s in per_step), pool.n_cow, common, per_step
+
+
+def decode_together(params, cfg, searches):
+    """几个请求一起解码（searches：beam_search_steps 的生成器），返回各自的结果（同样的顺序）。
+
+    每一轮把所有还没结束的请求这一步要算的序列放进同一次 paged_step（推理服务也是这样成批解码的）。
+    批里每条序列的 logits 与单独算时逐位相同（transformer_lab.run_layers），所以结果和一个一个请求地跑完全一样，
+    只是少调用很多次模型。
+    """
+    results = [None] * len(searches)
+    asks = {i: next(s) for i, s in enumerate(searches)}      # 请求 i 这一步要算的 (序列, 新 token)
+    while asks:
+        outs = iter(paged_step(params, cfg, [q for seqs, _ in asks.values() for q in seqs],
+                               [t for _, toks in asks.values() for t in toks]))
+        left = {}
+        for i, (seqs, _) in asks.items():
+            try:
+                left[i] = searches[i].send([next(outs) for _ in seqs])
+            except StopIteration as done:          # 这个请求解码完了：生成器的返回值就是它的结果
+                results[i] = done.value
+        asks = left
+    return results
+
+
+def beam_search(params, cfg, prompt, steps, width, block_size):
+    """一个请求的束搜索（beam_search_steps 单独解码）。"""
+    return decode_together(params, cfg, [beam_search_steps(cfg, prompt, steps, width, block_size)])[0]
 
 
 def savings(cfg, params, reqs, long, widths, block_size, n_beam, n_check, sample_seed, temperature):
@@ -234,10 +263,13 @@ def savings(cfg, params, reqs, long, widths, block_size, n_beam, n_check, sample
             s, p, c, _ = replay_sampling(cfg, plen, outs, w, block_size)
             sh, pr, cow = sh + s, pr + p, cow + c
         res[(SHAREGPT, w)] = dict(shared=sh, private=pr, cow=cow, saved=1 - sh / pr, common=0.0)
+    searches = {(w, k): beam_search_steps(cfg, prompt, int(outs[0]), w, block_size)    # 所有宽度、所有请求一起解码
+                for w in widths for k, (prompt, outs) in enumerate(reqs[:n_beam])}
+    beams = dict(zip(searches, decode_together(params, cfg, list(searches.values()))))
     for w in widths:
         sh = pr = cow = common = 0
-        for k, (prompt, outs) in enumerate(reqs[:n_beam]):
-            s, p, c, cm, per_step = beam_search(params, cfg, prompt, int(outs[0]), w, block_size)
+        for k in range(len(reqs[:n_beam])):
+            s, p, c, cm, per_step = beams[(w, k)]
             if w == nmax:
                 steps[("束搜索", k)] = per_step
             sh, pr, cow, common = sh + s, pr + p, cow + c, common + cm

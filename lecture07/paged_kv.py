@@ -176,8 +176,8 @@ class PagedSequence:
         need = n_blocks(self.length + n, bs) - len(self.blocks)
         for _ in range(need):
             self.blocks.append(pool.alloc())
-        pos = self.length + np.arange(n)
-        return np.asarray(self.blocks, dtype=np.int64)[pos // bs], pos % bs
+        logical, offset = np.divmod(np.arange(self.length, self.length + n), bs)   # 第几个逻辑块、块内偏移
+        return np.asarray(self.blocks, dtype=np.int64)[logical], offset
 
 
 def gather_kv(pool, layer, blocks, length):
