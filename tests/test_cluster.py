@@ -67,17 +67,3 @@ def test_no_replication_row_does_not_depend_on_which_blocks_are_hot(hot):
     res = nic_fetch(arrival, plan, 2, 1, rate_scale=1.0)
     assert res["wait"].tolist() == pytest.approx([0, 0, 0, 2 * P])
     assert res["blocks_sent"] == 3 and res["busy"].tolist() == pytest.approx([3 * P, 0])
-
-
-def test_schedulers_in_worker_processes_equal_one_after_another():
-    # run_schedulers 分给两个 fork 出的进程（pytest 的进程只看到 1 个核，默认不 fork）：每个数逐位相同
-    from kv_store.cluster import SCHEDULERS, run_schedulers
-    from kv_store.traces import make_trace
-    arrival, n_in, bl = trace_columns(make_trace(3, n_requests=400, duration_s=60.0))
-    one, two = (run_schedulers(arrival, n_in, bl, SCHEDULERS, 4, 50, 1.0, seed=1, workers=w) for w in (1, 2))
-    assert list(two) == list(SCHEDULERS)
-    for s in SCHEDULERS:
-        assert one[s].keys() == two[s].keys()
-        for k in one[s]:
-            assert one[s][k].dtype == two[s][k].dtype and one[s][k].tobytes() == two[s][k].tobytes(), (s, k)
-    assert one["global_cache"]["pulled"].sum() > 0          # 这个小 trace 上也真的拉过 KV

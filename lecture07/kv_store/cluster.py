@@ -19,14 +19,11 @@ prefill 时间只有一个公式：kv_store.tiers.prefill_time（FAST'25 式 1 +
 blocks（每个请求的块 id 序列）。trace_columns() 从列式的 Trace（kv_store.traces）一次取出这三列。
 """
 import math
-import multiprocessing
-import signal
 
 import numpy as np
 
 from kv_store.eviction import LRUCache
 from kv_store.prefix_match import match_prefix, usable_hit_tokens
-from kv_store.replay import n_cores
 from kv_store.traces import CHUNK, BlockLists, columns, first_request
 from kv_store.tiers import A800_X8, LLAMA3_70B, TIERS, prefill_time
 from kv_store.trace_file import BLOCK_SIZE  # Mooncake trace 的块大小：512 token
@@ -281,13 +278,8 @@ def done_prefix(ready, local, bl, t):
 
 
 def run_schedulers(arrival, input_len, blocks, schedulers, n_nodes, capacity, rate_scale, seed=0,
-                   rdma_gb_per_s=NIC_GB_PER_S, workers=None):
-    """{调度器: run_prefill(..., 调度器, ...) 的结果}：各调度器互不相干，分给 workers 个进程同时跑
-    （None：本机的核数，最多每个调度器一个；1：就在本进程里一个一个跑）。结果和一个一个跑逐位相同。
-
-    工作进程是 fork 出来的（和 kv_store.replay.sweep 一样）：用的是此刻的 LRUCache（改过的也一样），
-    trace 随 fork 继承下来（不必 pickle 再传一份），忽略 Ctrl-C（只有主进程收到）。没有 fork 的平台（Windows）
-    就在本进程里跑。
+                   rdma_gb_per_s=NIC_GB_PER_S):
+    """{调度器: run_prefill(..., 调度器, ...) 的结果}：各调度器互不相干，一个一个跑。
 
     >>> from kv_store.traces import Trace
     >>> from kv_store.trace_file import Request
@@ -296,29 +288,5 @@ def run_schedulers(arrival, input_len, blocks, schedulers, n_nodes, capacity, ra
     >>> r["global_cache"]["hits"].tolist()             # 第二个请求去了有这两块的那台
     [0, 2]
     """
-    setup = (arrival, input_len, blocks, n_nodes, capacity, rate_scale, seed, rdma_gb_per_s)
-    if workers is None:
-        workers = min(len(schedulers), n_cores())
-    if workers < 2 or "fork" not in multiprocessing.get_all_start_methods():
-        _WORKER["setup"] = setup
-        results = [one_scheduler(s) for s in schedulers]
-    else:
-        with multiprocessing.get_context("fork").Pool(workers, initializer=start_worker, initargs=(setup,)) as pool:
-            results = pool.map(one_scheduler, schedulers, chunksize=1)   # 全部算完才返回（有一个出错也等别的算完）
-    _WORKER.clear()
-    return dict(zip(schedulers, results))
-
-
-_WORKER = {}     # run_schedulers 这一次的设置（trace 的三列、节点数……）：工作进程 fork 时带着它
-
-
-def start_worker(setup):
-    """工作进程开始时：记下这次的设置，忽略 Ctrl-C（只有主进程收到，一行结束）。"""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    _WORKER["setup"] = setup
-
-
-def one_scheduler(scheduler):
-    """run_schedulers 的一格：按记下的设置跑一个调度器。"""
-    arrival, input_len, blocks, *rest = _WORKER["setup"]
-    return run_prefill(arrival, input_len, blocks, scheduler, *rest)
+    return {s: run_prefill(arrival, input_len, blocks, s, n_nodes, capacity, rate_scale, seed, rdma_gb_per_s)
+            for s in schedulers}
