@@ -67,3 +67,15 @@ def test_no_replication_row_does_not_depend_on_which_blocks_are_hot(hot):
     res = nic_fetch(arrival, plan, 2, 1, rate_scale=1.0)
     assert res["wait"].tolist() == pytest.approx([0, 0, 0, 2 * P])
     assert res["blocks_sent"] == 3 and res["busy"].tolist() == pytest.approx([3 * P, 0])
+
+
+def test_evict_that_removes_nothing_is_refused_in_one_line(monkeypatch, capsys):
+    # 学生改坏了 LRUCache.evict（一块也不删）：和 replay.sweep 一样一行拒绝、退出码 2，不打 traceback
+    from kv_store.cluster import run_schedulers
+    from kv_store.eviction import LRUCache
+    monkeypatch.setattr(LRUCache, "evict", lambda self: None)
+    arrival, n_in, bl = cols([Request(0.0, 1024, 1, (1, 2)), Request(1.0, 1024, 1, (3, 4))])
+    with pytest.raises(SystemExit) as e:
+        run_schedulers(arrival, n_in, bl, ("random", "local_cache"), 2, 1, 1.0)
+    assert e.value.code == 2
+    assert capsys.readouterr().err.strip() == "LRUCache.evict(): 没有从 self.entries 里删掉任何块，缓存永远超出容量"

@@ -22,7 +22,8 @@ import math
 
 import numpy as np
 
-from kv_store.eviction import LRUCache
+from lab_common.console import fail
+from kv_store.eviction import LRUCache, NoEviction
 from kv_store.prefix_match import match_prefix, usable_hit_tokens
 from kv_store.traces import CHUNK, BlockLists, columns, first_request
 from kv_store.tiers import A800_X8, LLAMA3_70B, TIERS, prefill_time
@@ -288,5 +289,8 @@ def run_schedulers(arrival, input_len, blocks, schedulers, n_nodes, capacity, ra
     >>> r["global_cache"]["hits"].tolist()             # 第二个请求去了有这两块的那台
     [0, 2]
     """
-    return {s: run_prefill(arrival, input_len, blocks, s, n_nodes, capacity, rate_scale, seed, rdma_gb_per_s)
-            for s in schedulers}
+    try:
+        return {s: run_prefill(arrival, input_len, blocks, s, n_nodes, capacity, rate_scale, seed, rdma_gb_per_s)
+                for s in schedulers}
+    except NoEviction as e:           # 改过的 LRUCache.evict() 一块也没删：和 kv_store.replay.sweep 一样一行拒绝，退出码 2
+        fail(*e.args)
