@@ -171,15 +171,18 @@ def run_layers(params, cfg, x, pos, kv_io):
     angles = rope_angles(pos, hd // 2, cfg.rope_theta)
     for li, p in enumerate(params["layers"]):
         h = rmsnorm(x, p["attn_norm"], cfg.norm_eps)
-        q = rotate(linear(h, p["wq"]).reshape(B, T, H, hd).transpose(0, 2, 1, 3), *angles)
-        k = rotate(linear(h, p["wk"]).reshape(B, T, Hkv, hd).transpose(0, 2, 1, 3), *angles)
-        v = linear(h, p["wv"]).reshape(B, T, Hkv, hd).transpose(0, 2, 1, 3)
+        # q、k、v 一次乘 [wq | wk | wv]（真实实现的 qkv_proj）：einsum 每一列单独累加，和分开乘逐位相同
+        q, k, v = np.split(linear(h, np.concatenate([p["wq"], p["wk"], p["wv"]], axis=1)),
+                           [H * hd, (H + Hkv) * hd], axis=-1)
+        q = rotate(q.reshape(B, T, H, hd).transpose(0, 2, 1, 3), *angles)
+        k = rotate(k.reshape(B, T, Hkv, hd).transpose(0, 2, 1, 3), *angles)
+        v = v.reshape(B, T, Hkv, hd).transpose(0, 2, 1, 3)
         k_all, v_all = kv_io(li, k, v)
         a = attend(q, k_all, v_all, pos, cfg.max_seq)   # (B, H, T, hd)
         x = x + linear(a.transpose(0, 2, 1, 3).reshape(B, T, H * hd), p["wo"])
         h = rmsnorm(x, p["ffn_norm"], cfg.norm_eps)
-        g = linear(h, p["w_gate"])
-        x = x + linear(g / (1.0 + np.exp(-g)) * linear(h, p["w_up"]), p["w_down"])  # SwiGLU
+        g, up = np.split(linear(h, np.concatenate([p["w_gate"], p["w_up"]], axis=1)), 2, axis=-1)   # 同上
+        x = x + linear(g / (1.0 + np.exp(-g)) * up, p["w_down"])  # SwiGLU
     return linear(rmsnorm(x, params["final_norm"], cfg.norm_eps), params["lm_head"])
 
 

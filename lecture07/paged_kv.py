@@ -176,8 +176,9 @@ class PagedSequence:
         need = n_blocks(self.length + n, bs) - len(self.blocks)
         for _ in range(need):
             self.blocks.append(pool.alloc())
-        logical, offset = np.divmod(np.arange(self.length, self.length + n), bs)   # 第几个逻辑块、块内偏移
-        return np.asarray(self.blocks, dtype=np.int64)[logical], offset
+        pos = range(self.length, self.length + n)    # 这 n 个 token 在序列里的位置（n 常常是 1：不值得用 numpy 算）
+        return (np.array([self.blocks[p // bs] for p in pos], dtype=np.int64),   # 物理块 = 块表的第 p // bs 项
+                np.array([p % bs for p in pos], dtype=np.int64))                 # 块内偏移
 
 
 def gather_kv(pool, layer, blocks, length):
