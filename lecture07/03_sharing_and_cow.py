@@ -106,16 +106,17 @@ def rising(values):
 
 
 # =============================================================================
-def parallel_sampling(params, cfg, prompt, out_lens, n, block_size, sample_seed, temperature):
+def parallel_sampling_steps(cfg, prompt, out_lens, n, block_size, sample_seed, temperature):
     """一个提示要 n 个回答：提示只算一次、只存一份，n 个样本 fork 出来各自往后采样。
 
+    和 beam_search_steps 一样是生成器：每一步 yield (要往后算的序列, 各自的新 token)，收回它们的 logits。
     返回 (共享时每步块数之和, 不共享时每步块数之和, 写时复制次数, 每个样本生成的 token,
     逐步的 [(块池占用的块, 不共享时要的块, 累计 COW 次数)]——画图用)。
     """
     pool = BlockPool(cfg, n_blocks=n * n_blocks(len(prompt) + int(out_lens.max()), block_size),
                      block_size=block_size)
     parent = PagedSequence(pool)
-    last = paged_step(params, cfg, [parent], [prompt])[0][-1]
+    last = (yield [parent], [prompt])[0][-1]       # prefill
     samples = [parent.fork() for _ in range(n)]
     parent.free()                                  # 提示的块现在由 n 个样本共同持有
     rngs = [np.random.default_rng(sample_seed + j) for j in range(n)]
@@ -130,7 +131,7 @@ def parallel_sampling(params, cfg, prompt, out_lens, n, block_size, sample_seed,
             p = np.exp(log_softmax(logits[j] / temperature))
             toks.append([int(rngs[j].choice(cfg.vocab, p=p))])
             gen[j].append(toks[-1][0])
-        outs = paged_step(params, cfg, [samples[j] for j in live], toks)
+        outs = yield [samples[j] for j in live], toks
         for j, o in zip(live, outs):
             logits[j] = o[-1]
             left[j] -= 1
@@ -139,6 +140,12 @@ def parallel_sampling(params, cfg, prompt, out_lens, n, block_size, sample_seed,
             samples[j].free()
         live = [j for j in live if left[j] > 0]
     return sum(s[0] for s in steps), sum(s[1] for s in steps), pool.n_cow, gen, steps
+
+
+def parallel_sampling(params, cfg, prompt, out_lens, n, block_size, sample_seed, temperature):
+    """一个请求的并行采样（parallel_sampling_steps 单独解码）。"""
+    return decode_together(params, cfg, [parallel_sampling_steps(cfg, prompt, out_lens, n, block_size, sample_seed,
+                                                                 temperature)])[0]
 
 
 def replay_sampling(cfg, prompt_len, out_lens, n, block_size):
@@ -213,7 +220,8 @@ def beam_search_steps(cfg, prompt, steps, width, block_size):
 
 
 def decode_together(params, cfg, searches):
-    """几个请求一起解码（searches：beam_search_steps 的生成器），返回各自的结果（同样的顺序）。
+    """几个请求一起解码（searches：每个请求一个生成器，beam_search_steps 或 parallel_sampling_steps），
+    返回各自的结果（同样的顺序）。
 
     每一轮把所有还没结束的请求这一步要算的序列放进同一次 paged_step（推理服务也是这样成批解码的）。
     批里每条序列的 logits 与单独算时逐位相同（transformer_lab.run_layers），所以结果和一个一个请求地跑完全一样，
@@ -246,16 +254,14 @@ def savings(cfg, params, reqs, long, widths, block_size, n_beam, n_check, sample
     "束搜索"（真模型解码）。
     """
     nmax = max(widths)
-    res, steps, checked = {}, {}, True
+    res, steps, replayed = {}, {}, {}
     for w in widths:
         sh = pr = cow = 0
         for k, (prompt, outs) in enumerate(reqs):
             s, p, c, per_step = replay_sampling(cfg, len(prompt), outs, w, block_size)
             if w == nmax:
                 steps[("并行采样", k)] = per_step
-                if k < n_check:                    # 前 n_check 个请求在真模型上跑一遍，核对重放的逐步块数
-                    real = parallel_sampling(params, cfg, prompt, outs, w, block_size, sample_seed, temperature)
-                    checked = checked and real[:3] == (s, p, c) and real[4] == per_step
+                replayed[k] = (s, p, c, per_step)
             sh, pr, cow = sh + s, pr + p, cow + c
         res[("并行采样", w)] = dict(shared=sh, private=pr, cow=cow, saved=1 - sh / pr, common=0.0)
         sh = pr = cow = 0
@@ -263,13 +269,19 @@ def savings(cfg, params, reqs, long, widths, block_size, n_beam, n_check, sample
             s, p, c, _ = replay_sampling(cfg, plen, outs, w, block_size)
             sh, pr, cow = sh + s, pr + p, cow + c
         res[(SHAREGPT, w)] = dict(shared=sh, private=pr, cow=cow, saved=1 - sh / pr, common=0.0)
-    searches = {(w, k): beam_search_steps(cfg, prompt, int(outs[0]), w, block_size)    # 所有宽度、所有请求一起解码
-                for w in widths for k, (prompt, outs) in enumerate(reqs[:n_beam])}
-    beams = dict(zip(searches, decode_together(params, cfg, list(searches.values()))))
+    # 在真模型上跑的一起解码：束搜索的每个宽度 × 每个请求，和前 n_check 个请求的并行采样（核对重放的逐步块数）
+    runs = {("束搜索", w, k): beam_search_steps(cfg, prompt, int(outs[0]), w, block_size)
+            for w in widths for k, (prompt, outs) in enumerate(reqs[:n_beam])}
+    runs.update({("并行采样", nmax, k): parallel_sampling_steps(cfg, prompt, outs, nmax, block_size, sample_seed,
+                                                                temperature)
+                 for k, (prompt, outs) in enumerate(reqs[:n_check])})
+    done = dict(zip(runs, decode_together(params, cfg, list(runs.values()))))
+    checked = all(done[("并行采样", nmax, k)][:3] + (done[("并行采样", nmax, k)][4],) == replayed[k]
+                  for k in range(len(reqs[:n_check])))
     for w in widths:
         sh = pr = cow = common = 0
         for k in range(len(reqs[:n_beam])):
-            s, p, c, cm, per_step = beams[(w, k)]
+            s, p, c, cm, per_step = done[("束搜索", w, k)]
             if w == nmax:
                 steps[("束搜索", k)] = per_step
             sh, pr, cow, common = sh + s, pr + p, cow + c, common + cm
