@@ -245,9 +245,8 @@ def run_prefill(arrival, input_len, blocks, scheduler, n_nodes, capacity, rate_s
             done = ready[j]
             for b in bl[have:]:           # 这台原来没有（或排队中不会有）的块：这个请求做完才在这台
                 done[b] = free_at[j]
-            if len(done) > 2 * len(caches[j]):     # 被淘汰的块再也拉不走：丢掉它们的记录（长 trace 才不占几百 MB）
-                kept = caches[j].entries
-                ready[j] = {b: at for b, at in done.items() if b in kept}
+            if len(done) > 4 * len(caches[j]):     # 被淘汰的块再也拉不走：丢掉它们的记录（长 trace 才不占几百 MB）
+                ready[j] = {b: done[b] for b in caches[j].entries}   # 缓存里的块进来时都记下了时刻
         ttft.append(free_at[j] - t)
         service.append(xfer * per_block + pf_h)
         hits.append(h)
