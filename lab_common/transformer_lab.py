@@ -116,6 +116,9 @@ def rotate(x, cos, sin):
     return np.concatenate([x1 * cos - x2 * sin, x1 * sin + x2 * cos], axis=-1)
 
 
+QUERY_BLOCK = 64          # attend 一次最多算这么多个查询：长的 prefill 按块算（见 attend）
+
+
 def attend(q, k, v, q_pos, pad_to):
     """因果注意力。q: (H, T, hd)，k/v: (H_kv, L, hd)，q_pos: (T,) 每个查询的绝对位置。
 
@@ -126,17 +129,26 @@ def attend(q, k, v, q_pos, pad_to):
 
     一批 B 条序列一起算：q: (B, H, T, hd)，k/v: B 个 (H_kv, L_b, hd) 的列表（各条长度可以不同），
     q_pos: (B, T)。上面两条对批里每一行都成立，所以每一行的结果和单独算时逐位相同。
+
+    长的 prefill（T > QUERY_BLOCK）按查询分块算，每块只乘到它最后一个查询的位置为止的键：后面的键被因果遮罩
+    遮住，概率本来就是 0.0，由上面两条，分块不改变任何一位。省下的是被遮住的那一半乘法，每块的分数矩阵也小到
+    放得进 CPU 的缓存（FlashAttention 按块算注意力，也是为了跳过遮住的块、让一块留在快的存储里）。
     """
     if q.ndim == 3:
         return attend(q[None], [k], [v], q_pos[None], pad_to)[0]
     B, H, T, hd = q.shape
+    if T > QUERY_BLOCK:
+        return np.concatenate([attend(q[:, :, t:t + QUERY_BLOCK], k, v, q_pos[:, t:t + QUERY_BLOCK], pad_to)
+                               for t in range(0, T, QUERY_BLOCK)], axis=2)
     Hkv = k[0].shape[0]
     L = max(kb.shape[1] for kb in k)
     if L > pad_to:
         raise ValueError(f"序列长度 {L} 超过了模型的 max_seq={pad_to}")
+    L = min(L, int(q_pos.max()) + 1)                     # 比最后一个查询还靠后的键谁也看不见：不乘
     kp = np.zeros((B, Hkv, L, hd))
     vp = np.zeros((B, Hkv, L, hd))
     for b, (kb, vb) in enumerate(zip(k, v)):
+        kb, vb = kb[:, :L], vb[:, :L]
         kp[b, :, :kb.shape[1]] = kb
         vp[b, :, :vb.shape[1]] = vb
     # GQA：第 h 个查询头用第 h // group 组 K/V。同组的 group 个查询头并成 group × T 行，K/V 不必复制

@@ -1,7 +1,7 @@
 """第 2 讲的小模型：形状、KV 大小的算术、以及"怎么切着算都逐位相同"。"""
 import numpy as np
 import pytest
-from lab_common.transformer_lab import TINY, KVCache, attend, config_like, forward, init_params
+from lab_common.transformer_lab import QUERY_BLOCK, TINY, KVCache, attend, config_like, forward, init_params
 
 CFG = config_like(TINY, max_seq=64)
 PARAMS = init_params(CFG, seed=0)
@@ -46,6 +46,19 @@ def test_chunked_forward_is_bit_exact(cuts):
     assert np.abs(np.concatenate(outs, axis=1) - full).max() == 0.0
 
 
+@pytest.mark.parametrize("cuts", [[1, QUERY_BLOCK + 5, 2 * QUERY_BLOCK + 14], [QUERY_BLOCK, QUERY_BLOCK, 20, 40, 3 * QUERY_BLOCK - 160]])
+def test_long_prefill_in_query_blocks_is_bit_exact(cuts):
+    """比 QUERY_BLOCK 长的 prefill（attend 按查询分块、每块只乘看得见的键）：整段算和分块算逐位相同。"""
+    cfg = config_like(TINY, max_seq=4 * QUERY_BLOCK)
+    params, toks = init_params(cfg, seed=1), np.random.default_rng(2).integers(0, cfg.vocab, (1, sum(cuts)))
+    full = forward(params, cfg, toks)
+    cache, outs, s = KVCache(cfg, 1), [], 0
+    for n in cuts:
+        outs.append(forward(params, cfg, toks[:, s:s + n], cache))
+        s += n
+    assert np.concatenate(outs, axis=1).tobytes() == full.tobytes()
+
+
 def test_batch_does_not_change_a_sequence():
     both = forward(PARAMS, CFG, TOKS)
     one = forward(PARAMS, CFG, TOKS[1:2, :25])
@@ -85,6 +98,21 @@ def test_attend_is_bit_exact_to_padding_everything(seed):
     rng = np.random.default_rng(seed)
     pad_to = int(rng.choice([8, 64, 192, 256]))
     B, T = int(rng.integers(1, 5)), int(rng.integers(1, 9))
+    Hkv, group, hd = [(2, 2, 16), (1, 4, 8), (4, 1, 16)][seed % 3]
+    starts = [int(rng.integers(0, pad_to - T + 1)) for _ in range(B)]
+    q = rng.normal(size=(B, Hkv * group, T, hd))
+    k = [rng.normal(size=(Hkv, s + T, hd)) for s in starts]
+    v = [rng.normal(size=(Hkv, s + T, hd)) for s in starts]
+    q_pos = np.stack([np.arange(s, s + T) for s in starts])
+    assert attend(q, k, v, q_pos, pad_to).tobytes() == padded_attend(q, k, v, q_pos, pad_to).tobytes()
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_attend_in_query_blocks_is_bit_exact_to_padding_everything(seed):
+    """T > QUERY_BLOCK 个查询（长的 prefill）：按查询分块、每块只乘它看得见的键，结果与一次算完、整段补零的公式逐位相同。"""
+    rng = np.random.default_rng(100 + seed)
+    B, T = int(rng.integers(1, 4)), int(rng.integers(QUERY_BLOCK + 1, 3 * QUERY_BLOCK))
+    pad_to = T + int(rng.integers(0, 2 * QUERY_BLOCK))
     Hkv, group, hd = [(2, 2, 16), (1, 4, 8), (4, 1, 16)][seed % 3]
     starts = [int(rng.integers(0, pad_to - T + 1)) for _ in range(B)]
     q = rng.normal(size=(B, Hkv * group, T, hd))
