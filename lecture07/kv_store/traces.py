@@ -428,17 +428,17 @@ def _generate(seed, n_requests, duration_s):
 
     ctx = {}                                 # 会话号 → (上一轮输入的完整块 id, 上一轮输入长度 + 输出长度)
     arrival, n_ins, n_outs, lens, ids = [], [], [], [], array("q")
+    tmpl = tmpl.tolist()                     # Python 整数：逐个取比 numpy 的元素快
     for i, (t, s, k) in enumerate(zip(times, sess, turn)):
-        sys_ids, sys_len = templates[tmpl[s]]
         if k == 0:
+            prev_ids, sys_len = templates[tmpl[s]]
             n_in = sys_len + int(draws[2 * i])
-            prev_ids = sys_ids
         else:
             prev_ids, prev_total = ctx[s]
             n_in = prev_total + int(draws[2 * i])
         n_in = min(n_in, MAX_INPUT)
         nb = -(-n_in // block)
-        keep = prev_ids[:min(len(prev_ids), n_in // block)]   # 共享前缀：之前的完整块原样复用
+        keep = prev_ids[:n_in // block]                       # 共享前缀：之前的完整块原样复用（切片不会超过它的长度）
         blocks = keep + new_ids(nb - len(keep))               # 其余（含不满的最后一块）是新块
         n_out = max(1, int(draws[2 * i + 1]))
         ctx[s] = (blocks[:n_in // block], n_in + n_out)
