@@ -15,7 +15,6 @@ import os
 import numpy as np
 import torch
 
-from paged_kv import n_blocks
 
 if not torch.cuda.is_available():
     os.environ.setdefault("TRITON_INTERPRET", "1")
@@ -49,7 +48,7 @@ def kernel_available(device):
 def tile_for(n_elems, tile=None):
     """(每个 program 的元素数：2 的幂, 每块几个 program)。tile_for(12288) → (2048, 6)；tile_for(105, 32) → (32, 4)。"""
     t = min(tile or TILE, 1 << max(0, n_elems - 1).bit_length())
-    return t, n_blocks(n_elems, t)
+    return t, -(-n_elems // t)                   # 向上取整：最后一个 program 可以不满
 
 
 _SCALARS = [f"s{i}" for i in range(ARG_PAIRS)] + [f"d{i}" for i in range(ARG_PAIRS)]
@@ -300,7 +299,7 @@ class AllLayersClone:
     def __init__(self, kv, capacity, design="C"):
         L, _, nb, H, BS, D = kv.shape
         self.design, self.cuda, self.count, self.L = design, kv.is_cuda, 0, L
-        self.cap = 16 * n_blocks(max(1, capacity), 16)      # 16 的倍数：dst 段起点也按 64 字节对齐
+        self.cap = 16 * -(-max(1, capacity) // 16)         # 向上取到 16 的倍数：dst 段起点也按 64 字节对齐
         k = 2 * self.GROUP
         self.host = [torch.empty(2 * self.cap, dtype=torch.int32, pin_memory=self.cuda) for _ in range(k)]
         self.host_np = [h.numpy() for h in self.host]

@@ -49,7 +49,6 @@ import re
 import zlib
 from dataclasses import dataclass
 
-from lab_common.settings import is_int
 
 BLOCK_SIZE = 512            # 每块 token 数（和 Mooncake trace 一致）
 FIELDS = ("timestamp", "input_length", "output_length", "hash_ids")
@@ -181,10 +180,10 @@ def _parse_line(text, block_size):
     if missing:
         raise _Bad(f"缺少字段 {', '.join(missing)}（需要 {', '.join(FIELDS)}）")
     ts, n_in, n_out, ids = (d[f] for f in FIELDS)
-    if not (is_int(ts) or (type(ts) is float and math.isfinite(ts))):    # 大整数不能传给 isfinite（溢出）
+    if not (type(ts) is int or (type(ts) is float and math.isfinite(ts))):   # 大整数不能传给 isfinite（溢出）
         raise _Bad(f"timestamp 应该是数（毫秒），读到 {_show(ts)}")
     for name, v in (("input_length", n_in), ("output_length", n_out)):
-        if not is_int(v):
+        if type(v) is not int:                    # JSON 的整数读出来是 int；true/false 是 bool，不算
             raise _Bad(f"{name} 应该是整数，读到 {_show(v)}")
     if ts < 0:
         raise _Bad(f"timestamp 不能为负，读到 {_show(ts)}")
@@ -200,7 +199,7 @@ def _parse_line(text, block_size):
     # 快路径一次查完整行（type(True) 是 bool，不是 int）；有问题再逐个找出第一个坏元素
     if ids and not (set(map(type, ids)) == _INT_ONLY and min(ids) >= 0 and max(ids) < MAX_EXACT):
         for k, h in enumerate(ids):
-            if not is_int(h, 0, MAX_EXACT - 1):
+            if not (type(h) is int and 0 <= h < MAX_EXACT):
                 raise _Bad(f"hash_ids 的第 {k + 1} 个元素应该是 [0, 2^53) 里的整数，读到 {_show(h)}")
     want = -(-n_in // block_size)                 # 块数 = ceil(输入 token 数 / 块大小)
     if len(ids) != want:
@@ -253,7 +252,7 @@ def iter_trace_records(path, block_size=BLOCK_SIZE):
     流式：不把整个文件留在内存里。每行都检查（见模块说明），出错抛 TraceError("文件:行号: …")；
     一个请求也没有也抛 TraceError（行号 0）。块大小不是正整数：调用时就抛 ValueError。
     """
-    if not is_int(block_size, 1):
+    if type(block_size) is not int or block_size < 1:
         raise ValueError(f"块大小必须是正整数，收到 {block_size!r}")
     path = os.fsdecode(path)
     return _records(path, block_size)
