@@ -51,3 +51,48 @@ def _student_facing():
 def test_no_build_process_words(word):
     hits = [os.path.relpath(p, ROOT) for p in _student_facing() if re.search(word, _src(p), flags=re.I)]
     assert hits == [], hits
+
+
+def project_imports():
+    """{模块名: 它 import 的本项目模块}：lecture07/ 下的脚本和模块（kv_store.x、gpu.x）和 lab_common.x。"""
+    files = glob.glob(os.path.join(LECTURE, "**", "*.py"), recursive=True) + glob.glob(os.path.join(ROOT, "lab_common", "*.py"))
+    def name(f):
+        base = LECTURE if f.startswith(LECTURE + os.sep) else ROOT
+        return os.path.relpath(f, base)[:-3].replace(os.sep, ".").removesuffix(".__init__")
+    names = {name(f): f for f in files}
+    edges = {}
+    for m, f in names.items():
+        found = set()
+        for n in ast.walk(ast.parse(_src(f))):
+            if isinstance(n, ast.Import):
+                found |= {a.name for a in n.names}
+            elif isinstance(n, ast.ImportFrom) and n.module:
+                found |= {n.module} | {f"{n.module}.{a.name}" for a in n.names}
+            elif isinstance(n, ast.Constant) and isinstance(n.value, str) and re.fullmatch(r"0\d[a-z]?_\w+\.py", n.value):
+                found.add(n.value[:-3])                                       # 按路径加载另一个脚本
+        edges[m] = {x for x in found if x in names and x != m}
+    return edges
+
+
+def longest_chain(edges):
+    """最长的一条 import 链（模块名的列表，从最上面的脚本到最底下的模块）。
+
+    >>> longest_chain({"a": {"b"}, "b": {"c"}, "c": set(), "d": {"c"}})
+    ['a', 'b', 'c']
+    """
+    best = {}
+    def down(m):
+        if m not in best:
+            best[m] = [m] + max((down(x) for x in edges[m]), key=len, default=[])
+        return best[m]
+    return max((down(m) for m in edges), key=len)
+
+
+def test_imports_go_down_at_most_five_modules():
+    """最长的 import 链至多 5 个模块（nano-vllm 也是 5 层）；没有脚本加载另一个脚本；lab_common 不认识第 7 讲。"""
+    edges = project_imports()
+    chain = longest_chain(edges)
+    assert len(chain) <= 5, " → ".join(chain)
+    scripts = {m for m in edges if re.fullmatch(r"0\d[a-z]?_\w+", m)}
+    assert all(not (edges[s] & scripts) for s in scripts), {s: edges[s] & scripts for s in scripts}
+    assert all(x.startswith("lab_common") for m in edges if m.startswith("lab_common") for x in edges[m])
