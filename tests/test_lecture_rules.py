@@ -96,3 +96,12 @@ def test_imports_go_down_at_most_five_modules():
     scripts = {m for m in edges if re.fullmatch(r"0\d[a-z]?_\w+", m)}
     assert all(not (edges[s] & scripts) for s in scripts), {s: edges[s] & scripts for s in scripts}
     assert all(x.startswith("lab_common") for m in edges if m.startswith("lab_common") for x in edges[m])
+
+
+def test_no_private_name_is_imported_across_modules():
+    files = (glob.glob(os.path.join(LECTURE, "**", "*.py"), recursive=True) + glob.glob(os.path.join(ROOT, "lab_common", "*.py"))
+             + glob.glob(os.path.join(ROOT, "figures", "*.py")) + glob.glob(os.path.join(ROOT, "exercises", "*.py")))
+    bad = [(os.path.relpath(f, ROOT), a.name) for f in files for n in ast.walk(ast.parse(_src(f)))
+           if isinstance(n, ast.ImportFrom) and n.module and not n.module.startswith("__")
+           for a in n.names if a.name.startswith("_")]
+    assert bad == []
