@@ -144,7 +144,7 @@ def attend(q, k, v, q_pos, pad_to):
     L = max(kb.shape[1] for kb in k)
     if L > pad_to:
         raise ValueError(f"序列长度 {L} 超过了模型的 max_seq={pad_to}")
-    L = min(L, int(q_pos.max()) + 1)                     # 比最后一个查询还靠后的键谁也看不见：不乘
+    L = min(L, int(q_pos.max(initial=0)) + 1)            # 比最后一个查询还靠后的键谁也看不见：不乘（initial：T 可以是 0）
     kp = np.zeros((B, Hkv, L, hd))
     vp = np.zeros((B, Hkv, L, hd))
     for b, (kb, vb) in enumerate(zip(k, v)):

@@ -235,7 +235,7 @@ def demo2_shared_prefix():
     print_text(f"模型：第 2 讲的 TINY（{cfg.n_layers} 层、d_model={cfg.d_model}、GQA {cfg.n_heads}/{cfg.n_kv_heads}，"
                f"float64，权重种子 {MODEL_SEED}）；前缀和后缀是随机 token（种子 {PROMPT_SEED}），"
                f"后缀 {span([SUFFIX_LEN[0], SUFFIX_LEN[1] - 1], integer)} 个。")
-    with status(f"在小模型上跑 {len(FEW_SHOT)} 种前缀 × {n} 个请求，每个请求再从头算一遍来核对…"):   # 终端上约 2.6 s
+    with status(f"在小模型上跑 {len(FEW_SHOT)} 种前缀 × {n} 个请求，每个请求再从头算一遍来核对…"):   # 终端上约 0.8 s
         res = {name: run_shared_prefix(params, cfg, prefix, suffixes, bs)
                for name, (prefix, suffixes) in shared_prefix_requests(cfg.vocab).items()}
     print_table(["前缀", "长度", "总输入", "实际算", "省下", "少算", "缓存块", "不共享", "共享", "最大差"],

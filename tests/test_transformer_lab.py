@@ -59,6 +59,13 @@ def test_long_prefill_in_query_blocks_is_bit_exact(cuts):
     assert np.concatenate(outs, axis=1).tobytes() == full.tobytes()
 
 
+def test_zero_new_tokens_give_zero_logits_rows():
+    """接着缓存算 0 个新 token：返回 0 行 logits，缓存不变（attend 的 T 可以是 0）。"""
+    cache = KVCache(CFG, 1)
+    forward(PARAMS, CFG, TOKS[:1, :5], cache)
+    assert forward(PARAMS, CFG, TOKS[:1, :0], cache).shape == (1, 0, CFG.vocab) and cache.length == 5
+
+
 def test_batch_does_not_change_a_sequence():
     both = forward(PARAMS, CFG, TOKS)
     one = forward(PARAMS, CFG, TOKS[1:2, :25])
