@@ -1,7 +1,7 @@
 """make bench：每个脚本的墙钟时间（中位数）和峰值内存，和它的预算对照；另有几项模块级的基准。
 
     .venv/bin/python tests/bench_speed.py            # 全部，各跑 5 次（12 万请求的两项各跑 1 次）
-    .venv/bin/python tests/bench_speed.py --runs 3 04_prefix_caching "sweep 7×3"
+    .venv/bin/python tests/bench_speed.py --runs 3 04_prefix_caching "sweep 6×3"
     .venv/bin/python tests/bench_speed.py "04 vs baseline"       # 只做和旧版本（721b4fd）的 04 交替计时
     .venv/bin/python tests/bench_speed.py "大 trace 各策略"       # 大 trace 上每种策略 6 个容量各算多久（不在默认里）
 
@@ -185,7 +185,7 @@ def main(argv=None):
             record(name, samples, budget)
     if len(medians) == len(SCRIPT_BUDGET_S):
         record("六个脚本合计", [(sum(medians.values()), None, None)], ALL_SCRIPTS_BUDGET_S)
-    for name, policies, budget in (("sweep 7×3", ONLINE, None), ("sweep 7×4 with MIN", ONLINE + ("min",), None)):
+    for name, policies, budget in (("sweep 6×3", ONLINE, None), ("sweep 6×4 with MIN", ONLINE + ("min",), None)):
         if wanted(name):
             record(name, [time_sweep(policies) for _ in range(args.runs)], budget)
 
