@@ -1,6 +1,6 @@
 # CS349E 第 7 讲：常用命令
 #   make demo      —— 建好环境（若没有）并运行 04_prefix_caching.py
-#   make test      —— 建好环境（若没有）并跑全部测试（空闲的 2 核上约 2 分钟；pip 装得上 torch、triton 时含 Triton 解释器下的 kernel 校验）
+#   make test      —— 建好环境（若没有）并跑全部测试（空闲的 2 核上约 2.5 分钟；pip 装得上 torch、triton 时含 Triton 解释器下的 kernel 校验）
 #   make test-all  —— 同上，再加完整的改设置矩阵（每条改动都既改属性、又改源码、又在新解释器里跑；几分钟）
 #   make bench     —— 测每个脚本的耗时（中位数 / 5 次）、大 trace 的内存和每个脚本的篇幅，对照预算
 #   make check     —— 检查 exercises/ 里的练习（EX=3 只查练习 3）

@@ -10,7 +10,7 @@
           核对逐步相同）；再按 ShareGPT 的长度重放一遍并行采样。
   演示 2：一次写时复制，逐步看块表、引用计数和块里的数据（06_triton_cow_clone.py 的 numpy 版）。
 
-【运行】python lecture07/03_sharing_and_cow.py          （约 2.5 秒，2 核笔记本，不需要 GPU）
+【运行】python lecture07/03_sharing_and_cow.py          （约 3 秒，2 核笔记本，不需要 GPU）
         python lecture07/03_sharing_and_cow.py --demo 2 （只跑演示 2；--more 印出全部观察，--list 列出演示）
 【依赖】numpy、rich；本目录的 paged_kv；lab_common 的 transformer_lab、console。
 
