@@ -99,12 +99,8 @@ def padded_attend(q, k, v, q_pos, pad_to):
     return np.einsum("bhtn,bhnd->bhtd", p, vp) / p.sum(axis=-1, keepdims=True)
 
 
-@pytest.mark.parametrize("seed", range(6))
-def test_attend_is_bit_exact_to_padding_everything(seed):
-    """K/V 只补到批里最长的 L，结果与整段补零到 max_seq 逐位相同（分子逐个位置累加，分母按 max_seq 求和）。"""
-    rng = np.random.default_rng(seed)
-    pad_to = int(rng.choice([8, 64, 192, 256]))
-    B, T = int(rng.integers(1, 5)), int(rng.integers(1, 9))
+def assert_attend_matches_padding(rng, seed, B, T, pad_to):
+    """B 条序列、各 T 个查询，起点随机（缓存里已有 0..pad_to−T 个 token）：attend 与整段补零的公式逐位相同。"""
     Hkv, group, hd = [(2, 2, 16), (1, 4, 8), (4, 1, 16)][seed % 3]
     starts = [int(rng.integers(0, pad_to - T + 1)) for _ in range(B)]
     q = rng.normal(size=(B, Hkv * group, T, hd))
@@ -112,6 +108,15 @@ def test_attend_is_bit_exact_to_padding_everything(seed):
     v = [rng.normal(size=(Hkv, s + T, hd)) for s in starts]
     q_pos = np.stack([np.arange(s, s + T) for s in starts])
     assert attend(q, k, v, q_pos, pad_to).tobytes() == padded_attend(q, k, v, q_pos, pad_to).tobytes()
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_attend_is_bit_exact_to_padding_everything(seed):
+    """K/V 只补到批里最长的 L，结果与整段补零到 max_seq 逐位相同（分子逐个位置累加，分母按 max_seq 求和）。"""
+    rng = np.random.default_rng(seed)
+    pad_to = int(rng.choice([8, 64, 192, 256]))
+    B, T = int(rng.integers(1, 5)), int(rng.integers(1, 9))
+    assert_attend_matches_padding(rng, seed, B, T, pad_to)
 
 
 @pytest.mark.parametrize("seed", range(4))
@@ -120,10 +125,4 @@ def test_attend_in_query_blocks_is_bit_exact_to_padding_everything(seed):
     rng = np.random.default_rng(100 + seed)
     B, T = int(rng.integers(1, 4)), int(rng.integers(QUERY_BLOCK + 1, 3 * QUERY_BLOCK))
     pad_to = T + int(rng.integers(0, 2 * QUERY_BLOCK))
-    Hkv, group, hd = [(2, 2, 16), (1, 4, 8), (4, 1, 16)][seed % 3]
-    starts = [int(rng.integers(0, pad_to - T + 1)) for _ in range(B)]
-    q = rng.normal(size=(B, Hkv * group, T, hd))
-    k = [rng.normal(size=(Hkv, s + T, hd)) for s in starts]
-    v = [rng.normal(size=(Hkv, s + T, hd)) for s in starts]
-    q_pos = np.stack([np.arange(s, s + T) for s in starts])
-    assert attend(q, k, v, q_pos, pad_to).tobytes() == padded_attend(q, k, v, q_pos, pad_to).tobytes()
+    assert_attend_matches_padding(rng, seed, B, T, pad_to)
