@@ -41,22 +41,19 @@ def _unwritable(err):
     return None
 
 
-def ended_quietly(fn, prog=None, child=False):
+def ended_quietly(fn, prog=None):
     """跑 fn()，返回它的退出码；下面几种结束都不打印 traceback：
     Ctrl-C → 130（stderr 一行 "已中断"）；管道被关（`| head`）→ 0，什么都不打；读一个不存在的设置（改了名、删掉了）
-    → 一行说明、2；写文件时目录只读 / 没有权限 → 一行说明、1。child=True（fork 出的子进程）：Ctrl-C 不另打一行
-    （主进程会打）。"""
+    → 一行说明、2；写文件时目录只读 / 没有权限 → 一行说明、1。
+    还在算的进程池由它自己收拾（lab_common.workers.run_jobs 的 finally）。"""
     name = _script_name(prog)
     try:
         return fn()
     except KeyboardInterrupt:
-        _stop_worker_pools()
         _flush_quietly()
-        if not child:
-            print(f"\n{name}: 已中断（Ctrl-C）", file=sys.stderr)
+        print(f"\n{name}: 已中断（Ctrl-C）", file=sys.stderr)
         return INTERRUPTED
     except BrokenPipeError:
-        _stop_worker_pools()
         _quiet_stdout()
         return 0
     except NameError as err:
@@ -68,7 +65,6 @@ def ended_quietly(fn, prog=None, child=False):
         return 2
     except OSError as err:
         if err.errno == errno.EPIPE:
-            _stop_worker_pools()
             _quiet_stdout()
             return 0
         line = _unwritable(err)
@@ -76,22 +72,6 @@ def ended_quietly(fn, prog=None, child=False):
             raise
         print(f"{name}: {line}", file=sys.stderr)
         return 1
-
-
-def _stop_worker_pools():
-    """提前结束时（管道被关、Ctrl-C）还在算的进程池：先关掉，
-    否则解释器退出时 Pool.__del__ 会在 stderr 上打一段 OSError。"""
-    if "multiprocessing.pool" not in sys.modules:
-        return
-    import gc
-    from multiprocessing.pool import Pool
-    for obj in gc.get_objects():
-        if issubclass(type(obj), Pool):     # type()，不是 isinstance：后者会读 obj.__class__，有的对象（torch 的弃用代理）读它就警告
-            try:
-                obj.terminate()
-                obj.join()
-            except (OSError, ValueError, AssertionError):
-                pass
 
 
 def _flush_quietly():

@@ -31,6 +31,7 @@ from lab_common.say import (change, count, fixed, integer, listing, order, pct, 
                             rel_vs, same, sci, size, span, times, times1, trend, value, vs, words)
 from lab_common.script_tools import run_lecture  # noqa: E402
 from lab_common.settings import Source, check_setting, is_int, is_number, is_sorted_ints  # noqa: E402
+from lab_common.workers import run_jobs  # noqa: E402
 from kv_store.prefix_match import usable_hit_tokens, usable_hits  # noqa: E402
 from kv_store.cluster import (BLOCK_BYTES, LOCAL_DRAM, NIC_GB_PER_S, RDMA, SCHEDULERS, block_homes, fetch_plan,  # noqa: E402
                         hit_accesses, nic_fetch, pool_hits, run_schedulers, trace_columns)
@@ -261,18 +262,21 @@ def demo2_hot_blocks(cols, source):
         accesses = hit_accesses(blocks, hits, homes, is_hot)
         if not burst:
             node_h = work[LOCAL_DRAM.name] / span_s
+        cases, jobs = [], []                                          # 每种（节点数, 副本数）一次网卡模拟，互不相干
         for n in nodes:
             scale, plan = 1.0, fetch_plan(accesses, len(arrival), n)
             if not burst:
                 scale = n * util / node_h
             for k in replicas:
-                res = nic_fetch(arrival, plan, n, k, scale)
-                w, load = res["wait"], [None, None]
-                if not burst:
-                    load = res["busy"] / (span_s / scale)
-                    load = [float(load.max()), float(load.mean())]
-                by[(n, k)] = dict(scale=scale, hot_load=load[0], avg_load=load[1], mean=float(w.mean()),
-                                  p99=float(np.percentile(w, 99)), max=float(w.max()), sent=res["blocks_sent"])
+                cases.append((n, k, scale))
+                jobs.append((nic_fetch, (arrival, plan, n, k, scale)))
+        for (n, k, scale), res in zip(cases, run_jobs(jobs)):        # 分给几个进程同时算（lab_common.workers）
+            w, load = res["wait"], [None, None]
+            if not burst:
+                load = res["busy"] / (span_s / scale)
+                load = [float(load.max()), float(load.mean())]
+            by[(n, k)] = dict(scale=scale, hot_load=load[0], avg_load=load[1], mean=float(w.mean()),
+                              p99=float(np.percentile(w, 99)), max=float(w.max()), sent=res["blocks_sent"])
     total, sec0, avg_nodes, n_big = int(counts.sum()), fixed(0, "s"), "", nodes[-1]
     if not burst:
         avg_nodes = f"，平均要 {F2(node_h)} 台一直做"

@@ -69,13 +69,37 @@ def test_no_replication_row_does_not_depend_on_which_blocks_are_hot(hot):
     assert res["blocks_sent"] == 3 and res["busy"].tolist() == pytest.approx([3 * P, 0])
 
 
-def test_evict_that_removes_nothing_is_refused_in_one_line(monkeypatch, capsys):
-    # 学生改坏了 LRUCache.evict（一块也不删）：和 replay.sweep 一样一行拒绝、退出码 2，不打 traceback
+@pytest.mark.parametrize("workers", [1, 2])
+def test_evict_that_removes_nothing_is_refused_in_one_line(monkeypatch, capsys, workers):
+    # 学生改坏了 LRUCache.evict（一块也不删）：和 replay.sweep 一样一行拒绝、退出码 2，不打 traceback（进程池里也一样）
     from kv_store.cluster import run_schedulers
     from kv_store.eviction import LRUCache
     monkeypatch.setattr(LRUCache, "evict", lambda self: None)
     arrival, n_in, bl = cols([Request(0.0, 1024, 1, (1, 2)), Request(1.0, 1024, 1, (3, 4))])
     with pytest.raises(SystemExit) as e:
-        run_schedulers(arrival, n_in, bl, ("random", "local_cache"), 2, 1, 1.0)
+        run_schedulers(arrival, n_in, bl, ("random", "local_cache"), 2, 1, 1.0, workers=workers)
     assert e.value.code == 2
     assert capsys.readouterr().err.strip() == "LRUCache.evict(): 没有从 self.entries 里删掉任何块，缓存永远超出容量"
+
+
+def test_schedulers_in_a_pool_equal_one_by_one(monkeypatch):
+    # run_schedulers 把调度器分给进程池：结果和在本进程里一个一个跑逐位相同，顺序是给出的顺序；
+    # 工作进程用的是此刻的 LRUCache（改过的类也一样：这里换成先淘汰最新的块）
+    from kv_store.cluster import SCHEDULERS, run_schedulers
+    from kv_store.eviction import LRUCache
+    reqs = [Request(0.5 * i, 512 * (2 + i % 3), 1, tuple(range(i % 4, i % 4 + 2 + i % 3))) for i in range(40)]
+    arrival, n_in, bl = cols(reqs)
+    hits = {}
+    for edit in (False, True):
+        if edit:
+            monkeypatch.setattr(LRUCache, "evict", lambda self: self.entries.popitem(last=True)[0])
+        one = run_schedulers(arrival, n_in, bl, SCHEDULERS[::-1], 3, 2, 1.0, workers=1)
+        two = run_schedulers(arrival, n_in, bl, SCHEDULERS[::-1], 3, 2, 1.0, workers=2)
+        assert list(two) == list(SCHEDULERS[::-1])
+        for s in SCHEDULERS:
+            for col in one[s]:
+                assert one[s][col].tolist() == two[s][col].tolist(), (edit, s, col)
+        ref = {s: run_prefill(arrival, n_in, bl, s, 3, 2, 1.0) for s in SCHEDULERS}
+        assert all(ref[s]["hits"].tolist() == two[s]["hits"].tolist() for s in SCHEDULERS)
+        hits[edit] = two["local_cache"]["hits"].tolist()
+    assert hits[False] != hits[True]              # 改过的 evict 确实进了工作进程

@@ -7,7 +7,7 @@ import pytest
 
 @pytest.mark.parametrize("name", ["kv_store.tiers", "kv_store.eviction", "kv_store.replay", "kv_store.prefix_match",
                                   "kv_store.traces", "kv_store.belady", "kv_store.cluster", "kv_store.radix_tree",
-                                  "lab_common.console", "lab_common.say", "paged_kv"])
+                                  "lab_common.console", "lab_common.say", "lab_common.workers", "paged_kv"])
 def test_module_doctests(name):
     assert doctest.testmod(importlib.import_module(name)).failed == 0
 

@@ -22,8 +22,6 @@ def test_ctrl_c_is_130_and_one_line(capsys):
     assert endings.ended_quietly(_raise(KeyboardInterrupt()), "x.py") == 130
     err = capsys.readouterr().err
     assert err.strip() == "x.py: 已中断（Ctrl-C）" and "Traceback" not in err
-    assert endings.ended_quietly(_raise(KeyboardInterrupt()), "x.py", child=True) == 130   # 子进程：不另打一行
-    assert capsys.readouterr().err == ""
 
 
 def test_missing_setting_is_one_line_exit_2(capsys):

@@ -105,3 +105,14 @@ def test_no_private_name_is_imported_across_modules():
            if isinstance(n, ast.ImportFrom) and n.module and not n.module.startswith("__")
            for a in n.names if a.name.startswith("_")]
     assert bad == []
+
+
+def test_one_process_pool_with_explicit_arguments():
+    """全讲只有一个进程池：lab_common/workers.py 的 run_jobs（sweep、调度模拟、网卡模拟都交给它）。
+    别处不 import multiprocessing、concurrent.futures，也不 fork 打印的子进程。"""
+    files = (glob.glob(os.path.join(LECTURE, "**", "*.py"), recursive=True) + glob.glob(os.path.join(ROOT, "lab_common", "*.py")))
+    uses = sorted(os.path.relpath(f, ROOT) for f in files
+                  if re.search(r"^\s*(import|from)\s+(multiprocessing|concurrent)\b|os\.fork\(", _src(f), flags=re.M))
+    assert uses == ["lab_common/workers.py"], uses
+    workers = _src(os.path.join(ROOT, "lab_common", "workers.py"))
+    assert not re.search(r"^(global\s|_[A-Z]+\s*=)", workers, flags=re.M)     # 没有模块级的全局变量给工作进程传数据

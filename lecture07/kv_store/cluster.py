@@ -7,7 +7,7 @@
   出口网卡拉过来。热点块可以复制到 k 台节点，请求从网卡最闲的副本拉（本机有副本就不走网络）。
 - run_prefill()：M 个 prefill 实例，各有本地前缀缓存（LRU），一次做一个 prefill；
   调度器（random / load-balancing / local cache-aware / global cache-aware）决定每个请求去哪台。
-  run_schedulers() 把几个调度器一个一个跑（互不相干）。
+  run_schedulers() 把几个调度器分给几个进程同时跑（互不相干，lab_common.workers.run_jobs）。
 
 prefill 时间只有一个公式：kv_store.tiers.prefill_time（FAST'25 式 1 + 按层流水），04、05 和这里共用。
 集群的配置：MODEL 在 NODE 上做 prefill，命中的 KV 从本机 DRAM（LOCAL_DRAM）读。
@@ -23,6 +23,7 @@ import math
 import numpy as np
 
 from lab_common.console import fail
+from lab_common.workers import run_jobs
 from kv_store.eviction import LRUCache, NoEviction
 from kv_store.prefix_match import match_prefix, usable_hit_tokens
 from kv_store.traces import CHUNK, BlockLists, columns, first_request
@@ -278,8 +279,9 @@ def done_prefix(ready, local, bl, t):
 
 
 def run_schedulers(arrival, input_len, blocks, schedulers, n_nodes, capacity, rate_scale, seed=0,
-                   rdma_gb_per_s=NIC_GB_PER_S):
-    """{调度器: run_prefill(..., 调度器, ...) 的结果}：各调度器互不相干，一个一个跑。
+                   rdma_gb_per_s=NIC_GB_PER_S, workers=None):
+    """{调度器: run_prefill(..., 调度器, ...) 的结果}：各调度器互不相干，交给 lab_common.workers.run_jobs
+    同时跑（workers 个进程，None：本机的核数；1：在本进程里一个一个跑）。
 
     >>> from kv_store.traces import Trace
     >>> from kv_store.trace_file import Request
@@ -288,8 +290,11 @@ def run_schedulers(arrival, input_len, blocks, schedulers, n_nodes, capacity, ra
     >>> r["global_cache"]["hits"].tolist()             # 第二个请求去了有这两块的那台
     [0, 2]
     """
+    slow_first = sorted(schedulers, key=lambda s: s.endswith("_cache"), reverse=True)   # 看缓存的两种最慢：先派
+    jobs = [(run_prefill, (arrival, input_len, blocks, s, n_nodes, capacity, rate_scale, seed, rdma_gb_per_s))
+            for s in slow_first]
     try:
-        return {s: run_prefill(arrival, input_len, blocks, s, n_nodes, capacity, rate_scale, seed, rdma_gb_per_s)
-                for s in schedulers}
+        done = dict(zip(slow_first, run_jobs(jobs, workers)))
+        return {s: done[s] for s in schedulers}
     except NoEviction as e:           # 改过的 LRUCache.evict() 一块也没删：和 kv_store.replay.sweep 一样一行拒绝，退出码 2
         fail(*e.args)

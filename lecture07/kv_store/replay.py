@@ -16,13 +16,11 @@
 前缀命中 ≤ 同一个缓存的逐块命中 ≤ MIN 的逐块命中。sweep(..., policies=("lru", "min")) 直接可用。
 """
 import gc
-import multiprocessing
-import os
-import signal
 
 import numpy as np
 
 from lab_common.console import fail
+from lab_common.workers import run_jobs
 from kv_store.belady import min_hits, min_sweep
 from kv_store.eviction import CACHE_POLICIES, NoEviction, check_policy_args
 from kv_store.traces import BlockLists, columns, iter_block_lists
@@ -65,9 +63,9 @@ def sweep(trace, capacities, policies, extra=(), workers=None):
     """{(policy, capacity): 每个请求的命中块数}：policies × capacities 的每一格，再加上 extra 里单独列出的
     (policy, capacity) 格（比如只在一个容量上算的对照行）。每格 = simulate(trace, capacity, policy)。
 
-    各格互相独立：分给 workers 个进程（None：本机的核数，最多 4 个；1：就在本进程里逐格算），
-    每格的参数（trace 的两列、容量、策略名）显式传过去；工作进程是 fork 出来的，用的是此刻的策略类（测试里换过的
-    也一样）。MIN 的几个容量合成一格（belady.min_sweep），共用一份准备工作。
+    各格互相独立：交给 lab_common.workers.run_jobs 分给 workers 个进程（None：本机的核数，最多 4 个；1：就在
+    本进程里逐格算），每格的参数（trace 的两列、容量、策略名）显式传过去；工作进程是 fork 出来的，用的是此刻的
+    策略类（你改过的、测试里换过的也一样）。MIN 的几个容量合成一格（belady.min_sweep），共用一份准备工作。
     evict() 一块也没删（NoEviction）：一行拒绝，退出码 2。
     """
     cells = list(dict.fromkeys([(p, c) for p in policies for c in capacities] + [tuple(e) for e in extra]))
@@ -79,22 +77,8 @@ def sweep(trace, capacities, policies, extra=(), workers=None):
     jobs = [(simulate, (blocks, c, p)) for p, c in online]
     if bound:
         jobs.insert(0, (min_sweep, (blocks, bound)))         # 最大的一格先派
-    if workers is None:
-        workers = min(4, n_cores())
     try:
-        if workers < 2 or len(jobs) < 2 or "fork" not in multiprocessing.get_all_start_methods():
-            results = [fn(*args) for fn, args in jobs]
-        else:
-            pool = multiprocessing.get_context("fork").Pool(min(workers, len(jobs)), initializer=signal.signal,
-                                                            initargs=(signal.SIGINT, signal.SIG_IGN))   # Ctrl-C 只给主进程
-            try:
-                pending = [pool.apply_async(fn, args) for fn, args in jobs]
-                for r in pending:
-                    r.wait()          # 全部算完再取结果：有一格先失败就关进程池，会卡在还在收发的工作进程的锁上
-                results = [r.get() for r in pending]
-            finally:
-                pool.terminate()
-                pool.join()
+        results = run_jobs(jobs, workers)
     except NoEviction as e:
         fail(*e.args)
     out = dict(zip(online, results[len(jobs) - len(online):]))
@@ -102,9 +86,3 @@ def sweep(trace, capacities, policies, extra=(), workers=None):
         out.update(zip([("min", c) for c in bound], results[0]))
     return {cell: out[cell] for cell in cells}
 
-
-def n_cores():
-    """这个进程能用的核数。"""
-    if hasattr(os, "sched_getaffinity"):
-        return len(os.sched_getaffinity(0))
-    return os.cpu_count() or 1
