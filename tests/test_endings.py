@@ -2,12 +2,14 @@
 每种情况一个小例子，答案手算得出。"""
 import errno
 import os
+import signal
 import subprocess
 import sys
+import time
 
 import pytest
 
-from conftest import LECTURE, load_script
+from conftest import LECTURE, ROOT, load_script
 from lab_common import endings
 from lab_common.settings import Source, changed, missing_setting
 
@@ -127,3 +129,26 @@ def test_workload_settings_are_checked_when_a_trace_is_made(monkeypatch, capsys,
         traces.make_trace(seed=12345, n_requests=7)
     err = capsys.readouterr().err
     assert e.value.code == 2 and err.count("\n") == 1 and f"kv_store/traces.py 的 {name}" in err
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="进程池只在有 fork 的平台上分进程")
+def test_ctrl_c_while_the_pool_computes_is_one_line_and_leaves_no_process():
+    """进程池（lab_common.workers.run_jobs）正在算时按 Ctrl-C：一行、退出码 130；还在算的子进程都被收走，
+    不会卡住（把几 MB 的参数塞进管道的进程池，关的时候会等一个永远读不完的管道）。"""
+    code = ("import sys, time; from lab_common.endings import ended_quietly; from lab_common.workers import run_jobs; "
+            "sys.exit(ended_quietly(lambda: run_jobs([(time.sleep, (60,))] * 3, workers=2), 'x.py'))")
+    proc = subprocess.Popen([sys.executable, "-c", code], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    children = []
+    for _ in range(200):                                   # 等两个子进程都起来
+        time.sleep(0.05)
+        kids = f"/proc/{proc.pid}/task/{proc.pid}/children"
+        children = ["?", "?"]                              # 没有 /proc 的系统（macOS）：不等，也不查子进程
+        if os.path.exists(kids):
+            with open(kids) as f:
+                children = f.read().split()
+        if len(children) == 2:
+            break
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=20)
+    assert proc.returncode == 130 and err.strip() == "x.py: 已中断（Ctrl-C）", err
+    assert not [c for c in children if c != "?" and os.path.exists(f"/proc/{c}")]
