@@ -66,7 +66,7 @@ CAPACITIES = (None, 100_000, 50_000, 30_000, 10_000, 1_000)   # 演示 4 的缓�
 POLICIES = ("lru", "lfu", "lengthaware")   # 演示 4 比较的策略（Mooncake arXiv v3 表 1 的三种）；可选的见
                                           # kv_store.eviction.CACHE_POLICIES（还有 "s3fifo"，以及你自己注册的）
 CONTRAST = "lengthaware_early"      # 演示 4 的对照行（--more）：CACHE_POLICIES 里的任何一种（默认：LengthAware 的另一种读法）
-CONTRAST_CAPS = (10_000,)           # 对照行算哪几个容量（每格约 0.15 秒，默认只算一格）；() = 不要对照行
+CONTRAST_CAPS = (10_000,)           # 对照行算哪几个容量（每格约 0.6 秒，默认只算一格）；() = 不要对照行
 BOUND = "min"                       # 演示 4 的上界：Belady 的 MIN（离线最优，逐块命中）
 HOT_ACCESSES = 1_000                # 演示 3：最热的块至少被访问这么多次，才说"有特别热的块"
 SAVED_CAPS = (None, 10_000, 1_000)  # 演示 5 比较的缓存容量（块）；None = 无限

@@ -4,7 +4,7 @@
 热门的前缀只存在一台机器上，会不会挤爆它的网卡？请求该发给排队最短的节点，还是缓存命中最多的？
 prefill 和 decode 分开放时，把 KV 送过去的时间藏得住吗？
 
-【运行】python lecture07/05_kv_store.py                （约 6.5 秒，2 核笔记本，不需要 GPU）
+【运行】python lecture07/05_kv_store.py                （约 4.5 秒，2 核笔记本，不需要 GPU）
         python lecture07/05_kv_store.py --demo 3 --more  （只跑演示 3，印出全部观察和细表；--list 列出演示）
         python lecture07/05_kv_store.py --trace 文件.jsonl （演示 2、3 换成一个 Mooncake 格式的 JSONL trace）
 
