@@ -16,6 +16,7 @@ import multiprocessing.connection
 import os
 import signal
 import sys
+import traceback
 
 
 def run_jobs(jobs, workers=None):
@@ -51,11 +52,12 @@ def run_jobs(jobs, workers=None):
                     ok, value = here.recv()
                 except EOFError:                   # 子进程没送回结果就没了（比如内存不够被系统杀掉）
                     child.join()
-                    ok, value = False, RuntimeError(f"算第 {i + 1} 件活的子进程意外退出（退出码 {child.exitcode}）")
+                    ok, value = False, (RuntimeError(f"算第 {i + 1} 件活的子进程意外退出（退出码 {child.exitcode}）"), "")
                 here.close()
                 child.join()
                 if not ok:
-                    raise value
+                    error, child_traceback = value
+                    raise error from ChildTraceback(child_traceback)   # 印出来的 traceback 里看得到子进程里出错的那一行
                 results[i] = value
     finally:
         for here, (_, child) in running.items():   # 提前结束（Ctrl-C、某件活出错）：还在算的子进程不要了
@@ -72,12 +74,16 @@ def _work(there, fn, args):
     try:
         out = (True, fn(*args))
     except BaseException as e:                    # 连 SystemExit 也送回去，由主进程决定怎么结束
-        out = (False, e)
+        out = (False, (e, traceback.format_exc()))
     try:
         there.send(out)
     except Exception as e:                        # 结果或异常 pickle 不了：送回一句话
-        there.send((False, RuntimeError(f"{getattr(fn, '__name__', fn)} 的结果传不回主进程：{e}")))
-    os._exit(0)                                   # 不跑 atexit、不冲父进程留下的输出缓冲
+        there.send((False, (RuntimeError(f"{getattr(fn, '__name__', fn)} 的结果传不回主进程：{e}"), "")))
+    os._exit(0)
+
+
+class ChildTraceback(Exception):
+    """子进程里的 traceback（文字）：主进程重新抛出子进程的异常时挂在 __cause__ 上。"""                                   # 不跑 atexit、不冲父进程留下的输出缓冲
 
 
 def n_cores():

@@ -8,6 +8,7 @@ import os
 import shutil
 import subprocess
 import sys
+import traceback
 from collections import OrderedDict
 
 import numpy as np
@@ -342,6 +343,24 @@ def test_evict_that_removes_nothing_is_refused_in_one_line(monkeypatch, capsys, 
         sweep([[1, 2], [3, 4], [5]], (1, 2), ("sticks",), workers=workers)
     err = capsys.readouterr().err
     assert e.value.code == 2 and err.count("\n") == 1 and err.startswith("SticksCache.evict(): ")
+
+
+class CrashCache(LRUCache):
+    """学生写错的 evict：一运行就抛异常。"""
+
+    def evict(self):
+        return self.entries.popitem(last=False)[0] // 0
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_crashing_policy_shows_its_own_line_from_the_pool(monkeypatch, workers):
+    """学生的类抛了异常：进程池里算也一样抛出同一种异常，traceback 里看得到学生代码出错的那一行（子进程的
+    traceback 挂在 __cause__ 上）。"""
+    monkeypatch.setitem(CACHE_POLICIES, "crash", CrashCache)
+    with pytest.raises(ZeroDivisionError) as e:
+        sweep([[1, 2], [3, 4], [5]], (1, 2), ("crash",), workers=workers)
+    shown = "".join(traceback.format_exception(e.value))
+    assert "in evict" in shown and "// 0" in shown
 
 
 def newest_first(mp):
