@@ -289,23 +289,36 @@ def read_trace(trace_path=None, block_size=None):
     return load_trace(trace_path, block_size or TRACE_BLOCK_SIZE)
 
 
-def trace_sweep(trace, trace_path=None, block_size=None, capacities=None, demo3=True, with_contrast=True):
+def trace_sweep(trace, trace_path=None, block_size=None, capacities=None, demos=(3, 4, 5), with_contrast=True):
     """演示 3–5 共用的一份数据：trace 和命中表 {(策略, 容量): 每个请求的前缀命中块数}（含 MIN），只算一遍。
-    demo3=False：只算演示 5 要的格子；with_contrast=False：不算对照行（它只在 --more 时印）。"""
+    demos：要跑哪几个演示，只算它们要的格子（演示 3 只要无限容量的一格，演示 5 只要 SAVED_CAPS 的几格，
+    演示 4 要整张表）；with_contrast=False：不算对照行（它只在 --more 时印）。"""
     block_size = block_size or TRACE_BLOCK_SIZE
-    if not demo3:
-        hits = sweep(trace, SAVED_CAPS, (SAVED_POLICY,))
+    cells = []                                                            # 演示 4 以外要的格子
+    if 5 in demos:
+        cells += [(SAVED_POLICY, c) for c in SAVED_CAPS]
+    if 3 in demos:
+        cells.append((lead_policy(), None))
+    if 4 not in demos:
+        hits = sweep(trace, (), (), extra=cells)
         return dict(trace=trace, hits=hits, path=trace_path, block_size=block_size, capacities=(), contrast_caps=())
     if capacities is None:
         capacities = CAPACITIES
     caps = tuple(capacities)
-    extra = [(SAVED_POLICY, c) for c in SAVED_CAPS if c not in caps]      # 演示 5 另外要的容量：只算它那一种策略
+    extra = [cell for cell in cells if cell[1] not in caps]              # 演示 5 另外要的容量：只算它那一种策略
     contrast = ()
     if with_contrast and CONTRAST not in POLICIES:                        # 对照行只算表里有的这几格
         contrast = tuple(c for c in caps if c in CONTRAST_CAPS)
     extra += [(p, None) for p in POLICIES + (BOUND,)] + [(CONTRAST, c) for c in contrast]   # 无限容量总要算
     hits = sweep(trace, caps, POLICIES + (BOUND,), extra=extra)           # 每格：策略类(容量)，逐请求 match、insert
     return dict(trace=trace, hits=hits, path=trace_path, block_size=block_size, capacities=caps, contrast_caps=contrast)
+
+
+def lead_policy():
+    """演示 3、4 的观察先说哪种策略：POLICIES 里有 LRU 就是 LRU，否则是第一种。"""
+    if "lru" in POLICIES:
+        return "lru"
+    return POLICIES[0]
 
 
 def hit_table(tr, hits, block_size):
@@ -380,9 +393,7 @@ def trace_results(data):
     src = f"合成 trace（种子 {TRACE_SEED}）"
     if real:
         src = f"你给的 trace（{os.path.basename(str(data['path']))}）"
-    policies, caps, lead = POLICIES, data["capacities"], POLICIES[0]
-    if "lru" in policies:
-        lead = "lru"
+    policies, caps, lead = POLICIES, data["capacities"], lead_policy()
     with status("正在按 trace 模拟各种缓存……"):
         ratio = hit_table(tr, data["hits"], bs)
         st = syn = trace_stats(tr)
@@ -749,7 +760,7 @@ def _run(todo, args, step):
             if trace is None:
                 trace = read_trace()
             if data is None:
-                data = trace_sweep(trace, args.trace, args.block, demo3=bool({3, 4} & set(todo)), with_contrast=console.SHOW_MORE)
+                data = trace_sweep(trace, args.trace, args.block, demos=todo, with_contrast=console.SHOW_MORE)
             DEMOS[k](data)
         else:
             DEMOS[k]()

@@ -16,7 +16,7 @@ def trace_data(path=None, block_size=512, with_contrast=True):
     if key not in _cache:
         with pytest.MonkeyPatch.context() as mp:
             share_slow_calls(m, mp, "04_prefix_caching")
-            _cache[key] = _trace_sweep(m.read_trace(path, block_size), path, block_size, demo3=True,
+            _cache[key] = _trace_sweep(m.read_trace(path, block_size), path, block_size,
                                        with_contrast=with_contrast)
     return _cache[key]
 

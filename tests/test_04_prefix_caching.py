@@ -101,6 +101,28 @@ def test_default_output_budget(default_out):
     assert find_artefacts(default_out) == []
 
 
+@pytest.mark.parametrize("demos,cells", [((3,), {("lru", None)}), ((5,), {("lru", None), ("lru", 10_000), ("lru", 1_000)}),
+                                         ((3, 5), {("lru", None), ("lru", 10_000), ("lru", 1_000)})])
+def test_trace_sweep_computes_only_what_the_demos_print(monkeypatch, demos, cells):
+    """--demo 3 只要无限容量的一格（约 1 秒，不是整张表的几秒），--demo 5 只要 SAVED_CAPS 的几格。"""
+    asked = []
+    real = m.sweep
+    def spy(trace, capacities, policies, extra=(), workers=None):
+        asked.append({(p, c) for p in policies for c in capacities} | set(extra))
+        return real(trace, capacities, policies, extra, workers)
+    monkeypatch.setattr(m, "sweep", spy)
+    got = m.trace_sweep(m.read_trace(), demos=demos)
+    assert asked == [cells] and set(got["hits"]) == cells and got["capacities"] == ()
+
+
+def test_demo3_alone_prints_what_it_prints_in_the_whole_run(default_out, capsys):
+    assert m.main(["--demo", "3"]) == 0
+    alone = capsys.readouterr().out
+    whole = default_out.split("═" * 80)
+    same = [x.rstrip("\n") for x in whole if x.startswith("\n演示 3")]                # 演示之间的空行不算
+    assert "演示 3" in alone and [x.rstrip("\n") for x in alone.split("═" * 80)[1:]] == same
+
+
 def test_more_prints_the_dropped_facts(data, monkeypatch, capsys):
     """--more：演示 2 的零头表和 vLLM 图 16 对照、演示 3 的 MIN 差距表、块复用率和 LengthAware 的原话、
     演示 4 的"全在本机"一列都在（默认输出里说的数，--more 里至少在表里）。"""
