@@ -86,7 +86,7 @@ def _excepthook(kind, err, tb):
     try:
         code = ended_quietly(lambda: _reraise(err))
     except BaseException:
-        sys.__excepthook__(kind, err, tb)
+        sys.__excepthook__(kind, err.with_traceback(tb), tb)   # 上面重新抛出时 err 的 traceback 多了本模块的几帧：去掉
         return
     _flush_quietly()
     os._exit(code)

@@ -438,13 +438,16 @@ def never_below(name_a, a, name_b, b, fmt, at, every="在每一处"):
     'LFU 在每个容量都不低于 LRU，1 块时差得最多（0.40 对 0.30）'
     >>> never_below("A", {1: .3, 2: .6}, "B", {1: .4, 2: .5}, f2, at)
     'A 和 B 互有高低：2 块时 A 比 B 高（0.60 对 0.50），1 块时 B 比 A 高（0.40 对 0.30）'
+    >>> never_below("A", {1: .5932, 2: .5214}, "B", {1: .1474, 2: .0764}, f2, at)   # 印出来都差 0.44：按原值，1 块时差得多
+    'A 在每一处都不低于 B，1 块时差得最多（0.59 对 0.15）'
     >>> never_below("A", {1: .301, 2: .6}, "B", {1: .299, 2: .6}, f2, at), never_below("A", {7: .5}, "B", {7: .4}, f2, at)
     ('A 和 B 在每一处都一样', '7 块时 A 比 B 高（0.50 对 0.40）')
     """
     o = {k: order(a[k], b[k], fmt) for k in a}
     if -1 in o.values() and 1 not in o.values():
         return never_below(name_b, b, name_a, a, fmt, at, every)
-    gap = {k: (value(fmt(a[k])) - value(fmt(b[k])), a[k] - b[k]) for k in a}    # 印出来的差；一样时按原值的差
+    # 印出来的差（round 去掉浮点的零头：0.59 − 0.15 和 0.52 − 0.08 都是 0.44）；一样时按原值的差
+    gap = {k: (round(value(fmt(a[k])) - value(fmt(b[k])), 9), a[k] - b[k]) for k in a}
     hi, lo = max(gap, key=gap.get), min(gap, key=gap.get)
     if len(a) == 1:
         return words(at(hi), vs(name_a, a[hi], name_b, b[hi], fmt))

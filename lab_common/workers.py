@@ -79,11 +79,11 @@ def _work(there, fn, args):
         there.send(out)
     except Exception as e:                        # 结果或异常 pickle 不了：送回一句话
         there.send((False, (RuntimeError(f"{getattr(fn, '__name__', fn)} 的结果传不回主进程：{e}"), "")))
-    os._exit(0)
+    os._exit(0)                                   # 不跑 atexit、不冲父进程留下的输出缓冲
 
 
 class ChildTraceback(Exception):
-    """子进程里的 traceback（文字）：主进程重新抛出子进程的异常时挂在 __cause__ 上。"""                                   # 不跑 atexit、不冲父进程留下的输出缓冲
+    """子进程里的 traceback（文字）：主进程重新抛出子进程的异常时挂在 __cause__ 上。"""
 
 
 def n_cores():

@@ -300,7 +300,8 @@ def trace_sweep(trace, trace_path=None, block_size=None, capacities=None, demos=
     if 3 in demos:
         cells.append((lead_policy(), None))
     if 4 not in demos:
-        hits = sweep(trace, (), (), extra=cells)
+        with status("正在按 trace 模拟缓存……"):                        # 只在终端上显示
+            hits = sweep(trace, (), (), extra=cells)
         return dict(trace=trace, hits=hits, path=trace_path, block_size=block_size, capacities=(), contrast_caps=())
     if capacities is None:
         capacities = CAPACITIES
@@ -310,7 +311,8 @@ def trace_sweep(trace, trace_path=None, block_size=None, capacities=None, demos=
     if with_contrast and CONTRAST not in POLICIES:                        # 对照行只算表里有的这几格
         contrast = tuple(c for c in caps if c in CONTRAST_CAPS)
     extra += [(p, None) for p in POLICIES + (BOUND,)] + [(CONTRAST, c) for c in contrast]   # 无限容量总要算
-    hits = sweep(trace, caps, POLICIES + (BOUND,), extra=extra)           # 每格：策略类(容量)，逐请求 match、insert
+    with status(f"正在按 trace 模拟各种缓存：{len(POLICIES)} 种策略和 MIN × {len(caps)} 个容量……"):
+        hits = sweep(trace, caps, POLICIES + (BOUND,), extra=extra)       # 每格：策略类(容量)，逐请求 match、insert
     return dict(trace=trace, hits=hits, path=trace_path, block_size=block_size, capacities=caps, contrast_caps=contrast)
 
 
@@ -394,7 +396,7 @@ def trace_results(data):
     if real:
         src = f"你给的 trace（{os.path.basename(str(data['path']))}）"
     policies, caps, lead = POLICIES, data["capacities"], lead_policy()
-    with status("正在按 trace 模拟各种缓存……"):
+    with status("正在统计 trace……"):
         ratio = hit_table(tr, data["hits"], bs)
         st = syn = trace_stats(tr)
         syn_hit = ratio[(lead, None)]

@@ -499,8 +499,10 @@ def observations_3(d):
     busy = ""
     if over and len(over) == len(res):
         busy = f"：四种调度都超载（负载 {span([res[s]['util'] for s in over], share)}），要做的比这段时间做得完的多"
-    elif over:
-        busy = f"：{listing(names[s] for s in over)}超载，看缓存的调度省下的计算让集群跟得上"
+    elif over:                                        # 不超载的那几种只说负载：96% 时也不超载，但排队可能很长（看 TTFT 那列）
+        ok = [s for s in res if s not in over]
+        busy = (f"：{listing(names[s] for s in over)}超载，{listing(names[s] for s in ok)}不超载（负载 "
+                f"{span([res[s]['util'] for s in ok], share)}）")
     text += busy
     if order(max(r["hit"] for r in res.values()), 0, pct) == 0:
         text = "四种调度的命中率都是 0%：这个 trace 里没有用得上的前缀，看缓存的调度没有缓存可用" + busy.replace("：", "；", 1)

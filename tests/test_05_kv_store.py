@@ -735,6 +735,8 @@ def test_observations_3_degenerate(d3):
     hot = {**res, "random": dict(res["random"], util=1.06), "load_balancing": dict(res["load_balancing"], util=1.04)}
     text = _text(m.observations_3, _tweak(d3, results=hot))
     assert "超载" in text and "104%" in text
+    ok = [f"{round(100 * hot[s]['util'])}%" for s in ("local_cache", "global_cache")]     # 不超载的只说负载，不说"跟得上"
+    assert f"随机和负载均衡超载，本地缓存感知和全局缓存感知不超载（负载 {min(ok)}–{max(ok)}）" in text and "跟得上" not in text
     allover = {s: dict(r, util=1.05) for s, r in res.items()}
     assert "都超载" in _text(m.observations_3, _tweak(d3, results=allover))
 

@@ -281,7 +281,7 @@ def done_prefix(ready, local, bl, t):
 def run_schedulers(arrival, input_len, blocks, schedulers, n_nodes, capacity, rate_scale, seed=0,
                    rdma_gb_per_s=NIC_GB_PER_S, workers=None):
     """{调度器: run_prefill(..., 调度器, ...) 的结果}：各调度器互不相干，交给 lab_common.workers.run_jobs
-    同时跑（workers 个进程，None：本机的核数；1：在本进程里一个一个跑）。
+    同时跑（workers 个进程，None：本机的核数，最多 4 个；1：在本进程里一个一个跑）。
 
     >>> from kv_store.traces import Trace
     >>> from kv_store.trace_file import Request

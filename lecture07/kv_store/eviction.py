@@ -26,8 +26,9 @@ self.entries 是"在缓存里的块"的字典（块 → 这个策略自己记的
      （记下这次访问；块不在缓存里就加进 self.entries）和 evict(self)（删掉一块并返回它）；
   2. 在本文件末尾的 CACHE_POLICIES 里加一行 "mine": MyCache；
   3. 在 04_prefix_caching.py 的 POLICIES 里加上 "mine"，运行 python 04_prefix_caching.py --demo 4：
-     命中率表里多出一行，"MIN 减去"表里是它离离线最优还差多少。
-  S3FIFOCache 就是照这个接口写的完整例子；tests/test_cache_policies.py 里有一个 10 行的 FIFOCache。
+     命中率表里多出一行；加 --more 还有"MIN 减去"表（它离离线最优还差多少）和全部观察（包括它和 LRU 比的那句）。
+  照抄的样板：tests/test_cache_policies.py 里 10 行的 FIFOCache（touch 只加新块，evict 删最早进来的）。
+  S3FIFOCache 是一个完整的真策略，但它照论文的算法 1 在 touch 里先腾位置再放新块，不靠 BlockCache.insert 淘汰。
 按 trace 跑这些缓存的代码在 kv_store/replay.py：每个请求先 match 再 insert，跑的就是这里的类——你改了哪个类，
 04、04b、05 的数字就来自改过的类（离线最优的 Belady MIN 是另一个概念，在 kv_store/belady.py）。
 """
