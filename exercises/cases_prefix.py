@@ -15,7 +15,7 @@ BLOCK_SIZES = (1, 3, 5, 16)
 
 
 def _trace():
-    """合成 trace（make_trace 种子 0）只造一次（约 0.7 秒）；用例只用它的前几千个请求。"""
+    """合成 trace（make_trace 种子 0）只造一次（约 0.3 秒）；用例只用它的前几千个请求。"""
     if not _TRACE:
         _TRACE.append(lecture_module("traces").make_trace(0))
     return _TRACE[0]

@@ -4,7 +4,7 @@
 一张卡放完权重以后还能放多少 token？如果像早期系统那样给每个请求按最大长度"预留"一段连续显存，
 真正存着 token 的显存有多少？按需分配的小块（分页）又能到多少？显存不够要抢占时，重算和换出哪个快？
 
-【运行】python lecture07/01_kv_cache_memory.py          （约 0.7 秒，2 核笔记本，不需要 GPU）
+【运行】python lecture07/01_kv_cache_memory.py          （约 0.5 秒，2 核笔记本，不需要 GPU）
         python lecture07/01_kv_cache_memory.py --demo 2 （只跑演示 2；--more 印出全部观察，--list 列出演示）
 
   演示 1：真实模型每个 token 的 KV 字节数；一张 GPU 放完 fp16 权重后能放多少 token。

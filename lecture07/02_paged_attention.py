@@ -9,7 +9,7 @@
   演示 3：块大小 1–128 的取舍：最后一块的浪费、块表长度、每解码一步要按块表读几段、每段多长
           （对照 vLLM 论文 §7.1 的 kernel 开销和 §7.2 的块大小实验）。全部由配置算出，不计时。
 
-【运行】python lecture07/02_paged_attention.py          （约 0.5 秒，2 核笔记本，不需要 GPU；两次输出逐字节相同）
+【运行】python lecture07/02_paged_attention.py          （约 0.4 秒，2 核笔记本，不需要 GPU；两次输出逐字节相同）
         python lecture07/02_paged_attention.py --demo 3 （只跑演示 3；--more 印出全部观察，--list 列出演示）
 【依赖】numpy、rich；本目录的 paged_kv、kv_store.tiers（LLaMA2-70B 的配置）；lab_common 的 transformer_lab、console、say。
 

@@ -14,7 +14,7 @@ of Structured Language Model Programs"，NeurIPS 2024）把所有请求的 token
   演示 4：一步一步看基数树：英译法的 few-shot 提示，一个词一个 token——插入、拆开、整段命中、淘汰整片叶子
           （--step 时一步一屏、回车看下一步，变了的格子加亮；make all 画成 figures/04b_radix_steps.gif）。
 
-【运行】python lecture07/04b_radix_cache.py           （约 4.5 秒，2 核笔记本，不需要 GPU）
+【运行】python lecture07/04b_radix_cache.py           （约 4 秒，2 核笔记本，不需要 GPU）
         python lecture07/04b_radix_cache.py --demo 3  （只跑演示 3；--more 印出全部观察，--list 列出演示）
 【依赖】numpy、rich；本目录的 kv_store.radix_tree、kv_store.tiers、kv_store.replay，以及 04_prefix_caching.py 的请求、trace 和设置
         （演示 2 的请求、演示 3 的 trace 和容量都从 04 取：改 04 的设置，这里跟着变）。
