@@ -51,10 +51,11 @@ def run_jobs(jobs, workers=None):
                 try:
                     ok, value = here.recv()
                 except EOFError:                   # 子进程没送回结果就没了（比如内存不够被系统杀掉）
-                    child.join()
-                    ok, value = False, (RuntimeError(f"算第 {i + 1} 件活的子进程意外退出（退出码 {child.exitcode}）"), "")
+                    ok, value = False, None
                 here.close()
                 child.join()
+                if value is None and not ok:
+                    value = (RuntimeError(f"算第 {i + 1} 件活的子进程意外退出（退出码 {child.exitcode}）"), "")
                 if not ok:
                     error, child_traceback = value
                     raise error from ChildTraceback(child_traceback)   # 印出来的 traceback 里看得到子进程里出错的那一行
