@@ -37,7 +37,7 @@ def run_jobs(jobs, workers=None):
                 fn, args = jobs[next_job]
                 here, there = fork.Pipe(duplex=False)
                 child = fork.Process(target=_work, args=(there, fn, args), daemon=True)
-                sys.stdout.flush()                 # 还没写出的输出留在父进程里，别让子进程也带一份
+                sys.stdout.flush()                 # 还没写出的输出先写出去：子进程退出前要冲自己的缓冲，别再带一份
                 blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})   # fork 的那一刻不收 Ctrl-C
                 try:
                     child.start()
@@ -76,11 +76,16 @@ def _work(there, fn, args):
         out = (True, fn(*args))
     except BaseException as e:                    # 连 SystemExit 也送回去，由主进程决定怎么结束
         out = (False, (e, traceback.format_exc()))
+    for stream in (sys.stdout, sys.stderr):       # 你在策略类里 print 的调试输出：先写出去（os._exit 不冲缓冲）
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
     try:
         there.send(out)
     except Exception as e:                        # 结果或异常 pickle 不了：送回一句话
         there.send((False, (RuntimeError(f"{getattr(fn, '__name__', fn)} 的结果传不回主进程：{e}"), "")))
-    os._exit(0)                                   # 不跑 atexit、不冲父进程留下的输出缓冲
+    os._exit(0)                                   # 不跑父进程的 atexit
 
 
 class ChildTraceback(Exception):

@@ -152,3 +152,13 @@ def test_ctrl_c_while_the_pool_computes_is_one_line_and_leaves_no_process():
     out, err = proc.communicate(timeout=20)
     assert proc.returncode == 130 and err.strip() == "x.py: 已中断（Ctrl-C）", err
     assert not [c for c in children if c != "?" and os.path.exists(f"/proc/{c}")]
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="进程池只在有 fork 的平台上分进程")
+def test_prints_inside_a_pooled_job_show_up_once():
+    """学生在策略类里加的 print：进程池里算时也印出来，而且主进程 fork 之前没写出的输出不会多印一份。"""
+    code = ("from lab_common.workers import run_jobs; print('before'); "
+            "run_jobs([(print, ('job 1',)), (print, ('job 2',))], workers=2); print('after')")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}        # 管道输出按块缓冲，和平时一样
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, env=env, timeout=60)
+    assert out.returncode == 0 and sorted(out.stdout.split("\n")) == ["", "after", "before", "job 1", "job 2"], out
