@@ -3,9 +3,10 @@
     make golden                           # 重新生成全部（改了句子之后，看一眼 git diff 再提交）
     .venv/bin/python tests/golden.py 02   # 只重新生成 02 的两份
 
-tests/test_golden.py 用同一个 run() 跑同样的命令，和文件逐字比较。输出是管道上的纯文本、80 列（console 的规则），
+tests/test_golden.py（06 在 tests/test_06_decode_share.py 里）把同样的命令的输出和文件逐字比较（mismatch）。输出是管道上的纯文本、80 列（console 的规则），
 所以同一条命令逐字节相同。06 在没有 GPU 的机器上走 CPU 的路（读保存的测量），这里记下的就是那条路的输出。
 """
+import difflib
 import os
 import subprocess
 import sys
@@ -25,6 +26,19 @@ def cases():
 
 def path(script, suffix):
     return os.path.join(GOLDEN, f"{script}{suffix}.txt")
+
+
+def mismatch(script, suffix, got):
+    """got 和标准文件逐字相同：None；否则一段说明（文件不在，或前 60 行的 unified diff）。"""
+    want_path = path(script, suffix)
+    if not os.path.exists(want_path):
+        return f"没有 {want_path}：make golden"
+    with open(want_path, encoding="utf-8") as f:
+        want = f.read()
+    if got == want:
+        return None
+    diff = "".join(list(difflib.unified_diff(want.splitlines(True), got.splitlines(True), want_path, "现在的输出"))[:60])
+    return f"输出和标准文件不同（改了句子就 make golden，再看 git diff）：\n{diff}"
 
 
 def run(script, args):

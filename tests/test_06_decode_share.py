@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 from conftest import (KERNEL_MARKS, LECTURE, ROOT, LazyModule, kernel_module, load_script, on_cuda,  # noqa: F401
                       run_main, skip_without_kernel)                      # on_cuda：skipif 的字符串条件里用
+from golden import MODES, mismatch
 
 skip_without_kernel()
 
@@ -180,9 +181,19 @@ def test_unsteady_cells_are_marked_in_the_table(capsys):
 
 
 def _cpu_output(argv, monkeypatch, capsys):
-    """CPU 上 main(argv) 的输出（80 列、管道）：conftest.run_main，整个会话只跑一遍，和 test_golden 共用；
+    """CPU 上 main(argv) 的输出（80 列、管道）：conftest.run_main，整个会话只跑一遍，本文件的测试共用（标准输出也在这里比）；
     演示 1 的每个校验用例在解释器里只跑一遍（conftest.SLOW_CALLS_ELSEWHERE）。"""
     return run_main("06_triton_cow_clone", argv)[0]
+
+
+@pytest.mark.skipif(ON_GPU, reason="GPU 上 main() 会重新测量")
+@pytest.mark.parametrize("suffix,argv", sorted(MODES.items()), ids=["default", "more"])
+def test_cpu_output_matches_golden_file(suffix, argv, monkeypatch, capsys):
+    """06 的标准输出（tests/golden/06_triton_cow_clone*.txt），和 test_golden 比别的脚本一样；在这个进程里比，
+    用的是这里的测试共用的那一遍输出。"""
+    problem = mismatch("06_triton_cow_clone", suffix, _cpu_output(argv, monkeypatch, capsys))
+    if problem:
+        pytest.fail(problem)
 
 
 @pytest.mark.skipif(ON_GPU, reason="GPU 上 main() 会重新测量")

@@ -3,40 +3,26 @@
 
 标准文件是 make golden 在新解释器里跑出来的。这里比的是本进程里 main(argv) 的输出（conftest.run_main：整个会话
 每个脚本、每个 argv 只跑一遍，冒烟测试和 test_determinism 用的也是这一遍）；新进程里打印的和本进程逐字节相同，
-由 test_determinism 守住（06：test_06_decode_share 在本进程里跑过就用那一遍，否则在新解释器里跑）。"""
-import difflib
-import os
+由 test_determinism 守住。06 的两份在 test_06_decode_share 里比：06 要 import torch，只在 kernel 测试的进程里
+跑（这个进程之后可能还要 fork 进程池，fork 一个已经起了 torch 线程的进程，子进程会死）；在那里它和别的 06 测试
+共用同一遍输出，不另起新解释器。"""
 import re
 
 import pytest
 
-from conftest import kernel_missing, run_main, shared_get
-from golden import cases, path, run
+from conftest import run_main
+from golden import cases, mismatch, path
 
 
-@pytest.mark.parametrize("script,suffix,args", cases(), ids=[f"{s}{x}" for s, x, _ in cases()])
+ONE_PROCESS = [c for c in cases() if not c[0].startswith("06")]   # 06 的两份在 test_06_decode_share 里比（见上）
+
+
+@pytest.mark.parametrize("script,suffix,args", ONE_PROCESS, ids=[f"{s}{x}" for s, x, _ in ONE_PROCESS])
 def test_output_matches_golden_file(script, suffix, args):
-    if script.startswith("06") and kernel_missing():
-        pytest.skip(kernel_missing())
-    want_path = path(script, suffix)
-    assert os.path.exists(want_path), f"没有 {want_path}：make golden"
-    with open(want_path, encoding="utf-8") as f:
-        want = f.read()
-    if script.startswith("06"):
-        # 06 在本进程里要 import torch：只在 kernel 测试的进程里做（这个进程之后可能还要 fork 进程池，fork 一个
-        # 已经起了 torch 线程的进程，子进程会死、池子永远等）。test_06_decode_share 已经跑过就用它那一遍
-        # （conftest.run_main 的会话缓存），否则在新解释器里跑。
-        found, value = shared_get(("run_main", script, tuple(args)))
-        if found:
-            got = value[0]
-        else:
-            code, got, err = run(script, args)
-            assert code == 0, err
-    else:
-        got = run_main(script, args)[0]            # 退出码 0 由 run_main 断言
-    if got != want:
-        diff = "".join(list(difflib.unified_diff(want.splitlines(True), got.splitlines(True), want_path, "现在的输出"))[:60])
-        pytest.fail(f"输出和标准文件不同（改了句子就 make golden，再看 git diff）：\n{diff}")
+    got = run_main(script, args)[0]                # 退出码 0 由 run_main 断言
+    problem = mismatch(script, suffix, got)
+    if problem:
+        pytest.fail(problem)
 
 
 def observation_counts(text):
