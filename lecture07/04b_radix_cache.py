@@ -16,8 +16,9 @@ of Structured Language Model Programs"，NeurIPS 2024）把所有请求的 token
 
 【运行】python lecture07/04b_radix_cache.py           （约 4 秒，2 核笔记本，不需要 GPU）
         python lecture07/04b_radix_cache.py --demo 3  （只跑演示 3；--more 印出全部观察，--list 列出演示）
-【依赖】numpy、rich；本目录的 kv_store.radix_tree、kv_store.tiers、kv_store.replay，以及 04_prefix_caching.py 的请求、trace 和设置
-        （演示 2 的请求、演示 3 的 trace 和容量都从 04 取：改 04 的设置，这里跟着变）。
+【依赖】numpy、rich；本目录的 kv_store（radix_tree、replay、traces、prefix_match）和 paged_kv。默认设置和 04 的一样
+        （演示 1、2 的请求 = 04 演示 2 的，演示 3 的 trace 和容量 = 04 演示 3、4 的）；脚本之间不互相 import，
+        改 04 的设置不会改这里——要在这里改同名的设置。
 
 【练习】exercises/ex6_radix.py：自己写基数树的 match、insert 和拆节点；make check EX=6，再加 --mine 运行本脚本。
 【试一试】
@@ -87,13 +88,19 @@ def check_settings():
               and all(isinstance(e, tuple) and len(e) == 2 and isinstance(e[0], str) and is_int(e[1], 1, 4096) for e in FEW_SHOT))
     ok_suffix = (isinstance(SUFFIX_LEN, tuple) and len(SUFFIX_LEN) == 2 and is_int(SUFFIX_LEN[0], 1)
                  and is_int(SUFFIX_LEN[1], SUFFIX_LEN[0] + 1, 4096))
+    ok_steps = (isinstance(STEP_REQUESTS, tuple) and 0 < len(STEP_REQUESTS) <= 20
+                and all(isinstance(e, tuple) and len(e) == 2 and isinstance(e[0], str) and isinstance(e[1], str)
+                        and e[1].split() for e in STEP_REQUESTS)
+                and len({e[0] for e in STEP_REQUESTS}) == len(STEP_REQUESTS))
     ok_caps = (isinstance(CAPACITIES, tuple) and 0 < len(set(CAPACITIES)) == len(CAPACITIES)
                and all(c is None or is_int(c, 1) for c in CAPACITIES))
     for name, ok, allowed in [("PROMPT_SEED", is_int(PROMPT_SEED, 0), "非负整数"), ("TRACE_SEED", is_int(TRACE_SEED, 0), "非负整数"),
                               ("N_SHARING", is_int(N_SHARING, 1, 64), " 1 到 64 的整数（请求数）"),
                               ("FEW_SHOT", ok_few, "非空的 ((名字, 前缀 token 数 1..4096), ...)，名字不重复"),
                               ("SUFFIX_LEN", ok_suffix, " (最短, 最长 + 1) 两个整数，1 ≤ 最短 < 最长 + 1 ≤ 4096"),
-                              ("CAPACITIES", ok_caps, "非空、不重复的容量（块，正整数；None = 无限）")]:
+                              ("CAPACITIES", ok_caps, "非空、不重复的容量（块，正整数；None = 无限）"),
+                              ("STEP_CAPACITY", is_int(STEP_CAPACITY, 1, 10_000), " 1 到 10,000 的整数（token）"),
+                              ("STEP_REQUESTS", ok_steps, " 1 到 20 个 (名字, 一句话)：名字不重复，句子至少一个词")]:
         check_setting(name, globals()[name], ok, allowed)
 
 
@@ -135,7 +142,7 @@ def tree_lines(tree, max_children=None):
 def demo1_tree():
     """04 演示 2 的请求放进一棵基数树，长什么样？"""
     reqs = demo2_requests()
-    which = f"04 演示 2 的 {len(reqs)} 个请求"
+    which = f"04 演示 2 默认的 {len(reqs)} 个请求"
     if (PROMPT_SEED, N_SHARING, FEW_SHOT, SUFFIX_LEN) != DEMO2_OF_04[1:]:       # 改了请求的设置：不再是 04 的那一批
         which = f"{len(reqs)} 个共享前缀的请求（按你的设置）"
     print_header(f"演示 1：{which}放进一棵基数树（{SGLANG_SHORT}）")
@@ -241,7 +248,7 @@ def demo2_granularity():
         rows.append(["合计", "-"] + [integer(total[k]) for k in keys])
     same = "按块：链式块哈希，从第一块起连续命中的整块不算"
     if (bs, PROMPT_SEED, N_SHARING, FEW_SHOT, SUFFIX_LEN) == DEMO2_OF_04:
-        same = "按块 = 04 演示 2 的\"实际算\""
+        same = "按块 = 04 演示 2 默认设置下的\"实际算\""
     more = ""
     if console.SHOW_MORE:                            # 拆分次数、节点长和 SGLang 的分页：--more 时写在表下
         more = "".join(f"{name}：{r['n']} 个请求，拆分 {r['splits']} 次，节点长 {span([r['min_node'], r['max_node']], integer)} "
@@ -295,9 +302,9 @@ def demo3_trace():
     """在 trace 上，按叶子淘汰的基数树和按块淘汰的 LRU，命中一样吗？SGLang 自己的规则差多少、为什么？"""
     caps = CAPACITIES
     tr = make_trace(TRACE_SEED)
-    trace_name = f"04 演示 3、4 的合成 trace（种子 {TRACE_SEED}）"
+    trace_name = f"04 默认的合成 trace（种子 {TRACE_SEED}）"
     if TRACE_SEED != DEMO3_SEED_OF_04:
-        trace_name = f"合成 trace（种子 {TRACE_SEED}，04 用种子 {DEMO3_SEED_OF_04}）"
+        trace_name = f"合成 trace（种子 {TRACE_SEED}，04 默认用种子 {DEMO3_SEED_OF_04}）"
     print_header(f"演示 3：{trace_name}——基数树的两种淘汰规则和块哈希 LRU")
     with status(f"{integer(len(tr))} 个请求 × {len(caps)} 个容量，块哈希 LRU 和两种规则的基数树各模拟一遍…"):
         trees = {rule: functools.partial(RadixCache, rule=rule) for rule in RULE_ORDER}   # trees[规则](容量) → 一棵树
@@ -311,9 +318,13 @@ def demo3_trace():
     def usable(h):                                   # 和 04 演示 3 同一个"命中"：最后一个 token 总要重算
         return int(usable_hits(h, tr.input_len, TRACE_BLOCK_SIZE).sum())
     d = dict(caps=list(caps), cap_names=[cap_name(c) for c in caps], breaks=chain_breaks(tr), total=total,
+             distinct=int(len(np.unique(tr.hash_ids))),
              same={c: bool(np.array_equal(lru[("lru", c)], radix[("trim", c)])) for c in caps},
              lru={c: usable(lru[("lru", c)]) for c in caps},
              radix={rule: {c: usable(radix[(rule, c)]) for c in caps} for rule in RULE_ORDER})
+    same_as_04 = "同 04 演示 4"
+    if TRACE_SEED == DEMO3_SEED_OF_04:
+        same_as_04 = "同 04 演示 4，块哈希 LRU 就是它默认设置下的 LRU 行"
     rows = []
     for c, name in zip(caps, d["cap_names"]):
         verdict = "不同"
@@ -322,10 +333,22 @@ def demo3_trace():
         rows.append([name, f2(d["lru"][c] / total), f2(d["radix"]["trim"][c] / total),
                      f2(d["radix"]["sglang"][c] / total), verdict, signed(d["radix"]["sglang"][c] - d["lru"][c], 0)])
     print_table(["容量（块）", "块哈希 LRU", "修剪", "SGLang", "修剪比 LRU", "SGLang − LRU"], rows,
-                caption="命中率 = 用得上的命中块 / 全部块访问（同 04 演示 4，块哈希 LRU 就是它的 LRU 行）；修剪比 LRU："
-                        "逐个请求比命中块数；SGLang − LRU：命中块数之差。" + trim_why(d) + SGLANG_WHY)
+                caption=f"命中率 = 用得上的命中块 / 全部块访问（{same_as_04}）；修剪比 LRU："
+                        "逐个请求比命中块数；SGLang − LRU：命中块数之差。" + trim_why(d) + sglang_why(d))
     print_observations(*observations_3(d))
     return d
+
+
+def roomy(d):
+    """表里哪些容量放得下 trace 的全部不同块（None 也算）：块哈希 LRU 在这些容量下一次也不淘汰。"""
+    return [c for c in d["caps"] if c is None or c >= d["distinct"]]
+
+
+def sglang_why(d):
+    """表下说 SGLang 的规则为什么不同；每个容量都放得下全部块时，谁也不淘汰，就只说这一点。"""
+    if len(roomy(d)) == len(d["caps"]) and not d["breaks"]:
+        return f"表里每个容量都放得下 trace 的全部 {integer(d['distinct'])} 个不同的块：谁也不淘汰，淘汰规则无从不同。"
+    return SGLANG_WHY
 
 
 def trim_why(d):
@@ -355,7 +378,10 @@ def observations_3(d):
     gap = {c: d["radix"]["sglang"][c] - d["lru"][c] for c in caps}
     less = [c for c in caps if gap[c] < 0]
     more = [c for c in caps if gap[c] > 0]
-    second = "SGLang 的规则在每个容量下命中都和块哈希 LRU 一样多：这些容量下两种淘汰删掉的恰好是同样的块。"
+    if len(roomy(d)) == len(caps) and not d["breaks"] and not diff and not less and not more:
+        return [f"表里每个容量都放得下 trace 的全部 {integer(d['distinct'])} 个不同的块，一次也不淘汰："
+                "块哈希 LRU、修剪和 SGLang 的规则给每个请求的命中都一样。"], [CHAIN_NOTE]
+    second = "SGLang 的规则在每个容量下命中都和块哈希 LRU 一样多。"
     if less and not more:
         worst = min(less, key=lambda c: gap[c] / max(1, d["lru"][c]))
         second = (f"SGLang 的规则在 {count(len(less), '个容量')}下比块哈希 LRU 少命中 {span([-gap[c] for c in less], integer)} 块，"
@@ -389,13 +415,25 @@ def tree_frame(tree, words_of, title, note, path=()):
     return Frame(title, tuple(rows), note, legend=(("token", "边上的 token 数"), ("时刻", "最近访问（第几次 insert）")))
 
 
+def tree_units(tree):
+    """树里存着的每个 token → 它所在的节点 (时刻, id)。一个 token 记成从根到它的那串 token（元组）：拆节点不改变
+    这个集合，insert 前后一比就知道淘汰删掉了哪些 token——哪种淘汰规则、谁写的树都一样。"""
+    units, prefix = {}, {-1: ()}
+    for depth, _, node in tree.nodes():                         # 深度优先：父节点总在孩子前面
+        head = prefix[depth - 1]
+        prefix[depth] = head + tuple(node.key)
+        for k in range(len(head) + 1, len(prefix[depth]) + 1):
+            units[prefix[depth][:k]] = (node.last_access, node.id)
+    return units
+
+
 def run_steps(rule):
     """STEP_REQUESTS 依次进一棵容量 STEP_CAPACITY 的树（rule）：每个请求先 match、再 insert。返回每步的计数和帧。"""
     vocab, tree, steps, frames = {}, RadixCache(STEP_CAPACITY, rule), [], []
     for name, text in STEP_REQUESTS:
         toks = step_tokens(text.split(), vocab)
         words_of = {i: w for w, i in vocab.items()}
-        before = {n.id: " ".join(words_of[t] for t in n.key) for _, _, n in tree.nodes()}
+        before = tree_units(tree)
         hit = tree.match(toks)
         usable = int(usable_hit_tokens(hit, len(toks), 1))     # 全讲同一个"命中"：最后一个 token 总要算
         _, splits = tree.insert(toks)
@@ -404,14 +442,18 @@ def run_steps(rule):
             node = node.children[toks[i]]
             path.add(node.id)
             i += len(node.key)
-        after = {n.id for _, _, n in tree.nodes()}
-        gone = [before[k] for k in before if k not in after]
-        own = (sum(len(x.split()) for x in before.values()) + len(toks) - hit - tree.size
-               - sum(len(g.split()) for g in gone))           # 这次刚插进去、又被这次的淘汰删掉的 token
-        if own > 0:
+        after = tree_units(tree)
+        pieces = {}                                             # 插入前的节点 (时刻, id) → 它被删掉的 token（前缀）
+        for unit, owner in before.items():
+            if unit not in after:
+                pieces.setdefault(owner, []).append(unit)
+        order = sorted(pieces, key=lambda owner: (owner[0], -min(map(len, pieces[owner]))))   # 删的先后：旧的、深的先
+        gone = [" ".join(words_of[u[-1]] for u in sorted(pieces[owner], key=len)) for owner in order]
+        own = sum(tuple(toks[:k]) not in after for k in range(hit + 1, len(toks) + 1))   # 刚插进去又被删掉的
+        if own:
             gone.append(f"{name} 刚插入的 {own} 个 token")
-        steps.append(dict(name=name, n=len(toks), hit=hit, usable=usable, splits=splits, size=tree.size,
-                          evicted=gone, trimmed=sum(len(x.split()) for x in before.values()) + len(toks) - hit - tree.size))
+        steps.append(dict(name=name, n=len(toks), hit=hit, usable=usable, splits=splits, size=tree.size, evicted=gone,
+                          trimmed=own + sum(len(units) for units in pieces.values())))
         note = f"{name}：{len(toks)} 个 token，{hit} 个已在树里（用得上 {usable} 个），拆 {splits} 个节点"
         if gone:
             note += f"；超出容量，淘汰叶子「{'」「'.join(gone)}」"

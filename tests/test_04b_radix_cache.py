@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from conftest import assert_observation_shape, load_script, run_main
+from conftest import assert_observation_shape, assert_settings_refused, load_script, run_main
 from helpers_04 import demo2_results, m as m04, synthetic_data
 
 import kv_store.radix_tree
@@ -200,12 +200,12 @@ def test_observations_2_no_gain_and_block_size_one():
 
 
 def test_observations_3_differs_when_the_chain_is_broken():
-    d = dict(same={None: True, 10: False}, breaks=3, caps=[None, 10], cap_names=["无限", "10"],
+    d = dict(same={None: True, 10: False}, breaks=3, caps=[None, 10], cap_names=["无限", "10"], distinct=40,
              lru={None: 50, 10: 20}, radix={"sglang": {None: 50, 10: 20}, "trim": {None: 50, 10: 21}})
     lines, more = r.observations_3(d)
     assert lines[0].startswith("修剪规则下，10 块时基数树和块哈希 LRU 不同（表里 2 个容量中的 1 个）") and more == [r.CHAIN_NOTE]
     assert "有 3 个块 id" in lines[0] and "前提不满足" in lines[0] and "同一块" not in lines[0]
-    assert lines[1] == "SGLang 的规则在每个容量下命中都和块哈希 LRU 一样多：这些容量下两种淘汰删掉的恰好是同样的块。"
+    assert lines[1] == "SGLang 的规则在每个容量下命中都和块哈希 LRU 一样多。"
     lines, _ = r.observations_3(dict(d, radix={"sglang": {None: 50, 10: 23}, "trim": {None: 50, 10: 20}}))
     assert lines[1].startswith("SGLang 的规则在 10 块时命中比块哈希 LRU 多：") and "时少" not in lines[1]
     lines, _ = r.observations_3(dict(d, radix={"sglang": {None: 49, 10: 23}, "trim": {None: 50, 10: 20}}))
@@ -310,3 +310,46 @@ def test_observations_4_without_eviction_or_full_hit():
              alt_steps=[dict(trimmed=0, size=3)], alt_size=3)
     lines, _ = r.observations_4(d)
     assert lines == [f"这几个请求一次也没有超出容量（{r.STEP_CAPACITY} 个 token），也没有整段命中的请求。"]
+
+
+def test_observations_3_without_any_eviction_says_so_once():
+    """每个容量都放得下 trace 的全部块：一次也不淘汰，只说这一句（不说"每一步删的是同一块"）；表下也不讲淘汰规则。"""
+    d = dict(same={None: True, 50: True}, breaks=0, caps=[None, 50], cap_names=["无限", "50"], distinct=40,
+             lru={None: 30, 50: 30}, radix={"sglang": {None: 30, 50: 30}, "trim": {None: 30, 50: 30}})
+    lines, more = r.observations_3(d)
+    assert lines == ["表里每个容量都放得下 trace 的全部 40 个不同的块，一次也不淘汰：块哈希 LRU、修剪和 SGLang 的规则"
+                     "给每个请求的命中都一样。"] and more == [r.CHAIN_NOTE]
+    assert "谁也不淘汰" in r.sglang_why(d) and r.sglang_why(dict(d, distinct=60)) == r.SGLANG_WHY
+    lines, _ = r.observations_3(dict(d, distinct=45, caps=[None, 44], same={None: True, 44: True},
+                                     lru={None: 30, 44: 29}, radix={"sglang": {None: 30, 44: 29}, "trim": {None: 30, 44: 29}}))
+    assert len(lines) == 2 and "删的是同一块" in lines[0]                      # 44 块放不下 45 块：有淘汰
+
+
+def test_demo3_with_room_for_every_block(monkeypatch, capsys):
+    monkeypatch.setattr(r, "CAPACITIES", (200_000,))
+    assert r.main(["--demo", "3"]) == 0
+    out = "".join(capsys.readouterr().out.split())                  # 折行不算
+    assert "一次也不淘汰" in out and "删够为止" not in out and "删的是同一块" not in out
+
+
+@pytest.mark.parametrize("cap,row,gone,size", [
+    (13, "请求 B", ["peppermint =>", "请求 B 刚插入的 3 个 token"], 11),     # 拆开的节点只删尾巴，连自己的新叶子也删
+    (14, "请求 C", ["plush giraffe =>", "sea otter => loutre de mer"], 10),   # 叶子删空，父节点成了叶子，接着删
+    (22, "请求 E", ["peppermint =>"], 21),
+])
+def test_step_evictions_name_exactly_the_tokens_deleted(monkeypatch, cap, row, gone, size):
+    """演示 4 的"淘汰的叶子"列：删掉的正是这几段（按删的先后），树里剩下的 = 原来的 + 新插入的 − 删掉的。"""
+    monkeypatch.setattr(r, "STEP_CAPACITY", cap)
+    d = r.run_steps("sglang")
+    x = next(x for x in d["steps"] if x["name"] == row)
+    assert x["evicted"] == gone and x["size"] == size
+    before = 0
+    for x in d["steps"]:
+        assert before + x["n"] - x["hit"] - x["trimmed"] == x["size"]
+        before = x["size"]
+
+
+def test_step_settings_are_checked():
+    assert_settings_refused(r, [("STEP_CAPACITY", 22.5), ("STEP_CAPACITY", 0), ("STEP_CAPACITY", None),
+                                ("STEP_REQUESTS", ()), ("STEP_REQUESTS", (("a", "x"), ("a", "y"))),
+                                ("STEP_REQUESTS", (("a", " "),))], ["--demo", "4"])
