@@ -736,6 +736,9 @@ def check_settings():
         check_setting(name, globals()[name], ok, allowed)
 
 
+MAX_TRACE_BLOCK = 2 ** 20          # --block 的上限（token）：Mooncake 的 trace 一块 512 个 token，比一百万大的块没有意义
+
+
 def _add_args(ap):
     ap.add_argument("--trace", metavar="PATH", help="演示 3–5 改用你给的 trace 文件（Mooncake 的 JSONL，可以是 .gz）")
     ap.add_argument("--block", type=int, default=TRACE_BLOCK_SIZE, help=f"--trace 文件的块大小（token，默认 {TRACE_BLOCK_SIZE}）")
@@ -743,8 +746,8 @@ def _add_args(ap):
 
 def _check(args):
     check_settings()
-    if args.block <= 0:
-        ArgParser().error(f"--block 必须是正整数（收到 {args.block}）")
+    if not 1 <= args.block <= MAX_TRACE_BLOCK:
+        ArgParser().error(f"--block 必须是 1 到 {MAX_TRACE_BLOCK:,} 的整数（token；收到 {args.block:,}）")
     if args.block != TRACE_BLOCK_SIZE and args.trace is None:
         ArgParser().error(f"--block 只对 --trace 读入的文件有效（合成 trace 的块大小固定为 {TRACE_BLOCK_SIZE}）")
 

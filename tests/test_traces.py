@@ -192,8 +192,10 @@ def test_bad_path(tmp_path, kind):
 
 
 @pytest.mark.parametrize("args,words", [(["--block", "0"], "--block"), (["--block", "-3"], "--block"),
-                                        (["--block", "x"], "--block"), (["--block", "256"], "--trace")])
+                                        (["--block", "x"], "--block"), (["--block", "256"], "--trace"),
+                                        (["--block", str(2 ** 31), "--trace", "x.jsonl"], "1,048,576")])
 def test_impossible_cli_arguments(args, words):
+    """--block 大过 2**31：一行拒绝（曾经是 numpy 的 int32 溢出 traceback）。"""
     r = run_here(*args)
     assert r.returncode == 2 and r.stdout == "" and len(r.stderr.splitlines()) == 1
     assert words in r.stderr and "Traceback" not in r.stderr

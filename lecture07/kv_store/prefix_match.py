@@ -58,7 +58,8 @@ def usable_hit_tokens(hit_blocks, input_len, block_size):
     """
     if type(hit_blocks) is int and type(input_len) is int:     # 模拟里逐个请求问（几十万次）：不绕道 numpy，快 10 倍
         return max(min(hit_blocks * block_size, input_len - 1), 0)
-    return np.maximum(np.minimum(np.multiply(hit_blocks, block_size), np.subtract(input_len, 1)), 0)
+    hit_tokens = np.multiply(np.asarray(hit_blocks, dtype=np.int64), block_size)   # int64：命中块数 × 块大小可能超出 int32
+    return np.maximum(np.minimum(hit_tokens, np.subtract(input_len, 1)), 0)
 
 
 def usable_hits(hit_blocks, input_len, block_size):
