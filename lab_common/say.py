@@ -127,6 +127,19 @@ def pct1(frac):
     return pct(frac, 1)
 
 
+def pct_of(part, whole, fmt, nd=0):
+    """part 是 whole 的百分之几，按印出来的两个数算：读者拿印出来的数去除，得到的就是这个百分数。
+    印出来的 whole 是 0 时说不出比例，返回 None。
+
+    >>> pct_of(0.3365, 0.6232, pct), pct(0.3365 / 0.6232), pct_of(0.33, 0.614, fixed(2))
+    ('55%', '54%', '54%')
+    """
+    whole = value(fmt(whole))
+    if whole == 0:
+        return None
+    return pct(value(fmt(part)) / whole, nd)
+
+
 def times(x, nd=2):
     """倍数：times(2.444) == '2.44×'；times(2.444, 1) == '2.4×'；times(0.0004) == '< 0.001×'。"""
     return honest(x, nd) + "×"

@@ -39,8 +39,8 @@ import itertools  # noqa: E402
 import numpy as np  # noqa: E402
 from lab_common import console  # noqa: E402
 from lab_common.console import ArgParser, fail, print_header, print_observations, print_table, print_text, status  # noqa: E402
-from lab_common.say import (change, count, fixed, integer, listing, never_below, order, pct, rel_change, same,  # noqa: E402
-                            sci, share, size, span, times, vs, words)
+from lab_common.say import (change, count, fixed, integer, listing, never_below, order, pct, pct_of, rel_change,  # noqa: E402
+                            same, sci, share, size, span, times, value, vs, words)
 from lab_common.script_tools import run_lecture  # noqa: E402
 from lab_common.settings import Source, check_setting, is_int  # noqa: E402
 from lab_common.transformer_lab import TINY, KVCache, config_like, forward, init_params  # noqa: E402
@@ -549,7 +549,7 @@ def observations_4(d, policies):
                f"每种策略都是 {f2(inf)}，比不出好坏。"]
     else:
         c, t = evict[-1], PAPER_TABLE1.get(lead, {})
-        s = f"容量从无限降到 {c:,} 块，{L} 的命中率{change(inf, r[(lead, c)], f2)}，保住了 {pct(r[(lead, c)] / inf)}"
+        s = f"容量从无限降到 {c:,} 块，{L} 的命中率{change(inf, r[(lead, c)], f2)}，保住了 {pct_of(r[(lead, c)], inf, f2)}"
         if c in t:
             s += f"（论文 {c:,} 块时 {f2(t[c])} / {f2(t[None])} = {pct(t[c] / t[None])}）"
         if None not in d["capacities"]:
@@ -682,10 +682,10 @@ def observations_5(d, policy, caps):
             lines[-1] = (s + f"，是一台 8 卡机器全部 HBM（{size(hbm)}）的 {stored[finite[-1]] / hbm:.1f} 倍：前缀缓存得"
                          "放进 CPU 内存、SSD 或整个集群的内存池（05 脚本的 Mooncake 就这样做）。")
     if finite and finite[0] != big and finite[0] < d["distinct"] and not same(f_big, 0, pct):   # 最小的缓存要淘汰
-        part = frac[(policy, finite[0])] / f_big
-        s = f"只有 {finite[0]:,} 块时命中的 token 是{big_name}的 {pct(part)}："
+        part = pct_of(frac[(policy, finite[0])], f_big, pct)         # 按表里印出来的两个百分数算
+        s = f"只有 {finite[0]:,} 块时命中的 token 是{big_name}的 {part}："
         more.append(s + "复用分散在许多前缀上，小缓存留不住。")
-        if order(part, 0.5, pct) >= 0:
+        if value(part) >= 50:
             more[-1] = s + "热门的前缀很集中，小缓存也留住了至少一半的复用。"
     return lines, more
 

@@ -649,3 +649,11 @@ def test_observations_3_gives_the_lru_reason_once():
     lines, more = m.observations_4(d, ("lru", "lfu", "lengthaware"))
     assert sum("LRUCache performs best" in x for x in lines + more) == 1
     assert any(x.startswith("10 块时 LRU 比 LengthAware 高（0.46 对 0.37）。") for x in more), more
+
+
+def test_kept_share_is_the_ratio_of_the_printed_rates():
+    """"保住了"按表里印出来的两个命中率算：0.6132 → 0.3348 印成 0.61 → 0.33，说 54%（0.33 / 0.61），
+    不说未取整的 55%（0.3348 / 0.6132）。"""
+    d = mk3({("lru", None): 0.6132, ("lru", 500): 0.3348, ("lfu", None): 0.6132, ("lfu", 500): 0.30}, (None, 500))
+    t = text(m.observations_4(d, ("lru", "lfu")))
+    assert "从0.61降到0.33，保住了54%" in t
