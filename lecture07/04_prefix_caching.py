@@ -462,6 +462,9 @@ def print_policy_tables(ratio, gap, caps, policies, contrast, contrast_caps, mat
     if "lengthaware" in policies and console.SHOW_MORE:
         note += (f"LengthAware = LengthAwareCache，{LENGTHAWARE_SOURCE}只有一句定义：“{LENGTHAWARE_DEFINITION}”；"
                  "本课读作：访问次数相同时先淘汰请求里靠后的块。")
+        probe = CACHE_POLICIES["lengthaware"](1)                # 问类本身：位置 1 的 rank 比位置 0 的小，才是靠后的先走
+        if not probe.rank(1) < probe.rank(0):
+            note += "（你改过的 LengthAwareCache.rank 不再让靠后的块先走：表里这一行按改过的 rank 算。）"
     rows += [[f"论文 {_short(p)}"] + [cell(PAPER_TABLE1[p].get(c), f2) for c in caps] for p in policies if p in PAPER_TABLE1]
     missing = [cap_name(c) for c in caps if c not in PAPER_TABLE1["lru"]]
     paper = "论文行：arXiv v3 表 1，在另一个 trace 上算的"

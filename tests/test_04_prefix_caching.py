@@ -13,6 +13,7 @@ from artefacts import find_artefacts
 from conftest import LECTURE, ROOT, load_plot, run_main
 from helpers_04 import demo2_results, m, synthetic_data
 
+from lab_common import console
 from lab_common.console import observation_lines
 
 pytestmark = pytest.mark.xdist_group("s04")   # 04 的测试文件在同一个 pytest 进程里：命中表只算一遍
@@ -657,3 +658,17 @@ def test_kept_share_is_the_ratio_of_the_printed_rates():
     d = mk3({("lru", None): 0.6132, ("lru", 500): 0.3348, ("lfu", None): 0.6132, ("lfu", 500): 0.30}, (None, 500))
     t = text(m.observations_4(d, ("lru", "lfu")))
     assert "从0.61降到0.33，保住了54%" in t
+
+
+def test_lengthaware_caption_follows_the_class(monkeypatch, capsys):
+    """--more 的表下说"本课读作：靠后的块先走"；rank 被改成靠前的先走时，表下说这一行按改过的 rank 算。"""
+    from kv_store import eviction
+    caps, pols = (None, 10), ("lengthaware",)
+    ratio = {(p, c): 0.5 for p in pols + ("min",) for c in caps}
+    gap = {(p, c): 0.0 for p in pols for c in caps}
+    monkeypatch.setattr(console, "SHOW_MORE", True)
+    m.print_policy_tables(ratio, gap, caps, pols, m.CONTRAST, ())
+    assert "改过的" not in "".join(capsys.readouterr().out.split())
+    monkeypatch.setattr(eviction.LengthAwareCache, "rank", lambda self, pos: pos)
+    m.print_policy_tables(ratio, gap, caps, pols, m.CONTRAST, ())
+    assert "你改过的LengthAwareCache.rank不再让靠后的块先走" in "".join(capsys.readouterr().out.split())
