@@ -7,7 +7,7 @@
 【运行】python lecture07/04_prefix_caching.py          （约 7 秒，2 核笔记本，不需要 GPU）
         python lecture07/04_prefix_caching.py --demo 3 --more   （只跑演示 3，印出全部观察）
         python lecture07/04_prefix_caching.py --trace 你的trace.jsonl   （演示 3–5 改用 Mooncake 格式的
-              trace 文件，比如 Mooncake 仓库 FAST25-release/traces/ 下公开的三个；格式和报错规则见 kv_store/trace_file.py）
+              trace 文件，比如 Mooncake 仓库 FAST25-release/traces/ 下公开的三个；格式和报错规则见本目录的 TRACES.md）
   演示 1：怎样认出来——链式块哈希（Mooncake arXiv v3 图 3、vLLM 的自动前缀缓存）。
   演示 2：在第 2 讲的小模型上真的复用：N_SHARING 个请求共享 few-shot 前缀（长度取自 vLLM 论文 §6.4、图 16）。
   演示 3：仿 Mooncake Tool&Agent trace 的合成负载：块的热度。

@@ -276,7 +276,7 @@ class _Lines:
     def __iter__(self):
         head = b""                                  # 上一块末尾还没读完的半行
         while True:
-            chunk = self.f.read(_CHUNK)
+            chunk = self.f.read1(_CHUNK)             # read1：.gz 被截断时，截断前解压出的行也先交出来
             if not chunk:
                 break
             if not chunk.strip() and not head.strip():        # 只有空白：不用切，数一下换行
