@@ -147,6 +147,22 @@ def wrap_cjk(text, width, indent=0):
     return [lines[0]] + [pad + x for x in lines[1:]] if lines else []
 
 
+def clip(text, width):
+    """截到 width 列以内（中文占 2 列），截掉了就以"…"结尾。
+
+    >>> clip("ref_count", 9), clip("ref_count", 6), clip("块表很长", 5)
+    ('ref_count', 'ref_c…', '块表…')
+    """
+    if cell_len(text) <= width:
+        return text
+    out = ""
+    for ch in text:
+        if cell_len(out + ch) > width - 1:
+            break
+        out += ch
+    return out + "…"
+
+
 # ---- 投影仪上的逐步揭晓（--step，只在终端上）：清屏 → 标题和表 → 想一想 → 回车 → 观察 ----
 STEP = False        # --step：由 script_tools 的运行器设置，跑完复原；管道输出时不起作用
 QUESTIONS = {}      # {演示编号: 它 docstring 的第一个问句}，运行器在 --step 时填；print_header 按标题里的编号取

@@ -15,6 +15,7 @@
 - Row.indent：这一行往右缩进几级（一棵树可以一行一个节点：缩进 = 深度，格子 = 边上的文字）。
 - Frame.legend：((组, 说明), …)，印在帧的下面。
 所有格子一样宽（最长的文字决定），几帧之间版面不动，只有格子在变。
+终端上每行不超过终端的宽度（长标签截成"…"，格子多了折成几段）；GIF 上照旧一行放下整行。
 """
 from dataclasses import dataclass, field
 
@@ -84,36 +85,92 @@ def _cell_width(frames):
 
 
 # ---------------------------------------------------------------- 终端
+MIN_LABEL = 12      # 终端太窄时标签最少留几列（更长的截成"…"）；再放不下就把格子折成几段
+
+
+def _layout(frames, width, term_width):
+    """终端上的版面 (标签列宽, 每段几格)：所有帧共用，几帧之间版面不动。
+    一行 = 标签列 + 每格 width 列、格子之间 1 列。放不下 term_width 列时先把标签列收窄（不窄于 MIN_LABEL，
+    长标签截成"…"），还放不下就把格子折成几段、每段一样多（整帧一起折：同一段里同一列还是同一个块）。
+
+    >>> f = [Frame("t", (Row("ref_count", tuple(Cell(str(b)) for b in range(12))),))]
+    >>> _layout(f, 5, 120), _layout(f, 5, 80)
+    ((11, 12), (11, 6))
+    >>> _layout([Frame("t", (Row("很长的标签" * 6, (Cell("1"), Cell("2"))),))], 5, 40)
+    (29, 2)
+    """
+    label_w = max(cell_len(r.label) + 2 * r.indent for f in frames for r in f.rows) + 2
+    n_cells = max([1] + [len(r.cells) for f in frames for r in f.rows])
+    cells_w = n_cells * (width + 1) - 1
+    if label_w + cells_w <= term_width:
+        return label_w, n_cells
+    label_w = max(min(label_w, MIN_LABEL), term_width - cells_w)
+    per_band = max(1, (term_width - label_w + 1) // (width + 1))
+    bands = -(-n_cells // per_band)
+    return label_w, -(-n_cells // bands)
+
+
+def _label(r, label_w):
+    """一行的标签：缩进 + 标签，截到 label_w - 2 列（留 2 列空白），补齐到 label_w 列。"""
+    indent = min(2 * r.indent, max(0, label_w - 3))
+    text = " " * indent + console.clip(r.label, label_w - 2 - indent)
+    return text + " " * (label_w - cell_len(text))
+
+
+def _pack(items, term_width, gap="   "):
+    """几段图例（每段是 Text.assemble 的参数）排成几行，每行不超过 term_width 列。"""
+    lines, cur = [], []
+    for item in items:
+        trial = Text.assemble(*cur, gap, *item) if cur else Text.assemble(*item)
+        if cur and cell_len(trial.plain) > term_width:
+            lines.append(Text.assemble(*cur))
+            cur = list(item)
+        else:
+            cur = (cur + [gap] if cur else []) + list(item)
+    return lines + [Text.assemble(*cur)]
+
+
 def render(frames, i, groups=None, width=None, term_width=console.DEFAULT_WIDTH):
-    """第 i 帧在终端上的样子：rich 的 Text 列表（一行一个；说明按 term_width 列折行）。测试和 play 共用。"""
+    """第 i 帧在终端上的样子：rich 的 Text 列表（一行一个），每行不超过 term_width 列（中文算 2 列）：
+    标签太长截成"…"，格子太多就折成几段（_layout）；格子本身不截。测试和 play 共用。
+    GIF（draw_frame）不用它：图上照旧是完整的标签、一行放下所有格子。"""
     if groups is None:
         groups, width = _groups(frames), _cell_width(frames)
-    label_w = max(cell_len(r.label) + 2 * r.indent for f in frames for r in f.rows) + 2
+    label_w, per_band = _layout(frames, width, term_width)
     frame, prev = frames[i], None
     if i:
         prev = frames[i - 1]
     changed = changed_cells(prev, frame)
-    lines = [Text(f"第 {i + 1}/{len(frames)} 步 · {frame.title}", style="bold")]
-    for r in frame.rows:
-        line = Text(" " * (2 * r.indent) + r.label + " " * (label_w - cell_len(r.label) - 2 * r.indent))
-        for j, c in enumerate(r.cells):
-            style = "grey50"
-            if c.group is not None:
-                style = f"white on {TERM_COLORS[groups[c.group] % len(TERM_COLORS)]}"
-            if (r.label, j) in changed:
-                style = "bold black on bright_yellow"
-            pad = width - cell_len(c.text)
-            text = " " * (pad // 2) + c.text + " " * (pad - pad // 2)
-            if c.mark:
-                text = "[" + text[1:-1] + "]"
-            line.append(text, style=style)
-            line.append(" ")
-        lines.append(line)
+    head = console.wrap_cjk(f"第 {i + 1}/{len(frames)} 步 · {frame.title}", term_width - 2, indent=2)
+    lines = [Text(x, style="bold") for x in head]
+    n_cells = max([1] + [len(r.cells) for r in frame.rows])
+    for start in range(0, n_cells, per_band):
+        if start:
+            lines.append(Text(""))                     # 段与段之间空一行
+        for r in frame.rows:
+            if start and len(r.cells) <= start:         # 后面几段只画这一段里还有格子的行
+                continue
+            line = Text(_label(r, label_w))
+            for j in range(start, min(len(r.cells), start + per_band)):
+                c = r.cells[j]
+                style = "grey50"
+                if c.group is not None:
+                    style = f"white on {TERM_COLORS[groups[c.group] % len(TERM_COLORS)]}"
+                if (r.label, j) in changed:
+                    style = "bold black on bright_yellow"
+                pad = width - cell_len(c.text)
+                text = " " * (pad // 2) + c.text + " " * (pad - pad // 2)
+                if c.mark:
+                    text = "[" + text[1:-1] + "]"
+                if j > start:
+                    line.append(" ")
+                line.append(text, style=style)
+            lines.append(line)
     lines += [Text(x) for x in console.wrap_cjk(frame.note, term_width - 2)]
-    key = [(" 黄 ", "bold black on bright_yellow"), " 这一步变了"]
+    key = [[(" 黄 ", "bold black on bright_yellow"), " 这一步变了"]]
     for g, label in frame.legend:
-        key += ["   ", (f" {g} ", f"white on {TERM_COLORS[groups[g] % len(TERM_COLORS)]}"), f" {label}"]
-    lines.append(Text.assemble(*key))
+        key.append([(f" {g} ", f"white on {TERM_COLORS[groups[g] % len(TERM_COLORS)]}"), f" {label}"])
+    lines += _pack(key, term_width)
     return lines
 
 

@@ -85,6 +85,29 @@ def test_changed_cells_are_the_ones_whose_text_or_group_moved():
     assert lines[0] == "第 2/2 步 · 二" and "B 拿到新块 1" in lines
 
 
+def test_render_fits_the_terminal_width():
+    """80 列的投影仪：12 个块折成两段、每段 6 个，每个块号都在；长标签（含中文，占 2 列）截成"…"，格子原样。
+    宽终端上一行放下、标签完整。"""
+    from rich.cells import cell_len
+    pool = Frame("池", (Row("ref_count", tuple(Cell(f"{b}/16", "A") for b in range(12))), Row("A 的块表", (Cell("0", "A"),))))
+    lines = [t.plain for t in render([pool], 0, term_width=80)]
+    assert max(cell_len(x) for x in lines) <= 80
+    bands = [x.split() for x in lines if x.startswith("ref_count")]
+    assert bands == [["ref_count"] + [f"{b}/16" for b in range(6)], ["ref_count"] + [f"{b}/16" for b in range(6, 12)]]
+    assert sum(x.startswith("A 的块表") for x in lines) == 1          # 只有一格的行不在第二段重复
+    wide = [t.plain for t in render([pool], 0, term_width=120)]
+    assert [x.split() for x in wide if x.startswith("ref_count")] == [["ref_count"] + [f"{b}/16" for b in range(12)]]
+
+    edge = "翻译成法语：sea otter => loutre de mer peppermint => menthe poivrée"
+    tree = Frame("树", (Row(edge, (Cell("13 个", "token"), Cell("时刻 0", "时刻"))), Row("cheese =>", (Cell("2 个"),), 1)),
+                 legend=(("token", "边上的 token 数"), ("时刻", "最近访问（第几次 insert）")))
+    lines = [t.plain for t in render([tree], 0, term_width=60)]
+    assert max(cell_len(x) for x in lines) <= 60
+    assert lines[1].startswith("翻译成法语：sea otter") and "… " in lines[1] and lines[1].endswith(" 13 个    时刻 0 ")
+    assert lines[2].startswith("  cheese =>") and "2 个" in lines[2]
+    assert [t.plain for t in render([tree], 0, term_width=200)][1].startswith(edge)
+
+
 def test_play_does_nothing_off_a_terminal(capsys):
     console.STEP = True
     try:
