@@ -534,7 +534,9 @@ def run_with_mine(run, script_name, directory=None, impls=None):
         impls = student_impls(directory)
     here = script_exercises(script_name)
     impls = {n: i for n, i in impls.items() if n in here}
-    print(mine_line(impls, script_name), flush=True)
+    from lab_common.console import terminal_width, wrap_hanging
+    for line in wrap_hanging(mine_line(impls, script_name), terminal_width() - 2):     # 按终端的宽度折行
+        print(line, flush=True)
     bound = bind_impls(impls)
     if not bound:
         return run()

@@ -387,15 +387,123 @@ def fmt_int(n):
     return f"{int(round(n)):,}"
 
 
+def terminal_width():
+    """输出的宽度：终端的宽度（投影仪上的超宽终端至多 120 列）；管道、文件、测试里固定 DEFAULT_WIDTH（80）列。"""
+    return _console().width
+
+
+def wrap_hanging(line, width):
+    """一行按显示宽度折到 width 列（wrap_cjk），续行悬挂缩进：对齐到开头的"名字："之后（"  演示 3："），
+    没有这样的开头时比这一行的缩进多 2 列。不用折的行原样返回。
+
+    >>> wrap_hanging("  演示 1：一个 token 的 KV 有多大？一张卡放完权重后还能放多少 token？", 40)
+    ['  演示 1：一个 token 的 KV 有多大？一张', '          卡放完权重后还能放多少 token？']
+    >>> wrap_hanging("短的一行", 40)
+    ['短的一行']
+    """
+    if cell_len(line) <= width:
+        return [line]
+    body = line.lstrip(" ")
+    lead = len(line) - len(body)
+    head, mark, _ = body.partition("：")
+    hang = 2
+    if mark and cell_len(head) <= 12:
+        hang = cell_len(head + mark)
+    return [" " * lead + x for x in wrap_cjk(body, width - lead, indent=hang)]
+
+
+class HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """--help 的排版：按显示宽度折行（argparse 自己用 len() 数，一个汉字只算 1 列，中文的说明就超出终端）。
+    宽度和别的输出一样：终端的宽度，管道里 80 列（argparse 也留 2 列）。说明、结尾（epilog）里排好的行照旧，
+    太长的那一行折开、悬挂缩进（wrap_hanging）。"""
+
+    def __init__(self, prog, indent_increment=2, max_help_position=24, width=None):
+        if width is None:
+            width = terminal_width() - 2
+        super().__init__(prog, indent_increment, max_help_position, width)
+
+    def _split_lines(self, text, width):
+        return wrap_cjk(re.sub(r"\s+", " ", text).strip(), width)
+
+    def _fill_text(self, text, width, indent):
+        return "\n".join(x for line in text.splitlines() for x in wrap_hanging(indent + line, width))
+
+    def _format_action(self, action):
+        """argparse 按 len() 在参数名后面补空格对齐说明：参数名里有中文（"练习号"）时多补了，减掉；
+        减完不到 2 格就把说明挪到下一行（说明的其余行本来就从那一列开始）。"""
+        text = super()._format_action(action)
+        header = self._format_action_invocation(action)
+        extra = cell_len(header) - len(header)
+        first, nl, rest = text.partition("\n")
+        end = first.find(header) + len(header)
+        help_text = first[end:].lstrip(" ")
+        if not extra or not help_text:
+            return text
+        column = len(first) - len(help_text)            # 说明从第几个字符开始（= argparse 的 help_position）
+        if column - end - extra >= 2:
+            return first[:end] + " " * (column - end - extra) + help_text + nl + rest
+        return first[:end] + "\n" + " " * column + help_text + nl + rest
+
+
+def _choices(text):
+    """argparse 列出的可选值 "1, 2, 3" 或 "'lru', 'lfu'"（3.12.8 以前字符串带引号）→ "1、2、3" / "lru、lfu"。"""
+    return "、".join(x.strip().strip("'\"") for x in text.split(","))
+
+
+# argparse 的英文报错（Python 3.10–3.13 的写法）→ 中文；认不出的原样留着。每条：(正则, 中文的写法)
+_ARG = r"argument (?P<arg>[^:]+): "
+ARGPARSE_MESSAGES = (
+    (_ARG + r"invalid choice: (?P<got>.*?)(?:, maybe you meant .*?\?)? \(choose from (?P<choices>.*)\)",
+     lambda m: f"{m['arg']} 只能是 {_choices(m['choices'])}（收到 {m['got']}）"),
+    (_ARG + r"invalid int value: (?P<got>.*)", lambda m: f"{m['arg']} 要一个整数（收到 {m['got']}）"),
+    (_ARG + r"invalid float value: (?P<got>.*)", lambda m: f"{m['arg']} 要一个数（收到 {m['got']}）"),
+    (_ARG + r"invalid \S+ value: (?P<got>.*)", lambda m: f"{m['arg']} 的值不对（收到 {m['got']}）"),
+    (_ARG + r"expected one argument", lambda m: f"{m['arg']} 后面要跟一个值"),
+    (_ARG + r"expected (?:at least one|at most one|\d+) arguments?", lambda m: f"{m['arg']} 后面跟的值的个数不对"),
+    (_ARG + r"not allowed with argument (?P<other>.+)", lambda m: f"{m['arg']} 不能和 {m['other']} 一起用"),
+    (_ARG + r"ignored explicit argument (?P<got>.+)", lambda m: f"{m['arg']} 后面不跟值（收到 {m['got']}）"),
+    (r"unrecognized arguments: (?P<rest>.*)", lambda m: f"不认识的参数：{m['rest']}"),
+    (r"the following arguments are required: (?P<args>.+)", lambda m: f"缺少参数：{m['args']}"),
+    (r"ambiguous option: (?P<opt>\S+) could match (?P<matches>.+)",
+     lambda m: f"{m['opt']} 不知道是哪一个：{_choices(m['matches'])}（写全）"),
+)
+
+
+def argparse_message(message):
+    """argparse 的英文报错换成中文（ARGPARSE_MESSAGES）；认不出的（包括脚本自己写的中文报错）原样返回。
+
+    >>> argparse_message("argument --demo: invalid choice: 0 (choose from 1, 2, 3, 4, 5)")
+    '--demo 只能是 1、2、3、4、5（收到 0）'
+    >>> argparse_message("argument --block: invalid int value: 'abc'")
+    "--block 要一个整数（收到 'abc'）"
+    >>> argparse_message("unrecognized arguments: --trace x"), argparse_message("--block 只对 --trace 有效")
+    ('不认识的参数：--trace x', '--block 只对 --trace 有效')
+    """
+    for pattern, chinese in ARGPARSE_MESSAGES:
+        m = re.fullmatch(pattern, message, flags=re.S)
+        if m:
+            return chinese(m)
+    return message
+
+
 class ArgParser(argparse.ArgumentParser):
-    """参数不对时只打一行错误（说清是哪个参数），退出码 2，不打印用法大段文字或 traceback。
+    """参数不对时只打一行中文的错误（说清是哪个参数，argparse 的英文报错换成中文），退出码 2，
+    不打印用法大段文字或 traceback。--help 按显示宽度折行（HelpFormatter）。
 
     >>> ArgParser(prog="04_prefix_caching.py").format_usage().startswith("usage:")
     True
     """
 
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("formatter_class", HelpFormatter)
+        help_flag = kwargs.get("add_help", True)
+        kwargs["add_help"] = False
+        super().__init__(*args, **kwargs)
+        if help_flag:
+            self.add_argument("-h", "--help", action="help", default=argparse.SUPPRESS, help="印出这段说明，不运行")
+
     def error(self, message):
-        self.exit(2, f"{self.prog}: 参数错误：{message}（--help 查看用法）\n")
+        self.exit(2, f"{self.prog}: 参数错误：{argparse_message(message)}（--help 查看用法）\n")
 
 
 def fail(where, message):

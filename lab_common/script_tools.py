@@ -12,13 +12,12 @@
 演示之间要共享数据（同一个 trace、同一张命中表）的脚本传 run=：run(todo, args, step) 自己按 todo
 的顺序跑演示，每跑完一个调用一次 step()（--step 时在终端上停下来等回车）。
 """
-import argparse
 import importlib.util
 import os
 import sys
 
 from lab_common import console
-from lab_common.console import ArgParser
+from lab_common.console import ArgParser, terminal_width, wrap_hanging
 from lab_common.endings import ended_quietly, quiet_endings
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -51,8 +50,7 @@ def demo_title(fn):
 def lecture_parser(demos, description, prog=None):
     """所有脚本共用的参数：--demo N、--list、--more、--step、--mine。脚本可以再 add_argument 自己的（--trace 等）。"""
     listing = "\n".join(f"  演示 {k}：{demo_title(demos[k])}" for k in sorted(demos))
-    ap = ArgParser(prog=prog, description=description, epilog="演示：\n" + listing,
-                   formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = ArgParser(prog=prog, description=description, epilog="演示：\n" + listing)
     ap.add_argument("--demo", type=int, choices=sorted(demos), help="只跑某一个演示（默认全跑）")
     ap.add_argument("--list", action="store_true", help="列出各演示的题目，不运行")
     ap.add_argument("--more", action="store_true", help="每个演示印出全部观察（默认至多 2 条）")
@@ -89,8 +87,9 @@ def _run_lecture(demos, description, argv=None, run=None, add_args=None, prog=No
         add_args(ap)
     args = ap.parse_args(argv)
     if args.list:
-        for k in sorted(demos):
-            print(f"演示 {k}：{demo_title(demos[k])}")
+        for k in sorted(demos):                       # 按终端的宽度折行（管道里 80 列），续行对齐到题目
+            for line in wrap_hanging(f"演示 {k}：{demo_title(demos[k])}", terminal_width() - 2):
+                print(line)
         return 0
     if check is not None:
         check(args)

@@ -10,7 +10,7 @@ import pytest
 
 from lab_common import console
 from lab_common.console import print_header, print_observations, print_table, wrap_cjk
-from conftest import LECTURE, fresh_env, run_main, start_fresh
+from conftest import LECTURE, call_main, fresh_env, load_script, run_main, start_fresh
 from rich.cells import cell_len
 
 NUMBERED = ["01_kv_cache_memory", "02_paged_attention", "03_sharing_and_cow", "04_prefix_caching", "04b_radix_cache",
@@ -31,6 +31,19 @@ def test_piped_output_is_plain_and_fits_80_columns(capsys, monkeypatch):
     assert "\x1b[" not in out
     assert max(cell_len(line) for line in out.splitlines()) <= 80
     assert "LengthAwareCache" in out and "0.46" in out
+
+
+@pytest.mark.parametrize("script", NUMBERED)
+def test_help_and_list_fit_80_columns(script, monkeypatch):
+    """--help、--list 管道里按 80 列折行（中文算 2 列；argparse 自己按 1 列数）：演示的题目一个字不少。"""
+    from lab_common.script_tools import demo_title
+    monkeypatch.delenv("COLUMNS", raising=False)
+    m = load_script(script)
+    titles = ["".join(demo_title(fn).split()) for fn in m.DEMOS.values()]
+    for args in (["--help"], ["--list"]):
+        rc, out, err = call_main(m, args)
+        assert rc == 0 and err == "" and max(cell_len(x) for x in out.splitlines()) <= 80, (args, out)
+        assert all(t in "".join(out.split()) for t in titles)
 
 
 def test_numbers_are_right_aligned(capsys):

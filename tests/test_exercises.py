@@ -19,6 +19,7 @@ from kv_store import eviction
 import paged_kv
 from exercises import check, mine
 from exercises.mine import EXERCISES, Impl, bind, compare, run_with_mine
+from lab_common.console import wrap_hanging
 
 CHECK = os.path.join(ROOT, "exercises", "check.py")
 
@@ -173,9 +174,10 @@ def test_mine_identical_for_correct_lru(tmp_path, capsys):
     impls = _impl_from_source(tmp_path, LRU_OK)
     assert run_with_mine(_hit_table, "04_prefix_caching", impls=impls) == 0
     out = capsys.readouterr().out
-    first = out.splitlines()[0]
+    first = mine.mine_line(impls, "04_prefix_caching")
     assert first.startswith("--mine：这个脚本用到练习 2、3、4、5；用了你在 ") and first.endswith("里写的 LRUCache（练习 5）；练习 2、3、4 还没写，用参考实现。")
-    assert out.splitlines()[1] == mine.REF_FIRST
+    head = wrap_hanging(first, 78)                       # 印出来时按 80 列折行，续行对齐到"--mine："之后
+    assert out.splitlines()[:len(head) + 1] == head + [mine.REF_FIRST]
     assert "和参考实现完全一致（3 行输出逐字相同）。" in out
 
 
@@ -195,7 +197,8 @@ def test_mine_nothing_written_runs_once(capsys):
     impls = {n: mine.student_impl(n, os.path.join(ROOT, "exercises")) for n in EXERCISES}
     assert run_with_mine(_hit_table, "04_prefix_caching", impls=impls) == 0
     out = capsys.readouterr().out
-    assert out.splitlines()[0] == "--mine：这个脚本用到练习 2、3、4、5；exercises/ 里还没有写好的，下面全部是参考实现。"
+    assert out.splitlines()[:2] == ["--mine：这个脚本用到练习 2、3、4、5；exercises/ 里还没有写好的，下面全部是参考",
+                                    "        实现。"]
     assert len([x for x in out.splitlines() if x.startswith("容量 2：")]) == 1 and "和参考实现" not in out
 
 
@@ -294,7 +297,8 @@ def test_mine_through_the_script_runner(tmp_path, monkeypatch, capsys, text, sam
     s02 = load_script("02_paged_attention")
     assert s02.main(["--mine", "--demo", "2"]) == 0
     out = capsys.readouterr().out
-    assert "这个脚本用到练习 2、3；" in out.splitlines()[0] and "里写的 gather_kv（练习 2）；" in out.splitlines()[0]
+    first = "".join(out.split(mine.REF_FIRST)[0].split())             # 第一段（按 80 列折过行）去掉空白接成一串
+    assert "这个脚本用到练习2、3；" in first and "里写的gather_kv（练习2）；" in first
     if same:
         assert "和参考实现完全一致" in out
     else:
