@@ -29,7 +29,7 @@ from lab_common.endings import quiet_endings  # noqa: E402
 quiet_endings()  # 最先做（还没 import numpy）：这之后按 Ctrl-C、管道被关都只打一行，不打印 traceback
 from lab_common import console  # noqa: E402
 from lab_common.console import print_header, print_observations, print_table, print_text, status  # noqa: E402
-from lab_common.say import change, count, integer, listing, order, pct, pct1, value  # noqa: E402
+from lab_common.say import change, count, integer, listing, order, pct, pct1, value, vs  # noqa: E402
 from lab_common.script_tools import run_lecture  # noqa: E402
 from lab_common.settings import Source, check_setting, is_int, is_number, is_sorted_ints  # noqa: E402
 import numpy as np  # noqa: E402
@@ -45,7 +45,7 @@ SAMPLE_SEED = 7                # 采样的随机种子（第 j 个样本用 SAMP
 N_REQUESTS = 12                # 演示 1：并行采样用几个请求（提示）
 N_CHECK = 3                    # 演示 1：并行采样在真模型上核对前几个请求（其余只在块池里重放，块数完全相同）
 N_BEAM = 12                    # 演示 1：束搜索用其中前几个请求（比 N_REQUESTS 大时全用；束搜索要在模型上真跑，最慢）
-WIDTHS = (2, 4, 6)             # 演示 1：并行采样的 n、束搜索的宽度
+WIDTHS = (2, 4, 6)             # 演示 1：并行采样的 n、束搜索的宽度（1 到 MAX_WIDTH）
 BLOCK_SIZE = 16                # 块大小（vLLM 默认 16）
 ALPACA_MEAN = (19.31, 58.45)   # vLLM 论文图 11(b)：Alpaca 平均输入 / 输出长度（长度按它抽）
 MAX_PROMPT, MAX_OUTPUT = 64, 128  # 长度上限（束搜索在小模型上真的逐个 token 解码：越长越慢）
@@ -59,6 +59,7 @@ VLLM_63_WIDTHS = (2, 4, 6)         # vLLM 论文图 14、15：n = 2、4、6（�
 VLLM_63_SHAREGPT_PARALLEL = (16.2, 30.5)   # vLLM 论文 §6.3：同样的实验换成 ShareGPT，并行采样省 16.2–30.5%
 SHAREGPT_MEAN = (161.31, 337.99)   # vLLM 论文图 11(a)：ShareGPT 平均输入 / 输出长度（演示 1 只在块池里重放）
 SHAREGPT_MAX_SEQ = 2048            # OPT 的最大序列长度：ShareGPT 式长度的上限
+MAX_WIDTH = 8                      # WIDTHS 允许的最大 n / 宽度；每个请求总抽这么多个输出长度（改 WIDTHS 不改负载）
 # 设置里出自论文的值：设置还是这个值时才印论文的名字（lab_common.settings.Source）
 ALPACA_SOURCE = Source((19.31, 58.45), "vLLM 论文图 11(b)", "Alpaca 的均值")
 BLOCK_SOURCE = Source(16, "vLLM 论文 §7.2", "的默认块大小")
@@ -69,23 +70,27 @@ def draw_lengths(rng, mean, cap, size=None):
     return np.clip(np.round(rng.lognormal(np.log(mean) - 0.32, 0.8, size)), 2, cap).astype(int)
 
 
-def make_requests(cfg, n, seed, mean, widths):
-    """Alpaca 式的请求：输入长度、每个样本的输出长度都是对数正态（σ=0.8，均值 mean = (输入, 输出)），截到上限。"""
+def make_requests(cfg, n, seed, mean):
+    """Alpaca 式的请求：输入长度、每个样本的输出长度都是对数正态（σ=0.8，均值 mean = (输入, 输出)），截到上限。
+
+    每个请求总抽 MAX_WIDTH 个输出长度（样本 j 用第 j 个），不管 WIDTHS 里最大是几：随机数流不随 WIDTHS 变，
+    改 WIDTHS 时请求（提示和长度）一个不变，比的是同一批请求。"""
     rng = np.random.default_rng(seed)
     reqs = []
     for _ in range(n):
         prompt = rng.integers(0, cfg.vocab, int(draw_lengths(rng, mean[0], MAX_PROMPT)))
-        reqs.append((prompt, draw_lengths(rng, mean[1], MAX_OUTPUT, max(widths))))
+        reqs.append((prompt, draw_lengths(rng, mean[1], MAX_OUTPUT, MAX_WIDTH)))
     return reqs
 
 
-def sharegpt_lengths(n, seed, widths):
-    """ShareGPT 式的长度（均值取论文图 11(a)），只给块池重放用：[(输入长度, 每个样本的输出长度)]，总长 ≤ 2048。"""
+def sharegpt_lengths(n, seed):
+    """ShareGPT 式的长度（均值取论文图 11(a)），只给块池重放用：[(输入长度, 每个样本的输出长度)]，总长 ≤ 2048。
+    和 make_requests 一样每个请求总抽 MAX_WIDTH 个输出长度：改 WIDTHS 不改长度。"""
     rng = np.random.default_rng(seed)
     out = []
     for _ in range(n):
         p = int(draw_lengths(rng, SHAREGPT_MEAN[0], SHAREGPT_MAX_SEQ - 2))
-        out.append((p, np.minimum(draw_lengths(rng, SHAREGPT_MEAN[1], SHAREGPT_MAX_SEQ, max(widths)),
+        out.append((p, np.minimum(draw_lengths(rng, SHAREGPT_MEAN[1], SHAREGPT_MAX_SEQ, MAX_WIDTH),
                                   SHAREGPT_MAX_SEQ - p)))
     return out
 
@@ -299,10 +304,10 @@ def demo1_savings():
     print_header(f"演示 1：并行采样与束搜索——共享的块只存一份（块大小 {block_size}，vLLM 论文 §6.3）")
     cfg = config_like(TINY, max_seq=MAX_PROMPT + MAX_OUTPUT)
     params = init_params(cfg, seed=MODEL_SEED)
-    reqs = make_requests(cfg, n_req, LEN_SEED, ALPACA_MEAN, widths)
+    reqs = make_requests(cfg, n_req, LEN_SEED, ALPACA_MEAN)
     n_beam = min(N_BEAM, n_req)
     n_check = min(N_CHECK, n_req)
-    long = sharegpt_lengths(n_req, LEN_SEED, widths)
+    long = sharegpt_lengths(n_req, LEN_SEED)
     with status(f"束搜索在小模型上真的解码 {n_beam} 个请求 × {len(widths)} 种宽度…"):
         res, steps, checked = savings(cfg, params, reqs, long, widths, block_size, n_beam, n_check,
                                       SAMPLE_SEED, TEMPERATURE)
@@ -411,7 +416,12 @@ def observations_1(d):
     more.append(f"并行采样只有提示里写满的块能一直共享：Alpaca 长度的提示平均 {integer(d['mean_in'])} 个 token，{short}"
                 f"（论文在 Alpaca 上 {d['paper']['并行采样'][0]}–{d['paper']['并行采样'][1]}%）。")
     wins = [w for w in shareable if order(res[("束搜索", w)]["saved"], res[("并行采样", w)]["saved"], pct1) > 0]
-    if len(wins) == len(shareable):
+    lone = [w for w in widths if w < 2]              # 宽度 1：只有一条序列，两种方式都没有可共享的块
+    if len(wins) == len(shareable) and lone:
+        b1, p1 = res[("束搜索", 1)]["saved"], res[("并行采样", 1)]["saved"]
+        more.append(f"宽度 ≥ 2 时（{listing(wins)}）束搜索都比同样 n 的并行采样省得多，和论文的顺序一致；宽度 1 只有一条序列，"
+                    + vs("束搜索", b1, "并行采样", p1, pct1, more="省得多", less="省得少") + "。")
+    elif len(wins) == len(shareable):
         more.append("每个宽度下束搜索都比同样 n 的并行采样省得多，和论文的顺序一致。")
     elif wins:
         more.append(f"束搜索比同样 n 的并行采样省得多的宽度只有 {listing(wins)}，和论文的顺序不同。")
@@ -595,8 +605,8 @@ def check_settings(args=None):
     check_setting("N_REQUESTS", N_REQUESTS, is_int(N_REQUESTS, 1, 200), " 1–200 的整数")
     check_setting("N_CHECK", N_CHECK, is_int(N_CHECK, 0, 200), " 0–200 的整数（0 = 不在真模型上核对）")
     check_setting("N_BEAM", N_BEAM, is_int(N_BEAM, 1, 200), " 1–200 的整数（比 N_REQUESTS 大时用全部请求）")
-    check_setting("WIDTHS", WIDTHS, is_sorted_ints(WIDTHS, 1, 8),
-                  "非空、从小到大、不重复的 n / 宽度（1–8），例如 (2, 4, 6)")
+    check_setting("WIDTHS", WIDTHS, is_sorted_ints(WIDTHS, 1, MAX_WIDTH),
+                  f"非空、从小到大、不重复的 n / 宽度（1–{MAX_WIDTH}），例如 (2, 4, 6)")
     check_setting("BLOCK_SIZE", BLOCK_SIZE, is_int(BLOCK_SIZE, 1, 256), " 1–256 的整数")
     check_setting("ALPACA_MEAN", ALPACA_MEAN, isinstance(ALPACA_MEAN, (tuple, list)) and len(ALPACA_MEAN) == 2
                   and all(is_number(x) and x > 0 for x in ALPACA_MEAN), "(平均输入长度, 平均输出长度)，两个正数")

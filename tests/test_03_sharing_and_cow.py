@@ -30,9 +30,9 @@ def d2(main_run):
 def test_smoke_main(main_run):
     out = main_run[0]
     assert "演示 1" in out and "演示 2" in out and "失败" not in out
-    assert "5,637" in out                                             # 演示 1：宽度 6 的束搜索共享时的块·步
+    assert "6,216" in out                                             # 演示 1：宽度 6 的束搜索共享时的块·步
     assert "[2 1 1 0]" in out                                         # 演示 2：COW 之后的 ref_count
-    assert "1,382" in out                                             # 千分位
+    assert "1,574" in out                                             # 千分位
     assert max(cell_len(line) for line in out.splitlines()) <= 80
 
 
@@ -175,10 +175,10 @@ def test_wording_fixes(d1):
     """默认两条：束搜索对并行采样、ShareGPT 长度；和论文比的条件（真模型、负载）写在默认的表注里。"""
     lines, more = m.observations_1(d1)
     text = "".join(lines + more)
-    assert len(lines) == 2 and has(lines[0], "62.1%", "6.3%", "90%") and "复制留下的" not in text
+    assert len(lines) == 2 and has(lines[0], "61.3%", "11.3%", "84%") and "复制留下的" not in text
     assert has(m.table_caption_1(d1), "OPT-13B", "TINY", "块 16") and "论文的块" not in m.table_caption_1(d1)
     assert has(m.table_caption_1(dict(d1, block_size=64)), "块 64", "论文的块是 16")
-    assert has(text, "从 3.0% 升到 6.3%")
+    assert has(text, "从 5.4% 升到 11.3%")
 
 
 def test_sharegpt_parallel_sampling(d1):
@@ -187,8 +187,8 @@ def test_sharegpt_parallel_sampling(d1):
     assert m.VLLM_63 == {"并行采样": (6.1, 9.8), "束搜索": (37.6, 55.2)}
     long = [d1["share_long"][w]["saved"] for w in m.WIDTHS]
     assert all(a > b for a, b in zip(long, d1["parallel"]))
-    assert [round(x, 3) for x in long] == [0.127, 0.211, 0.244]
-    assert has(m.observations_1(d1)[0][1], "ShareGPT", "192", "从 6.3% 升到 24.4%", "16.2–30.5%")
+    assert [round(x, 3) for x in long] == [0.062, 0.113, 0.153]
+    assert has(m.observations_1(d1)[0][1], "ShareGPT", "95", "从 11.3% 升到 15.3%", "16.2–30.5%")
 
 
 def test_cow_without_partial_block(monkeypatch):
@@ -223,7 +223,10 @@ def test_width_one_is_a_tie_not_a_failure():
     lines, more = m.observations_1(d)
     text = "".join(lines + more)
     assert has(lines[0], "宽度 2", "36.0%", "4.0%") and "没有复现" not in text
-    assert has(text, "顺序一致")
+    assert has(text, "宽度 ≥ 2 时（2）束搜索都比同样 n 的并行采样省得多", "顺序一致", "宽度 1 只有一条序列",
+               "束搜索和并行采样一样（都是 0.0%）") and "每个宽度下" not in text
+    d = fake_d1((2, 4), {2: 0.04, 4: 0.05}, {2: 0.36, 4: 0.4}, {2: 0.09, 4: 0.1})   # 没有宽度 1：每个宽度下
+    assert has("".join(m.observations_1(d)[1]), "每个宽度下束搜索都比同样 n 的并行采样省得多")
     only_one, more = m.observations_1(fake_d1((1,), {1: 0.0}, {1: 0.0}, {1: 0.0}))
     assert len(only_one) == 1 and not more and has(only_one[0], "只有宽度 1", "0.0%")
 
@@ -261,3 +264,30 @@ def test_trend_sentence_names_the_lengths_it_is_about():
     d = fake_d1((2, 4, 6), {2: 0.16, 4: 0.2, 6: 0.27}, {2: 0.25, 4: 0.37, 6: 0.41}, {2: 0.14, 4: 0.27, 6: 0.23})
     more = "".join(m.observations_1(d)[1])
     assert has(more, "并行采样（Alpaca 长度）", "2 到 6")
+
+
+def test_widths_do_not_change_the_workload(monkeypatch):
+    """WIDTHS = (2, 4) 和 (1, 2, 4)：演示 1 交给 savings 的请求（提示、每个样本的输出长度）和 ShareGPT 长度逐个相同；
+    样本 j 的输出长度总是第 j 个（n = 4 的前两个就是 n = 2 的两个）。"""
+    import contextlib
+    import io
+
+    class Got(Exception):
+        pass
+
+    def grab(cfg, params, reqs, long, *rest):
+        raise Got(reqs, long)
+    monkeypatch.setattr(m, "savings", grab)
+    seen = []
+    for widths in ((2, 4), (1, 2, 4)):
+        monkeypatch.setattr(m, "WIDTHS", widths)
+        with contextlib.redirect_stdout(io.StringIO()), pytest.raises(Got) as e:
+            m.demo1_savings()
+        seen.append(e.value.args)
+    (reqs_a, long_a), (reqs_b, long_b) = seen
+    assert len(reqs_a) == len(reqs_b) == m.N_REQUESTS and len(long_a) == len(long_b) == m.N_REQUESTS
+    for (pa, oa), (pb, ob) in zip(reqs_a, reqs_b):
+        assert pa.tolist() == pb.tolist() and oa.tolist() == ob.tolist() and len(oa) == m.MAX_WIDTH
+    for (pa, oa), (pb, ob) in zip(long_a, long_b):
+        assert pa == pb and oa.tolist() == ob.tolist()
+    assert round(float(np.mean([len(p) for p, _ in reqs_a]))) == 20          # 默认设置表头印的"平均输入 20"
