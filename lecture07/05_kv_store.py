@@ -50,7 +50,7 @@ NET_NODES = (16, 32, 64, 128)   # 演示 2：集群的节点数（每台的网�
 NET_GPU_UTIL = 0.8              # 演示 2：按"GPU 忙到 80%"调请求率（节点越多，请求越多）
 HOT_SHARE = 0.04                # 演示 2：被至少 4% 的请求用到的块算"热点块"
 REPLICAS = (1, 2, 4, 8, 16)     # 演示 2：热点块的副本数 k（1 = 不复制）
-SCHED_NODES = 8                 # 演示 3：prefill 节点数（每台 8×A800）
+SCHED_NODES = 8                 # 演示 3：prefill 节点数（每台 8×A800；至多 MAX_SCHED_NODES 台）
 SCHED_CAPACITY = 6_000          # 演示 3：每台节点本地缓存的块数（6,000 × 160 MiB ≈ 1.0 TB DRAM ≈ 300 万 token）
 SCHED_LOAD = 1.08               # 演示 3：请求率调到"不用前缀缓存时要 108% 的算力"——没有缓存就跟不上
 PD_LENS = (1024, 8192, 32768, 131072)   # 演示 4：prompt 长度（token）
@@ -83,6 +83,7 @@ FIG_PREFIX_RANGE = (256, 131_072)   # 演示 1 返回给 figures/plot_05.py 的�
 BURST_S = 1e-3      # 全部请求在 1 ms（trace 时间戳的单位）之内到达：当成同一时刻的突发，算不出请求率
 MAX_TOKENS = 1 << 20            # 前缀 / 新算的 token 数的上限：1,048,576（百万 token 级的长上下文）
 MAX_NODES = 4096                # 节点数的上限
+MAX_SCHED_NODES = 256           # 演示 3 的节点数上限：看缓存的调度每个请求要逐台查缓存，256 台在 2 核笔记本上约 10 秒，512 台要半分钟以上
 F1, F2, R3, GBPS = fixed(1), fixed(2), fixed(3), fixed(1, "Gbps")   # 表格和句子共用的格式（lab_common.say）
 NIC_GBPS = NIC_GB_PER_S * 8     # 网卡一律用 Gbps 说（内存、读 KV 用 GB/s）：100 GB/s = 800 Gbps
 
@@ -258,7 +259,8 @@ def demo2_hot_blocks(cols, source):
         n_in = np.array(input_len, dtype=np.int64)
         work = {tier.name: trace_prefill_time(LLAMA3_70B, n_in, usable_hit_tokens(raw, n_in, BLOCK_SIZE), tier, A800_X8)
                 for tier in (LOCAL_DRAM, RDMA)}
-        is_hot = counts >= max(2, hot_share * len(arrival))             # 只用过一次的块谈不上热
+        need = hot_need(hot_share, len(arrival))
+        is_hot = counts >= need                                       # 被至少 need 个请求用到
         accesses = hit_accesses(blocks, hits, homes, is_hot)
         if not burst:
             node_h = work[LOCAL_DRAM.name] / span_s
@@ -282,10 +284,10 @@ def demo2_hot_blocks(cols, source):
         avg_nodes = f"，平均要 {F2(node_h)} 台一直做"
     rate = rate_text(burst, [by[(n, replicas[0])]["scale"] for n in nodes], util)
     print_text(f"{source}：{count(len(arrival), '个请求')}、{fixed(1, '分钟')(span_s / 60)}；请求轮流分给各节点，块存在第一"
-               f"次算出它的节点上。热点块（至少 {pct(hot_share)} 且至少 2 个请求用到）：{count(int(is_hot.sum()), '块')}，"
+               f"次算出它的节点上。热点块（{hot_rule(hot_share, len(arrival))}）：{count(int(is_hot.sum()), '块')}，"
                f"占块访问的 {pct(counts[is_hot].sum() / max(1, total))}。")
     print_table(["副本数", *(f"{n:,} 台" for n in nodes), f"{n_big:,} 台排队"],
-                [[k, *(share(by[(n, k)]["hot_load"]) for n in nodes), ms_cell(by[(n_big, k)]["mean"])]
+                [[integer(k), *(share(by[(n, k)]["hot_load"]) for n in nodes), ms_cell(by[(n_big, k)]["mean"])]
                  for k in replicas],
                 caption="单元格：最忙那块网卡的负载 = 要发的字节 / (带宽 × 时长)，> 100% 即超载；末列：平均排队（ms）。"
                         f"热点块复制到 k 台；{rate}。")
@@ -295,7 +297,7 @@ def demo2_hot_blocks(cols, source):
     else:
         covered += "：读没有全被计算盖住"
     more_table(["节点", "k", "倍率", "平均负载", "平均排队", "P99", "最长"],
-               [[n, k, F1(r["scale"]), share(r["avg_load"], 1), ms_cell(r["mean"]), ms_cell(r["p99"]),
+               [[integer(n), integer(k), F1(r["scale"]), share(r["avg_load"], 1), ms_cell(r["mean"]), ms_cell(r["p99"]),
                  ms_cell(r["max"])] for (n, k), r in by.items()],
                caption="倍率：请求率乘的倍数；平均负载：全部网卡的平均；排队（ms）：每个请求等得最久的那次传输（一个请求从"
                        f"同一台拉的块合成一次传输）。网卡：FAST'25 表 1 的 B_nic = {gbs(NIC_GBPS)} Gbps（{gbs(NIC_GB_PER_S)} "
@@ -304,11 +306,38 @@ def demo2_hot_blocks(cols, source):
                        f"（命中从本机 DRAM 读），改从远端 DRAM 读{covered}。"
                        "简化：只模拟发送方的网卡，每次传输独占网卡；热点块由整个 trace 事先选出，副本事先放好。")
     d = dict(burst=burst, nodes=nodes, replicas=replicas, by=by, node_hours=node_h, util=util, hot_share=hot_share,
+             hot_need=need,
              source=source, nic_gb_per_s=NIC_GB_PER_S, nic_gbps=NIC_GBPS, rate_text=rate,
              n_hot=int(is_hot.sum()), hot_access_share=float(counts[is_hot].sum() / max(1, total)),
              raw_hits=int(raw.sum()), hit_blocks=int(hits.sum()), reuse=total - int(np.count_nonzero(counts)))
     print_observations(*observations_2(d))
     return d
+
+
+def hot_need(hot_share, n_requests):
+    """热点块至少要被几个请求用到：HOT_SHARE 的请求（向上取整），且至少 2 个——只用过一次的块谈不上热。
+
+    >>> hot_need(0.04, 23608), hot_need(0.04, 3), hot_need(1e-6, 23608)
+    (945, 2, 2)
+    """
+    return max(2, math.ceil(hot_share * n_requests))
+
+
+def setting_pct(frac):
+    """设置里的比例照原样印成百分数（不舍入成 "< 0.1%"）：setting_pct(0.04) == '4%'，setting_pct(1e-6) == '0.0001%'。"""
+    return f"{frac * 100:.6g}%"
+
+
+def hot_rule(hot_share, n_requests):
+    """表头里"热点块"的定义，按实际的门槛说（门槛是 HOT_SHARE 的请求、还是"至少 2 个"）。
+
+    >>> hot_rule(0.04, 23608), hot_rule(0.04, 3)
+    ('被至少 945 个请求用到：HOT_SHARE = 4% 的请求', '被至少 2 个请求用到：HOT_SHARE = 4% 的请求不到 2 个，只用过一次的块谈不上热')
+    """
+    need, p = hot_need(hot_share, n_requests), setting_pct(hot_share)
+    if math.ceil(hot_share * n_requests) < 2:
+        return f"被至少 2 个请求用到：HOT_SHARE = {p} 的请求不到 2 个，只用过一次的块谈不上热"
+    return f"被至少 {integer(need)} 个请求用到：HOT_SHARE = {p} 的请求"
 
 
 def rate_text(burst, scales, util):
@@ -341,10 +370,13 @@ def observations_2(d):
         obs = [f"所有请求同时到达，算不出网卡负载；热点块占块访问的 {pct(d['hot_access_share'])}。"]
     else:
         text = (words("不复制时最忙那块网卡的负载", trend([by[(n, 1)]["hot_load"] for n in sorted({nodes[0], n_big})], share))
-                + f"（{span(nodes, integer, ' → ')} 台），全部网卡平均 {share(big['avg_load'], 1)}")
-        if 0 < 5 * value(share(big["avg_load"], 1)) <= value(share(big["hot_load"])):      # 最忙的是平均的 5 倍以上
-            text += "：流量挤在持有热门前缀的几台上"
-        obs = [text + "。"]
+                + f"（{span(nodes, integer, ' → ')} 台）")
+        avg = f"全部网卡平均 {share(big['avg_load'], 1)}"
+        if len(nodes) > 1:                            # 平均只说最大的集群：每种集群各有自己的平均（--more 的细表）
+            avg = f"；{n_big:,} 台时{avg}"
+        else:
+            avg = f"，{avg}"
+        obs = [text + avg + crowded(d, ks) + "。"]
         over = [f"{n:,}" for n in nodes if value(share(by[(n, 1)]["hot_load"])) > 100]
         if over:
             more.append(f"不复制时，{listing(over)} 台的最忙网卡超载：要发的比这段时间能发的多。")
@@ -354,16 +386,36 @@ def observations_2(d):
             wait = f"最忙的网卡负载 {load}（超载），{wait.split('，', 1)[1]}"
     text = f"{n_big:,} 台不复制时{wait}"
     if not d["n_hot"]:
-        text += f"；没有被至少 {pct(d['hot_share'])} 的请求用到的块，没有热点可复制"
+        text += f"；没有被至少 {integer(d['hot_need'])} 个请求用到的块，没有热点可复制"
     elif not ks:
         text += "；REPLICAS 里没有大于 1 的副本数，比不出复制的效果（试试 (1, 2, 4)）"
     else:
         k2 = by[(n_big, ks[0])]
-        text += f"；热点块复制 {ks[0]} 份，平均排队{change(big['mean'], k2['mean'], ms)}"
+        text += f"；热点块复制 {integer(ks[0])} 份，平均排队{change(big['mean'], k2['mean'], ms)}"
         if not d["burst"]:
             text += f"、最忙网卡{change(big['hot_load'], k2['hot_load'], share)}"
-        more.append(f"复制热点块的代价是多占 DRAM：每个热点块多存 {ks[0] - 1}–{ks[-1] - 1} 份。")
+        more.append(f"复制热点块的代价是多占 DRAM：每个热点块多存 {span([ks[0] - 1, ks[-1] - 1], integer)} 份。")
     return obs + [text + "。"], more
+
+
+def crowded(d, ks):
+    """演示 2 第一条的后半句：最忙的网卡（最大的集群、不复制）比平均忙得多时，是不是热点块挤的——按表里印出来的值：
+    有热点块、而且复制热点块让最忙的那块降下来了，才说"集中在持有热门前缀的几台上"；否则只说倍数和看到的事实。
+    最忙的不到平均的 5 倍时不说（返回 ""）。ks：大于 1 的副本数。"""
+    by, n_big = d["by"], d["nodes"][-1]
+    big = by[(n_big, 1)]
+    hot, avg = value(share(big["hot_load"])), value(share(big["avg_load"], 1))
+    if not 0 < 5 * avg <= hot:
+        return ""
+    times_avg = f"最忙的是平均的 {F1(hot / avg)} 倍"
+    relief = [k for k in ks if order(by[(n_big, k)]["hot_load"], big["hot_load"], share) < 0]
+    if d["n_hot"] and relief:
+        return f"：流量集中在持有热门前缀的几台上（{times_avg}）"
+    if d["n_hot"] and ks:
+        return f"：{times_avg}，但复制热点块也没让它降下来，挤的不是热点块"
+    if d["n_hot"]:
+        return f"：{times_avg}"
+    return f"：{times_avg}，但没有热点块"
 
 
 # =============================================================================
@@ -657,7 +709,8 @@ def check_settings():
             ("HOT_SHARE", is_number(HOT_SHARE, 0, 1) and HOT_SHARE > 0, "大于 0、不超过 1 的数（请求的比例）"),
             ("REPLICAS", is_sorted_ints(REPLICAS, 1, top) and REPLICAS[0] == 1,
              f"{tuple_of}{top}（NET_NODES 里最大的节点数）的整数，从 1（不复制，作对照）起"),
-            ("SCHED_NODES", is_int(SCHED_NODES, 1, MAX_NODES), f"从 1 到 {MAX_NODES:,} 的整数"),
+            ("SCHED_NODES", is_int(SCHED_NODES, 1, MAX_SCHED_NODES),
+             f"从 1 到 {MAX_SCHED_NODES:,} 的整数（看缓存的调度每个请求要逐台查缓存：再多，演示 3 要跑半分钟以上）"),
             ("SCHED_CAPACITY", is_int(SCHED_CAPACITY, 1), "正整数（块）"),
             ("SCHED_LOAD", is_number(SCHED_LOAD, 0, 100) and SCHED_LOAD > 0, "大于 0、不超过 100 的数（不用缓存时的算力需求 / 集群算力）"),
             ("PD_NIC_GBPS", is_number(PD_NIC_GBPS, 0, 1e6) and PD_NIC_GBPS > 0, "大于 0、不超过 1,000,000 的数（Gbps）"),

@@ -315,7 +315,7 @@ def test_smoke_a_number_from_each_demo(d1, d2, d3, out):
     """冒烟：每个演示打印的一个数字，等于它返回的 dict 里的那个数。"""
     assert d1["a800_100"] == pytest.approx(5.86, abs=0.01)
     assert flat(f"8×A800 要 {d1['a800_100']:.2f}") in flat(out)
-    assert d2["n_hot"] == 21 and flat(f"用到）：{d2['n_hot']} 块") in flat(out)
+    assert d2["n_hot"] == 21 and flat(f"的请求）：{d2['n_hot']} 块") in flat(out)
     glo = d3["results"]["global_cache"]["mean"]
     assert glo == pytest.approx(0.38, abs=0.005) and flat(f"全局缓存感知 {glo:.2f}") in flat(out)
 
@@ -683,7 +683,7 @@ def test_observations_2_degenerate(d2):
     calm = {key: dict(r, hot_load=min(r["hot_load"], 0.5)) for key, r in d2["by"].items()}
     lines, more = m.observations_2(_tweak(d2, by=calm))
     assert "超载" not in " ".join(lines + more) and "50%" in lines[1]
-    assert "4%" in _text(m.observations_2, _tweak(d2, n_hot=0)).split("；")[-1]
+    assert "没有被至少 945 个请求用到的块" in _text(m.observations_2, _tweak(d2, n_hot=0)).split("；")[-1]
     assert "REPLICAS" in _text(m.observations_2, _tweak(d2, replicas=[1]))
     flat_by = {key: dict(r, hot_load=d2["by"][(128, 1)]["hot_load"], mean=d2["by"][(128, 1)]["mean"])
                for key, r in d2["by"].items()}
@@ -693,11 +693,59 @@ def test_observations_2_degenerate(d2):
     lines, _ = m.observations_2(_tweak(d2, by=burst, burst=True))
     assert len(lines) == 2 and "最忙" not in " ".join(lines) and "11,626.7 ms" in lines[1]
     everywhere = {key: dict(r, avg_load=r["hot_load"]) for key, r in d2["by"].items()}
-    assert "挤在" not in _text(m.observations_2, _tweak(d2, by=everywhere))     # 平均也一样忙：不是热点的问题
+    assert "集中在" not in _text(m.observations_2, _tweak(d2, by=everywhere))   # 平均也一样忙：不是热点的问题
     # 负载超过 100% 才说超载；最忙网卡 100% 以下、排队为 0 时不说"队列"
     quiet = {key: dict(r, mean=0.0, max=0.0) for key, r in d2["by"].items()}
     text = _text(m.observations_2, _tweak(d2, by=quiet))
     assert "队列" not in text and "0.0 ms" in text
+
+
+def test_observations_2_names_hot_prefixes_only_when_the_data_shows_them(d2):
+    """第一条的后半句（crowded）：有热点块、复制让最忙的网卡降下来，才说"集中在持有热门前缀的几台上"；
+    平均只说最大的集群，并说出是几台。"""
+    ks = [k for k in d2["replicas"] if k > 1]
+    first = m.observations_2(d2)[0][0]
+    assert flat("128 台时全部网卡平均 3.9%：流量集中在持有热门前缀的几台上（最忙的是平均的 38.7 倍）") in flat(first)
+    assert m.crowded(d2, ks).startswith("：流量集中在")
+    stuck = {key: dict(r, hot_load=d2["by"][(key[0], 1)]["hot_load"]) for key, r in d2["by"].items()}   # 复制也不降
+    text = m.crowded(_tweak(d2, by=stuck), ks)
+    assert text == "：最忙的是平均的 38.7 倍，但复制热点块也没让它降下来，挤的不是热点块"
+    assert m.crowded(d2, []) == "：最忙的是平均的 38.7 倍"                 # 没有 k > 1：比不出是不是热点块
+    assert m.crowded(_tweak(d2, n_hot=0), ks) == "：最忙的是平均的 38.7 倍，但没有热点块"
+    near = {key: dict(r, avg_load=r["hot_load"] / 4) for key, r in d2["by"].items()}    # 不到平均的 5 倍：不说
+    assert m.crowded(_tweak(d2, by=near), ks) == ""
+    assert "集中在" not in _text(m.observations_2, _tweak(d2, n_hot=0))
+
+
+def test_observations_2_ranges_and_counts_use_the_vocabulary(d2):
+    """REPLICAS = (1, 2)：多存 "1 份"，不说 "1–1"；REPLICAS = (1, 4096)、4,096 台：副本数带千分位、多存 "4,095 份"。"""
+    two = _tweak(d2, replicas=[1, 2], by={key: r for key, r in d2["by"].items() if key[1] <= 2})
+    text = _text(m.observations_2, two)
+    assert "每个热点块多存 1 份" in text and "1–1" not in text
+    r1, r2 = d2["by"][(128, 1)], d2["by"][(128, 2)]
+    big = _tweak(d2, nodes=[4096], replicas=[1, 4096], by={(4096, 1): r1, (4096, 4096): r2})
+    text = _text(m.observations_2, big)
+    assert "热点块复制 4,096 份" in text and "多存 4,095 份" in text and "4095" not in text and "4096" not in text
+    assert "151%（4,096 台），全部网卡平均 3.9%" in text                       # 一种集群：不再说"4,096 台时"
+
+
+def test_hot_block_rule_for_tiny_shares():
+    """HOT_SHARE 很小时：门槛是"至少 2 个请求"，设置照原样印（不印 "至少 < 0.1%"）。"""
+    assert m.hot_need(1e-6, 23608) == 2 and m.hot_need(0.04, 23608) == 945 and m.hot_need(0.0001, 23608) == 3
+    tiny = m.hot_rule(1e-6, 23608)
+    assert tiny.startswith("被至少 2 个请求用到：HOT_SHARE = 0.0001% 的请求不到 2 个") and "<" not in tiny
+    assert m.hot_rule(0.0001, 23608) == "被至少 3 个请求用到：HOT_SHARE = 0.01% 的请求"
+    assert m.setting_pct(0.045) == "4.5%" and m.setting_pct(0.07) == "7%"
+
+
+@pytest.mark.real_trace
+def test_mooncake_trace_has_no_hot_blocks_and_says_so(capsys):
+    """Mooncake 的合成 trace：没有块被 4% 的请求用到——第一条不说"热门前缀"，平均负载说明是 128 台的。"""
+    assert m.main(["--trace", REAL_TRACE, "--demo", "2"]) == 0
+    out = flat(capsys.readouterr().out)
+    assert flat("热点块（被至少 160 个请求用到：HOT_SHARE = 4% 的请求）：没有块") in out
+    assert flat("128 台时全部网卡平均 3.6%：最忙的是平均的 5.8 倍，但没有热点块。") in out
+    assert "热门前缀" not in out
 
 
 def test_rate_text_follows_the_scale_actually_used():
@@ -819,3 +867,16 @@ def test_demo4_faster_contrast_nic_does_not_say_still(monkeypatch, capsys):
     assert m.main(["--demo", "4", "--more"]) == 0
     text = flat(capsys.readouterr().out)
     assert "都藏得住" in text and "仍藏得住" not in text
+
+
+def test_sched_nodes_above_the_limit_is_one_line_exit_2(monkeypatch, capsys):
+    """演示 3 的节点数上限 MAX_SCHED_NODES = 256（看缓存的调度每个请求逐台查缓存：512 台要半分钟以上）：
+    257 一行拒绝、说明原因，256 可以。"""
+    assert m.MAX_SCHED_NODES == 256
+    monkeypatch.setattr(m, "SCHED_NODES", 257)
+    with pytest.raises(SystemExit) as e:
+        m.main(["--demo", "1"])
+    err = capsys.readouterr().err.strip()
+    assert e.value.code == 2 and len(err.splitlines()) == 1 and "SCHED_NODES = 257" in err and "逐台查缓存" in err
+    monkeypatch.setattr(m, "SCHED_NODES", 256)
+    m.check_settings()
