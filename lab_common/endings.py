@@ -8,6 +8,8 @@
     import numpy as np
 
 运行器（script_tools.run_lecture）和画图（figures/figlib.py）用 ended_quietly(fn) 跑整个程序。
+学生最常犯的错是用错了 Python（`python3 04_prefix_caching.py`，没进 .venv）：没装 numpy / rich / matplotlib 时
+也只打一行，说缺哪个包、怎样用 .venv 里的 Python 跑（missing_package）。
 """
 import errno
 import os
@@ -15,6 +17,8 @@ import sys
 
 
 INTERRUPTED = 130      # Ctrl-C：和 shell 的约定一样（128 + SIGINT）
+PACKAGES = ("numpy", "rich", "matplotlib")     # requirements.txt 里 make demo 装进 .venv 的包（import 的名字）
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def _script_name(prog=None):
@@ -41,10 +45,45 @@ def _unwritable(err):
     return None
 
 
+def missing_package(err):
+    """import 一个 PACKAGES 里的包、而这个 Python 里没有它（用错了 Python，或还没 make demo）：返回一行怎么办；
+    别的 ModuleNotFoundError（本课自己的模块、包里缺了一个子模块、torch）返回 None，照常报出在哪一行。
+
+    >>> missing_package(ModuleNotFoundError("No module named 'kv_store.foo'", name="kv_store.foo")) is None
+    True
+    """
+    if not isinstance(err, ModuleNotFoundError) or err.name not in PACKAGES:
+        return None
+    venv = os.path.join(ROOT, ".venv")
+    bin_dir = "Scripts" if os.name == "nt" else "bin"
+    here = f"没有装 {err.name}（这个 Python 是 {sys.executable}）"
+    if os.path.realpath(sys.prefix) == os.path.realpath(venv):       # 就在 .venv 里：.venv 坏了
+        return f"{here}：.venv 不完整，删掉 .venv 再 make demo 重建"
+    how = f"用 {_nearby(venv, bin_dir, 'python')} 运行，或先 source {_nearby(venv, bin_dir, 'activate')}"
+    if not os.path.isdir(os.path.join(venv, bin_dir)):
+        where = ""
+        if _nearby(ROOT) != ".":
+            where = f"在 {_nearby(ROOT)} 里"
+        how = f"先{where} make demo（建好 .venv），再" + how
+    return f"{here}：{how}"
+
+
+def _nearby(*parts):
+    """在仓库里跑时从当前目录看过去的路径（在 lecture07/ 里是 ../.venv/bin/python）；在仓库外面时用绝对路径。"""
+    path = os.path.join(*parts)
+    try:
+        if os.path.commonpath([os.path.abspath(os.getcwd()), ROOT]) == ROOT:
+            return os.path.relpath(path)
+    except ValueError:                          # Windows 上不同的盘
+        pass
+    return path
+
+
 def ended_quietly(fn, prog=None):
     """跑 fn()，返回它的退出码；下面几种结束都不打印 traceback：
     Ctrl-C → 130（stderr 一行 "已中断"）；管道被关（`| head`）→ 0，什么都不打；读一个不存在的设置（改了名、删掉了）
-    → 一行说明、2；写文件时目录只读 / 没有权限 → 一行说明、1。
+    → 一行说明、2；没装 numpy / rich / matplotlib（用错了 Python）→ 一行说明、2；写文件时目录只读 / 没有权限
+    → 一行说明、1。
     还在算的进程池由它自己收拾（lab_common.workers.run_jobs 的 finally）。"""
     name = _script_name(prog)
     try:
@@ -62,6 +101,12 @@ def ended_quietly(fn, prog=None):
         if line is None:
             raise
         print(line, file=sys.stderr)
+        return 2
+    except ModuleNotFoundError as err:
+        line = missing_package(err)
+        if line is None:
+            raise
+        print(f"{name}: {line}", file=sys.stderr)
         return 2
     except OSError as err:
         if err.errno == errno.EPIPE:
@@ -97,6 +142,6 @@ def _reraise(err):
 
 
 def quiet_endings():
-    """从现在起，没被接住的 Ctrl-C、管道被关、设置不见了、目录只读也只打一行（换掉 sys.excepthook）：
+    """从现在起，没被接住的 Ctrl-C、管道被关、设置不见了、没装的包、目录只读也只打一行（换掉 sys.excepthook）：
     脚本还在 import numpy、还没进 run_lecture 时也一样。"""
     sys.excepthook = _excepthook

@@ -52,6 +52,45 @@ def test_closed_pipe_ends_quietly():
     assert p.stderr == "" and p.stdout.strip().endswith("rc=0")
 
 
+def test_missing_package_is_one_line_exit_2(capsys, monkeypatch, tmp_path):
+    """用错了 Python（没装 rich）：一行，说缺哪个包、用 .venv 里的 Python；本课自己的模块、包里缺的子模块照常报。"""
+    assert endings.ended_quietly(_raise(ModuleNotFoundError("No module named 'rich'", name="rich")), "x.py") == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("x.py: 没有装 rich（这个 Python 是 ") and "python" in err
+    for name in ("kv_store.eviction", "numpyy", "numpy.linalg._umath_linalg", "torch"):
+        with pytest.raises(ModuleNotFoundError):
+            endings.ended_quietly(_raise(ModuleNotFoundError(f"No module named {name!r}", name=name)), "x.py")
+    monkeypatch.setattr(endings, "ROOT", str(tmp_path))          # 还没有 .venv：先 make demo
+    line = endings.missing_package(ModuleNotFoundError("No module named 'numpy'", name="numpy"))
+    assert "make demo（建好 .venv），再用 " in line and os.path.join(".venv", "bin", "python") in line
+
+
+def _site_packages_with_only(tmp_path, names):
+    """一个目录，里面只链接着 site-packages 里的这几个包（numpy 连同它的 numpy.libs 等）：配上 python -S，
+    新的解释器就只看得见它们。"""
+    import importlib.util
+    for name in names:
+        site = os.path.dirname(os.path.dirname(importlib.util.find_spec(name).origin))
+        for entry in os.listdir(site):
+            if entry == name or entry.startswith(name + ".") or entry.startswith(name + "-"):
+                (tmp_path / entry).symlink_to(os.path.join(site, entry))
+    return str(tmp_path)
+
+
+@pytest.mark.parametrize("script", ["04_prefix_caching", "05_kv_store", "06_triton_cow_clone"])
+@pytest.mark.parametrize("visible, missing", [((), "numpy"), (("numpy",), "rich")])
+def test_wrong_python_is_one_line_exit_2(script, visible, missing, tmp_path):
+    """真的新解释器：python -S（不加载 site-packages），PYTHONPATH 上只有 visible 里的包。"""
+    env = dict(os.environ, PYTHONPATH=_site_packages_with_only(tmp_path, visible))
+    p = subprocess.run([sys.executable, "-S", f"{script}.py", "--demo", "1"], cwd=LECTURE, env=env,
+                       capture_output=True, text=True, timeout=120)
+    if script == "06_triton_cow_clone" and missing == "numpy":
+        missing = "rich"                       # 06 先 import rich（经 lab_common.console），不碰 numpy
+    assert p.returncode == 2 and p.stdout == "" and p.stderr.count("\n") == 1, p.stderr
+    assert p.stderr.startswith(f"{script}.py: 没有装 {missing}（") and "Traceback" not in p.stderr
+    assert os.path.join(".venv", "bin", "python") in p.stderr
+
+
 SCRIPTS = ("01_kv_cache_memory", "02_paged_attention", "03_sharing_and_cow", "04_prefix_caching", "04b_radix_cache",
            "05_kv_store", "06_triton_cow_clone")
 
