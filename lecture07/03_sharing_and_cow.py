@@ -59,7 +59,7 @@ VLLM_63_WIDTHS = (2, 4, 6)         # vLLM 论文图 14、15：n = 2、4、6（�
 VLLM_63_SHAREGPT_PARALLEL = (16.2, 30.5)   # vLLM 论文 §6.3：同样的实验换成 ShareGPT，并行采样省 16.2–30.5%
 SHAREGPT_MEAN = (161.31, 337.99)   # vLLM 论文图 11(a)：ShareGPT 平均输入 / 输出长度（演示 1 只在块池里重放）
 SHAREGPT_MAX_SEQ = 2048            # OPT 的最大序列长度：ShareGPT 式长度的上限
-MAX_WIDTH = 8                      # WIDTHS 允许的最大 n / 宽度；每个请求总抽这么多个输出长度（改 WIDTHS 不改负载）
+MAX_WIDTH = 6                      # WIDTHS 允许的最大 n / 宽度（论文图 14、15 最宽 6）；每个请求总抽这么多个输出长度（改 WIDTHS 不改负载）
 # 设置里出自论文的值：设置还是这个值时才印论文的名字（lab_common.settings.Source）
 ALPACA_SOURCE = Source((19.31, 58.45), "vLLM 论文图 11(b)", "Alpaca 的均值")
 BLOCK_SOURCE = Source(16, "vLLM 论文 §7.2", "的默认块大小")
