@@ -8,9 +8,8 @@ demo4_preemption() 返回的 dict（论文数字在它们的 "paper" 里）；�
 import os
 import sys
 
+import figlib  # 最先：它装好 quiet_endings（用错了 Python、Ctrl-C 只打一行），再 import 别的
 from matplotlib.ticker import FuncFormatter
-
-import figlib
 from figlib import SLIDE, finish, plt, save_png
 from lab_common.say import fixed, integer, order, pct1, ratio, size
 

@@ -10,9 +10,8 @@ GIF 的每一帧是演示 1 每走一步给块池拍的快照（d["frames"]，le
 import os
 import sys
 
+import figlib  # 最先：它装好 quiet_endings（用错了 Python、Ctrl-C 只打一行），再 import 别的
 from matplotlib.patches import FancyArrowPatch, Rectangle
-
-import figlib
 from figlib import SLIDE, plt, save_png
 from lab_common.frames import save_gif
 

@@ -10,9 +10,8 @@ ref_count 1；它返回的 d["frames"]，lecture07/pool_pictures.py），--step 
 import os
 import sys
 
+import figlib  # 最先：它装好 quiet_endings（用错了 Python、Ctrl-C 只打一行），再 import 别的
 import numpy as np
-
-import figlib
 from figlib import SLIDE, finish, plt, save_png
 from lab_common.frames import save_gif
 

@@ -8,9 +8,8 @@
 import os
 import sys
 
+import figlib  # 最先：它装好 quiet_endings（用错了 Python、Ctrl-C 只打一行），再 import 别的
 import numpy as np
-
-import figlib
 from figlib import SLIDE, finish, plt, save_png
 
 FIGURES = ("04_block_popularity.png", "04_hit_ratio.png", "04_prefill_time.png")

@@ -7,9 +7,8 @@
 import os
 import sys
 
+import figlib  # 最先：它装好 quiet_endings（用错了 Python、Ctrl-C 只打一行），再 import 别的
 import numpy as np
-
-import figlib
 from figlib import SLIDE, finish, plt, save_png
 from lab_common.say import change, fixed, integer, pct, pct1, times
 

@@ -70,7 +70,10 @@ def _site_packages_with_only(tmp_path, names):
     新的解释器就只看得见它们。"""
     import importlib.util
     for name in names:
-        site = os.path.dirname(os.path.dirname(importlib.util.find_spec(name).origin))
+        spec = importlib.util.find_spec(name)
+        if spec is None or spec.origin is None:
+            continue
+        site = os.path.dirname(os.path.dirname(spec.origin))
         for entry in os.listdir(site):
             if entry == name or entry.startswith(name + ".") or entry.startswith(name + "-"):
                 (tmp_path / entry).symlink_to(os.path.join(site, entry))
@@ -89,6 +92,16 @@ def test_wrong_python_is_one_line_exit_2(script, visible, missing, tmp_path):
     assert p.returncode == 2 and p.stdout == "" and p.stderr.count("\n") == 1, p.stderr
     assert p.stderr.startswith(f"{script}.py: 没有装 {missing}（") and "Traceback" not in p.stderr
     assert os.path.join(".venv", "bin", "python") in p.stderr
+
+
+def test_a_figure_without_matplotlib_is_one_line(tmp_path):
+    """画图脚本也一样（它们第一个 import figlib）：看得见 numpy、rich（和它要的包），看不见 matplotlib。"""
+    env = dict(os.environ, PYTHONPATH=_site_packages_with_only(tmp_path, ("numpy", "rich", "pygments", "markdown_it",
+                                                                          "mdurl")))
+    p = subprocess.run([sys.executable, "-S", os.path.join(ROOT, "figures", "plot_02.py"), "--out", str(tmp_path)],
+                       env=env, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 2 and p.stderr.startswith("plot_02.py: 没有装 matplotlib（") and p.stderr.count("\n") == 1, \
+        p.stderr
 
 
 SCRIPTS = ("01_kv_cache_memory", "02_paged_attention", "03_sharing_and_cow", "04_prefix_caching", "04b_radix_cache",
