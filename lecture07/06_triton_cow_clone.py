@@ -1,17 +1,21 @@
-"""（GPU 加餐）写时复制要把共享的、没写满的最后一块整块克隆：这一步要多久、受什么限制？一次 launch 搬完所有层
-的 Triton kernel 离连续拷贝（上限）多远，和 vLLM 的 copy_blocks 设计比如何？放回一整步 decode 里它占多少？
+"""CS349E · 第 7 讲 · 06_triton_cow_clone.py —— （GPU 加餐）写时复制的整块克隆：一次 launch 能多快。
 
-    python lecture07/06_triton_cow_clone.py               # GPU：校验 + 计时，写 JSON（H200 上约 2 分钟）；CPU：解释器里
-                                                          # 校验，再打印保存的结果（约 10 秒）
-    python lecture07/06_triton_cow_clone.py --plot-only   # 用保存的 JSON 重画图；另有 --json、--figures、--demo、--more
+【问题】写时复制要把共享的、没写满的最后一块整块克隆：这一步要多久、受什么限制？一次 launch 搬完所有层的
+Triton kernel 离连续拷贝（上限）多远，和 vLLM 的 copy_blocks 设计比如何？放回一整步 decode 里它占多少？
+
+【运行】python lecture07/06_triton_cow_clone.py              （没有 GPU：在 Triton 解释器里校验，再打印保存的 H200
+              结果，约 10 秒，2 核笔记本；有 GPU：校验 + 计时，写 JSON，H200 上约 2 分钟）
+        python lecture07/06_triton_cow_clone.py --plot-only  （用保存的 JSON 重画图；另有 --json、--figures、--demo、--more）
 
 一步 COW 要克隆 N 个块对（所有层、K 和 V）。A、B 是博客《从零实现 LLM Inference：063. Triton batched KV COW clone
 （替换 index_select/index_copy）》（rosellm 项目的 roseinfer 引擎）的"之前"和"之后"：A 每层 index_select +
 index_copy_，B 每层一次 Triton launch；C 所有层一次 launch（本讲）；D 同样字节的一次连续拷贝（上限）；E vLLM
 csrc/cache_kernels.cu 的 copy_blocks 设计（grid = (层, 块对)）。安装、测量方法、结果见 lecture07/gpu/GPU.md 和 NOTES.md。
 
-试一试：把 NS 改成 (1, 8, 9, 64, 65)，看下标从 kernel 参数（N ≤ 8）换成上传（N = 9）、再换成零拷贝（N = 65）时
-C 多了多少 µs；在 GPU 上把 gpu/clone_kernel.py 的 E_BLOCK 改成 1024、E_WARPS 改成 32（vLLM 的线程形状），看 E 慢多少。
+【试一试】（要 GPU：没有 GPU 时演示 2–4 是保存的结果，改了设置会注明和保存的那次不同）
+  1. 把 NS 改成 (1, 8, 9, 64, 65)：下标从 kernel 参数（N ≤ 8）换成上传（N = 9）、再换成零拷贝（N = 65）时，
+     C 多了多少 µs？
+  2. 把 gpu/clone_kernel.py 的 E_BLOCK 改成 1024、E_WARPS 改成 32（vLLM 的线程形状）：E 慢多少？
 """
 import os
 import sys
@@ -23,11 +27,12 @@ import json  # noqa: E402
 import statistics  # noqa: E402
 import subprocess  # noqa: E402
 from lab_common import console  # noqa: E402
-from lab_common.console import fail, print_header, print_observations, print_table, print_text, status  # noqa: E402
+from lab_common.console import ArgParser, fail, print_header, print_observations, print_table, print_text, status  # noqa: E402
 from lab_common.say import count, fixed, integer, pct1, span, value  # noqa: E402
 from lab_common.script_tools import run_lecture  # noqa: E402
 from lab_common.settings import check_setting, is_int, is_sorted_ints  # noqa: E402
 from gpu.saved_results import decode_rows, differing_settings, ladder_cells, read_results, row, steady  # noqa: E402
+from gpu.stack import ctrl_c_after, import_torch_triton  # noqa: E402  （import 它不碰 torch）
 
 # ───────────────────────────── 学生可以改的设置 ─────────────────────────────
 SHAPES = {   # 每层的 KV 形状：KV 头数 H、头维度 D、块大小 BS（token）
@@ -43,10 +48,10 @@ DECODE_ROUNDS = 3               # 演示 4：三个 graph 轮流计时几轮（�
 SEED = 0                        # 随机数种子（校验的数据、块号、权重）
 
 STEADY = 0.10                   # 各轮相差超过它的中位数在表里标 ≈（主机忽快忽慢），不进观察
-MIN_VERSIONS = {"torch": (2, 4), "triton": (3, 0)}
 SCRIPT = "06_triton_cow_clone.py"
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEFAULT_JSON = os.path.join(ROOT, "figures", "data", "triton_cow_clone_h200.json")
+DEFAULT_FIGURES = os.path.join(ROOT, "figures")
 BLOG = dict(name="博客《从零实现 LLM Inference：063. Triton batched KV COW clone》",
             first_token_p99_ms={"之前": (0.59, 0.55, 0.51), "之后": (0.52, 0.49, 0.47)})   # 三次运行
 METHODS = ("A", "B", "C", "D", "E", "A图", "C图", "D图")
@@ -76,21 +81,11 @@ def check_settings(todo):
 
 
 def import_gpu_stack():
-    """torch 与 triton：缺了或版本太旧 → stderr 一行、退出码 2。没有 CUDA 时先开 Triton 解释器。"""
-    mods = {}
-    for name in ("torch", "triton"):
-        need = ".".join(map(str, MIN_VERSIONS[name]))
-        if name == "triton" and not mods["torch"].cuda.is_available():
-            os.environ.setdefault("TRITON_INTERPRET", "1")      # 必须在 import triton 之前
-        try:
-            mods[name] = __import__(name)
-        except ImportError:
-            fail(SCRIPT, f"需要 {name} ≥ {need}，没有装：有 NVIDIA GPU 时装 CUDA 版 torch（自带 triton），只有 CPU 时 "
-                         "pip install -r requirements-triton.txt")
-        if tuple(int(x) for x in mods[name].__version__.split("+")[0].split(".")[:2]) < MIN_VERSIONS[name]:
-            fail(SCRIPT, f"{name} {mods[name].__version__} 太旧：需要 ≥ {need}")
-    from gpu import clone_bench, clone_kernel
-    return mods["torch"], clone_kernel, clone_bench
+    """(torch, clone_kernel, clone_bench)；缺了、太旧 → 一行、退出码 2；import 时按的 Ctrl-C 等 import 完才中断。"""
+    with ctrl_c_after():
+        torch = import_torch_triton(SCRIPT)
+        from gpu import clone_bench, clone_kernel
+    return torch, clone_kernel, clone_bench
 
 
 # ───────────────────────────── 演示 1：校验 ─────────────────────────────
@@ -101,7 +96,7 @@ def validation_observations(v):
         return [f"{count(v['cases'] - v['passed'], '个用例')}写错了（共 {v['cases']} 个）：后面的计时没有意义。"], []
     lines = [f"{count(v['cases'], '个用例')}、{count(v['checks'], '项检查')}都逐位正确：目的块先写成 0xFF，没有漏写、多写、错位。"]
     if k in v["ns"] and k + 1 in v["ns"]:
-        lines.append(f"N = {k} 块号当 kernel 参数传，N = {k + 1} 起先上传下标：分界两侧都逐位正确。")
+        lines.append(f"N = {k:,} 块号当 kernel 参数传，N = {k + 1:,} 起先上传下标：分界两侧都逐位正确。")
     return lines, ["C 的用例是一步真实的 COW 写入：整个缓存与按预期重放的结果逐位相同，共享块没被改动，ref_count 回到 1。"]
 
 
@@ -117,7 +112,7 @@ def demo_1(torch, kvc, bench, on_gpu):
     for (design, dt, L, H, D, BS, n, _), (ok, _) in zip(cases, results):
         groups.setdefault((design, dt, f"L{L} H{H} D{D} BS{BS}"), []).append((n, ok))
     print_table(["做法", "dtype", "形状", "N", "逐位正确"],
-                [[*key, ",".join(str(n) for n, _ in g), f"{sum(ok for _, ok in g)}/{len(g)}"] for key, g in groups.items()])
+                [[*key, " ".join(f"{n:,}" for n, _ in g), f"{sum(ok for _, ok in g)}/{len(g)}"] for key, g in groups.items()])
     out = {"cases": len(cases), "passed": sum(ok for ok, _ in results), "checks": sum(k for _, k in results),
            "arg_pairs": kvc.ARG_PAIRS, "ns": sorted({c[6] for c in cases})}
     out["all_ok"] = out["passed"] == out["cases"]
@@ -159,7 +154,7 @@ def timing_observations(data):
     lo = next((n for n in data["Ns"] if all(steady(STEADY, row(data, first, n, m)) for m in "ABCD")), None)
     if lo is not None:
         a, b, c, d = (fmt_us(row(data, first, lo, m)["us"]) for m in "ABCD")
-        lines.append(f"N={lo}（{first}，µs）：A {a}、B {b} 受主机开销限制（每步 {6 * L}、{3 * L} 次驱动调用）；"
+        lines.append(f"N={lo:,}（{first}，µs）：A {a}、B {b} 受主机开销限制（每步 {6 * L}、{3 * L} 次驱动调用）；"
                      f"C {c}、D {d}。")
     hi = data["Ns"][-1]
     ok = [n for n in names if all(steady(STEADY, row(data, n, hi, m)) for m in "CDE")]
@@ -174,6 +169,10 @@ def timing_observations(data):
 def demo_2(data):
     """一步克隆 N 个块对（所有层、K 和 V）要多少 µs？A/B/C/D/E，C/D、E/D 是带宽之比。"""
     print_header("演示 2：计时 A / B / C / D / E（每步 µs）")
+    for line in ("A 每层 index_select + index_copy_，B 每层一次 Triton launch（博客之前、之后）；",  # 图例：每行
+                 "C 所有层一次 launch（本讲）；D 同样字节的一次连续拷贝（上限）；",                  # 在 80 列里
+                 "E vLLM copy_blocks 的设计，grid = (层, 块对)。C/D、E/D：带宽之比。"):             # 不折行
+        print_text(line)
     out = {}
     for name, s in data["shapes"].items():
         cells = {n: {m: row(data, name, n, m) for m in METHODS} for n in data["Ns"]}
@@ -184,12 +183,12 @@ def demo_2(data):
                           f"{s['dtype']}")
         if console.SHOW_MORE:
             print_table(["N", "A图", "C图", "D图", "C 各轮", "D 各轮"],
-                        [[n] + [mark(c[m], fmt_us(c[m]["us"])) for m in ("A图", "C图", "D图")]
+                        [[f"{n:,}"] + [mark(c[m], fmt_us(c[m]["us"])) for m in ("A图", "C图", "D图")]
                          + [span(c[m]["rounds_us"], fixed(1)) for m in "CD"] for n, c in cells.items()],
                         title=f"{name}：捕获进 CUDA graph、各轮的范围（µs）")
         out[name] = {n: {m: c[m]["us"] for m in METHODS} for n, c in cells.items()}
-    print_text(f"{data['rounds']} 轮 × {data['reps']} 个样本（CUDA event 计时）的中位数；≈：各轮相差超过 "
-               f"{pct1(STEADY)}（主机忽快忽慢），不进观察。")
+    print_text(f"{data['rounds']} 轮 × {data['reps']} 个样本的中位数（CUDA event 计时）；≈：各轮相差超过 "
+               f"{pct1(STEADY)}，不进观察。")
     print_observations(*timing_observations(data))
     return out
 
@@ -203,7 +202,7 @@ def bound_observations(data):
         (s, n), w = min(cells.items(), key=lambda kv: kv[1]["zero_copy"]["c_over_d"])
         kern = span([v["kernel"]["c_over_d"] for v in cells.values()], pct1)
         lines.append(f"只量 kernel（下标已在显存）时 C 是 D 的 {kern}；整步的 C 最低是 {pct1(w['zero_copy']['c_over_d'])}"
-                     f"（{s}，N={n}），比只量 kernel 每步多 {fmt_us(w['zero_copy']['us'] - w['kernel']['us'])} µs："
+                     f"（{s}，N={n:,}），比只量 kernel 每步多 {fmt_us(w['zero_copy']['us'] - w['kernel']['us'])} µs："
                      "这是主机上把下标交给 kernel 的开销（检查、写锁页内存、上传）。")
     e = [(v["E"]["c_over_d"], v["E_vllm"]["c_over_d"]) for v in ladder_cells(data).values()]
     sizes = sorted({2 * sh["n_heads"] * sh["block_size"] * sh["head_dim"] * (2, 4)[sh["dtype"] == "float32"]
@@ -222,7 +221,7 @@ def demo_3(data):
     print_header("演示 3：C 受什么限制——逐步改 C（每步只改一处）的 C/D，对照只量 kernel")
     cells = ladder_cells(data)
     cols = list(cells)
-    print_table(["改动"] + [f"{s[0]} {n}" for s, n in cols],
+    print_table(["改动"] + [f"{s[0]}\n{n:,}" for s, n in cols],       # 两行的表头：80 列放得下
                 [[st["label"]] + [mark(cells[c][st["key"]], pct1(cells[c][st["key"]]["c_over_d"])) for c in cols]
                  for st in data["ladder"]],
                 caption=f"列：{'、'.join(f'{s[0]} = {s}' for s in data['shapes'])} 的 N；C/D = D 的耗时 / 这一行的耗时；"
@@ -256,7 +255,7 @@ def blog_sentence(data):
     ft, n1 = BLOG["first_token_p99_ms"], min(data["Ns"])
     runs = "；".join(f"{k} {'、'.join(f'{x:.2f}' for x in v)} ms（平均 {1e3 * statistics.mean(v):.0f} µs）"
                      for k, v in ft.items())
-    return (f"{BLOG['name']}的“prefill→首 token p99”三次：{runs}，之前、之后的区间重叠；本实验单独一次 A 克隆（N={n1}）"
+    return (f"{BLOG['name']}的“prefill→首 token p99”三次：{runs}，之前、之后的区间重叠；本实验单独一次 A 克隆（N={n1:,}）"
             f"{fmt_us(row(data, 'gpt2-small', n1, 'A')['us'])} µs：引擎和计时都与这里不同，只比方向。")
 
 
@@ -292,6 +291,8 @@ def measure(bench, args, val):
 
 def run(todo, args, step):
     """校验（演示 1，本机跑），再测量（有 CUDA）或读保存的结果（没有 CUDA），打印演示 2–4。"""
+    if args.figures != DEFAULT_FIGURES and not args.plot_only:     # 不画图时 --figures 没有用处：说出来，不悄悄忽略
+        ArgParser(prog=SCRIPT).error("--figures 只和 --plot-only 一起用（图由保存的 JSON 画）")
     if os.path.exists(args.figures) and not os.path.isdir(args.figures):
         fail(SCRIPT, f"--figures {args.figures}：是一个文件，不是目录")
     if os.path.isdir(args.json):
@@ -336,7 +337,7 @@ DEMOS = {1: demo_1, 2: demo_2, 3: demo_3, 4: demo_4}
 
 def add_args(ap):
     ap.add_argument("--json", default=DEFAULT_JSON, help="结果 JSON（GPU 上写，CPU 上读）")
-    ap.add_argument("--figures", default=os.path.join(ROOT, "figures"), help="--plot-only 时图的目录")
+    ap.add_argument("--figures", metavar="DIR", default=DEFAULT_FIGURES, help="--plot-only 时图的目录（默认 figures/）")
     ap.add_argument("--plot-only", action="store_true", help="只用保存的 JSON 重画图")
 
 

@@ -170,6 +170,17 @@ def test_timing_observations_use_only_steady_numbers():
     assert len(lines) == 1 and lines[0].startswith("N=2,048 时 C 的带宽是 D 的 llama3-8b")
 
 
+def test_demo_2_says_what_a_to_e_are_above_the_table(capsys):
+    """表头只有 A–E：表上方每种做法一句（投影仪上看得到），都在 80 列里。"""
+    s06.demo_2(SAVED)
+    out = capsys.readouterr().out
+    legend = out[:out.index("gpt2-small：")]
+    for m, words in zip("ABCDE", ("每层 index_select", "每层一次 Triton launch", "所有层一次 launch", "同样字节的一次连续拷贝",
+                                  "vLLM copy_blocks")):
+        assert f"{m} {words}" in legend, m
+    assert max(console.cell_len(x) for x in legend.splitlines()) <= 80
+
+
 def test_unsteady_cells_are_marked_in_the_table(capsys):
     d = _steady_copy()
     s06.row(d, "gpt2-small", 64, "C")["rounds_us"] = [50.0, 60.0, 55.0]
@@ -207,6 +218,7 @@ def test_main_on_cpu_validates_then_prints_every_saved_table(monkeypatch, capsys
     assert "设置和这里不同" not in out
     for head in ("演示 2", "演示 3", "演示 4"):
         assert head in out
+    assert "2,048" in out and "2048" not in out.replace("2048 元素", "")                 # N 处处带千分位
     assert s06.fmt_us(s06.row(SAVED, "gpt2-small", 2048, "E")["us"]) in out             # 演示 2 的 E
     row = s06.decode_rows(SAVED)[0]
     assert s06.fmt_us(row["us"]["none"]) in out and s06.pct1(row["share_C"]) in out   # 演示 4

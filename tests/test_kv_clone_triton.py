@@ -3,9 +3,12 @@
 没有 GPU 时 kernel 在 Triton 解释器（TRITON_INTERPRET=1）里跑；在 GPU 机器上同一批测试跑真实 kernel，
 另外几项（锁页内存轮换、CUDA graph）只在 CUDA 上有意义。没装 torch / triton 时整文件跳过并说明原因。
 """
+import builtins
 import json
 import os
+import signal
 import sys
+import threading
 
 import pytest
 from conftest import ROOT, KERNEL_MARKS, LazyModule, kernel_module, load_script, on_cuda, skip_without_kernel
@@ -287,6 +290,48 @@ def test_missing_or_old_torch_triton_is_one_line_exit_2(missing, words, monkeypa
     assert e.value.code == 2 and len(err) == 1 and all(w in err[0] for w in words), err
 
 
+@pytest.fixture
+def ctrl_c_raises():
+    """SIGINT 的处理函数换回 Python 默认的（抛 KeyboardInterrupt），测完复原；只在主线程上能换。"""
+    if threading.current_thread() is not threading.main_thread():
+        pytest.skip("Python 只在主线程上处理信号")
+    old = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler      # 块后换回了原来的处理函数
+    signal.signal(signal.SIGINT, old)
+
+
+def test_ctrl_c_during_the_gpu_import_lands_after_it(ctrl_c_raises, monkeypatch):
+    """import torch 的那一刻按 Ctrl-C（这里给自己发 SIGINT）：不管的话 KeyboardInterrupt 落在 torch 的 import 里
+    （torch 会接住它，变成别的错或被忽略）；06 里 torch、triton、gpu/ 的模块都 import 完，之后才抛 KeyboardInterrupt
+    （运行器把它变成一行、退出码 130）。"""
+    stack = kernel_module("gpu.stack")
+    done = []
+
+    def import_then_ctrl_c(name, *args):
+        if name == "torch":
+            os.kill(os.getpid(), signal.SIGINT)       # 没有 ctrl_c_after 时 KeyboardInterrupt 就从这里抛出
+        mod = builtins.__import__(name, *args)
+        done.append(name)                             # import 完了
+        return mod
+    monkeypatch.setattr(stack, "__import__", import_then_ctrl_c, raising=False)   # 它的 __import__(name) 先找到这个
+    with pytest.raises(KeyboardInterrupt):
+        s06.import_gpu_stack()
+    assert done == ["torch", "triton"]
+
+
+def test_ctrl_c_during_a_failed_import_leaves_only_the_failure(ctrl_c_raises):
+    """import 时按了 Ctrl-C、import 又一行报错退出（没装 torch）：只有那个 SystemExit(2)，Ctrl-C 被取走，不再叠一行。"""
+    stack = kernel_module("gpu.stack")
+    reached = []
+    with pytest.raises(SystemExit):
+        with stack.ctrl_c_after():
+            os.kill(os.getpid(), signal.SIGINT)
+            reached.append(1)
+            raise SystemExit(2)
+    assert reached == [1]
+
+
 def test_module_without_triton_falls_back_to_index_copy(monkeypatch):
     """没装 triton：模块照样能导入（这里按文件重新执行一份），克隆走 index_copy_，kernel 路径给出清楚的错误。"""
     import importlib.util
@@ -309,14 +354,15 @@ def test_module_without_triton_falls_back_to_index_copy(monkeypatch):
     (["--plot-only", "--json", "{empty}"], "不是本脚本保存的完整结果"),
     (["--plot-only", "--json", "{notjson}"], "不是本脚本保存的完整结果"),
     (["--plot-only", "--json", "{dir}"], "是一个目录"),
-    (["--figures", "{empty}"], "是一个文件，不是目录"),
+    (["--plot-only", "--figures", "{empty}"], "是一个文件，不是目录"),
+    (["--figures", "{dir}"], "--figures 只和 --plot-only 一起用"),
     (["--json", "{empty}"], "不是本脚本保存的完整结果"),
     (["--json", "{holey}"], "缺少 ('gpt2-small', 8, 'C图')"),
     (["--json", "{one_n}"], "Ns 至少要两个 N"),
     (["--json", "{no_decode}"], "decode 没有行"),
     (["--json", "{no_shapes}"], "shapes 是空的"),
     (["--json", "{missing}"], "不是一个存在的文件"),
-], ids=["flag", "demo", "missing", "empty-json", "not-json", "json-dir", "figures-file", "cpu-bad-json", "missing-row",
+], ids=["flag", "demo", "missing", "empty-json", "not-json", "json-dir", "figures-file", "figures-alone", "cpu-bad-json", "missing-row",
         "one-N", "no-decode-rows", "no-shapes", "cpu-missing-json"])
 def test_bad_command_line_is_one_line_exit_2(argv, word, tmp_path, capsys):
     (tmp_path / "empty.json").write_text("{}")
