@@ -96,10 +96,10 @@ def _console():
 def _is_number(s):
     """'1,234' '0.51' '-3.2×' '12%' '1.0e-12' 这类单元格右对齐。
 
-    >>> _is_number("1,234"), _is_number("0.51×"), _is_number("LRU"), _is_number("> 99%")
-    (True, True, False, True)
+    >>> _is_number("1,234"), _is_number("0.51×"), _is_number("LRU"), _is_number("> 99%"), _is_number("≈20.6")
+    (True, True, False, True, True)
     """
-    t = str(s).replace(",", "").lstrip("<> ").rstrip("×%xs ").strip()      # '> 99%'（say.share）也是数
+    t = str(s).replace(",", "").lstrip("<>≈~ ").rstrip("×%xs ").strip()   # '> 99%'（say.share）、'≈20.6'（不稳的计时；纯文本里 ≈ 印成 ~）也是数
     try:
         float(t)
         return True
