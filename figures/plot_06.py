@@ -169,7 +169,7 @@ def main(argv=None):
         paths = build(args.out, args.json)
     except OSError as exc:                      # 只读的目录、磁盘满：一行说清，不是 traceback
         print(f"plot_06.py: 图写不进 {args.out}（{exc.strerror}）", file=sys.stderr)
-        return 2
+        return 1                                # 和 lab_common.endings 一样：写不进是 1，给错的输入才是 2
     print(f"{', '.join(os.path.relpath(p) for p in paths)}（{time.perf_counter() - t0:.1f} s；"
           f"{figlib.font_description(with_path=False)}）")
     return 0

@@ -432,7 +432,7 @@ def test_missing_or_renamed_setting_is_refused_in_one_line(monkeypatch, capsys):
 
 
 def test_plot_06_in_a_read_only_directory_is_one_line(tmp_path):
-    """图写不进去（只读的 checkout）：plot_06 一行说清、退出码 2；06 --plot-only 把这个退出码交回去。"""
+    """图写不进去（只读的 checkout）：plot_06 一行说清、退出码 1（和 endings 一样）；06 --plot-only 把这个退出码交回去。"""
     import subprocess
     ro = tmp_path / "ro"
     ro.mkdir()
@@ -445,4 +445,18 @@ def test_plot_06_in_a_read_only_directory_is_one_line(tmp_path):
     finally:
         ro.chmod(0o755)
     err = p.stderr.strip().splitlines()
-    assert p.returncode == 2 and len(err) == 1 and "图写不进" in err[0], p.stderr
+    assert p.returncode == 1 and len(err) == 1 and "图写不进" in err[0], p.stderr
+
+
+def test_plot_06_unwritable_is_one_line_even_as_root(monkeypatch, capsys, tmp_path):
+    """以 root 运行时 chmod 拦不住写：直接让 build 抛 PermissionError，一样是一行、退出码 1。"""
+    import errno
+    from conftest import load_plot
+    p06 = load_plot("plot_06")
+
+    def refuse(*a, **k):
+        raise PermissionError(errno.EACCES, "Permission denied")
+    monkeypatch.setattr(p06, "build", refuse)
+    assert p06.main(["--out", str(tmp_path)]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "图写不进" in err[0] and "Permission denied" in err[0]
