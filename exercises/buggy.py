@@ -21,6 +21,7 @@ class Buggy:
     objs: dict            # {练习里的名字: 错误的写法}
     caught_by: str        # 第一个没过的用例的名字（开头一段即可）
     what: str             # 错在哪里
+    hint: str = ""        # 提示里应当有的一段话（空：不查提示的内容）
 
 
 # ---------------------------------------------------------------- 练习 1
@@ -65,7 +66,22 @@ def kv_float_result(attention, n_layers, n_heads, head_dim, n_kv_heads=None, kv_
     return kv_bytes_per_token(attention, n_layers, n_heads, head_dim, n_kv_heads, kv_lora_rank, rope_dim, dtype_bytes)
 
 
+def kv_gqa_float_ratio(attention, n_layers, n_heads, head_dim, n_kv_heads=None, kv_lora_rank=None, rope_dim=None,
+                       dtype_bytes=2):
+    if attention == "GQA":
+        return n_layers * 2 * (n_heads / n_kv_heads) * head_dim * dtype_bytes     # 乘了每组的查询头数，还是 float
+    return kv_bytes_per_token(attention, n_layers, n_heads, head_dim, n_kv_heads, kv_lora_rank, rope_dim, dtype_bytes)
+
+
 # ---------------------------------------------------------------- 练习 2
+def gather_drops_partial_block(pool, layer, blocks, length):
+    bs, H, hd = pool.block_size, pool.k.shape[2], pool.k.shape[4]
+    k, v = np.zeros((H, length, hd), pool.k.dtype), np.zeros((H, length, hd), pool.v.dtype)
+    for t0 in range(0, length // bs * bs, bs):                          # 只取满块：没写满的最后一块留着 0
+        k[:, t0:t0 + bs], v[:, t0:t0 + bs] = pool.k[layer, blocks[t0 // bs]], pool.v[layer, blocks[t0 // bs]]
+    return k, v
+
+
 def gather_ignores_block_table(pool, layer, blocks, length):
     k, v = pool.k[layer, :len(blocks)], pool.v[layer, :len(blocks)]     # 取了物理块 0、1、……，没按块表
     H, hd = k.shape[1], k.shape[3]
@@ -278,7 +294,13 @@ BUGGY = {
     "kv_fp32_as_fp16": Buggy(1, {"kv_bytes_per_token": kv_fp32_as_fp16}, "fp32", "fp32 也按 2 字节算"),
     "kv_unknown_is_zero": Buggy(1, {"kv_bytes_per_token": kv_unknown_is_zero}, "未知的注意力种类",
                                 "未知的种类返回 0，不 raise ValueError"),
-    "kv_float_result": Buggy(1, {"kv_bytes_per_token": kv_float_result}, "GQA：LLaMA3-8B", "GQA 用 / 除法，返回 float"),
+    "kv_float_result": Buggy(1, {"kv_bytes_per_token": kv_float_result}, "GQA：LLaMA3-8B", "GQA 用 / 除法，返回 float",
+                             "值对了，但要返回整数"),
+    "kv_gqa_float_ratio": Buggy(1, {"kv_bytes_per_token": kv_gqa_float_ratio}, "GQA：LLaMA3-8B",
+                                "GQA 乘了 n_heads / n_kv_heads（每组的查询头数），还得到 float：先说值错在哪",
+                                "要存的是 n_kv_heads 组"),
+    "gather_drops_partial_block": Buggy(2, {"gather_kv": gather_drops_partial_block}, "块表 [2, 0]",
+                                        "只取满块：没写满的最后一块的 token 是 0", "没写满的最后一块也要取"),
     "gather_ignores_block_table": Buggy(2, {"gather_kv": gather_ignores_block_table}, "块表 [2, 0]",
                                         "取物理块 0、1……，没按块表"),
     "gather_reshape_without_transpose": Buggy(2, {"gather_kv": gather_reshape_without_transpose}, "两个 KV 头",

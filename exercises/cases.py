@@ -5,7 +5,7 @@ cases_prefix.py：练习 4–6）。名字以"选做"开头的用例检查选做
 """
 from exercises.cases_paged import CASES_1, CASES_2, CASES_3
 from exercises.cases_prefix import CASES_4, CASES_5, CASES_6
-from exercises.checking import CLOCK, CaseTimeout, Crash, Fail  # noqa: F401  （check.py 从这里拿）
+from exercises.checking import CLOCK, Crash, Fail  # noqa: F401  （check.py 从这里拿）
 
 CASES = {1: CASES_1, 2: CASES_2, 3: CASES_3, 4: CASES_4, 5: CASES_5, 6: CASES_6}
 STRETCH = "选做"        # 选做用例的名字的开头

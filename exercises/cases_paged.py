@@ -22,7 +22,6 @@ def _kv_twins(att, n_layers, n_heads, head_dim, n_kv_heads=None, kv_lora_rank=No
     out = []
     if heads is not None:
         right = 2 * heads * head_dim
-        out.append((n_layers * heads * head_dim * dtype_bytes, "K、V 各一份：每层存 2 × 头数 × head_dim 个数（这里正好少了一半）"))
         if att == "GQA":
             out.append((n_layers * 2 * n_heads * head_dim * dtype_bytes,
                         "GQA 只有 n_kv_heads 组 K、V（查询头共用它们），不是 n_heads 组"))
@@ -34,6 +33,7 @@ def _kv_twins(att, n_layers, n_heads, head_dim, n_kv_heads=None, kv_lora_rank=No
         if att == "MQA":
             out.append((n_layers * 2 * n_heads * head_dim * dtype_bytes, "MQA：所有查询头共用一组 K、V"))
             out.append((n_layers * 2 * kv * head_dim * dtype_bytes, "MQA 只有一组 K、V，不看 n_kv_heads"))
+        out.append((n_layers * heads * head_dim * dtype_bytes, "K、V 各一份：每层存 2 × 头数 × head_dim 个数（这里正好少了一半）"))
     else:
         right = (kv_lora_rank or 0) + (rope_dim or 0)
         out.append((2 * n_layers * right * dtype_bytes, "MLA 不乘 2：K 和 V 都由同一个 c_KV 还原出来，只存一份"))
@@ -49,16 +49,20 @@ def _kv_check(m, args, kw, expected, hint):
     """调用一次学生的 kv_bytes_per_token，和 expected 比；不对时按返回值找提示。"""
     given = call_text("kv_bytes_per_token", args, kw)
     got = student(m["kv_bytes_per_token"], "kv_bytes_per_token", *args, given=given, **kw)
-    if isinstance(got, bool) or not isinstance(got, (int, np.integer)):
-        if isinstance(got, (float, np.floating)) and got == expected:
-            raise Fail(given, f"{expected}（整数）", show(got),
-                       "值对了，但要返回整数（int）：n_heads / n_kv_heads 这样的 / 除法得到 float，用整数相乘或 //")
+    number = isinstance(got, (int, float, np.integer, np.floating)) and not isinstance(got, bool)
+    whole = number and isinstance(got, (int, np.integer))
+    if not number:
         raise Fail(given, f"{expected}（整数）", show(got), "返回一个整数（字节数）")
+    if not whole and got == expected:
+        raise Fail(given, f"{expected}（整数）", show(got),
+                   "值对了，但要返回整数（int）：n_heads / n_kv_heads 这样的 / 除法得到 float，用整数相乘或 //")
     if got != expected:
         whys = [why for value, why in _kv_twins(*args, **kw) if got == value and value != expected]
         if whys:
             hint = "；或者：".join(dict.fromkeys(whys))      # 几种错法算出同一个数时都说出来
-        raise Fail(given, show(expected), show(got), hint)
+        if not whole:                                       # 值不对时先说值；类型是顺带的一句
+            hint += "（另外，要返回整数 int：/ 除法得到的是 float）"
+        raise Fail(given, f"{expected}（整数）" if not whole else show(expected), show(got), hint)
 
 
 def _kv_case(args, kwargs, expected, hint):
@@ -119,9 +123,10 @@ CASES_1 = [
 
 # ============================================================ 练习 2：按块表取回 K/V
 def _toy_pool(n_layers=1, n_blocks=3, heads=1, block_size=2, head_dim=1):
-    """k[层, 块, 头, 位置, 维] = 1000·层 + 100·块 + 10·头 + 位置 + 0.1·维（一眼看出取的是哪儿）；v = -k。"""
+    """k[层, 块, 头, 位置, 维] = 1000·层 + 100·块 + 10·头 + (位置 + 1) + 0.1·维（一眼看出取的是哪儿）；v = -k。
+    位置从 1 数起：没有一个值是 0.0，漏取的 token（输出里留着 np.zeros 的 0）一定显出来。"""
     idx = np.indices((n_layers, n_blocks, heads, block_size, head_dim))
-    k = 1000.0 * idx[0] + 100 * idx[1] + 10 * idx[2] + idx[3] + 0.1 * idx[4]
+    k = 1000.0 * idx[0] + 100 * idx[1] + 10 * idx[2] + (idx[3] + 1) + 0.1 * idx[4]
     return SimpleNamespace(k=k, v=-k, block_size=block_size)
 
 
@@ -150,7 +155,7 @@ def _gather_twins(pool, layer, blocks, length):
 
 def _gather_check(m, pool, layer, blocks, length, hint, given=None):
     given = given or (f"pool.k.shape = {pool.k.shape}（层, 块, KV 头, 块内位置, 头维度），k = 1000·层 + 100·块 + 10·头 "
-                      f"+ 位置 + 0.1·维，v = -k，block_size = {pool.block_size}；"
+                      f"+ (位置 + 1) + 0.1·维，v = -k，block_size = {pool.block_size}；"
                       + call_text("gather_kv", ("pool", layer, blocks, length)).replace("'pool'", "pool"))
     got = student(m["gather_kv"], "gather_kv", pool, layer, blocks, length, given=given,
                   what=("pool（它的 k、v）", "layer", "blocks", "length"))
@@ -165,9 +170,16 @@ def _gather_check(m, pool, layer, blocks, length, hint, given=None):
             why = "形状应当是 (n_kv_heads, length, head_dim)：拼接的是块内位置那一维吗？"
             if len(shape) == 3 and shape[1] == len(blocks) * pool.block_size != length:
                 why = "最后一块没写满：切到前 length 个位置（[:, :length]）"
+            if len(shape) == 3 and shape[1] == length // pool.block_size * pool.block_size < length:
+                why = ("少了没写满的最后一块：块数是 ceil(length / block_size)（range(0, length, block_size)），"
+                       "最后一块只取到 length")
             raise Fail(given, f"{name} 的形状 {want.shape}", f"{shape}", why)
         if not equal(np.asarray(x), want):
             why = hint
+            full = length // pool.block_size * pool.block_size       # 满块里的 token 数；之后是没写满的最后一块
+            if full < length and equal(np.asarray(x)[:, :full], want[:, :full]) and not np.asarray(x)[:, full:].any():
+                why = (f"前 {full} 个 token 对，最后 {length - full} 个是 0（没取到）：没写满的最后一块也要取——"
+                       "块数是 ceil(length / block_size)（range(0, length, block_size)），最后一块只取到 length")
             for twin, twin_why in _gather_twins(pool, layer, blocks, length):
                 if name == "k" and equal(np.asarray(x), twin):
                     why = twin_why

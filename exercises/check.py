@@ -7,25 +7,20 @@
 还没动手的练习只说一行"练习 N 还没写"。全部检查过的练习都通过时退出码 0，否则 1。
 助教用：--reference 用讲义的参考实现跑（应当全过）；--variant 名字 用 exercises/buggy.py 里的一个错误写法。
 """
+import contextlib
 import os
-import signal
 import sys
-import threading
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # 仓库根目录：lab_common、exercises
 from lab_common.console import ArgParser  # noqa: E402
-from exercises.mine import (EXERCISES, Impl, exercises_dir, one_line, reference_impl, setup_path,  # noqa: E402
-                             short_path, student_impl)
+from exercises.mine import (EXERCISES, HARD_SECONDS, CaseTimeout, Impl, Printed, exercises_dir,  # noqa: E402
+                             hang_text, one_line, print_report, reference_impl, setup_path, short_path,
+                             student_impl, time_limit)
 
 setup_path()
-from exercises.cases import CASES, CLOCK, STRETCH, CaseTimeout, Crash, Fail  # noqa: E402
+from exercises.cases import CASES, CLOCK, STRETCH, Crash, Fail  # noqa: E402
 
 BUDGET_FACTOR, BUDGET_FLOOR = 10, 1.0   # 时间预算：每个用例里你的代码最多用参考实现的 10 倍时间，至少给 1 秒
-HARD_SECONDS = 10                       # 一个用例跑了这么久还没完就停下（多半是死循环）；只在有 SIGALRM 的系统上
-
-
-def _on_alarm(signum, frame):
-    raise CaseTimeout()
 
 
 def budget(ref_seconds):
@@ -33,31 +28,26 @@ def budget(ref_seconds):
 
 
 def run_case(fn, objs, path):
-    """跑一个用例：返回 (状态, 细节)。状态：通过 / 没通过 / 还没写 / 出错 / 超时 / 太慢。"""
-    alarm = hasattr(signal, "SIGALRM") and threading.current_thread() is threading.main_thread()
-    if alarm:
-        old = signal.signal(signal.SIGALRM, _on_alarm)
-        signal.setitimer(signal.ITIMER_REAL, HARD_SECONDS)
+    """跑一个用例：返回 (状态, 细节, printed)。状态：通过 / 没通过 / 还没写 / 出错 / 超时 / 太慢。
+    用例在 time_limit 里跑（HARD_SECONDS 秒还没完就停下）；学生代码 print 的东西收进 printed（Printed），不刷屏。"""
     CLOCK["ref"] = CLOCK["mine"] = 0.0
+    printed = Printed()
     try:
-        fn(objs)
+        with time_limit(HARD_SECONDS), contextlib.redirect_stdout(printed):
+            fn(objs)
         if CLOCK["mine"] > budget(CLOCK["ref"]):
-            return "太慢", (CLOCK["mine"], CLOCK["ref"])
-        return "通过", None
+            return "太慢", (CLOCK["mine"], CLOCK["ref"], None), printed
+        return "通过", None, printed
     except Fail as f:
-        return "没通过", f
+        return "没通过", f, printed
     except NotImplementedError as e:
-        return "还没写", e
-    except CaseTimeout:
-        return "超时", (CLOCK["mine"], CLOCK["ref"])
+        return "还没写", e, printed
+    except CaseTimeout as e:
+        return "超时", (CLOCK["mine"], CLOCK["ref"], e), printed
     except Crash as c:
-        return "出错", (c.given, one_line(c.__cause__, path))
+        return "出错", (c.given, one_line(c.__cause__, path)), printed
     except Exception as e:
-        return "出错", (None, one_line(e, path))
-    finally:
-        if alarm:
-            signal.setitimer(signal.ITIMER_REAL, 0)
-            signal.signal(signal.SIGALRM, old)
+        return "出错", (None, one_line(e, path)), printed
 
 
 def _not_written_name(err, impl):
@@ -90,23 +80,35 @@ def check_exercise(number, impl, out=print, fail_fast=False):
         return "没通过"
     results = []
     for name, fn in CASES[number]:
+        if any(r[1] == "超时" for r in results):
+            results.append((name, "没跑", None, Printed()))        # 一个用例停在死循环里：后面的多半也一样，不再各等 10 秒
+            continue
         results.append((name, *run_case(fn, impl.objs, path)))
         if fail_fast and results[-1][1] not in ("通过", "还没写"):
             break
     core = [r for r in results if not r[0].startswith(STRETCH)]
-    if all(state == "还没写" for _, state, _ in core):
-        out(f"练习 {number} 还没写（{label}）")
+    if all(r[1] == "还没写" for r in core):
+        out(f"练习 {number} 还没写（{label}）：打开这个文件，把标着 TODO 的 raise NotImplementedError 换成你的代码，"
+            f"再跑 make check EX={number}")
         return "还没写"
     out(f"练习 {number} · {ex.title}（{label}）")
-    for name, state, _ in results:
-        mark = {"通过": "  通过    ", "还没写": "  还没写  "}.get(state, "  没通过  ")
+    for name, state, _, _ in results:
+        mark = {"通过": "  通过    ", "还没写": "  还没写  ", "没跑": "  没跑    "}.get(state, "  没通过  ")
         if state == "还没写" and name.startswith(STRETCH):
             mark = "  （没写）"
         out(f"{mark}{name}")
-    failed = [r for r in results if r[1] != "通过" and not (r[1] == "还没写" and r[0].startswith(STRETCH))]
+    failed = [r for r in results if r[1] not in ("通过", "没跑")
+              and not (r[1] == "还没写" and r[0].startswith(STRETCH))]
+    printed = Printed()                 # 留下了 print：说所有用例一共几行，给出最先的几行
+    for r in results:
+        printed.absorb(r[3])
     if failed:
         _explain(failed[0], impl, out)
+        for line in print_report(printed, "     "):
+            out(line)
         return "没通过"
+    for line in print_report(printed, "  "):
+        out(line)
     n_core = len(core)
     done = [r for r in results if r[0].startswith(STRETCH) and r[1] == "通过"]
     extra = f"，选做的 {len(done)} 个也通过" if done else ""
@@ -117,7 +119,7 @@ def check_exercise(number, impl, out=print, fail_fast=False):
 
 def _explain(first, impl, out):
     """第一个没过的用例：输入、应当、你的、提示。"""
-    name, state, detail = first
+    name, state, detail, printed = first
     out(f"  ── 第一个没过的用例：{name}")
     if state == "没通过":
         out(f"     输入：{detail.given}")
@@ -126,18 +128,24 @@ def _explain(first, impl, out):
         out(f"     提示：{detail.hint}")
     elif state == "还没写":
         out(f"     用到的 {_not_written_name(detail, impl)} 还没写（还在 raise NotImplementedError）")
-    elif state in ("超时", "太慢"):
-        spent, ref_s = detail
-        if state == "超时":
-            head = f"{HARD_SECONDS} 秒还没跑完（你的代码已经用了 {spent:.1f} 秒）"
+    elif state == "超时":
+        spent, ref_s, exc = detail
+        if exc.given:
+            out(f"     输入：{exc.given}")
+        out(f"     {hang_text(exc, impl.path, '你的代码')}")
+        out(f"     （这个用例里参考实现一共用 {ref_s:.2f} 秒）")
+        if printed.count:
+            out(f"     提示：也可能是 print 太多：这个用例里你的代码 print 了 {printed.count:,} 行，print 本身就慢")
+    elif state == "太慢":
+        spent, ref_s, _ = detail
+        out(f"     结果都对，但你的代码用了 {spent:.2f} 秒；参考实现这个用例用 {ref_s:.2f} 秒，时间预算是它的 "
+            f"{BUDGET_FACTOR} 倍、至少 {BUDGET_FLOOR:g} 秒（{budget(ref_s):.2f} 秒）")
+        if printed.count:
+            out(f"     提示：慢多半是因为 print：这个用例里你的代码 print 了 {printed.count:,} 行（见下面），"
+                "删掉调试用的 print 再跑")
         else:
-            head = f"结果都对，但你的代码用了 {spent:.2f} 秒"
-        out(f"     {head}；参考实现这个用例用 {ref_s:.2f} 秒，时间预算是它的 {BUDGET_FACTOR} 倍、至少 "
-            f"{BUDGET_FLOOR:g} 秒（{budget(ref_s):.2f} 秒）")
-        if state == "超时":
-            out("     提示：多半是死循环（while 循环里的下标没有前进），或者每次操作太慢（见下一句）")
-        out("     提示：每次操作都要快：在 list 里查找、删除，每次淘汰都扫一遍全部的块，都随缓存变大而变慢——"
-            "换成 dict / OrderedDict（两头 O(1)）/ 堆")
+            out("     提示：每次操作都要快：在 list 里查找、删除，每次淘汰都扫一遍全部的块，都随缓存变大而变慢——"
+                "换成 dict / OrderedDict（两头 O(1)）/ 堆")
     else:
         given, error = detail
         if given is not None:

@@ -10,6 +10,8 @@ from types import SimpleNamespace
 
 import numpy as np
 
+from exercises.mine import CaseTimeout
+
 CLOCK = {"ref": 0.0, "mine": 0.0}      # 这个用例里参考实现、学生代码各用了多少秒（check.py 每个用例前清零）
 
 
@@ -19,10 +21,6 @@ class Fail(Exception):
     def __init__(self, given, expected, got, hint):
         super().__init__(hint)
         self.given, self.expected, self.got, self.hint = given, expected, got, hint
-
-
-class CaseTimeout(BaseException):
-    """一个用例跑太久（check.py 的 SIGALRM）：BaseException，学生代码里的 except Exception 拦不住它。"""
 
 
 class Crash(Exception):
@@ -105,6 +103,10 @@ def mine(given, thunk):
     try:
         return thunk()
     except (Fail, NotImplementedError):
+        raise
+    except CaseTimeout as e:              # 超时：记下停在哪一次调用
+        if e.given is None:
+            e.given = given
         raise
     except Exception as e:
         raise Crash(given) from e

@@ -18,7 +18,9 @@ import importlib.util
 import io
 import os
 import re
+import signal
 import sys
+import threading
 import time
 import traceback
 from dataclasses import dataclass
@@ -26,6 +28,8 @@ from dataclasses import dataclass
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 LECTURE = os.path.join(ROOT, "lecture07")
 EXERCISES_ENV = "LAB_EXERCISES_DIR"      # 练习文件放在别的目录时（测试、助教批改）用这个环境变量指过去
+HARD_SECONDS = 10       # 学生的代码一次跑了这么久还没完就停下（多半是死循环）；只在有 SIGALRM 的系统（Linux、macOS）上
+SHOW_PRINTS = 5         # 学生代码里留下的 print：报告里显示前几行
 
 # 讲义里按概念命名的模块 → 现在的模块名（练习和检查器只用左边的名字；模块改名时只改这里）
 MODULES = {
@@ -143,6 +147,92 @@ def load_module(number, directory=None):
     return mod, None
 
 
+# ---------------------------------------------------------------- 调用学生的代码：限时、收起 print
+class CaseTimeout(BaseException):
+    """学生的代码跑太久（time_limit 的 SIGALRM）：BaseException，学生代码里的 except Exception 拦不住它。
+    given：检查器当时的调用（checking.mine 填上；探针和 --mine 的演示里是 None）。"""
+    given = None
+
+
+def _on_alarm(signum, frame):
+    raise CaseTimeout()
+
+
+@contextlib.contextmanager
+def time_limit(seconds):
+    """with 里的代码跑了 seconds 秒还没完：抛 CaseTimeout。没有 SIGALRM（Windows）或不在主线程时不限时。
+    学生代码的每一次调用（探针、检查器的用例、--mine 的演示）都在它里面：死循环不会让人干等。"""
+    if not hasattr(signal, "SIGALRM") or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    old = signal.signal(signal.SIGALRM, _on_alarm)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+
+
+class Printed(io.TextIOBase):
+    """检查时学生代码 print 的东西：只数行数、留前 SHOW_PRINTS 行（十几万行的调试输出也不占内存、不刷屏）。"""
+
+    def __init__(self):
+        super().__init__()
+        self.first, self.n_lines, self._tail = [], 0, ""
+
+    def writable(self):
+        return True
+
+    def write(self, s):
+        if len(self.first) >= SHOW_PRINTS:          # 前几行已经留够：只数行（十几万次 print 也不拖慢用例）
+            n = s.count("\n")
+            self.n_lines += n
+            self._tail = s[s.rfind("\n") + 1:][:200] if n else (self._tail + s)[:200]
+            return len(s)
+        *done, tail = (self._tail + s).split("\n")
+        self._tail = tail[:200]                      # 没有换行的一长串：只留开头
+        self.n_lines += len(done)
+        room = SHOW_PRINTS - len(self.first)
+        if room > 0:
+            self.first += [line[:200] for line in done[:room]]
+        return len(s)
+
+    @property
+    def count(self):
+        """print 了几行（最后一行没有换行也算）。"""
+        return self.n_lines + (1 if self._tail else 0)
+
+    def shown(self):
+        """报告里显示的前几行。"""
+        lines = self.first + [self._tail] if self._tail else self.first
+        return lines[:SHOW_PRINTS]
+
+
+    def absorb(self, other):
+        """把另一个用例 print 的并进来：行数相加，最先的几行接着补。"""
+        self.first = (self.shown() + other.shown())[:SHOW_PRINTS]
+        self.n_lines, self._tail = self.count + other.count, ""
+
+
+def print_report(printed, indent="  "):
+    """'你的代码 print 了 123,437 行……' 和最先的几行；没 print 过时 []。"""
+    if printed.count == 0:
+        return []
+    shown = printed.shown()
+    out = [f"{indent}你的代码 print 了 {printed.count:,} 行（检查时收起来了，不算在结果里；"
+           f"检查完删掉调试用的 print）。最先的 {len(shown)} 行："]
+    return out + [f"{indent}  | {line}" for line in shown]
+
+
+def hang_text(exc, path, what):
+    """'what跑了 10 秒还没完，停下了：多半是死循环……停在 ex3_cow.py 第 30 行：PagedSequence.reserve(...)'。"""
+    call = _call_of(exc, path)
+    stop = f"停在 {where(exc, path)}" + (f"：{call}" if call else "")
+    return (f"{what}跑了 {HARD_SECONDS} 秒还没完，停下了：多半是死循环（while 循环里的下标或长度没有前进，"
+            f"或者 continue 跳过了前进的那一句）。{stop}")
+
+
 # ---------------------------------------------------------------- 写好了吗：在很小的输入上试一下
 def _probe_gather(f):
     import numpy as np
@@ -246,10 +336,14 @@ def student_impl(number, directory=None):
             continue
         objs[name] = obj
         try:
-            PROBES[name](obj)
+            with time_limit(HARD_SECONDS), contextlib.redirect_stdout(Printed()):    # 探针里的 print 不显示
+                PROBES[name](obj)
             status[name] = "写好了"
         except NotImplementedError:
             status[name] = "还没写"
+        except CaseTimeout as e:                 # 不再跑它的用例：每个都会再等 HARD_SECONDS 秒
+            del objs[name]
+            status[name] = hang_text(e, path, f"{name} 在一个很小的输入上")
         except Exception as e:
             status[name] = f"{name} 在一个很小的输入上就出错：{one_line(e, path)}"
     return Impl(number, objs, status, path)
@@ -523,6 +617,21 @@ def _report_crash(e, impls):
         print(f"  出错的调用：{call}；先跑 make check EX={number}：有用例没过，它会指出哪里不对。", file=sys.stderr)
 
 
+def _report_hang(e, impls, limit, ref_s):
+    """学生的代码在演示里跑得太久：一行说停在哪里（哪一行、当时的调用），一行说接下来做什么。"""
+    files = {os.path.abspath(f.filename) for f in traceback.extract_tb(e.__traceback__)}
+    hit = [(n, i) for n, i in impls.items() if i.written and i.path and os.path.abspath(i.path) in files]
+    if not hit:
+        print(f"--mine：演示跑了 {limit:.0f} 秒还没完（参考实现这一遍用了 {ref_s:.1f} 秒），停下了。",
+              file=sys.stderr)
+        return
+    number, impl = hit[-1]
+    call = _call_of(e, impl.path)
+    print(f"--mine：你的代码跑演示跑了 {limit:.0f} 秒还没完（参考实现这一遍用了 {ref_s:.1f} 秒），停下了："
+          f"多半是死循环。停在 {where(e, impl.path)}" + (f"：{call}" if call else "") + "。", file=sys.stderr)
+    print(f"  先跑 make check EX={number}：它的每个用例也限时，会指出是哪一个输入。", file=sys.stderr)
+
+
 def run_with_mine(run, script_name, directory=None, impls=None):
     """--mine 的入口：run() 跑选中的演示并返回 0。返回退出码（学生的代码出错时为 1）。"""
     script_name = os.path.splitext(os.path.basename(script_name))[0]      # "lecture07/04_x.py" → "04_x"
@@ -546,14 +655,21 @@ def run_with_mine(run, script_name, directory=None, impls=None):
     code = _run_captured(run, ref_out)
     if code:
         return code
+    ref_s = time.perf_counter() - t0
     if _on_terminal(sys.stderr):             # 只在终端上说用了多久（管道输出每次都一样）
-        print(f"（参考实现这一遍用了 {time.perf_counter() - t0:.1f} 秒；下面是你的代码跑的）", file=sys.stderr)
+        print(f"（参考实现这一遍用了 {ref_s:.1f} 秒；下面是你的代码跑的）", file=sys.stderr)
+    from exercises.check import BUDGET_FACTOR
+    limit = HARD_SECONDS + BUDGET_FACTOR * ref_s        # 和检查器一样的预算：参考的 10 倍，再加上死循环的 10 秒
     tee = _Tee(sys.stdout)
     try:
         with watch_calls([new for _, new, _ in bound]) as (watched, used):
-            with bind([(ref, w) for (ref, _, _), w in zip(bound, watched)]):
+            with bind([(ref, w) for (ref, _, _), w in zip(bound, watched)]), time_limit(limit):
                 code = _run_captured(run, tee)
             flags = used()
+    except CaseTimeout as e:
+        sys.stdout.flush()
+        _report_hang(e, impls, limit, ref_s)
+        return 1
     except Exception as e:
         sys.stdout.flush()
         _report_crash(e, impls)

@@ -61,6 +61,8 @@ def test_buggy_variant_is_caught_by_its_case(name):
     first = [x for x in lines if "第一个没过的用例" in x]
     assert first and first[0].split("：", 1)[1].startswith(BUGGY[name].caught_by), lines
     assert any(x.startswith("     提示：") or x.startswith("     出错：") for x in lines), lines
+    hint = BUGGY[name].hint
+    assert not hint or any(x.startswith("     提示：") and hint in x for x in lines), lines
 
 
 def test_at_least_two_buggy_variants_per_exercise():
@@ -401,3 +403,98 @@ def test_mine_names_every_exercise_the_script_uses(script):
         flags = used()
     called = {n for (n, _), hit in zip(pairs, flags) if hit}
     assert called and called <= set(mine.script_exercises(script)), called
+
+
+# ---------------------------------------------------------------- 死循环、留下的 print：限时、不刷屏
+SEQ_HANGS_ON_6 = '''
+import paged_kv
+
+
+class PagedSequence(paged_kv.PagedSequence):
+    def reserve(self, n):
+        while n == 6:                  # 一次写 6 个时死循环（探针只 reserve 3 和 1：它过得去）
+            continue
+        return super().reserve(n)
+'''
+
+
+@pytest.fixture
+def short_hang(monkeypatch):
+    """死循环 0.3 秒就停下（检查器、探针、--mine 用的都是同一个 HARD_SECONDS）。"""
+    monkeypatch.setattr(mine, "HARD_SECONDS", 0.3)
+    monkeypatch.setattr(check, "HARD_SECONDS", 0.3)
+
+
+def test_hang_in_the_probe_is_one_screen(tmp_path, capsys, short_hang):
+    """探针（reserve(3)）里的死循环：一行说停在哪一次调用，不再跑用例；--mine 的第一行也说出来。"""
+    src = SEQ_HANGS_ON_6.replace("while n == 6:", "while n:")
+    d = _student_dir(tmp_path, {"ex3_cow.py": src})
+    code, out = _check(["3", "--dir", d], capsys)
+    assert code == 1 and len([x for x in out.splitlines() if x]) == 2, out
+    assert "PagedSequence 在一个很小的输入上跑了 0.3 秒还没完" in out and "多半是死循环" in out
+    assert "停在 ex3_cow.py 第 8 行：PagedSequence.reserve(self=<blocks=[] length=0>, n=3)" in out
+    impls = {3: mine.student_impl(3, d)}
+    assert "多半是死循环" in mine.mine_line(impls, "03_sharing_and_cow") and not impls[3].written
+
+
+def test_hang_in_a_case_names_the_call_and_skips_the_rest(tmp_path, capsys, short_hang):
+    d = _student_dir(tmp_path, {"ex3_cow.py": SEQ_HANGS_ON_6})
+    code, out = _check(["3", "--dir", d], capsys)
+    assert code == 1
+    assert "  没通过  写时复制跨块" in out and "  没跑    最后一块写满了" in out
+    explain = out.split("第一个没过的用例：")[1]
+    assert explain.startswith("写时复制跨块") and "输入：" in explain
+    assert "你的代码跑了 0.3 秒还没完，停下了：多半是死循环" in explain
+    assert "停在 ex3_cow.py 第 8 行：PagedSequence.reserve(self=<blocks=[0, 1] length=5>, n=6)" in explain
+
+
+def test_hang_in_a_mine_demo_stops_with_the_call(tmp_path, capsys, short_hang):
+    """探针和检查器都过得去、演示里才死循环（容量 7）：--mine 停下，说停在哪一次调用，退出码 1。"""
+    odd = LRU_OK.replace("    def evict(self):\n", "    def evict(self):\n        while self.capacity == 7:\n"
+                         "            pass\n")
+    impls = _impl_from_source(tmp_path, odd)
+
+    def run():
+        c = eviction.make_cache(7, "lru")
+        for b in range(9):
+            c.insert([b])
+        return 0
+    assert run_with_mine(run, "04_prefix_caching", impls=impls) == 1
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 2 and "还没完" in err[0] and "多半是死循环" in err[0]
+    assert "LRUCache.evict(self=<capacity=7 len(entries)=8>)" in err[0] and "make check EX=5" in err[1]
+    assert eviction.CACHE_POLICIES["lru"] is eviction.LRUCache
+
+
+def test_leftover_prints_are_counted_not_shown(tmp_path, capsys):
+    """__init__ 里留着 print：检查照常通过，print 的东西不刷屏：说一共几行，只给最先的 5 行。"""
+    noisy = LRU_OK.replace("        super().__init__(capacity, OrderedDict())\n",
+                           "        super().__init__(capacity, OrderedDict())\n        print('new cache', capacity)\n")
+    d = _student_dir(tmp_path, {"ex5_lru.py": noisy})
+    code, out = _check(["5", "--dir", d], capsys)
+    lines = out.splitlines()
+    assert len(lines) < 25, out
+    report = [x for x in lines if "你的代码 print 了" in x]
+    assert len(report) == 1 and "最先的 5 行" in report[0]
+    assert code == 0 and int(report[0].split("print 了 ")[1].split(" 行")[0].replace(",", "")) > 5
+    assert sum(x.startswith("    | new cache ") for x in lines) == 5
+
+
+def test_prints_are_named_as_why_a_case_was_slow(monkeypatch, tmp_path, capsys):
+    monkeypatch.setattr(check, "BUDGET_FACTOR", 0)
+    monkeypatch.setattr(check, "BUDGET_FLOOR", 0.0)
+    noisy = LRU_OK.replace("    def touch(self, block, pos):\n", "    def touch(self, block, pos):\n"
+                           "        print('touch', block)\n")
+    impl = mine.student_impl(5, _student_dir(tmp_path, {"ex5_lru.py": noisy}))
+    lines = []
+    assert check_exercise(5, impl, out=lines.append, fail_fast=True) == "没通过"
+    text = "\n".join(lines)
+    assert "结果都对" in text and "慢多半是因为 print" in text and "| touch 3" in text
+
+
+def test_untouched_exercise_says_what_to_do(capsys):
+    impl = mine.student_impl(1, os.path.join(ROOT, "exercises"))
+    lines = []
+    assert check_exercise(1, impl, out=lines.append) == "还没写"
+    assert lines == ["练习 1 还没写（exercises/ex1_kv_bytes.py）：打开这个文件，把标着 TODO 的 raise "
+                     "NotImplementedError 换成你的代码，再跑 make check EX=1"]
