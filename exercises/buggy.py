@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from kv_store.eviction import BlockCache, LRUCache
+from kv_store.eviction import BlockCache, LRUCache, S3FIFOCache
 from kv_store.prefix_match import block_hashes
 from paged_kv import PagedSequence, gather_kv, kv_bytes_per_token, n_blocks
 from kv_store.radix_tree import RadixCache
@@ -227,10 +227,45 @@ class LRUMatchRefreshes(LRUCache):
         return n
 
 
+class S3FIFORechecksSmall(S3FIFOCache):
+    def evict(self):
+        entries = self.entries
+        while self.small and len(self.small) >= self.small_size:        # 每取一块都重新比大小：S 一变小就改去 M
+            b = self.small.popleft()
+            if entries[b] >= self.MOVE_TO_MAIN:
+                entries[b] = 0
+                self.main.append(b)
+                if len(self.main) >= self.main_size:
+                    self._evict_main()
+            else:
+                del entries[b]
+                self.ghost[b] = None
+                if len(self.ghost) > self.ghost_size:
+                    self.ghost.popitem(last=False)
+                return b
+        return self._evict_main()
+
+
 # ---------------------------------------------------------------- 练习 6
 class RadixSplitOffByOne(RadixCache):
     def _split(self, child, j):
         return super()._split(child, max(1, j - 1))                      # 拆早了一个位置
+
+
+class RadixSplitSliceOff(RadixCache):
+    def _split(self, child, j):
+        key = child.key
+        head = super()._split(child, j)
+        child.key = key[j + 1:]                                          # 尾巴从 j + 1 起：丢了分叉处的那个单位
+        return head
+
+
+class RadixSplitNoReattach(RadixCache):
+    def _split(self, child, j):
+        parent, first = child.parent, child.key[0]
+        head = super()._split(child, j)
+        parent.children[first] = child                                   # 没把 head 接回父节点：父节点还指着尾巴
+        return head
 
 
 class RadixMatchWholeNodes(RadixCache):
@@ -329,14 +364,22 @@ BUGGY = {
                               "match_prefix：第一块没命中", "数所有命中的块，不要求连续"),
     "match_off_by_one": Buggy(4, {"match_prefix": match_off_by_one},
                               "match_prefix：第一块没命中", "先加后判断，多算一块"),
-    "lru_evict_newest": Buggy(5, {"LRUCache": LRUEvictNewest}, "超出容量", "淘汰了最新的块"),
+    "lru_evict_newest": Buggy(5, {"LRUCache": LRUEvictNewest}, "超出容量", "淘汰了最新的块",
+                                "看你 touch 把刚用过的放在哪一端"),
     "lru_no_refresh": Buggy(5, {"LRUCache": LRUNoRefresh}, "命中过的块变成最新的", "命中时不更新：成了 FIFO"),
     "lru_match_refreshes": Buggy(5, {"LRUCache": LRUMatchRefreshes}, "只 match 不 insert", "match 也刷新"),
+    "s3fifo_rechecks_small": Buggy(5, {"S3FIFOCache": S3FIFORechecksSmall}, "选做 · S3-FIFO",
+                                   "evict 每从 S 取一块都重新比 len(S) >= small_size（算法 1 只在开头比一次）"),
     "radix_split_off_by_one": Buggy(6, {"RadixCache": RadixSplitOffByOne}, "讲义的例子", "拆节点的位置差一"),
+    "radix_split_slice_off": Buggy(6, {"RadixCache": RadixSplitSliceOff}, "讲义的例子",
+                                   "拆出来的 child 留 key[j + 1:]：丢了一个单位", "不是 j + 1"),
+    "radix_split_no_reattach": Buggy(6, {"RadixCache": RadixSplitNoReattach}, "讲义的例子",
+                                     "拆开以后没把 head 接回父节点", "parent.children[key[0]] = head"),
     "radix_match_whole_nodes": Buggy(6, {"RadixCache": RadixMatchWholeNodes}, "讲义的例子",
                                      "match 只数整段相同的节点"),
     "radix_size_not_updated": Buggy(6, {"RadixCache": RadixSizeNotUpdated}, "讲义的例子", "size 没有加上新叶子"),
-    "radix_no_push_leaf": Buggy(6, {"RadixCache": RadixNoPushLeaf}, "容量 4", "新叶子没进淘汰队列"),
+    "radix_no_push_leaf": Buggy(6, {"RadixCache": RadixNoPushLeaf}, "容量 4", "新叶子没进淘汰队列",
+                                 "self._push_leaf(node)"),
     "radix_full_hit_no_refresh": Buggy(6, {"RadixCache": RadixFullHitNoRefresh}, "同样的序列插两次",
                                        "insert 正好停在已有节点上时没刷新它的 last_access"),
     "radix_evict_before_attach": Buggy(6, {"RadixCache": RadixEvictBeforeAttach}, "容量 4、一次插入 6 个",

@@ -272,7 +272,7 @@ def _lru_twins():
             while len(self.entries) > self.capacity:
                 self.evict()
     return [(Fifo, "块已经在缓存里时 touch 要把它挪到最新的一端（move_to_end）：不然命中过的块照样按进来的先后被淘汰（成了 FIFO）"),
-            (Newest, "evict 要删最旧的一端：OrderedDict 的 popitem(last=False)（last=True 删的是刚用过的）"),
+            (Newest, "evict 删掉的是刚用过的块：要删最久没用的——看你 touch 把刚用过的放在哪一端，evict 就从另一端删"),
             (MatchRefresh, "match 只读：查一下命中几块不算一次使用，不改 entries 的顺序（只有 insert 里的 touch 刷新）"),
             (Forward, "insert 从请求的最后一块往前 touch（BlockCache.insert 就是这样）：父块最后被碰、最新，先淘汰的是尾巴")]
 
@@ -423,7 +423,8 @@ CASES_5 = [
     ("容量 3：[1 2 3] 之后，[1 2 9] 命中 2 块", _lru_ops(3, [[1, 2, 3]], 2, "touch 要把不在缓存里的块加进 entries",
                                               what=[1, 2, 9])),
     ("超出容量：淘汰最久没用的块（insert 从尾往前碰，块 3 最旧）",
-     _lru_ops(3, [[1, 2, 3], [4]], [1, 2, 4], "evict 删最旧的一端：OrderedDict 的 popitem(last=False)",
+     _lru_ops(3, [[1, 2, 3], [4]], [1, 2, 4], "evict 要删最久没用的块：看你 touch 把刚用过的放在哪一端，"
+              "evict 就从另一端删",
               what="entries")),
     ("命中过的块变成最新的：容量 2，1 2 1 3 之后 1 还在",
      _lru_ops(2, [[1], [2], [1], [3]], 1, "块已经在缓存里时 touch 要把它挪到最新的一端（move_to_end），"
@@ -447,32 +448,77 @@ def tree_map(node):
 
 
 def _tree_diff(want, got, path=()):
-    """第一处不同：(路径, 哪一项, 应当, 你的)。"""
+    """第一处不同：(父节点的路径, 孩子的第一个 token, 哪一项, 应当, 你的)。哪一项："孩子"（有没有这个孩子）、
+    "key"、"last_access"、"ref"。路径是从根往下的 key 的列表（这些节点两边相同）。"""
     for first in sorted(set(want) | set(got)):
         if first not in got:
-            return path, "节点", f"有以 {first} 开头的孩子 {list(want[first][0])}", "没有"
+            return path, first, "孩子", f"有以 {first} 开头的孩子 {list(want[first][0])}", "没有"
         if first not in want:
-            return path, "节点", f"没有以 {first} 开头的孩子", f"有 {list(got[first][0])}"
+            return path, first, "孩子", f"没有以 {first} 开头的孩子", f"有 {list(got[first][0])}"
         (wk, wt, wr, wc), (gk, gt, gr, gc) = want[first], got[first]
-        here = path + (list(wk),)
         for label, a, b in (("key", list(wk), list(gk)), ("last_access", wt, gt), ("ref", wr, gr)):
             if a != b:
-                return here, label, a, b
-        sub = _tree_diff(wc, gc, here)
+                return path, first, label, a, b
+        sub = _tree_diff(wc, gc, path + (list(wk),))
         if sub:
             return sub
     return None
 
 
-def _tree_hint(field, capacity=None):
-    if field == "key" and capacity is not None:
-        return ("淘汰：超出容量时先挂上新叶子、_push_leaf，再 self._evict(self.size - self.capacity)（按 last_access "
-                "从旧到新删叶子）；或者拆节点的位置不对（j = key 和 seq 从头起相同的个数）")
-    return {"key": "拆节点的位置：j = key 和 seq 从头起相同的个数，head = key[:j]、child 留 key[j:]；淘汰从叶子的尾巴删",
-            "last_access": "刷新的规则：insert 走过的每个节点 last_access = now——包括整段命中的节点、正好停在上面的节点；"
+def _where(path, first, field):
+    """'根的孩子'、'节点 [1, 2] 下面以 3 开头的孩子的 key'：学生在自己的树里照着这条路找得到。"""
+    parent = f"节点 {' → '.join(str(k) for k in path)} " if path else "根"
+    if field == "孩子":
+        return f"{parent}的孩子"
+    return f"{parent}下面以 {first} 开头的孩子的 {field}"
+
+
+def _node_at(tree, path, first):
+    """学生的树里，沿 path（每段 key）走下去、再以 first 开头的那个孩子；走不通时 None。"""
+    node = tree.root
+    for key in path:
+        node = node.children.get(key[0])
+        if node is None:
+            return None
+    return node.children.get(first)
+
+
+def _tree_hint(diff, capacity, want_map, tree):
+    """按第一处不同找提示。want_map：参考的 tree_map；tree：学生的树（看它的节点和淘汰队列 _leaves）。"""
+    path, first, field, a, b = diff
+    if field == "key":
+        below = want_map
+        for key in path:
+            below = below[key[0]][3]
+        tail = below[first][3].get(b[0]) if b else None          # 参考里 child 下面以 b[0] 开头的孩子
+        if b and b[0] != first and tail is not None and list(tail[0]) == b:
+            return (f"拆开以后要把 head 接回原来的位置：parent.children[key[0]] = head——现在父节点的 children[{first}] "
+                    f"还指着拆出来的尾巴 {b}")
+        if len(b) < len(a) and a[len(a) - len(b):] == b:
+            return (f"拆出来的 child 的 key 少了开头的 {a[:len(a) - len(b)]}：head = key[:j]、child.key = key[j:]"
+                    "（从第 j 个起，不是 j + 1），两段接起来正好是原来的 key")
+        if capacity is not None:
+            return ("淘汰：超出容量时先挂上新叶子、_push_leaf，再 self._evict(self.size - self.capacity)（按 "
+                    "last_access 从旧到新删叶子）；或者拆节点的位置不对（j = key 和 seq 从头起相同的个数）")
+        return "拆节点的位置：j = key 和 seq 从头起相同的个数，head = key[:j]、child 留 key[j:]"
+    if field == "孩子":
+        extra = _node_at(tree, path, first) if b != "没有" else None
+        if extra is not None and capacity is not None:
+            queued = any(entry[-1] is extra for entry in getattr(tree, "_leaves", ()) if isinstance(entry, tuple))
+            if not extra.children and not queued:
+                return (f"超出容量时叶子 {b[2:]} 没被淘汰：它不在淘汰队列 self._leaves 里。挂上新叶子以后要 "
+                        "self._push_leaf(node)（insert 停在一个叶子上时也要）：_evict 只从 self._leaves 里找叶子")
+            return ("超出容量时要淘汰：挂上新叶子、_push_leaf 以后 self._evict(self.size - self.capacity)（按 "
+                    "last_access 从旧到新删叶子）；删空的叶子要从父节点的 children 里去掉")
+        if extra is not None:
+            return "多了一个孩子：走得下去的时候沿着已有的节点走（拆开的 head 接回父节点），只把剩下的挂成新叶子"
+        why = "新叶子挂在走不下去的节点下面：node.children[seq[i]] = 新叶子（键是它的第一个 token）"
+        if capacity is not None:
+            why += "；或者淘汰删多了：从最久没用的叶子删起，删够 need 个单位就停"
+        return why
+    return {"last_access": "刷新的规则：insert 走过的每个节点 last_access = now——包括整段命中的节点、正好停在上面的节点；"
                            "拆之前先 child.last_access = now（rule=\"sglang\"：拆开的尾巴也算刚用过），head 继承它；新叶子也是 now",
-            "ref": "lock=True：走过的每个节点和新叶子 ref += 1；拆出来的 head 继承 child 的 ref",
-            "节点": "新叶子挂在走不下去的节点下面，键是它的第一个 token；淘汰删空的叶子要从父节点的 children 里去掉"}[field]
+            "ref": "lock=True：走过的每个节点和新叶子 ref += 1；拆出来的 head 继承 child 的 ref"}[field]
 
 
 def _match_hint(tree, seq, want, got):
@@ -499,8 +545,9 @@ def _radix_script(m, ops, capacity, given0, hint=None, rule=None):
             if isinstance(got, list):
                 got = tuple(got)
             if not equal(got, want):
-                st = _tree_diff(tree_map(r.root), tree_map(t.root))
-                why = hint or (_tree_hint(st[1], capacity) if st else "返回 (插入前已经在树里的长度, 这次拆了几个节点)")
+                want_map = tree_map(r.root)
+                st = _tree_diff(want_map, tree_map(t.root))
+                why = hint or (_tree_hint(st, capacity, want_map, t) if st else "返回 (插入前已经在树里的长度, 这次拆了几个节点)")
                 raise Fail(given + " 的返回值 (已经在树里的长度, 拆了几个节点)", show(want), show(got), why)
         else:
             seq = op[1]
@@ -513,11 +560,11 @@ def _radix_script(m, ops, capacity, given0, hint=None, rule=None):
                            "match 只读：不拆节点、不改 last_access（只有 insert 才算一次使用）")
             if got != want:
                 raise Fail(given, show(want), show(got), _match_hint(r, seq, want, got))
-        d = _tree_diff(tree_map(r.root), tree_map(t.root))
+        want_map = tree_map(r.root)
+        d = _tree_diff(want_map, tree_map(t.root))
         if d:
-            path, field, a, b = d
-            where = " → ".join(str(k) for k in path) or "根"
-            raise Fail(given + f" 之后的树：节点 {where} 的 {field}", show(a), show(b), hint or _tree_hint(field, capacity))
+            raise Fail(given + f" 之后的树：{_where(*d[:3])}", show(d[3]), show(d[4]),
+                       hint or _tree_hint(d, capacity, want_map, t))
         for label, a, b, why in (("size（树里存的单位数）", r.size, t.size,
                                   "size 加上新叶子的长度（淘汰时 _evict 自己减）"),
                                  ("n_splits", r.n_splits, t.n_splits, "每拆一次 self.n_splits += 1（在 _split 里）")):

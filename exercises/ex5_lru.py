@@ -56,9 +56,12 @@ class S3FIFOCache(BlockCache):
     规则见 kv_store.eviction.S3FIFOCache 的 docstring（写完之前别看它的代码）。要点：
       - touch：在缓存里 → freq 加 1（最多 3），不挪位置；不在 → 先看它在不在 G 里（在就从 G 删掉），
         缓存满了（len(entries) >= capacity）先 evict 直到有空位，再放进 M（刚在 G 里）或 S，freq = 0；
-      - evict：len(S) >= small_size 时从 S 的队尾（最早进来的）取：freq >= MOVE_TO_MAIN 就清零、升进 M
-        （M 满了，即 len(M) >= main_size，先从 M 淘汰一块），接着取下一个；否则踢出、记进 G（G 超过 ghost_size
-        就丢掉最早的），返回它。否则从 M 的队尾取：freq > 0 就减 1 放回队头，否则踢出并返回。
+      - evict：每次调用只在开头比一次大小：S 不空且 len(S) >= small_size 就从 S 淘汰，否则从 M 淘汰。
+        从 S 淘汰：一个接一个取 S 的队尾（最早进来的），中途不再比 len(S) 和 small_size——freq >= MOVE_TO_MAIN
+        就清零、放进 M 的队头（放进以后 len(M) >= main_size 就从 M 淘汰一块），接着取下一个；取到 freq 不够的
+        那块就踢出、记进 G（G 超过 ghost_size 就丢掉最早的），返回它。S 取空了也没踢出（全升进了 M）就返回 None。
+        从 M 淘汰：取 M 的队尾：freq > 0 就减 1 放回队头、接着取下一个；否则踢出并返回它。
+        （和论文的算法 1、讲义的 kv_store.eviction.S3FIFOCache 一样。）
     """
 
     NAME, SHORT = "S3-FIFO（SOSP'23）", "S3-FIFO"

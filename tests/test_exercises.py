@@ -112,8 +112,15 @@ class LRUCache(BlockCache):
 LRU_NEWEST = LRU_OK.replace("popitem(last=False)", "popitem(last=True)")
 
 
-def test_correct_student_lru_passes(tmp_path, capsys):
-    d = _student_dir(tmp_path, {"ex5_lru.py": LRU_OK})
+LRU_NEWEST_FIRST = LRU_OK.replace("move_to_end(block)", "move_to_end(block, last=False)").replace(
+    "self.entries[block] = None", "self.entries[block] = None\n            self.entries.move_to_end(block, last=False)"
+).replace("popitem(last=False)", "popitem(last=True)")
+
+
+@pytest.mark.parametrize("text", [LRU_OK, LRU_NEWEST_FIRST], ids=["oldest-first", "newest-first"])
+def test_correct_student_lru_passes(tmp_path, capsys, text):
+    """entries 里从旧到新还是从新到旧随学生：最新的放在前面、从后面删，也对。"""
+    d = _student_dir(tmp_path, {"ex5_lru.py": text})
     code, out = _check(["5", "--dir", d], capsys)
     assert code == 0, out
     assert "全部 7 个用例通过" in out
@@ -498,3 +505,15 @@ def test_untouched_exercise_says_what_to_do(capsys):
     assert check_exercise(1, impl, out=lines.append) == "还没写"
     assert lines == ["练习 1 还没写（exercises/ex1_kv_bytes.py）：打开这个文件，把标着 TODO 的 raise "
                      "NotImplementedError 换成你的代码，再跑 make check EX=1"]
+
+
+def test_tree_difference_names_the_place_in_words():
+    """树的第一处不同说成"根的孩子"、"节点 [1, 2] 下面以 3 开头的孩子的 key"，学生照着能在自己的树里找到。"""
+    for name, place in (("radix_no_push_leaf", "之后的树：根的孩子"),
+                        ("radix_split_slice_off", "之后的树：节点 [1, 2] 下面以 3 开头的孩子的 key")):
+        number, impl = variant_impl(name)
+        lines = []
+        check_exercise(number, impl, out=lines.append, fail_fast=True)
+        given = [x for x in lines if x.startswith("     输入：")]
+        assert given and given[0].endswith(place), lines
+    assert "     你的：[4]" in lines
