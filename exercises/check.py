@@ -88,8 +88,7 @@ def check_exercise(number, impl, out=print, fail_fast=False):
             break
     core = [r for r in results if not r[0].startswith(STRETCH)]
     if all(r[1] == "还没写" for r in core):
-        out(f"练习 {number} 还没写（{label}）：打开这个文件，把标着 TODO 的 raise NotImplementedError 换成你的代码，"
-            f"再跑 make check EX={number}")
+        out(f"练习 {number} 还没写（{label}）")
         return "还没写"
     out(f"练习 {number} · {ex.title}（{label}）")
     for name, state, _, _ in results:
@@ -203,6 +202,10 @@ def main(argv=None):
     if len(lines) == 1:
         print()
     print(summary(result))
+    todo = [n for n, r in result.items() if r == "还没写"]
+    if todo:
+        again = f"make check EX={todo[0]}" if len(todo) == 1 else "make check EX=练习号"
+        print(f"接下来：打开还没写的练习文件，把标着 TODO 的 raise NotImplementedError 换成你的代码，再跑 {again}。")
     return 0 if all(r == "通过" for r in result.values()) else 1
 
 

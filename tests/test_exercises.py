@@ -500,11 +500,13 @@ def test_prints_are_named_as_why_a_case_was_slow(monkeypatch, tmp_path, capsys):
 
 
 def test_untouched_exercise_says_what_to_do(capsys):
-    impl = mine.student_impl(1, os.path.join(ROOT, "exercises"))
-    lines = []
-    assert check_exercise(1, impl, out=lines.append) == "还没写"
-    assert lines == ["练习 1 还没写（exercises/ex1_kv_bytes.py）：打开这个文件，把标着 TODO 的 raise "
-                     "NotImplementedError 换成你的代码，再跑 make check EX=1"]
+    d = os.path.join(ROOT, "exercises")
+    code, out = _check(["1", "--dir", d], capsys)
+    assert code == 1 and out.splitlines()[0] == "练习 1 还没写（exercises/ex1_kv_bytes.py）"
+    assert out.splitlines()[-1] == ("接下来：打开还没写的练习文件，把标着 TODO 的 raise NotImplementedError 换成你的代码，"
+                                    "再跑 make check EX=1。")
+    code, out = _check(["--dir", d], capsys)
+    assert out.splitlines()[-1].endswith("再跑 make check EX=练习号。") and out.count("接下来") == 1
 
 
 def test_tree_difference_names_the_place_in_words():
