@@ -32,7 +32,7 @@ def _check(argv, capsys):
 def test_reference_passes_every_case(capsys):
     code, out = _check(["--reference"], capsys)
     assert code == 0, out
-    assert "没通过" not in out and "还没写" not in out
+    assert "没通过" not in out and "还没写" not in out and "print 了" not in out
     assert out.strip().endswith("合计：练习 1、2、3、4、5、6 通过。")
 
 
