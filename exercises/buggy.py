@@ -229,20 +229,14 @@ class LRUMatchRefreshes(LRUCache):
 
 class S3FIFORechecksSmall(S3FIFOCache):
     def evict(self):
-        entries = self.entries
         while self.small and len(self.small) >= self.small_size:        # 每取一块都重新比大小：S 一变小就改去 M
-            b = self.small.popleft()
-            if entries[b] >= self.MOVE_TO_MAIN:
-                entries[b] = 0
-                self.main.append(b)
-                if len(self.main) >= self.main_size:
-                    self._evict_main()
-            else:
-                del entries[b]
-                self.ghost[b] = None
-                if len(self.ghost) > self.ghost_size:
-                    self.ghost.popitem(last=False)
-                return b
+            b = self.small[0]
+            if self.entries[b] < self.MOVE_TO_MAIN:
+                return self._evict_small()                               # 队尾这块不升级：父类正好只踢它
+            self.entries[b] = 0
+            self.main.append(self.small.popleft())
+            if len(self.main) >= self.main_size:
+                self._evict_main()
         return self._evict_main()
 
 

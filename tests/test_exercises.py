@@ -221,18 +221,20 @@ def test_mine_student_error_is_one_line(tmp_path, capsys):
     assert err[1].startswith("  出错的调用：LRUCache.evict(self=<capacity=2 len(entries)=3>)") and "make check EX=5" in err[1]
 
 
+def _nine_blocks_at_capacity_7():
+    """一个小"演示"：容量 7 的 LRU 里插 9 块（检查器的用例没用过容量 7）。"""
+    c = eviction.make_cache(7, "lru")
+    for b in range(9):
+        c.insert([b])
+    return 0
+
+
 def test_mine_says_the_checker_missed_an_input(tmp_path, capsys):
     """make check 通过了、演示里却出错：说检查器漏了这个输入，并给出当时的调用（容量 7 检查器没试过）。"""
     odd = LRU_OK.replace("    def evict(self):\n", "    def evict(self):\n        if self.capacity == 7:\n"
                          "            raise ZeroDivisionError('7')\n")
     impls = _impl_from_source(tmp_path, odd)
-
-    def run():
-        c = eviction.make_cache(7, "lru")
-        for b in range(9):
-            c.insert([b])
-        return 0
-    assert run_with_mine(run, "04_prefix_caching", impls=impls) == 1
+    assert run_with_mine(_nine_blocks_at_capacity_7, "04_prefix_caching", impls=impls) == 1
     err = capsys.readouterr().err.splitlines()
     assert "ZeroDivisionError: 7（ex5_lru.py" in err[0]
     assert err[1] == ("  make check EX=5 全部通过，可是它没试过这个输入（检查器漏了它，请告诉助教）："
@@ -460,13 +462,7 @@ def test_hang_in_a_mine_demo_stops_with_the_call(tmp_path, capsys, short_hang):
     odd = LRU_OK.replace("    def evict(self):\n", "    def evict(self):\n        while self.capacity == 7:\n"
                          "            pass\n")
     impls = _impl_from_source(tmp_path, odd)
-
-    def run():
-        c = eviction.make_cache(7, "lru")
-        for b in range(9):
-            c.insert([b])
-        return 0
-    assert run_with_mine(run, "04_prefix_caching", impls=impls) == 1
+    assert run_with_mine(_nine_blocks_at_capacity_7, "04_prefix_caching", impls=impls) == 1
     err = capsys.readouterr().err.splitlines()
     assert len(err) == 2 and "还没完" in err[0] and "多半是死循环" in err[0]
     assert "LRUCache.evict(self=<capacity=7 len(entries)=8>)" in err[0] and "make check EX=5" in err[1]
