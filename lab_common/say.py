@@ -441,8 +441,8 @@ def rank(names_values, fmt, more=" > ", tie=" = "):
 def never_below(name_a, a, name_b, b, fmt, at, every="在每一处"):
     """两列数 a、b（{点: 值}，点相同）按印出来的值逐点比：谁在每一处都不低于谁、差得最多在哪一点。
     at(点) 说出一个点（"10,000 块时"）。只有一个点时就是 vs；处处印出来相同时说"都一样"；
-    B 处处不低于 A 时换过来说；互有高低时各举差得最多的一处。"差得最多"按印出来的两个数的差，一样时按原值的差
-    （和另印一张"差"的表时一致）。
+    B 处处不低于 A 时换过来说；互有高低时各举差得最多的一处。"差得最多"按印出来的两个数的差；几处印出来差得
+    一样多时都说出来（"都差 0.44"），互有高低时一样多的按原值的差取一处。
 
     >>> f2, at = fixed(2), "{:,} 块时".format
     >>> never_below("LRU", {1: .46, 2: .60}, "LFU", {1: .39, 2: .60}, f2, at)
@@ -451,8 +451,8 @@ def never_below(name_a, a, name_b, b, fmt, at, every="在每一处"):
     'LFU 在每个容量都不低于 LRU，1 块时差得最多（0.40 对 0.30）'
     >>> never_below("A", {1: .3, 2: .6}, "B", {1: .4, 2: .5}, f2, at)
     'A 和 B 互有高低：2 块时 A 比 B 高（0.60 对 0.50），1 块时 B 比 A 高（0.40 对 0.30）'
-    >>> never_below("A", {1: .5932, 2: .5214}, "B", {1: .1474, 2: .0764}, f2, at)   # 印出来都差 0.44：按原值，1 块时差得多
-    'A 在每一处都不低于 B，1 块时差得最多（0.59 对 0.15）'
+    >>> never_below("A", {1: .5932, 2: .5214}, "B", {1: .1474, 2: .0764}, f2, at)   # 0.59 − 0.15 = 0.52 − 0.08
+    'A 在每一处都不低于 B，1 块时和 2 块时差得最多（都差 0.44）'
     >>> never_below("A", {1: .301, 2: .6}, "B", {1: .299, 2: .6}, f2, at), never_below("A", {7: .5}, "B", {7: .4}, f2, at)
     ('A 和 B 在每一处都一样', '7 块时 A 比 B 高（0.50 对 0.40）')
     """
@@ -467,6 +467,9 @@ def never_below(name_a, a, name_b, b, fmt, at, every="在每一处"):
     if 1 not in o.values():
         return words(name_a, "和", name_b, every, "都一样")
     if -1 not in o.values():
+        top = [k for k in a if gap[k][0] == gap[hi][0]]          # 印出来差得一样多的几处
+        if len(top) > 1:
+            return words(name_a, every, "都不低于", name_b) + f"，{listing([at(k) for k in top])}差得最多（都差 {fmt(gap[hi][0])}）"
         return words(name_a, every, "都不低于", name_b) + f"，{at(hi)}差得最多（{fmt(a[hi])} 对 {fmt(b[hi])}）"
     return (words(name_a, "和", name_b, "互有高低：") + words(at(hi), vs(name_a, a[hi], name_b, b[hi], fmt)) + "，"
             + words(at(lo), vs(name_b, b[lo], name_a, a[lo], fmt)))

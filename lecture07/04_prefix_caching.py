@@ -70,7 +70,7 @@ CONTRAST_CAPS = (10_000,)           # 对照行算哪几个容量（每格约 0.
 BOUND = "min"                       # 演示 4 的上界：Belady 的 MIN（离线最优，逐块命中）
 HOT_ACCESSES = 1_000                # 演示 3：最热的块至少被访问这么多次，才说"有特别热的块"
 SAVED_CAPS = (None, 10_000, 1_000)  # 演示 5 比较的缓存容量（块）；None = 无限
-SAVED_POLICY = "lru"                # 演示 5 用哪种淘汰策略（要在 POLICIES 里）
+SAVED_POLICY = "lru"                # 演示 5 用哪种淘汰策略（CACHE_POLICIES 里的任何一种，不必在 POLICIES 里）
 TIER_FOR_HITS = 1                   # 演示 5：命中的 KV 从哪一层读（TIERS[1] = 本机 DRAM）
 LOCAL_KV_BYTES = 10 ** 12           # 演示 5：一台机器能放前缀缓存的本机容量（字节）；超出的部分在别的机器上
 
@@ -122,7 +122,7 @@ MODEL_NOTE = (f"arXiv v3 用的 dummy LLaMA2-70B（§1.2）和 {MODEL.name} 的�
               * ((LLAMA2_70B.n_layers, LLAMA2_70B.d_model, LLAMA2_70B.n_kv_heads) == (MODEL.n_layers, MODEL.d_model,
                                                                                       MODEL.n_kv_heads))
               + "。存储用二进制单位（1 KiB = 1,024 字节），带宽用十进制（1 GB/s = 10⁹ 字节/秒）。")
-LOCAL_NOTE = "全在本机：假设缓存全在本机、一点也不从远端读时的时间；和 GPU 时间印出来一样，就是读 KV 被计算盖住了。"
+LOCAL_NOTE = "不溢出：命中的 KV 全从{}读、不算放不下而改从下一层读的部分时的时间。"   # --more 的那一列
 HIT_RULE = ("演示 3–5 按 trace 算时，不满的最后一块也算一块访问；命中只数真实缓存用得上的：最后一个 token 总要"
             "重算，只装着它的那块不算命中。")
 
@@ -271,10 +271,17 @@ def observations_2(res, n, block_size):
     formula = f"省下的比例 ≈ {n - 1}/{n} × 前缀占输入的比例（{name} {pct(big['prefix_share'])}）"
     if big["prefix_tail"]:
         formula += f"，再减去每个请求都要重算的零头（{big['prefix_tail']} 个 token）"
-    memory = (f"显存也省了：{n} 个请求同时在场时，{name} 不共享要 {big['used_private']:,} 块，共享只要 "
-              f"{big['used_shared']:,} 块（{pct(big['used_shared'] / big['used_private'])}）：共享的前缀块只存一份。")
+    shared = "共享的前缀块"
     first = (f"{name} 省下 {pct(big['saved'])} 的计算：后面 {n - 1} 个请求把前缀的 {big['full_prefix_blocks']:,} 个满块"
              f"映射到缓存里的物理块（只加引用计数），{exact}。")
+    if not big["full_prefix_blocks"]:            # 前缀不满一块：映射上的只能是碰巧相同的整块（词表小，后缀开头会撞上）
+        shared = "碰巧相同的块"
+        first = (f"{name} 的前缀只有 {big['prefix_len']:,} 个 token，不满一块（块大小 {block_size}）：省下的 "
+                 f"{pct(big['saved'])} 全来自 {count(big['mapped'], '次映射')}，映射的是碰巧相同的整块（前缀加上后缀开头"
+                 f"碰巧相同的 token），{exact}。")
+        formula = f"前缀的满块是 0 个，{formula}：按它算是 0%"
+    memory = (f"显存也省了：{n} 个请求同时在场时，{name} 不共享要 {big['used_private']:,} 块，共享只要 "
+              f"{big['used_shared']:,} 块（{pct(big['used_shared'] / big['used_private'])}）：{shared}只存一份。")
     if repeats:
         return [first, f"有 {count(repeats, '个请求')}和前面某个请求一模一样、正好是整块：整段都在缓存里，最后一块照样"
                        f"重算（{block_size} 个 token）——要最后一个 token 的 logits 才有第一个输出。"], [formula + "。", memory] + more
@@ -306,7 +313,8 @@ def trace_sweep(trace, trace_path=None, block_size=None, capacities=None, demos=
     if capacities is None:
         capacities = CAPACITIES
     caps = tuple(capacities)
-    extra = [cell for cell in cells if cell[1] not in caps]              # 演示 5 另外要的容量：只算它那一种策略
+    grid = {(p, c) for p in POLICIES + (BOUND,) for c in caps}          # 演示 4 的整张表
+    extra = [cell for cell in cells if cell not in grid]                  # 演示 3、5 另外要的格子：只算它们那一种策略
     contrast = ()
     if with_contrast and CONTRAST not in POLICIES:                        # 对照行只算表里有的这几格
         contrast = tuple(c for c in caps if c in CONTRAST_CAPS)
@@ -465,19 +473,24 @@ def print_policy_tables(ratio, gap, caps, policies, contrast, contrast_caps, mat
         probe = CACHE_POLICIES["lengthaware"](1)                # 问类本身：位置 1 的 rank 比位置 0 的小，才是靠后的先走
         if not probe.rank(1) < probe.rank(0):
             note += "（你改过的 LengthAwareCache.rank 不再让靠后的块先走：表里这一行按改过的 rank 算。）"
-    rows += [[f"论文 {_short(p)}"] + [cell(PAPER_TABLE1[p].get(c), f2) for c in caps] for p in policies if p in PAPER_TABLE1]
+    papers = [p for p in policies if p in PAPER_TABLE1]    # 论文表 1 里有的策略才有论文行
+    rows += [[f"论文 {_short(p)}"] + [cell(PAPER_TABLE1[p].get(c), f2) for c in caps] for p in papers]
     missing = [cap_name(c) for c in caps if c not in PAPER_TABLE1["lru"]]
     paper = "论文行：arXiv v3 表 1，在另一个 trace 上算的"
     if match is PAPER_TRACES[0]:                   # 你给的就是 arXiv v3 的 trace 文件：论文行和本实验同一个 trace
         paper = "论文行：arXiv v3 表 1，就是在这个 trace 文件上算的"
     if missing:
         paper += f"，没有 {'、'.join(missing)} 块"
+    paper += "。"
+    if not papers:
+        paper = ""
     print_table(["策略 \\ 容量（块）"] + [cap_name(c) for c in caps], rows,
-                caption="MIN：Belady 的离线最优，是前缀命中率的上界，真实系统做不到。" + paper + "。" + note)
+                caption="MIN：Belady 的离线最优，是前缀命中率的上界，真实系统做不到。" + paper + note)
     if console.SHOW_MORE:
         print_table(["MIN 减去 \\ 容量"] + [cap_name(c) for c in caps],
                     [[_short(p)] + [f2(gap[(p, c)]) for c in caps] for p in policies],
-                    caption="每格 = MIN 的命中率 − 这种在线策略的命中率：换成最好的淘汰策略最多还能多命中多少。"
+                    caption="每格 = MIN 的命中率 − 这种在线策略的命中率（用没取整的命中率相减，和上表两位小数相减"
+                            "可能差 0.01）：换成最好的淘汰策略最多还能多命中多少。"
                             "MIN 数逐块命中（不要求从第一块起连续）。")
 
 
@@ -500,7 +513,9 @@ def observations_3(d, hot):
     """演示 3 的观察：块的热度（和表格同一份 stats）；认出的 trace 文件。"""
     st, m = d["stats"], d["match"]
     s = f"{share(st['once'])} 的块只被访问过一次，最热的块却被访问了 {integer(st['hottest'])} 次"
-    if st["top1pct"] is not None:
+    if st["hottest"] == 1:                                 # 没有一块被访问两次：说不上谁热
+        s = f"每个块都只被访问过一次（{integer(st['distinct'])} 个块），没有一块被复用"
+    elif st["top1pct"] is not None:
         s += f"；最热 1% 的块占了全部块访问的 {share(st['top1pct'])}"
     obs = [s + "。"]
     once, tens = order(st["once"], 0.5, share) > 0, st["hottest"] >= 20_000       # "数万次"：至少两万
@@ -628,16 +643,22 @@ def demo5_compute_saved(data=None, caps=None, policies=None):
             hours[(p, c)], frac[(p, c)] = gpu_hours(tr, h, hit_tier_for(stored[c], node), bs)
             local_hours[(p, c)] = gpu_hours(tr, h, local, bs)[0]
             rows.append([f"{_short(p)}，容量 {cap_name(c)}", size(stored[c]), pct(frac[(p, c)]),
-                         f2(hours[(p, c)] * unit[1]), times(base / hours[(p, c)])]
-                        + [f2(local_hours[(p, c)] * unit[1])] * console.SHOW_MORE)
-    rows[0] += ["-"] * console.SHOW_MORE
+                         f2(hours[(p, c)] * unit[1]), times(base / hours[(p, c)])])
+    headers = ["缓存", "存储", "命中的 token", f"GPU 时间（{unit[0]}）", "快了"]
+    note = ""
+    if console.SHOW_MORE and TIER_FOR_HITS in (0, 1):   # 只有 HBM、本机 DRAM 有容量上限，放不下的才溢出到下一层
+        headers.append("不溢出")
+        note = LOCAL_NOTE.format(local.name)
+        rows[0].append("-")
+        for row, key in zip(rows[1:], itertools.product(policies, caps)):
+            row.append(f2(local_hours[key] * unit[1]))
     which = ""
     if data["path"] is not None:
         which = "你给的 trace 里 "
-    print_table(["缓存", "存储", "命中的 token", f"GPU 时间（{unit[0]}）", "快了"] + ["全在本机"] * console.SHOW_MORE, rows,
+    print_table(headers, rows,
                 caption=f"{which}{integer(len(tr))} 个请求的 prefill 在一台 {node.name} 上的总时间。命中的 KV "
                         f"{words('从', local.name)}读（{local.bandwidth(with_gb_per_s=True)}），{overflow_text(TIER_FOR_HITS, node)}"
-                        "和计算按层重叠（arXiv v3 §5.2）。" + LOCAL_NOTE * console.SHOW_MORE)
+                        "和计算按层重叠（arXiv v3 §5.2）。" + note)
     method = (f"{MODEL.name}、{node.name} 张量并行、算力按峰值的 {pct(node.mfu)}（本实验的假设）；prefill 的计算量按 FAST'25 式 1；"
               f"命中的 KV 从{local.name}读（{local.bandwidth(with_gb_per_s=True)}），{overflow_text(TIER_FOR_HITS, node)}与计算按层重叠"
               "（arXiv v3 §5.2）")
@@ -731,7 +752,7 @@ def check_settings():
              ("CONTRAST_CAPS", isinstance(CONTRAST_CAPS, tuple) and all(is_int(c, 1) for c in CONTRAST_CAPS),
               "正整数容量组成的元组（不在 CAPACITIES 里的不显示；() = 不要对照行）"),
              ("HOT_ACCESSES", is_int(HOT_ACCESSES, 2), "至少 2 的整数（访问次数）"),
-             ("SAVED_POLICY", ok_pol and SAVED_POLICY in POLICIES, f" POLICIES 里的一个：{', '.join(map(str, POLICIES))}"),
+             ("SAVED_POLICY", SAVED_POLICY in CACHE_POLICIES, f"{names} 之一"),
              ("TIER_FOR_HITS", is_int(TIER_FOR_HITS, 0, len(TIERS) - 1),
               f" 0 到 {len(TIERS) - 1}（" + "、".join(f"{i} = {t.name}" for i, t in enumerate(TIERS)) + "）"),
              ("LOCAL_KV_BYTES", is_int(LOCAL_KV_BYTES, 1), "正整数（字节）")]

@@ -126,7 +126,7 @@ def test_demo3_alone_prints_what_it_prints_in_the_whole_run(default_out, capsys)
 
 def test_more_prints_the_dropped_facts(data, monkeypatch, capsys):
     """--more：演示 2 的零头表和 vLLM 图 16 对照、演示 3 的 MIN 差距表、块复用率和 LengthAware 的原话、
-    演示 4 的"全在本机"一列都在（默认输出里说的数，--more 里至少在表里）。"""
+    演示 4 的"不溢出"一列都在（默认输出里说的数，--more 里至少在表里）。"""
     monkeypatch.setattr(m, "trace_sweep", lambda *a, **k: data)
     assert m.main(["--more"]) == 0
     out = capsys.readouterr().out
@@ -136,8 +136,8 @@ def test_more_prints_the_dropped_facts(data, monkeypatch, capsys):
     assert re.search(r"^5-shot +21 +5 +95% +147$", out, flags=re.M)                       # 满块、零头、前缀占输入、映射次数
     assert re.search(r"^块复用率 +0\.61 +-", out, flags=re.M) and "块复用率=1−不同的块/块访问" in f
     assert "无限容量的前缀命中率和块复用率一样（都是0.61）" in f
-    assert re.search(r"^LRU，容量 10,000 +1\.53 TiB +48% +3\.25 +1\.77× +3\.25$", out, flags=re.M)    # 全在本机：一样
-    assert flat(m.LOCAL_NOTE) in f and "dummyLLaMA2-70B（§1.2）和LLaMA3-70B的层数、d、KV头数都相同" in f
+    assert re.search(r"^LRU，容量 10,000 +1\.53 TiB +48% +3\.25 +1\.77× +3\.25$", out, flags=re.M)    # 不溢出：一样
+    assert flat(m.LOCAL_NOTE.format(m.TIERS[m.TIER_FOR_HITS].name)) in f and "dummyLLaMA2-70B（§1.2）和LLaMA3-70B的层数、d、KV头数都相同" in f
     assert find_artefacts(out) == []
 
 
@@ -672,3 +672,45 @@ def test_lengthaware_caption_follows_the_class(monkeypatch, capsys):
     monkeypatch.setattr(eviction.LengthAwareCache, "rank", lambda self, pos: pos)
     m.print_policy_tables(ratio, gap, caps, pols, m.CONTRAST, ())
     assert "你改过的LengthAwareCache.rank不再让靠后的块先走" in "".join(capsys.readouterr().out.split())
+
+
+def test_demo2_without_a_full_prefix_block_credits_chance_blocks():
+    """前缀不满一块（15 个 token，块 16），却映射上了 11 次（词表小，后缀开头撞上）：不说"前缀的 0 个满块"省下了
+    计算、不说"共享的前缀块"，说省下的来自碰巧相同的整块；按公式算是 0%。"""
+    res = {"a": dict(prefix_len=15, worst=0.0, repeats=0, mapped=11, prefix_share=0.45, prefix_tail=15,
+                     used_private=163, used_shared=152, saved=0.08, full_prefix_blocks=0)}
+    lines, more = m.observations_2(res, 64, 16)
+    t = text((lines, more))
+    assert "a的前缀只有15个token，不满一块（块大小16）：省下的8%全来自11次映射，映射的是碰巧相同的整块" in t
+    assert "按它算是0%" in t and "碰巧相同的块只存一份" in t and "共享的前缀块" not in t and "0个满块映射" not in t
+
+
+def test_saved_policy_need_not_be_in_policies(monkeypatch):
+    """POLICIES 里没有 LRU 也能跑（演示 5 的 SAVED_POLICY 另算它那几格），不因一个没改的设置被拒绝。"""
+    monkeypatch.setattr(m, "POLICIES", ("lfu",))
+    m.check_settings()
+    asked = []
+    monkeypatch.setattr(m, "sweep", lambda trace, caps, pols, extra=(), workers=None: asked.append(
+        ({(p, c) for p in pols for c in caps}, set(extra))) or {})
+    m.trace_sweep(m.read_trace(), demos=(4, 5), with_contrast=False)
+    grid, extra = asked[0]
+    assert {("lru", c) for c in m.SAVED_CAPS} <= grid | extra and not any(p == "lru" for p, _ in grid)
+
+
+@pytest.mark.parametrize("tier,column", [(1, True), (2, False), (3, False)])
+def test_no_spill_column_only_where_a_tier_can_spill(data, monkeypatch, capsys, tier, column):
+    """--more 的"不溢出"一列：只有 HBM、本机 DRAM 有容量上限；远端 DRAM、SSD 不设上限，那一列和 GPU 时间一样，不印。"""
+    monkeypatch.setattr(m, "TIER_FOR_HITS", tier)
+    monkeypatch.setattr(console, "SHOW_MORE", True)
+    m.demo5_compute_saved(data)
+    out = "".join(capsys.readouterr().out.split())
+    assert ("不溢出" in out) == column and "全在本机" not in out
+
+
+def test_every_block_once_is_said_plainly():
+    """每个块只被访问一次（3 个请求的小 trace）：不说"最热的块却被访问了 1 次"。"""
+    st = dict(once=1.0, hottest=1, distinct=198, top1pct=0.005)
+    st.update(reuse=0.0)
+    lines, _ = m.observations_3(dict(stats=st, match=None, ratio={("lru", None): 0.0}, lead="lru", real=True),
+                                m.HOT_ACCESSES)
+    assert lines[0] == "每个块都只被访问过一次（198 个块），没有一块被复用。"

@@ -394,7 +394,9 @@ EDITS_04 = [
     Edit(S04, "CAPACITIES", "()", 3, refused("CAPACITIES")),
     Edit(S04, "FEW_SHOT", '(("长", 2000),)', 2, refused("FEW_SHOT"), "前缀太长：小模型几秒内算不完"),
     Edit(S04, "POLICIES", '("lru", "fifo")', 3, refused("POLICIES"), "不认识的策略名"),
-    Edit(S04, "SAVED_POLICY", '"s3fifo"', 5, refused("SAVED_POLICY"), "演示 5 的策略要在 POLICIES 里"),
+    Edit(S04, "SAVED_POLICY", '"s3fifo"', 5, says("S3-FIFO，容量 无限", "S3-FIFO，容量 10,000", absent=("LRU，容量",)),
+         "演示 5 的策略不必在 POLICIES 里：它那几格另算（以前因为不在 POLICIES 里被拒绝）"),
+    Edit(S04, "SAVED_POLICY", '"fifo"', 5, refused("SAVED_POLICY"), "不认识的策略名"),
     # 04b_radix_cache（04 的加餐：基数树）
     Edit("04b_radix_cache", "TREE_MAX_CHILDREN", "8", 1,
          says("└─ [341, 352) 11 个 ref 1", "16 3,666 718 19 16 16 2 1", absent=("…另外",)),
