@@ -295,7 +295,7 @@ def demo3_block_size():
         print_table(["长度", "设的均值（输入 / 输出）", "论文图 11 的均值", "这里的平均总长"],
                     [[k, " / ".join(f"{x:g}" for x in means[k]), " / ".join(f"{x:g}" for x in MEANS_SOURCE[k].value),
                       integer(lens[k].mean())] for k in means],
-                    caption=f"这里：各 {integer(n)} 条（种子 {seed}），输入、输出都是对数正态，均值取 LENGTH_MEANS。"
+                    caption=f"这里：各 {integer(n)} 条（种子 {seed}），输入、输出都是对数正态，均值取 LENGTH_MEANS，总长截在 2,048（OPT 的最大序列长度）。"
                             "上表的浪费/条：块比序列短得多时约 (B − 1)/2。")
         print_table(["模型", "层", "KV 头", "头维度", "每个数", "序列长"],
                     [[m.name, m.n_layers, m.n_kv_heads, m.head_dim, size(m.dtype_bytes), integer(read_len)]],
@@ -363,9 +363,9 @@ def check_settings(args=None):
     check_setting("N_LENGTHS", N_LENGTHS, is_int(N_LENGTHS, 1, 1_000_000), " 1–1,000,000 的整数")
     check_setting("READ_LEN", READ_LEN, is_int(READ_LEN, 1, 1 << 20), " 1–1,048,576 的整数")
     check_setting("LENGTH_MEANS", LENGTH_MEANS, isinstance(LENGTH_MEANS, dict) and set(LENGTH_MEANS) == {"ShareGPT", "Alpaca"}
-                  and all(isinstance(v, (tuple, list)) and len(v) == 2 and all(is_number(x, 1, 1e5) for x in v)
+                  and all(isinstance(v, (tuple, list)) and len(v) == 2 and all(is_number(x, 1, 2048) for x in v)
                           for v in LENGTH_MEANS.values()),
-                  ' {"ShareGPT": (输入, 输出), "Alpaca": (输入, 输出)}，平均长度 1–100,000（表里 S、A 两列就是这两个）')
+                  ' {"ShareGPT": (输入, 输出), "Alpaca": (输入, 输出)}，平均长度 1–2,048（总长截在 2,048；表里 S、A 两列就是这两个）')
 
 
 DEMOS = {1: demo1_block_table, 2: demo2_equivalence, 3: demo3_block_size}

@@ -305,8 +305,10 @@ def test_observations_3_shorter_is_read_from_the_lengths_not_the_name(d3):
     assert has(line, "128 时 49.3% 和 11.5%", "更短的 ShareGPT", "更高"), line
 
 
-def test_length_means_with_other_names_is_refused_in_one_line(monkeypatch, capsys):
-    monkeypatch.setattr(m, "LENGTH_MEANS", {"X": (100.0, 100.0)})
+@pytest.mark.parametrize("means", [{"X": (100.0, 100.0)}, {"ShareGPT": (100_000.0, 100_000.0), "Alpaca": (1.0, 1.0)}])
+def test_length_means_with_other_names_is_refused_in_one_line(monkeypatch, capsys, means):
+    """别的名字，或均值大过 2,048（总长截在 2,048，设的均值就不是表里的均值了）：一行拒绝。"""
+    monkeypatch.setattr(m, "LENGTH_MEANS", means)
     with pytest.raises(SystemExit) as e:
         m.main(["--demo", "3"])
     err = capsys.readouterr().err
