@@ -295,8 +295,8 @@ def demo3_block_size():
         print_table(["长度", "设的均值（输入 / 输出）", "论文图 11 的均值", "这里的平均总长"],
                     [[k, " / ".join(f"{x:g}" for x in means[k]), " / ".join(f"{x:g}" for x in MEANS_SOURCE[k].value),
                       integer(lens[k].mean())] for k in means],
-                    caption=f"这里：各 {integer(n)} 条（种子 {seed}），输入、输出都是对数正态，均值取 LENGTH_MEANS，总长截在 2,048（OPT 的最大序列长度）。"
-                            "上表的浪费/条：块比序列短得多时约 (B − 1)/2。")
+                    caption=f"这里：各 {integer(n)} 条（种子 {seed}），输入、输出都是对数正态，均值取 LENGTH_MEANS。"
+                            "上表的浪费/条：块比序列短得多时约 (B − 1)/2。总长截在 2,048（OPT 的最大序列长度）。")
         print_table(["模型", "层", "KV 头", "头维度", "每个数", "序列长"],
                     [[m.name, m.n_layers, m.n_kv_heads, m.head_dim, size(m.dtype_bytes), integer(read_len)]],
                     caption="块表长 = ⌈序列长 / B⌉；每段 = 一个块里一个头的 K（或 V）= B × 头维度 × 每个数；一步读几段 = 层 × "
