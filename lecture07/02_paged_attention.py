@@ -215,7 +215,8 @@ def demo2_equivalence():
     print_table(["序列", "输入", "最终长度", "块数", "块表", "最大差"],
                 [[i, len(p), s.length, len(s.blocks), blocks_str(s), sci(x)]
                  for i, (p, s, x) in enumerate(zip(prompts, seqs, diff))],
-                caption=f"最大差：prefill 和每步解码的全部 logits 与连续版的 max |diff|（种子 {seeds[0]}）" + more_caption)
+                caption=f"最大差：prefill 和每步解码的全部 logits 与连续版的 max |diff|（模型种子 {seeds[0]}、提示种子 {seeds[1]}）"
+                        + more_caption)
     tables = [list(s.blocks) for s in seqs]
     d = dict(diff=diff, worst=float(diff.max()), used=pool.num_used, tables=tables, n_seqs=len(prompts_len),
              n_steps=n_decode + 1, interleaved=not all(is_contiguous(t) for t in tables),
