@@ -385,7 +385,8 @@ def observations_3(d):
     if less and not more:
         worst = min(less, key=lambda c: gap[c] / max(1, d["lru"][c]))
         second = (f"SGLang 的规则在 {count(len(less), '个容量')}下比块哈希 LRU 少命中 {span([-gap[c] for c in less], integer)} 块，"
-                  f"{at(worst)}时相对最多（{rel_change(d['lru'][worst], d['radix']['sglang'][worst], nd=1)}）："
+                  f"{at(worst)}时相对最多（{rel_change(d['lru'][worst], d['radix']['sglang'][worst], nd=1)}，"
+                  f"块哈希 LRU 在那里命中 {integer(d['lru'][worst])} 块）："
                   "整片叶子删够为止，拆开的尾巴像刚用过（见表下）。")
     elif more:
         second = f"SGLang 的规则在 {listing([at(c) for c in more])}时命中比块哈希 LRU 多"
