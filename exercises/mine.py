@@ -517,7 +517,7 @@ def mine_line(impls, script_name):
     只说这个脚本用到的练习：别的练习写没写，和这次的输出无关。"""
     here = script_exercises(script_name)
     used = [f"{name}（练习 {n}）" for n in here if n in impls for name in impls[n].written]
-    left = [n for n in here if not (n in impls and impls[n].written)]
+    left = [n for n in here if not (n in impls and (impls[n].written or impls[n].problem))]   # 出错的另说，不算"还没写"
     broken = [f"练习 {n}（{impls[n].problem}）" for n in here if n in impls and impls[n].problem]
     paths = [i.path for i in impls.values() if i.path]
     where_dir = exercises_dir()
@@ -533,7 +533,7 @@ def mine_line(impls, script_name):
     if left and used:
         text += f"；练习 {'、'.join(map(str, left))} 还没写，用参考实现"
     if broken:
-        text += "；没有用上的：" + "；".join(broken)
+        text += "；没有用上、改用参考实现的：" + "；".join(broken)
     return text + "。"
 
 

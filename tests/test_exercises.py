@@ -444,6 +444,8 @@ def test_hang_in_the_probe_is_one_screen(tmp_path, capsys, short_hang):
     assert "停在 ex3_cow.py 第 8 行：PagedSequence.reserve(self=<blocks=[] length=0>, n=3)" in out
     impls = {3: mine.student_impl(3, d)}
     assert "多半是死循环" in mine.mine_line(impls, "03_sharing_and_cow") and not impls[3].written
+    line = mine.mine_line(impls, "03_sharing_and_cow")
+    assert "还没写" not in line and "没有用上、改用参考实现的：练习 3" in line      # 写了但出错：不说"还没写"
 
 
 def test_hang_in_a_case_names_the_call_and_skips_the_rest(tmp_path, capsys, short_hang):
