@@ -477,6 +477,8 @@ def demo4_steps():
     print_text("最后的树（缩进 = 深度）：")
     for line in d["render"]:
         print_text("  " + line)
+    if not d["render"]:
+        print_text("  （空：全被淘汰了）")
     d.update(alt_steps=alt["steps"], alt_size=alt["size"])
     print_observations(*observations_4(d))
     return d
