@@ -196,16 +196,14 @@ def clear_screen():
 
 
 def wait_enter(prompt):
-    """在终端上印一行暗色的提示、等回车。Ctrl-C：换一行、退出码 130，不打印 traceback；输入结束（EOF）就继续。"""
+    """在终端上印一行暗色的提示、等回车。Ctrl-C：和别处一样交给 lab_common.endings（一行"已中断"、退出码 130）；
+    输入结束（EOF）就继续。"""
     _console().print(Text(prompt, style="dim"), end="")
     sys.stdout.flush()
     try:
         input()
     except EOFError:
         print()
-    except KeyboardInterrupt:
-        print()
-        raise SystemExit(130) from None
 
 
 def redraw_title():
@@ -503,7 +501,7 @@ class ArgParser(argparse.ArgumentParser):
             self.add_argument("-h", "--help", action="help", default=argparse.SUPPRESS, help="印出这段说明，不运行")
 
     def error(self, message):
-        self.exit(2, f"{self.prog}: 参数错误：{argparse_message(message)}（--help 查看用法）\n")
+        self.exit(2, f"{self.prog}: 参数错误：{argparse_message(message)}；--help 查看用法\n")
 
 
 def fail(where, message):

@@ -90,7 +90,8 @@ def ended_quietly(fn, prog=None):
         return fn()
     except KeyboardInterrupt:
         _flush_quietly()
-        print(f"\n{name}: 已中断（Ctrl-C）", file=sys.stderr)
+        lead = "\n" if _is_terminal(sys.stderr) else ""     # 终端上 ^C 停在行中间：先换行；管道里不空一行
+        print(f"{lead}{name}: 已中断（Ctrl-C）", file=sys.stderr)
         return INTERRUPTED
     except BrokenPipeError:
         _quiet_stdout()
@@ -117,6 +118,13 @@ def ended_quietly(fn, prog=None):
             raise
         print(f"{name}: {line}", file=sys.stderr)
         return 1
+
+
+def _is_terminal(stream):
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):                 # 被换掉的流、已经关掉的流
+        return False
 
 
 def _flush_quietly():

@@ -314,16 +314,17 @@ def run(todo, args, step):
             return 1
         if todo == [1]:
             return 0
-        step()
-    if on_gpu:
-        data = measure(bench, args, val)
-    else:
+    if not on_gpu:                                # 在翻页之前说：--step 时下一个演示的标题会清屏
         m = data["meta"]
         print_text(f"\n没有 CUDA：演示 2–4 是保存的结果（{m['gpu']}，torch {m['torch']}，triton {m['triton']}，"
                    f"{m['date']}，{short(args.json)}）。")
         diff = differing_settings(data, {k: globals()[k] for k in SETTINGS})
         if diff:
             print_text(f"保存的那次测量用的设置和这里不同：{'、'.join(diff)}；要按这里的设置测，请在 GPU 上运行。")
+    if 1 in todo:
+        step()
+    if on_gpu:
+        data = measure(bench, args, val)
     shown = [k for k in todo if k in (2, 3, 4)]
     for i, k in enumerate(shown):
         DEMOS[k](data)

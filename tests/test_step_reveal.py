@@ -52,15 +52,16 @@ def test_step_waits_between_demos_and_clears_each(terminal):
         assert out.index(f"演示 {k}：") > out.rindex(CLEAR, 0, out.index(f"演示 {k}："))
 
 
-def test_ctrl_c_at_the_prompt_exits_130_quietly(monkeypatch):
+def test_ctrl_c_at_the_prompt_exits_130_with_the_usual_line(monkeypatch, capsys):
+    """提示处按 Ctrl-C：和别处一样，lab_common.endings 印一行"已中断"、退出码 130（以前不声不响地退出）。"""
+    from lab_common import endings
     monkeypatch.setattr(console, "stepping", lambda: True)
 
     def interrupt(*a):
         raise KeyboardInterrupt
     monkeypatch.setattr(builtins, "input", interrupt)
-    with pytest.raises(SystemExit) as e:
-        console.wait_enter("（回车看观察）")
-    assert e.value.code == 130
+    assert endings.ended_quietly(lambda: console.wait_enter("（回车看观察）"), "x.py") == 130
+    assert capsys.readouterr().err == "x.py: 已中断（Ctrl-C）\n"                 # 不是终端：前面不空一行
 
 
 def test_question_is_the_docstring_question_without_its_answer():
