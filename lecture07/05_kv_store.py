@@ -665,7 +665,11 @@ def observations_4(d):
            f"prefill 要 {ms(long_['prefill'])}{text}。"]
     need_b, need_h = [c["need_gbps"] for c in base], [c["need_gbps"] for c in hits]
     over = [integer(c["n"]) for c in hits if order(c["need_gbps"], nic, F1) > 0]
-    text = f"，{gbs(nic)} Gbps 的余量{change(nic / max(need_b), nic / max(need_h), times1)}"
+    tight_b, tight_h = max(base, key=lambda c: c["need_gbps"]), max(hits, key=lambda c: c["need_gbps"])   # 最吃紧的长度
+    tight = f"（最吃紧的 {integer(tight_b['n'])} token）"
+    if tight_b["n"] != tight_h["n"]:
+        tight = f"（最吃紧的长度从 {integer(tight_b['n'])} 变成 {integer(tight_h['n'])} token）"
+    text = f"，{gbs(nic)} Gbps 的余量{tight}{change(nic / max(need_b), nic / max(need_h), times1)}"
     if over:
         text = f"，{gbs(nic)} Gbps 在 {listing(over)} token 时藏不住"
     obs.append(f"前缀命中 {share(d['hit'])}：要算的少了，要发的 KV 没少{text}。")
