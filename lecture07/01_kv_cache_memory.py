@@ -184,7 +184,7 @@ def demo1_bytes_per_token():
     """一个 token 的 KV 有多大？一张卡放完权重后还能放多少 token？"""
     gpus, util, max_seq, pool_gib, tp = GPUS, GPU_MEM_UTIL, MAX_SEQ, KV_POOL_GIB, TP_GPUS
     print_header("演示 1：每个 token 的 KV = 2（K、V）× 层数 × KV 头数 × 头维度 × 2 字节")
-    named = tuple(MODELS) + tuple(m for m in (OPT_13B, LLAMA2_13B, LLAMA2_70B) if m not in MODELS)   # 观察点名的三个总要算
+    named = tuple(MODELS) + tuple(m for m in (OPT_13B, LLAMA2_70B) if m not in MODELS)   # 观察点名的两个总要算
     kv = {m.name: model_kv_bytes(m) for m in named}
     fit = {m.name: {g: tokens_that_fit(m, cap, util, kv_bytes=kv[m.name]) for g, cap in gpus} for m in named}
     print_table(["模型", "形状", "KV KiB", "权重 GiB"] + [g for g, _ in gpus],
@@ -223,7 +223,7 @@ def demo1_bytes_per_token():
 
 
 def extra_rows_note(extra):
-    """MODELS 里没有、观察却要点名的模型（OPT-13B、LLaMA2-13B、LLaMA2-70B）也列在表里：句子都对得上表。"""
+    """MODELS 里没有、观察却要点名的模型（OPT-13B、LLaMA2-70B）也列在表里：句子都对得上表。"""
     if not extra:
         return ""
     return f"；{listing([m.name for m in extra])} 不在 MODELS 里，观察要用，也列出"
@@ -232,10 +232,10 @@ def extra_rows_note(extra):
 def observations_1(d):
     """演示 1 的观察 → (默认印的, --more 才印的)。每个数都取自 d（和上表同一份数据）。"""
     kv, gpu0, max_seq, l70_b = d["kv_bytes"], d["gpus"][0][0], d["max_seq"], d["kv_bytes"][LLAMA2_70B.name]
-    l13, fit70 = d["fit"][LLAMA2_13B.name][gpu0], d["fit"][LLAMA2_70B.name]
-    room = f"用 {pct(d['util'])} 的显存连 LLaMA2-13B 的权重都放不下"
+    l13, fit70 = d["fit"][OPT_13B.name][gpu0], d["fit"][LLAMA2_70B.name]     # 一句话只说一个模型：OPT-13B（vLLM 论文 §3 的例子）
+    room = f"用 {pct(d['util'])} 的显存连它的权重都放不下"
     if l13 is not None:
-        room = f"放完 LLaMA2-13B 的权重还能放 {integer(l13)} 个 token（{whole(l13, max_seq, '个这样的请求')}）"
+        room = f"放完它的权重还能放 {integer(l13)} 个 token（{whole(l13, max_seq, '个这样的请求')}）"
     ok, no = [g for g, _ in d["gpus"] if fit70[g] is not None], [g for g, _ in d["gpus"] if fit70[g] is None]
     weights = f"LLaMA2-70B 的 fp16 权重 {fixed(1, 'GiB')(d['l70_weights'] / GiB)}{params_note(d)}，" + "，".join(
         f"一张 {listing(g, last='或')} {w}" for g, w in ((ok, "放得下"), (no, "放不下")) if g)

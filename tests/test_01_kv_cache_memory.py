@@ -158,7 +158,7 @@ def test_observations_1_degenerate_cases():
     # 一种 GPU、显存小：13B 的权重都放不下，70B 张量并行也放不下
     lines, more = m.observations_1(demo1_data(0.3, (("Tiny 40GB", 40 * gib),), tp=1))
     assert_observation_shape(lines, more)
-    assert has(lines[0], "LLaMA2-13B", "都放不下") and has(lines[1], "Tiny 40GB 放不下。")
+    assert has(lines[0], "连它的权重都放不下") and has(lines[1], "Tiny 40GB 放不下。")
     assert "张量并行" not in lines[1]                                # 一张卡不叫张量并行
     # 显存够：70B 一张卡就放得下
     lines, more = m.observations_1(demo1_data(1.0, (("Big 200GB", 200 * gib),)))
@@ -166,11 +166,11 @@ def test_observations_1_degenerate_cases():
     # 两种卡一张放得下、一张放不下：按名字说
     lines, _ = m.observations_1(demo1_data(1.0, (("A800 80GB", 80 * gib), ("H200 141GB", 143_771 * 2**20))))
     assert has(lines[1], "H200 141GB 放得下", "A800 80GB 放不下")
-    # 13B 放得下权重但不够一个 MAX_SEQ 的请求
+    # OPT-13B 放得下权重但不够一个 MAX_SEQ 的请求
     d = demo1_data(0.9, (("A800 80GB", 80 * gib),))
-    d["fit"]["LLaMA2-13B"]["A800 80GB"] = 1000
+    d["fit"]["OPT-13B"]["A800 80GB"] = 1000
     assert has(m.observations_1(d)[0][0], "1,000 个 token", "（不到 1 个")
-    d["fit"]["LLaMA2-13B"]["A800 80GB"] = 2048
+    d["fit"]["OPT-13B"]["A800 80GB"] = 2048
     assert has(m.observations_1(d)[0][0], "2,048 个 token", "（1 个")
     # 8 张卡张量并行也放不下 70B 的权重
     lines, _ = m.observations_1(demo1_data(0.9, (("Tiny 16GB", 16 * gib),)))

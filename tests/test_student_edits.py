@@ -211,7 +211,7 @@ EDITS_01 = [
               lambda rc, out, err: re.search(r"^LLaMA2-70B .* - +[\d,]+$", out, flags=re.M) or pytest.fail(out)),
          "试一试 1：util = 1.0 时 H200 放得下 70B 的权重，句子按设置算"),
     Edit("01_kv_cache_memory", "GPU_MEM_UTIL", "0.3", 1,
-         both(says("一张 A800 80GB 用 30% 的显存连 LLaMA2-13B 的权重都放不下"),
+         both(says("一张 A800 80GB 用 30% 的显存连它的权重都放不下"),
               lambda rc, out, err: re.search(r"^LLaMA2-13B +40×40×128 +800 +24\.2 +- +", out, flags=re.M)
               or pytest.fail(out)),
          "util = 0.3（以前 fmt_int(None) 崩溃）"),
@@ -226,7 +226,7 @@ EDITS_01 = [
          "试一试 3：没有满载的系统打 -、另有说法（以前 ZeroDivisionError）"),
     Edit("01_kv_cache_memory", "N_REQUESTS", "0", 2, refused("N_REQUESTS")),
     Edit("01_kv_cache_memory", "GPUS", '(("A100 40GB", 40_960 * MiB),)', 1,
-         says("一张 A100 40GB 放完 LLaMA2-13B 的权重还能放 15,447 个 token", absent=("A800", "H200")),
+         says("一张 A100 40GB 放完它的权重还能放 15,447 个 token", absent=("A800", "H200")),
          "试一试 4：一种 GPU（以前 IndexError）"),
     Edit("01_kv_cache_memory", "GPUS", '(("A800 80GB", 81_920 * MiB), ("H200 141GB", 143_771 * MiB), '
                                        '("A100 40GB", 40_960 * MiB))', 1,
@@ -234,7 +234,7 @@ EDITS_01 = [
                                                               flags=re.M) or pytest.fail(out)),
          "第三种 GPU 的列有表头"),
     Edit("01_kv_cache_memory", "GPUS", '(("A100 80GB", 81_920 * MiB), ("H200 141GB", 143_771 * MiB))', 1,
-         says("8 张 A100 80GB 张量并行", "一张 A100 80GB 放完 LLaMA2-13B", absent=("A800",)),
+         says("8 张 A100 80GB 张量并行", "一张 A100 80GB 放完它的权重", absent=("A800",)),
          "换成 A100 时照名字打印，不再写 A800"),
     Edit("01_kv_cache_memory", "GPUS", "()", 1, refused("GPUS")),
     Edit("01_kv_cache_memory", "KV_POOL_GIB", "40", None,
