@@ -9,7 +9,7 @@ Triton kernel 离连续拷贝（上限）多远，和 vLLM 的 copy_blocks 设�
 
 一步 COW 要克隆 N 个块对（所有层、K 和 V）。A、B 是博客《从零实现 LLM Inference：063. Triton batched KV COW clone
 （替换 index_select/index_copy）》（rosellm 项目的 roseinfer 引擎）的"之前"和"之后"：A 每层 index_select +
-index_copy_，B 每层一次 Triton launch；C 所有层一次 launch（本讲）；D 同样字节的一次连续拷贝（上限）；E vLLM
+index_copy_，B 每层一次 Triton launch；C 所有层一次 launch（本讲）；D 同样字节的一次连续拷贝（N 大时的带宽上限）；E vLLM
 csrc/cache_kernels.cu 的 copy_blocks 设计（grid = (层, 块对)）。安装、测量方法、结果见 lecture07/gpu/GPU.md 和 NOTES.md。
 
 【试一试】（要 GPU：没有 GPU 时演示 2–4 是保存的结果，改了设置会注明和保存的那次不同）
@@ -170,7 +170,7 @@ def demo_2(data):
     """一步克隆 N 个块对（所有层、K 和 V）要多少 µs？A/B/C/D/E，C/D、E/D 是带宽之比。"""
     print_header("演示 2：计时 A / B / C / D / E（每步 µs）")
     for line in ("A 每层 index_select + index_copy_，B 每层一次 Triton launch（博客之前、之后）；",  # 图例：每行
-                 "C 所有层一次 launch（本讲）；D 同样字节的一次连续拷贝（上限）；",                  # 在 80 列里
+                 "C 所有层一次 launch（本讲）；D 同样字节的一次连续拷贝（N 大时的带宽上限）；",      # 在 80 列里
                  "E vLLM copy_blocks 的设计，grid = (层, 块对)。C/D、E/D：带宽之比。"):             # 不折行
         print_text(line)
     out = {}
@@ -312,12 +312,11 @@ def run(todo, args, step):
         val = demo_1(torch, kvc, bench, on_gpu)
         if not val["all_ok"]:
             return 1
-        if todo == [1]:
-            return 0
+    if todo == [1]:
+        return 0
     if not on_gpu:                                # 在翻页之前说：--step 时下一个演示的标题会清屏
-        m = data["meta"]
-        print_text(f"\n没有 CUDA：演示 2–4 是保存的结果（{m['gpu']}，torch {m['torch']}，triton {m['triton']}，"
-                   f"{m['date']}，{short(args.json)}）。")
+        print_text("\n没有 CUDA：演示 2–4 是保存的结果（{gpu}，torch {torch}，triton {triton}，{date}，".format(**data["meta"])
+                   + f"{short(args.json)}）。")
         diff = differing_settings(data, {k: globals()[k] for k in SETTINGS})
         if diff:
             print_text(f"保存的那次测量用的设置和这里不同：{'、'.join(diff)}；要按这里的设置测，请在 GPU 上运行。")
