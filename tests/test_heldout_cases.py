@@ -109,7 +109,8 @@ def test_01_models_named_by_the_observations_are_listed():
 def test_01_one_model_table_still_has_the_named_rows(monkeypatch):
     monkeypatch.setattr(s01, "MODELS", (s01.LLAMA2_7B,))
     table = quiet(s01.demo1_bytes_per_token).split("观察")[0]
-    assert all(name in table for name in ("LLaMA2-7B", "OPT-13B", "LLaMA2-13B", "LLaMA2-70B"))
+    assert all(name in table for name in ("LLaMA2-7B", "OPT-13B", "LLaMA2-70B"))        # 演示 1 的观察点名的两个也列出
+    assert "LLaMA2-13B" not in table                                                     # 观察不提它：不硬塞进表
 
 
 # ---------------------------------------------------------------- 满了的盘：标准输出没有文件名
