@@ -113,8 +113,7 @@ def plot_hot_nic(d2, out):
             "负载 = 要发的字节 / (带宽 × trace 时长)。")
     if k1["avg_load"] is not None:
         note += f"{n_big:,} 台不复制时，全部网卡的平均负载 {pct1(k1['avg_load'])}"
-        relieved = len(ks) > 1 and by[(n_big, ks[1])]["hot_load"] < k1["hot_load"]   # 复制热点块让最忙的降下来了
-        if k1["hot_load"] >= 5 * k1["avg_load"] and d2["n_hot"] and relieved:
+        if d2["crowding"] == "hot":                 # 和演示 2 的句子同一个判断（05 的 crowding）
             note += "：不是总带宽不够，是热门前缀所在的那几台被挤爆"
         note += "。"
     finish(fig, title, note)

@@ -310,6 +310,7 @@ def demo2_hot_blocks(cols, source):
              source=source, nic_gb_per_s=NIC_GB_PER_S, nic_gbps=NIC_GBPS, rate_text=rate,
              n_hot=int(is_hot.sum()), hot_access_share=float(counts[is_hot].sum() / max(1, total)),
              raw_hits=int(raw.sum()), hit_blocks=int(hits.sum()), reuse=total - int(np.count_nonzero(counts)))
+    d["crowding"] = crowding(d, [k for k in replicas if k > 1])      # 句子和 figures/plot_05 的图注共用
     print_observations(*observations_2(d))
     return d
 
@@ -398,24 +399,38 @@ def observations_2(d):
     return obs + [text + "。"], more
 
 
-def crowded(d, ks):
-    """演示 2 第一条的后半句：最忙的网卡（最大的集群、不复制）比平均忙得多时，是不是热点块挤的——按表里印出来的值：
-    有热点块、而且复制热点块让最忙的那块降下来了，才说"集中在持有热门前缀的几台上"；否则只说倍数和看到的事实。
-    最忙的不到平均的 5 倍时不说（返回 ""）。ks：大于 1 的副本数。"""
+def crowding(d, ks):
+    """最忙的网卡（最大的集群、不复制）比平均忙得多时，是不是热点块挤的——按表里印出来的值，返回一种情形：
+    None（最忙的不到平均的 5 倍，或全部请求同时到达）；"hot"（有热点块，复制让最忙的那块降下来了）；"stuck"（有热点块，复制了也没降）；
+    "no_copies"（有热点块，REPLICAS 里没有 k > 1）；"no_hot"（没有热点块）。ks：大于 1 的副本数。
+    演示 2 的句子（crowded）和 figures/plot_05 的图注都按它说。"""
     by, n_big = d["by"], d["nodes"][-1]
     big = by[(n_big, 1)]
+    if big["hot_load"] is None:                      # 全部请求同时到达：没有负载可比
+        return None
     hot, avg = value(share(big["hot_load"])), value(share(big["avg_load"], 1))
     if not 0 < 5 * avg <= hot:
+        return None
+    if not d["n_hot"]:
+        return "no_hot"
+    if not ks:
+        return "no_copies"
+    if any(order(by[(n_big, k)]["hot_load"], big["hot_load"], share) < 0 for k in ks):
+        return "hot"
+    return "stuck"
+
+
+def crowded(d, ks):
+    """演示 2 第一条的后半句（crowding 的情形）：是热点块挤的才说"集中在持有热门前缀的几台上"；否则只说倍数和
+    看到的事实。最忙的不到平均的 5 倍时不说（返回 ""）。"""
+    case = crowding(d, ks)
+    if case is None:
         return ""
-    times_avg = f"最忙的是平均的 {F1(hot / avg)} 倍"
-    relief = [k for k in ks if order(by[(n_big, k)]["hot_load"], big["hot_load"], share) < 0]
-    if d["n_hot"] and relief:
-        return f"：流量集中在持有热门前缀的几台上（{times_avg}）"
-    if d["n_hot"] and ks:
-        return f"：{times_avg}，但复制热点块也没让它降下来，挤的不是热点块"
-    if d["n_hot"]:
-        return f"：{times_avg}"
-    return f"：{times_avg}，但没有热点块"
+    big = d["by"][(d["nodes"][-1], 1)]
+    times_avg = f"最忙的是平均的 {F1(value(share(big['hot_load'])) / value(share(big['avg_load'], 1)))} 倍"
+    return {"hot": f"：流量集中在持有热门前缀的几台上（{times_avg}）",
+            "stuck": f"：{times_avg}，但复制热点块也没让它降下来，挤的不是热点块",
+            "no_copies": f"：{times_avg}", "no_hot": f"：{times_avg}，但没有热点块"}[case]
 
 
 # =============================================================================
