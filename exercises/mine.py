@@ -541,13 +541,6 @@ REF_FIRST = ("--mine 先用参考实现把选中的演示跑一遍（不显示�
              "要的时间约是平时的两倍。")
 
 
-def _on_terminal(stream):
-    try:
-        return stream.isatty()
-    except (AttributeError, ValueError):
-        return False
-
-
 def _call_of(exc, path):
     """异常经过学生文件的最外面一帧：'PagedSequence.reserve(self=<blocks=[0, 1], length=5>, n=2)'（当时的参数）。"""
     tb, frame = exc.__traceback__, None
@@ -644,6 +637,7 @@ def run_with_mine(run, script_name, directory=None, impls=None):
     here = script_exercises(script_name)
     impls = {n: i for n, i in impls.items() if n in here}
     from lab_common.console import terminal_width, wrap_hanging
+    from lab_common.endings import is_terminal
     for line in wrap_hanging(mine_line(impls, script_name), terminal_width() - 2):     # 按终端的宽度折行
         print(line, flush=True)
     bound = bind_impls(impls)
@@ -656,7 +650,7 @@ def run_with_mine(run, script_name, directory=None, impls=None):
     if code:
         return code
     ref_s = time.perf_counter() - t0
-    if _on_terminal(sys.stderr):             # 只在终端上说用了多久（管道输出每次都一样）
+    if is_terminal(sys.stderr):              # 只在终端上说用了多久（管道输出每次都一样）
         print(f"（参考实现这一遍用了 {ref_s:.1f} 秒；下面是你的代码跑的）", file=sys.stderr)
     from exercises.check import BUDGET_FACTOR
     limit = HARD_SECONDS + BUDGET_FACTOR * ref_s        # 和检查器一样的预算：参考的 10 倍，再加上死循环的 10 秒

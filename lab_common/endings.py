@@ -90,7 +90,7 @@ def ended_quietly(fn, prog=None):
         return fn()
     except KeyboardInterrupt:
         _flush_quietly()
-        lead = "\n" if _is_terminal(sys.stderr) else ""     # 终端上 ^C 停在行中间：先换行；管道里不空一行
+        lead = "\n" if is_terminal(sys.stderr) else ""     # 终端上 ^C 停在行中间：先换行；管道里不空一行
         print(f"{lead}{name}: 已中断（Ctrl-C）", file=sys.stderr)
         return INTERRUPTED
     except BrokenPipeError:
@@ -120,7 +120,8 @@ def ended_quietly(fn, prog=None):
         return 1
 
 
-def _is_terminal(stream):
+def is_terminal(stream):
+    """stream 是不是终端（只在终端上显示的东西用它判断）；被换掉的、已经关掉的流不是。"""
     try:
         return stream.isatty()
     except (AttributeError, ValueError):                 # 被换掉的流、已经关掉的流
