@@ -633,7 +633,7 @@ def demo5_compute_saved(data=None, caps=None, policies=None):
                    f"一块 {bs} token = {size(bs * per_token)}。" + MODEL_NOTE)
     with status("正在按 trace 算 prefill 时间……"):
         base = gpu_hours(tr, np.zeros(len(tr), np.int64), local, bs)[0]
-        distinct = int(np.count_nonzero(np.bincount(dense_ids(tr.hash_ids)[0])))   # 不同的块：用 sweep 已经换好的小整数 id
+        distinct = tr.distinct_blocks()
         unit = ("小时", 1.0)
         if base < 0.5:                             # 小 trace：不到半小时就用秒，免得印成 0.00 小时
             unit = ("秒", 3600.0)

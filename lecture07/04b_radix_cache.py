@@ -318,7 +318,7 @@ def demo3_trace():
     def usable(h):                                   # 和 04 演示 3 同一个"命中"：最后一个 token 总要重算
         return int(usable_hits(h, tr.input_len, TRACE_BLOCK_SIZE).sum())
     d = dict(caps=list(caps), cap_names=[cap_name(c) for c in caps], breaks=chain_breaks(tr), total=total,
-             distinct=int(len(np.unique(tr.hash_ids))),
+             distinct=tr.distinct_blocks(),
              same={c: bool(np.array_equal(lru[("lru", c)], radix[("trim", c)])) for c in caps},
              lru={c: usable(lru[("lru", c)]) for c in caps},
              radix={rule: {c: usable(radix[(rule, c)]) for c in caps} for rule in RULE_ORDER})

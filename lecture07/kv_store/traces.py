@@ -134,6 +134,11 @@ class Trace:
         """每个不同的块被访问了几次（int64，按块 id 从小到大排列）。"""
         return self.popularity()[1]
 
+    def distinct_blocks(self):
+        """有几个不同的块（容量不小于它的缓存从不淘汰）。用 dense_ids 换好的小整数 id 数，不再排一遍序。"""
+        dense, d = dense_ids(self.hash_ids)
+        return int(np.count_nonzero(np.bincount(dense, minlength=d)))
+
     def __eq__(self, other):
         """和另一个 Trace 比每一列；和 Request 的列表比每个请求（兼容旧代码）。"""
         if isinstance(other, Trace):
