@@ -599,6 +599,9 @@ def gpu_hours(tr, hit_blocks, tier, block_size):
     return trace_prefill_time(MODEL, tr.input_len, n_hit, tier) / 3600, sum(n_hit.tolist()) / max(1, sum(tr.input_len.tolist()))
 
 
+CAPPED_TIERS = (0, 1)     # TIERS 里有容量上限、放不下就溢出到下一层的：HBM（这台机器的显存）、本机 DRAM（LOCAL_KV_BYTES）
+
+
 def hit_tier_for(stored, node):
     """命中的 KV 从哪儿读（一个等效的 Tier）：TIER_FOR_HITS 那一层；放不下的部分按比例从下一层读
     （HBM → 本机 DRAM → 远端 DRAM）。一台机器上的容量：HBM = 这台机器的全部显存（还没减去权重），本机 DRAM =
@@ -607,12 +610,12 @@ def hit_tier_for(stored, node):
     >>> hit_tier_for(10 ** 9, A800_X8).name == TIERS[TIER_FOR_HITS].name          # 1 GB 哪一层都放得下
     True
     """
+    if TIER_FOR_HITS not in CAPPED_TIERS:
+        return TIERS[TIER_FOR_HITS]
     if TIER_FOR_HITS == 1:
         return hit_tier(stored, TIERS[1], TIERS[2], LOCAL_KV_BYTES)
-    if TIER_FOR_HITS == 0:
-        below = hit_tier(max(0, stored - node.hbm_bytes), TIERS[1], TIERS[2], LOCAL_KV_BYTES)
-        return hit_tier(stored, TIERS[0], below, node.hbm_bytes)
-    return TIERS[TIER_FOR_HITS]
+    below = hit_tier(max(0, stored - node.hbm_bytes), TIERS[1], TIERS[2], LOCAL_KV_BYTES)
+    return hit_tier(stored, TIERS[0], below, node.hbm_bytes)
 
 
 def demo5_compute_saved(data=None, caps=None, policies=None):
@@ -646,7 +649,7 @@ def demo5_compute_saved(data=None, caps=None, policies=None):
                          f2(hours[(p, c)] * unit[1]), times(base / hours[(p, c)])])
     headers = ["缓存", "存储", "命中的 token", f"GPU 时间（{unit[0]}）", "快了"]
     note = ""
-    if console.SHOW_MORE and TIER_FOR_HITS in (0, 1):   # 只有 HBM、本机 DRAM 有容量上限，放不下的才溢出到下一层
+    if console.SHOW_MORE and TIER_FOR_HITS in CAPPED_TIERS:   # 没有容量上限的层不溢出：那一列和 GPU 时间一样
         headers.append("不溢出")
         note = LOCAL_NOTE.format(local.name)
         rows[0].append("-")
@@ -679,9 +682,9 @@ def overflow_text(tier_i, node):
     if tier_i == 0:
         return (f"超过一台机器的 {size(node.hbm_bytes)} HBM（还没减去权重）的部分按比例从{TIERS[1].name}读，"
                 + words("再超过", dram, "的从") + f"{TIERS[2].name}读（{TIERS[2].bandwidth(with_gb_per_s=True)}），")
-    if tier_i == 1:
-        return words("缓存超过一台机器的", dram, "的部分按比例从") + f"{TIERS[2].name}读（{TIERS[2].bandwidth(with_gb_per_s=True)}），"
-    return "这一层不设容量上限（本实验的假设），"
+    if tier_i not in CAPPED_TIERS:
+        return "这一层不设容量上限（本实验的假设），"
+    return words("缓存超过一台机器的", dram, "的部分按比例从") + f"{TIERS[2].name}读（{TIERS[2].bandwidth(with_gb_per_s=True)}），"
 
 
 def observations_5(d, policy, caps):
