@@ -51,7 +51,6 @@ STEADY = 0.10                   # 各轮相差超过它的中位数在表里标 
 SCRIPT = "06_triton_cow_clone.py"
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEFAULT_JSON = os.path.join(ROOT, "figures", "data", "triton_cow_clone_h200.json")
-DEFAULT_FIGURES = os.path.join(ROOT, "figures")
 BLOG = dict(name="博客《从零实现 LLM Inference：063. Triton batched KV COW clone》",
             first_token_p99_ms={"之前": (0.59, 0.55, 0.51), "之后": (0.52, 0.49, 0.47)})   # 三次运行
 METHODS = ("A", "B", "C", "D", "E", "A图", "C图", "D图")
@@ -291,16 +290,17 @@ def measure(bench, args, val):
 
 def run(todo, args, step):
     """校验（演示 1，本机跑），再测量（有 CUDA）或读保存的结果（没有 CUDA），打印演示 2–4。"""
-    if args.figures != DEFAULT_FIGURES and not args.plot_only:     # 不画图时 --figures 没有用处：说出来，不悄悄忽略
+    if args.figures is not None and not args.plot_only:         # 不画图时 --figures 没有用处：说出来，不悄悄忽略
         ArgParser(prog=SCRIPT).error("--figures 只和 --plot-only 一起用（图由保存的 JSON 画）")
-    if os.path.exists(args.figures) and not os.path.isdir(args.figures):
-        fail(SCRIPT, f"--figures {args.figures}：是一个文件，不是目录")
+    figures = args.figures or os.path.join(ROOT, "figures")      # 默认：仓库的 figures/
+    if os.path.exists(figures) and not os.path.isdir(figures):
+        fail(SCRIPT, f"--figures {figures}：是一个文件，不是目录")
     if os.path.isdir(args.json):
         fail(SCRIPT, f"--json {args.json}：是一个目录，不是文件")
     if args.plot_only:                  # 画图的代码只在 figures/plot_06.py 里
         load_results(args.json)
         return subprocess.call([sys.executable, os.path.join(ROOT, "figures", "plot_06.py"), "--json", args.json,
-                                "--out", args.figures])
+                                "--out", figures])
     check_settings(todo)
     with status("导入 torch、triton…"):
         torch, kvc, bench = import_gpu_stack()
@@ -337,7 +337,7 @@ DEMOS = {1: demo_1, 2: demo_2, 3: demo_3, 4: demo_4}
 
 def add_args(ap):
     ap.add_argument("--json", default=DEFAULT_JSON, help="结果 JSON（GPU 上写，CPU 上读）")
-    ap.add_argument("--figures", metavar="DIR", default=DEFAULT_FIGURES, help="--plot-only 时图的目录（默认 figures/）")
+    ap.add_argument("--figures", metavar="DIR", help="--plot-only 时图的目录（默认 figures/）")
     ap.add_argument("--plot-only", action="store_true", help="只用保存的 JSON 重画图")
 
 
