@@ -880,3 +880,13 @@ def test_sched_nodes_above_the_limit_is_one_line_exit_2(monkeypatch, capsys):
     assert e.value.code == 2 and len(err.splitlines()) == 1 and "SCHED_NODES = 257" in err and "逐台查缓存" in err
     monkeypatch.setattr(m, "SCHED_NODES", 256)
     m.check_settings()
+
+
+def test_observations_4_margin_names_the_tightest_length(d4):
+    """余量那半句说是哪个长度的余量：需要带宽最高的那个（默认 1,024 token，命中前后都是它），数是 800 / 它的需要。"""
+    line = m.observations_4(d4)[0][1]
+    tight = max(d4["base"], key=lambda c: c["need_gbps"])
+    assert tight["n"] == 1024 and max(d4["hits"], key=lambda c: c["need_gbps"])["n"] == 1024
+    assert "余量（最吃紧的1,024token）从24.6×降到1.3×" in "".join(line.split())
+    moved = _tweak(d4, hits=[dict(c, need_gbps=700.0 if c["n"] == 8192 else 1.0) for c in d4["hits"]])   # 8,192 最吃紧
+    assert "最吃紧的长度从 1,024 变成 8,192 token" in m.observations_4(moved)[0][1]
