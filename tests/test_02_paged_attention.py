@@ -65,7 +65,7 @@ def test_more_prints_everything_and_default_at_most_three(d1, d2, d3):
     raw = run(["--more"])
     more = raw.replace("\n     ", "").replace("\n  ", "")
     for fact in ("0–3", "4–7", "run_layers", "max_seq = 32", "gather_kv", "§4.1", "足够大能用满 GPU", "(B − 1)/2",
-                 "种子 0", "均值取 LENGTH_MEANS"):
+                 "种子 0", "均值取 LENGTH_MEANS", "总长截在 2,048"):
         assert fact in more, fact
     # 句子搬进 --more 的表：分配顺序（第几个分配）、平均长度（这里 / 论文）、读法用的模型配置
     assert re.search(r"^A +2 +7 +8–9 +2/4 +8$", raw, flags=re.M) and re.search(r"^C +3 +8 +12 +1/4 +9$", raw, flags=re.M)
@@ -314,3 +314,10 @@ def test_length_means_with_other_names_is_refused_in_one_line(monkeypatch, capsy
     err = capsys.readouterr().err
     assert e.value.code == 2
     assert "LENGTH_MEANS" in err and err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_demo2_caption_names_both_seeds(monkeypatch):
+    """演示 2 的表注说出两个种子（模型、提示）：改了 PROMPT_SEED，表注跟着变。"""
+    monkeypatch.setattr(m, "PROMPT_SEED", 9)
+    out = "".join(run(["--demo", "2"]).split())
+    assert f"（模型种子{m.MODEL_SEED}、提示种子9）" in out

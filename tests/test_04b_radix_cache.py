@@ -353,3 +353,9 @@ def test_step_settings_are_checked():
     assert_settings_refused(r, [("STEP_CAPACITY", 22.5), ("STEP_CAPACITY", 0), ("STEP_CAPACITY", None),
                                 ("STEP_REQUESTS", ()), ("STEP_REQUESTS", (("a", "x"), ("a", "y"))),
                                 ("STEP_REQUESTS", (("a", " "),))], ["--demo", "4"])
+
+
+def test_step_tree_emptied_by_eviction_says_so(monkeypatch, capsys):
+    monkeypatch.setattr(r, "STEP_CAPACITY", 5)
+    assert r.main(["--demo", "4"]) == 0
+    assert "最后的树（缩进 = 深度）：\n  （空：全被淘汰了）" in capsys.readouterr().out
