@@ -109,18 +109,18 @@ def demo_fragmentation():
     prompts, outputs, pool = simulate()
     runs = {f"Orca ({k})": simulate_contiguous(k, prompts, outputs, pool, MAX_SEQ) for k in ("Max", "Pow2", "Oracle")}
     runs["vLLM"] = simulate_paged(prompts, outputs, pool, BLOCK_SIZE)[:2]
-    paper = (MAX_SEQ, BLOCK_SIZE, KV_POOL_GIB) == (2048, 16, 12)     # 论文的数只在这三个设置是论文的值时并排
+    paper = (N_REQUESTS, SEQ_SEED, LEN_SIGMA, MAX_SEQ, KV_POOL_GIB, BLOCK_SIZE) == (400, 0, 1, 2048, 12, 16)  # 默认值
     headers, rows = ["系统", "token 状态", "论文", "预留", "内部碎片", "外部/空闲", "并发"], {}
     for name, (share, running) in runs.items():
         cells = ["-"] * 5 if share is None else [show.pct(x, 1) for x in share] + [show.num(running, 1)]
         rows[name] = [name, cells[0], VLLM_FIG2[name] if paper else "-"] + cells[1:]
-    source = ("vLLM 论文表 1 写作 \"12 GB\"、15.7K 个 slot；论文列：vLLM 图 2，§6.2 实验的平均" if paper
-              else "你设的值；论文列只在 MAX_SEQ、BLOCK_SIZE、KV_POOL_GIB 是论文的值时并排")
+    source = "vLLM 论文表 1 写作 \"12 GB\"、15.7K 个 slot" if KV_POOL_GIB == 12 else "你设的值"
+    figure = "论文列：vLLM 图 2，§6.2 实验的平均" if paper else "论文列（vLLM 图 2）只在演示 2 的设置都是默认值时并排"
     show.table(headers, list(rows.values()),
                caption=f"KV 池 {KV_POOL_GIB:g} GiB = {show.num(pool)} 个 OPT-13B 的 token（{source}）；"
                        f"{show.num(N_REQUESTS)} 个请求一开始就排队，长度仿 ShareGPT（种子 {SEQ_SEED}）。满载时的时间平均；并发 = 平均在跑几个请求；"
                        f"- = 从没满载。Orca（vLLM §6.1 的基线）给每个请求预留：(Max) {show.num(MAX_SEQ)} 个位置；(Pow2) "
-                       "输入 + 不小于输出的 2 的幂；(Oracle) 输入 + 输出。")
+                       f"输入 + 不小于输出的 2 的幂；(Oracle) 输入 + 输出。{figure}。")
     mx, pg, stored = rows["Orca (Max)"], rows["vLLM"], [rows[k][1] for k in runs]
     show.claim(f"KV 池里存着 token 的比例：分页（块 {BLOCK_SIZE}）{pg[1]}，Orca (Max) 只有 {mx[1]}；平均同时在跑 {pg[-1]} "
                f"个请求对 {mx[-1]} 个：按需分小块，同样的显存能批更多请求。", "-" not in (mx[1], pg[1])
@@ -148,8 +148,8 @@ def demo_smaller_kv():
                        f"摘要：KV 比 DeepSeek 67B 少 93.3%，按 config.json 重构（{show.size(DS67_KV)} 对 MLA 平均 6 bit 的 "
                        f"{show.size(DSV2_KV_6BIT)}）是少 {show.pct(1 - DSV2_KV_6BIT / DS67_KV, 1)}。")
     mha, gqa, mla, gpu = rows["MHA"], rows[f"GQA-{GQA_GROUPS}"], rows["MLA"], GPUS[-1][0]
-    show.claim(f"MLA 每层只存 d_c + d_h^R = {MLA_KV_LORA_RANK} + {MLA_ROPE_DIM} 个数，每个 token {mla[2]} KiB，是 MHA 的"
-               f" {mla[4]}：一张 {gpu} 能放的 token 从 {mha[-1]} 个变成 {mla[-1]} 个。", "-" not in (mha[-1], mla[-1])
+    show.claim(f"MLA 每层只存 d_c + d_h^R = {mla[1]} 个数，每个 token {mla[2]} KiB，是 MHA 的 {mla[4]}：一张 {gpu} 能放的"
+               f" token 从 {mha[-1]} 个变成 {mla[-1]} 个。", "-" not in (mha[-1], mla[-1])
                and show.value(mla[2]) < show.value(mha[2]) and show.value(mla[-1]) > show.value(mha[-1]),
                f"每个 token：MLA {mla[2]} KiB，MHA {mha[2]} KiB；一张 {gpu}：MLA {mla[-1]}，MHA {mha[-1]}")
     paper = "（DeepSeek-V2 §2.1.4 表 1 也说 2.25 组）" if (MLA_KV_LORA_RANK, MLA_ROPE_DIM) == (512, 64) else ""
@@ -167,7 +167,7 @@ def demo_preemption():
             + [show.num(2 * swap_seconds(m, SWAP_LEN, b, g, us)[1] * 1e3, 1) for g in PCIE_GBPS]   # 来回 = 2 × 换出
             for b in SWAP_BLOCK_SIZES}
     headers = ["块", "拷贝次数", "重算 ms"] + [f"{g:g} GB/s 来回 ms" for g in PCIE_GBPS]
-    fast25 = "（16 GB/s = FAST'25 表 1 整机的 128 GB/s ÷ 8 卡；25–32 GB/s ≈ 独占 PCIe 4.0 ×16）" if 16 in PCIE_GBPS else ""
+    fast25 = "（16 = FAST'25 表 1 整机的 128 GB/s ÷ 8 卡；25–32 ≈ 独占 PCIe 4.0 ×16）" if PCIE_GBPS == (16, 25, 32) else ""
     show.table(headers, list(rows.values()),
                caption=f"{m.name}、A100、一条 {show.num(SWAP_LEN)} token 的序列。重算 = FAST'25 式 1 的 FLOPs（a = 4、b = 22 "
                        f"取自它的表 1，这里用在 OPT-13B 上）÷（{A100_TFLOPS} TFLOPS × {show.pct(MFU)}），与块大小无关；来回 = "
@@ -196,9 +196,9 @@ DEMOS = [("演示 1：每个 token 的 KV 有多大，一张卡放得下多少",
 
 def check_settings():
     """每个设置一行检查：不合理的值一行拒绝（设置、值、允许的范围），退出码 2，在任何演示输出之前。"""
-    show.check("GPUS", GPUS, isinstance(GPUS, tuple) and len(GPUS) in (1, 2) and all(isinstance(g, tuple) and len(g) == 2
-               and isinstance(g[0], str) and 1 <= len(g[0]) <= 12 and show.is_int(g[1], GiB, 2 ** 50) for g in GPUS)
-               and len({g[0] for g in GPUS}) == len(GPUS), " 1–2 种 (名字, 显存字节数)，名字不同、至多 12 字，1 GiB–1 PiB")
+    show.check("GPUS", GPUS, isinstance(GPUS, tuple) and 0 < len(GPUS) < 3 and all(isinstance(g, tuple) and len(g) == 2
+               and isinstance(g[0], str) and 0 < len(g[0]) < 13 and show.is_int(g[1], GiB, 2 ** 50) for g in GPUS)
+               and len({g[0] for g in GPUS}) == len(GPUS), " 1–2 种 (名字, 显存字节数)，名字不同、≤ 12 字，1 GiB–1 PiB")
     show.check("GPU_MEM_UTIL", GPU_MEM_UTIL, show.is_number(GPU_MEM_UTIL, 0.01, 1), " 0.01 到 1 之间的数")
     show.check("TP_GPUS", TP_GPUS, show.is_int(TP_GPUS, 2, 8) and 8 % TP_GPUS == 0, " 2、4 或 8（平分 8 个 KV 头）")
     show.check("N_REQUESTS", N_REQUESTS, show.is_int(N_REQUESTS, 1, 10_000), " 1 到 10,000 的整数")
