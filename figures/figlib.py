@@ -56,7 +56,7 @@ def save(fig, name, title=None, note=None):
     if title:
         fig.suptitle(title)
     if note:
-        lines = show.wrap(note, int(fig.get_figwidth() * 8.5))        # 16 pt 时一英寸约 8.5 个半角字符
+        lines = show.wrap(note, int(fig.get_figwidth() * 9))          # 16 pt 时一英寸约 9 个半角字符
         fig.text(0.01, 0.01, "\n".join(lines), ha="left", va="bottom", color="0.3")
         bottom = (len(lines) * plotting.FONT_PT * 1.3 / 72 + 0.1) / fig.get_figheight()
     fig.tight_layout(rect=(0, bottom, 1, 1))
