@@ -82,10 +82,10 @@ def demo_bytes_per_token():
         rows[name] = [name, f"{m.n_layers}×{m.n_kv_heads}×{m.head_dim}", kib(kv), show.num(m.n_params * 2 / GiB, 1)]
         rows[name] += [tokens_fit(m, kv, cap, n) for _, cap in GPUS]
     headers = ["模型", "形状", "KV KiB", "权重 GiB"] + [g for g, _ in GPUS]
-    show.table(headers, list(rows.values()),
-               caption=f"形状 = 层 × KV 头 × 头维度；KV：每个 token，fp16。GPU 列：一张卡（×{TP_GPUS} 张：张量并行）用 "
-                       f"{show.pct(GPU_MEM_UTIL)} 的显存、放完 fp16 权重后能放的 token；- = 放不下权重。LLaMA2-70B 按标称 "
-                       "70B 个参数（发布的权重 68.98B 个、128.5 GiB）。FAST'25 §5.3.1：同形状的 LLaMA3-70B 每个 token \"320 KB\"。")
+    caption = (f"形状 = 层 × KV 头 × 头维度；KV：每个 token，fp16。GPU 列：一张卡（×{TP_GPUS} 张：张量并行）用 "
+               f"{show.pct(GPU_MEM_UTIL)} 的显存、放完 fp16 权重后能放的 token；- = 放不下权重。LLaMA2-70B 按标称 "
+               "70B 个参数（发布的权重 68.98B 个、128.5 GiB）。FAST'25 §5.3.1：同形状的 LLaMA3-70B 每个 token \"320 KB\"。")
+    show.table(headers, list(rows.values()), caption)
     opt, l70, tp, gpu0 = rows[OPT_13B.name], rows[LLAMA2_70B.name], rows[f"{LLAMA2_70B.name} ×{TP_GPUS} 张"], GPUS[0][0]
     per_request = int(show.value(opt[4]) // 2048) if opt[4] != "-" else 0    # 放得下几个 2,048 token 的请求
     show.claim(f"OPT-13B 每个 token 的 KV 是 {opt[2]} KiB，2,048 个 token（OPT 的上限）的请求要 "
@@ -95,7 +95,7 @@ def demo_bytes_per_token():
     show.claim(f"LLaMA2-70B 的 fp16 权重 {l70[3]} GiB，一张 {' 或 '.join(g for g, _ in GPUS)} 都放不下；"
                f"{TP_GPUS} 张 {gpu0} 张量并行，放完权重还能放 {tp[4]} 个 token。",
                all(c == "-" for c in l70[4:]) and tp[4] != "-", f"LLaMA2-70B：{'、'.join(l70[4:])}；×{TP_GPUS}：{tp[4]}")
-    return dict(headers=headers, rows=rows)
+    return dict(headers=headers, rows=rows, caption=caption)
 
 
 def simulate():
@@ -116,11 +116,11 @@ def demo_fragmentation():
         rows[name] = [name, cells[0], VLLM_FIG2[name] if paper else "-"] + cells[1:]
     source = "vLLM 论文表 1 写作 \"12 GB\"、15.7K 个 slot" if KV_POOL_GIB == 12 else "你设的值"
     figure = "论文列：vLLM 图 2，§6.2 实验的平均" if paper else "论文列（vLLM 图 2）只在演示 2 的设置都是默认值时并排"
-    show.table(headers, list(rows.values()),
-               caption=f"KV 池 {KV_POOL_GIB:g} GiB = {show.num(pool)} 个 OPT-13B 的 token（{source}）；"
-                       f"{show.num(N_REQUESTS)} 个请求一开始就排队，长度仿 ShareGPT（种子 {SEQ_SEED}）。满载时的时间平均；并发 = 平均在跑几个请求；"
-                       f"- = 从没满载。Orca（vLLM §6.1 的基线）给每个请求预留：(Max) {show.num(MAX_SEQ)} 个位置；(Pow2) "
-                       f"输入 + 不小于输出的 2 的幂；(Oracle) 输入 + 输出。{figure}。")
+    caption = (f"KV 池 {KV_POOL_GIB:g} GiB = {show.num(pool)} 个 OPT-13B 的 token（{source}）；"
+               f"{show.num(N_REQUESTS)} 个请求一开始就排队，长度仿 ShareGPT（种子 {SEQ_SEED}）。满载时的时间平均；并发 = 平均在跑几个请求；"
+               f"- = 从没满载。Orca（vLLM §6.1 的基线）给每个请求预留：(Max) {show.num(MAX_SEQ)} 个位置；(Pow2) "
+               f"输入 + 不小于输出的 2 的幂；(Oracle) 输入 + 输出。{figure}。")
+    show.table(headers, list(rows.values()), caption)
     mx, pg, stored = rows["Orca (Max)"], rows["vLLM"], [rows[k][1] for k in runs]
     show.claim(f"KV 池里存着 token 的比例：分页（块 {BLOCK_SIZE}）{pg[1]}，Orca (Max) 只有 {mx[1]}；平均同时在跑 {pg[-1]} "
                f"个请求对 {mx[-1]} 个：按需分小块，同样的显存能批更多请求。", "-" not in (mx[1], pg[1])
@@ -130,7 +130,7 @@ def demo_fragmentation():
     show.claim("预留得越准，存着 token 的比例越高：" + " < ".join(f"{k} {c}" for k, c in zip(runs, stored)) + same + "。",
                "-" not in stored and all(show.value(a) < show.value(b) for a, b in zip(stored, stored[1:])),
                "存着 token：" + "，".join(f"{k} {c}" for k, c in zip(runs, stored)))
-    return dict(headers=headers, rows=rows)
+    return dict(headers=headers, rows=rows, caption=caption)
 
 
 def demo_smaller_kv():
@@ -142,11 +142,11 @@ def demo_smaller_kv():
         rows[name] = [name, show.num(kv[name][0] // (2 * m.n_layers)), kib(kv[name][0]), kib(kv[name][1]),
                       show.pct(kv[name][0] / kv["MHA"][0], 1)] + [tokens_fit(m, kv[name][0], cap) for _, cap in GPUS]
     headers = ["方式", "每层的数", "KV KiB", "FP8 KiB", "相对 MHA"] + [g for g, _ in GPUS]
-    show.table(headers, list(rows.values()),
-               caption=f"{m.name} 的形状（{m.n_layers} 层、{m.n_heads} 个查询头 × {m.head_dim} 维）；每层的数：每层每个 token "
-                       "存几个数；KV 按 bf16；GPU 列同演示 1。DeepSeek-V2 表 1：能力 MHA 强、GQA 中、MQA 弱、MLA 更强；"
-                       f"摘要：KV 比 DeepSeek 67B 少 93.3%，按 config.json 重构（{show.size(DS67_KV)} 对 MLA 平均 6 bit 的 "
-                       f"{show.size(DSV2_KV_6BIT)}）是少 {show.pct(1 - DSV2_KV_6BIT / DS67_KV, 1)}。")
+    caption = (f"{m.name} 的形状（{m.n_layers} 层、{m.n_heads} 个查询头 × {m.head_dim} 维）；每层的数：每层每个 token "
+               "存几个数；KV 按 bf16；GPU 列同演示 1。DeepSeek-V2 表 1：能力 MHA 强、GQA 中、MQA 弱、MLA 更强；"
+               f"摘要：KV 比 DeepSeek 67B 少 93.3%，按 config.json 重构（{show.size(DS67_KV)} 对 MLA 平均 6 bit 的 "
+               f"{show.size(DSV2_KV_6BIT)}）是少 {show.pct(1 - DSV2_KV_6BIT / DS67_KV, 1)}。")
+    show.table(headers, list(rows.values()), caption)
     mha, gqa, mla, gpu = rows["MHA"], rows[f"GQA-{GQA_GROUPS}"], rows["MLA"], GPUS[-1][0]
     show.claim(f"MLA 每层只存 d_c + d_h^R = {mla[1]} 个数，每个 token {mla[2]} KiB，是 MHA 的 {mla[4]}：一张 {gpu} 能放的"
                f" token 从 {mha[-1]} 个变成 {mla[-1]} 个。", "-" not in (mha[-1], mla[-1])
@@ -156,7 +156,7 @@ def demo_smaller_kv():
     show.claim(f"MLA 每层的 {mla[1]} 个数相当于 {show.num(show.value(mla[1]) / (2 * m.head_dim), 2)} 组 GQA{paper}，"
                f"比 GQA-{GQA_GROUPS} 每层的 {gqa[1]} 个还少。", show.value(mla[1]) < show.value(gqa[1]),
                f"每层的数：MLA {mla[1]}，GQA-{GQA_GROUPS} {gqa[1]}")
-    return dict(headers=headers, rows=rows)
+    return dict(headers=headers, rows=rows, caption=caption)
 
 
 def demo_preemption():
@@ -168,11 +168,11 @@ def demo_preemption():
             for b in SWAP_BLOCK_SIZES}
     headers = ["块", "拷贝次数", "重算 ms"] + [f"{g:g} GB/s 来回 ms" for g in PCIE_GBPS]
     fast25 = "（16 = FAST'25 表 1 整机的 128 GB/s ÷ 8 卡；25–32 ≈ 独占 PCIe 4.0 ×16）" if PCIE_GBPS == (16, 25, 32) else ""
-    show.table(headers, list(rows.values()),
-               caption=f"{m.name}、A100、一条 {show.num(SWAP_LEN)} token 的序列。重算 = FAST'25 式 1 的 FLOPs（a = 4、b = 22 "
-                       f"取自它的表 1，这里用在 OPT-13B 上）÷（{A100_TFLOPS} TFLOPS × {show.pct(MFU)}），与块大小无关；来回 = "
-                       f"换出 + 换入，每层 K、V 每块各拷一次：{COPY_OVERHEAD_US:g} µs + 字节 ÷ 带宽。{show.pct(MFU)}、"
-                       f"{COPY_OVERHEAD_US:g} µs 和带宽都是我们的假设{fast25}。vLLM §7.3：块 16–64 时两者端到端相当。")
+    caption = (f"{m.name}、A100、一条 {show.num(SWAP_LEN)} token 的序列。重算 = FAST'25 式 1 的 FLOPs（a = 4、b = 22 "
+               f"取自它的表 1，这里用在 OPT-13B 上）÷（{A100_TFLOPS} TFLOPS × {show.pct(MFU)}），与块大小无关；来回 = "
+               f"换出 + 换入，每层 K、V 每块各拷一次：{COPY_OVERHEAD_US:g} µs + 字节 ÷ 带宽。{show.pct(MFU)}、"
+               f"{COPY_OVERHEAD_US:g} µs 和带宽都是我们的假设{fast25}。vLLM §7.3：块 16–64 时两者端到端相当。")
+    show.table(headers, list(rows.values()), caption)
     cut = [length for _, length in simulate_paged(*simulate(), BLOCK_SIZE)[2]]   # 演示 2 的负载：被抢占时各有几个 token
     all_recompute = show.num(sum(m.prefill_flops(n) for n in cut) / flops, 1)
     all_swap = show.num(sum(2 * swap_seconds(m, n, BLOCK_SIZE, PCIE_GBPS[0], us)[1] for n in cut), 1)
@@ -185,7 +185,7 @@ def demo_preemption():
                f"来回 {one[3]} ms；块 {big[0]} 重算 {big[2]} ms、来回 {big[3]} ms。",
                show.value(one[2]) < show.value(one[3]) and show.value(big[2]) > show.value(big[3]),
                f"块 {one[0]}：重算 {one[2]} ms，来回 {one[3]} ms；块 {big[0]}：重算 {big[2]} ms，来回 {big[3]} ms")
-    return dict(headers=headers, rows=rows)
+    return dict(headers=headers, rows=rows, caption=caption)
 
 
 DEMOS = [("演示 1：每个 token 的 KV 有多大，一张卡放得下多少", demo_bytes_per_token),
