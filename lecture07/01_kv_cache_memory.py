@@ -118,7 +118,7 @@ def demo_fragmentation():
     figure = "论文列：vLLM 图 2，§6.2 实验的平均" if paper else "论文列（vLLM 图 2）只在演示 2 的设置都是默认值时并排"
     caption = (f"KV 池 {KV_POOL_GIB:g} GiB = {show.num(pool)} 个 OPT-13B 的 token（{source}）；"
                f"{show.num(N_REQUESTS)} 个请求一开始就排队，长度仿 ShareGPT（种子 {SEQ_SEED}）。满载时的时间平均；并发 = 平均在跑几个请求；"
-               f"- = 从没满载。Orca（vLLM §6.1 的基线）给每个请求预留：(Max) {show.num(MAX_SEQ)} 个位置；(Pow2) "
+               f"- = 从没满载。Orca（vLLM §6.1 的基线）每个请求预留 (Max) {show.num(MAX_SEQ)} 个位置；(Pow2) "
                f"输入 + 不小于输出的 2 的幂；(Oracle) 输入 + 输出。{figure}。")
     show.table(headers, list(rows.values()), caption)
     mx, pg, stored = rows["Orca (Max)"], rows["vLLM"], [rows[k][1] for k in runs]
@@ -152,10 +152,10 @@ def demo_smaller_kv():
                f" token 从 {mha[-1]} 个变成 {mla[-1]} 个。", "-" not in (mha[-1], mla[-1])
                and show.value(mla[2]) < show.value(mha[2]) and show.value(mla[-1]) > show.value(mha[-1]),
                f"每个 token：MLA {mla[2]} KiB，MHA {mha[2]} KiB；一张 {gpu}：MLA {mla[-1]}，MHA {mha[-1]}")
-    paper = "（DeepSeek-V2 §2.1.4 表 1 也说 2.25 组）" if (MLA_KV_LORA_RANK, MLA_ROPE_DIM) == (512, 64) else ""
-    show.claim(f"MLA 每层的 {mla[1]} 个数相当于 {show.num(show.value(mla[1]) / (2 * m.head_dim), 2)} 组 GQA{paper}，"
-               f"比 GQA-{GQA_GROUPS} 每层的 {gqa[1]} 个还少。", show.value(mla[1]) < show.value(gqa[1]),
-               f"每层的数：MLA {mla[1]}，GQA-{GQA_GROUPS} {gqa[1]}")
+    paper = "；DeepSeek-V2 §2.1.4 表 1 也说 2.25 组" if (MLA_KV_LORA_RANK, MLA_ROPE_DIM) == (512, 64) else ""
+    show.claim(f"MLA 每层的 {mla[1]} 个数比 GQA-{GQA_GROUPS} 每层的 {gqa[1]} 个还少，相当于 "
+               f"{show.num(show.value(mla[1]) / (2 * m.head_dim), 2)} 组 GQA{paper}。",
+               show.value(mla[1]) < show.value(gqa[1]), f"每层的数：MLA {mla[1]}，GQA-{GQA_GROUPS} {gqa[1]}")
     return dict(headers=headers, rows=rows, caption=caption)
 
 
