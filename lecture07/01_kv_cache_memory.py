@@ -4,8 +4,7 @@
 按最大长度预留连续显存时，真正存着 token 的有多少，分页呢？显存不够要抢占时，重算快还是换到 CPU 内存再换回快？
 
 【运行】python lecture07/01_kv_cache_memory.py            （约 0.5 秒，不需要 GPU）
-        python lecture07/01_kv_cache_memory.py --demo 2   （只跑演示 2；--step：每个演示先想、再看结果）
-        python lecture07/01_kv_cache_memory.py --mine     （用你在 exercises/ex1_kv_bytes.py 里写的函数）
+        python lecture07/01_kv_cache_memory.py --demo 2   （只跑演示 2；--step：先想再看；--mine：用 exercises/ex1 里你写的）
 
 【试一试】改下面的设置再运行（不合理的值会被一行拒绝，并说明允许的范围）：
   1. GPU_MEM_UTIL = 1.0（--demo 1）：一张 H200 放得下 LLaMA2-70B 的 fp16 权重了吗？
@@ -109,7 +108,7 @@ def demo_fragmentation():
     prompts, outputs, pool = simulate()
     runs = {f"Orca ({k})": simulate_contiguous(k, prompts, outputs, pool, MAX_SEQ) for k in ("Max", "Pow2", "Oracle")}
     runs["vLLM"] = simulate_paged(prompts, outputs, pool, BLOCK_SIZE)[:2]
-    paper = (N_REQUESTS, SEQ_SEED, LEN_SIGMA, MAX_SEQ, KV_POOL_GIB, BLOCK_SIZE) == (400, 0, 1, 2048, 12, 16)  # 默认值
+    paper = (N_REQUESTS, SEQ_SEED, LEN_SIGMA, MAX_SEQ, KV_POOL_GIB, BLOCK_SIZE) == (400, 0, 1, 2048, 12, 16)  # 都是默认值
     headers, rows = ["系统", "token 状态", "论文", "预留", "内部碎片", "外部/空闲", "并发"], {}
     for name, (share, running) in runs.items():
         cells = ["-"] * 5 if share is None else [show.pct(x, 1) for x in share] + [show.num(running, 1)]
@@ -173,10 +172,11 @@ def demo_preemption():
                f"换出 + 换入，每层 K、V 每块各拷一次：{COPY_OVERHEAD_US:g} µs + 字节 ÷ 带宽。{show.pct(MFU)}、"
                f"{COPY_OVERHEAD_US:g} µs 和带宽都是我们的假设{fast25}。vLLM §7.3：块 16–64 时两者端到端相当。")
     show.table(headers, list(rows.values()), caption)
-    cut = [length for _, length in simulate_paged(*simulate(), BLOCK_SIZE)[2]]   # 演示 2 的负载：被抢占时各有几个 token
-    all_recompute = show.num(sum(m.prefill_flops(n) for n in cut) / flops, 1)
-    all_swap = show.num(sum(2 * swap_seconds(m, n, BLOCK_SIZE, PCIE_GBPS[0], us)[1] for n in cut), 1)
-    show.claim(f"演示 2 的负载下，分页（块 {BLOCK_SIZE}）抢占了 {show.num(len(cut))} 次：全部重算要 {all_recompute} s，"
+    cut = simulate_paged(*simulate(), BLOCK_SIZE)[2]      # 演示 2 的负载：[(请求号, 被抢占时已有几个 token)]
+    all_recompute = show.num(sum(m.prefill_flops(n) for _, n in cut) / flops, 1)
+    all_swap = show.num(sum(2 * swap_seconds(m, n, BLOCK_SIZE, PCIE_GBPS[0], us)[1] for _, n in cut), 1)
+    show.claim(f"演示 2 的负载下，分页（块 {BLOCK_SIZE}）抢占了 {show.num(len(cut))} 次（"
+               f"{show.num(len({r for r, _ in cut}))} 个请求）：全部重算要 {all_recompute} s，"
                f"全部换出再换入要 {all_swap} s（{PCIE_GBPS[0]:g} GB/s），重算更快。",
                len(cut) > 0 and show.value(all_recompute) < show.value(all_swap),
                f"抢占 {show.num(len(cut))} 次，重算 {all_recompute} s，换出再换入 {all_swap} s")
