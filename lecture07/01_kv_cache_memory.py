@@ -18,7 +18,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from lab_common import show  # noqa: E402
-from kv_store.tiers import LLAMA2_7B, LLAMA2_70B, LLAMA3_8B, ModelSpec  # noqa: E402
+from kv_store.tiers import LLAMA2_70B, ModelSpec  # noqa: E402
 from allocation import make_lengths, simulate_contiguous, simulate_paged, swap_seconds  # noqa: E402
 
 # --mine：用你在 exercises/ 里写的（见 exercises/README.md）；不加就用讲义的实现
@@ -28,7 +28,6 @@ else:
     from paged_kv import kv_bytes_per_token
 
 KiB, MiB, GiB = 1024, 1024 ** 2, 1024 ** 3    # 字节数一律按 1024 进位（论文的 "800 KB""12 GB" 也是）
-
 # ---- 设置（演示运行时才读）----
 GPUS = (("A800 80GB", 81_920 * MiB), ("H200 141GB", 143_771 * MiB))   # (名字, 显存字节数)：nvidia-smi 显示的
 GPU_MEM_UTIL = 0.9       # 显存里给"权重 + KV"用的比例（vLLM 的 gpu_memory_utilization 默认 0.9）
@@ -47,11 +46,12 @@ SWAP_BLOCK_SIZES = (1, 4, 16, 64, 256)   # 演示 4：比较的块大小（token
 PCIE_GBPS = (16.0, 25.0, 32.0)  # 演示 4：每张卡 CPU↔GPU 的带宽（GB/s），每个一列：我们的假设（见演示 4 的表注）
 COPY_OVERHEAD_US = 10.0  # 演示 4：每次拷贝的固定开销（µs）：我们的假设，只取量级
 MFU = 0.6                # 演示 4：重算时能达到峰值算力的比例：我们的假设
-
 # ---- 模型（公开的 config.json；参数个数用来算 fp16 权重）和论文的数（只用来对照）----
 GPT2_SMALL = ModelSpec("GPT-2 small", n_layers=12, d_model=768, n_heads=12, n_kv_heads=12, n_params=124e6)
 OPT_13B = ModelSpec("OPT-13B", n_layers=40, d_model=5120, n_heads=40, n_kv_heads=40, n_params=13e9)
+LLAMA2_7B = ModelSpec("LLaMA2-7B", n_layers=32, d_model=4096, n_heads=32, n_kv_heads=32, n_params=6.74e9)
 LLAMA2_13B = ModelSpec("LLaMA2-13B", n_layers=40, d_model=5120, n_heads=40, n_kv_heads=40, n_params=13.0e9)
+LLAMA3_8B = ModelSpec("LLaMA3-8B", n_layers=32, d_model=4096, n_heads=32, n_kv_heads=8, n_params=8.03e9)   # GQA
 MODELS = (GPT2_SMALL, OPT_13B, LLAMA2_7B, LLAMA2_13B, LLAMA2_70B, LLAMA3_8B)
 A100_TFLOPS = 312        # A100 的 bf16 稠密峰值（数据手册；FAST'25 表 1 的 A800 也是 312）
 SHAREGPT_MEANS = (161.31, 337.99)   # vLLM 论文图 11(a)：ShareGPT 的平均输入、输出长度
