@@ -18,7 +18,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from lab_common import show  # noqa: E402
-from kv_store.tiers import LLAMA2_70B, ModelSpec  # noqa: E402
+from kv_store.tiers import EQ1_A, EQ1_B, LLAMA2_70B, ModelSpec  # noqa: E402
 from allocation import make_lengths, simulate_contiguous, simulate_paged, swap_seconds  # noqa: E402
 
 # --mine：用你在 exercises/ 里写的（见 exercises/README.md）；不加就用讲义的实现
@@ -167,7 +167,7 @@ def demo_preemption():
             for b in SWAP_BLOCK_SIZES}
     headers = ["块", "拷贝次数", "重算 ms"] + [f"{g:g} GB/s 来回 ms" for g in PCIE_GBPS]
     fast25 = "（16 = FAST'25 表 1 整机的 128 GB/s ÷ 8 卡；25–32 ≈ 独占 PCIe 4.0 ×16）" if PCIE_GBPS == (16, 25, 32) else ""
-    caption = (f"{m.name}、A100、一条 {show.num(SWAP_LEN)} token 的序列。重算 = FAST'25 式 1 的 FLOPs（a = 4、b = 22 "
+    caption = (f"{m.name}、A100、一条 {show.num(SWAP_LEN)} token 的序列。重算 = FAST'25 式 1 的 FLOPs（a = {EQ1_A}、b = {EQ1_B} "
                f"取自它的表 1，这里用在 OPT-13B 上）÷（{A100_TFLOPS} TFLOPS × {show.pct(MFU)}），与块大小无关；来回 = "
                f"换出 + 换入，每层 K、V 每块各拷一次：{COPY_OVERHEAD_US:g} µs + 字节 ÷ 带宽。{show.pct(MFU)}、"
                f"{COPY_OVERHEAD_US:g} µs 和带宽都是我们的假设{fast25}。vLLM §7.3：块 16–64 时两者端到端相当。")
