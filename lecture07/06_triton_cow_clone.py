@@ -145,11 +145,11 @@ def demo_limits():
     for s in shapes:
         def r(n, m):
             return pct(t[s, n, "D"]["us"] / t[s, n, m]["us"], 1)
-        show.table(["N", "整步", "kernel", "主机 µs", "零拷贝", "旁路", "连续", "E", "E vLLM"],
+        show.table(["N", "整步", "kernel", "主机 µs", "零拷贝", "旁路", "连续", "E"],
                    [[num(n), r(n, "C"), r(n, "C_kernel"), num(t[s, n, "C"]["us"] - t[s, n, "C_kernel"]["us"], 1),
-                     *(r(n, m) for m in ("C_zero_copy", "C_side", "C_contig", "E_kernel", "E_vllm"))] for n in ns],
+                     *(r(n, m) for m in ("C_zero_copy", "C_side", "C_contig", "E_kernel"))] for n in ns],
                    caption=f"{s}：C/D = D 的耗时 / 这一列的耗时。整步：演示 2 的 C；kernel：只量 kernel（K 次 launch 捕获"
-                           "进一个 graph，下标已在显存）；主机 µs：整步比只量 kernel 多的；零拷贝、旁路：N > 8 时一律由 kernel "
+                           "进一个 graph，块号已在显存）；主机 µs：整步比只量 kernel 多的；零拷贝、旁路：块号一律由 kernel "
                            "读锁页内存 / 一律在旁路 stream 上传；连续：只量 kernel、拷连续的块；E：只量 kernel。")
     big = [(s, n) for s in shapes for n in ns if n >= 64]
     kern = [t[s, n, "D"]["us"] / t[s, n, "C_kernel"]["us"] for s, n in big]
