@@ -258,7 +258,7 @@ def is_ints(xs, lo, hi):
 
 def parser(doc, demos):
     """--demo N、--step、--mine；--help 列出各演示和它的问题。脚本可以再加自己的参数（--trace）。"""
-    listing = "\n".join(f"  {i}. {title}：{fn.__doc__.strip()}" for i, (title, fn) in enumerate(demos, 1))
+    listing = "\n".join(f"  {title}：{fn.__doc__.strip()}" for title, fn in demos)
     p = argparse.ArgumentParser(description=doc.split("\n\n")[0].strip(), epilog="演示：\n" + listing,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--demo", type=int, choices=range(1, len(demos) + 1), metavar="N", help="只跑第 N 个演示")
