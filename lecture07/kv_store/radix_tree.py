@@ -133,7 +133,7 @@ class RadixCache:
 
     def evict(self, need):
         """淘汰至少 need 个单位（"trim"：正好 need 个），最久没用的叶子先走；没有能删的叶子就停。
-        返回 [(叶子, 从它尾巴上删掉的单位数)]，按删的先后。"""
+        返回 [(叶子, 从它尾巴上删掉的那一段)]，按删的先后。"""
         gone = []
         while need > 0 and self.leaves:
             t, leaf = heapq.heappop(self.leaves)
@@ -145,11 +145,11 @@ class RadixCache:
             k = len(leaf.key)                        # "sglang"：整片叶子
             if self.rule == "trim":
                 k = min(k, need)                     # 修剪：只删尾巴上的 k 个
-            first = leaf.key[0]
-            leaf.key = leaf.key[:len(leaf.key) - k]
+            first, cut = leaf.key[0], len(leaf.key) - k
+            gone.append((leaf, leaf.key[cut:]))
+            leaf.key = leaf.key[:cut]
             self.size -= k
             need -= k
-            gone.append((leaf, k))
             if leaf.key:
                 heapq.heappush(self.leaves, (t, leaf))     # 还剩一截：它仍是最旧的叶子
                 continue
