@@ -164,10 +164,10 @@ def demo_trace():
     differ = [r[0] for r in rows if show.value(r[4]) != 0]
     show.claim(f"修剪规则在 {len(rows)} 个容量下给每个请求的命中都和块 LRU 相同：链式块 id 下，LRU 最久没用的块总是"
                "某片叶子的最后一块，修剪每步删的正是它。", not differ, f"在 {'、'.join(differ)} 块时有请求的命中不同")
-    less = [r[5].lstrip("−") for r in rows if show.value(r[5]) < 0]
-    show.claim(f"SGLang 的规则从不比块 LRU 多命中，在 {len(less)} 个容量下少命中 {'、'.join(less)} 块。它整片删叶子、"
-               "删够为止，树常停在容量以下；拆开没用到的尾巴也记成刚用过。",
-               less and max(show.value(r[5]) for r in rows) <= 0, f"SGLang − LRU：{'、'.join(r[5] for r in rows)} 块")
+    gaps = [r[5] for r in rows]                  # 印出来的 SGLang − LRU
+    show.claim("SGLang 的规则从不比块 LRU 多命中，容量小了还少命中（表的最后一列）：它整片删叶子、删够为止，树常停在"
+               "容量以下；拆开没用到的尾巴也记成刚用过。", max(map(show.value, gaps)) <= 0 > min(map(show.value, gaps)),
+               f"SGLang − LRU：{'、'.join(gaps)} 块")
     return dict(rows=rows, total=total)
 
 
