@@ -91,7 +91,7 @@ def shared_prompts():       # 04 演示 2 的请求：{(前缀名, 前缀长): [
 
 
 def demo_tree():
-    """04 演示 2 的请求放进一棵基数树：长什么样，存了多少？"""
+    """04 演示 2 的请求依次插入一棵基数树：它长什么样，存了多少个 token？"""
     reqs, tree, rows = [t for group in shared_prompts().values() for t in group], RadixCache(), []
     for toks in reqs:
         tree.insert(toks, lock=True)             # 请求都还在跑：走过的节点 ref + 1
@@ -191,7 +191,7 @@ def run_steps(rule):
 
 
 def demo_steps():
-    """一步一步看基数树：插入、拆开、整段命中、淘汰——SGLang 的规则删哪片叶子，修剪呢？"""
+    """插入、拆开、整段命中、超出容量：每一步树怎么变？SGLang 的规则删哪片叶子，修剪呢？"""
     steps, trim = run_steps("sglang"), run_steps("trim")
     rows = [[cut(s["name"], 10), s["n"], s["hit"], s["usable"], s["splits"], cut("、".join(s["evicted"]) or "-", 16),
              s["size"], t["size"]] for s, t in zip(steps, trim)]
@@ -206,7 +206,7 @@ def demo_steps():
     return dict(steps=steps, capacity=STEP_CAPACITY)
 
 
-DEMOS = [("演示 1：04 演示 2 的请求放进一棵基数树", demo_tree), ("演示 2：按 token 匹配还是按块匹配", demo_granularity),
+DEMOS = [("演示 1：一棵基数树", demo_tree), ("演示 2：按 token 匹配还是按块匹配", demo_granularity),
          ("演示 3：trace 上的修剪、SGLang 的规则和块 LRU", demo_trace), ("演示 4：一步一步看基数树", demo_steps)]
 
 

@@ -30,8 +30,8 @@ RULES = ("sglang", "trim")
 
 
 class RadixNode:
-    """树的一个节点（普通数据）：key 这一段单位（list）；children {下一段的第一个单位: 子节点}；parent；
-    last_access 最近一次被 insert 走过的时刻；ref 几个还在跑的请求锁着它；id 第几个建的。"""
+    """树的一个节点（普通数据）：key 这一段单位（插入的 seq 的一段，list 或 tuple）；children {下一段的第一个单位:
+    子节点}；parent；last_access 最近一次被 insert 走过的时刻；ref 几个还在跑的请求锁着它；id 第几个建的。"""
 
     __slots__ = ("key", "children", "parent", "last_access", "ref", "id")
     count = 0            # 一共建过几个节点：id 按建的先后编
@@ -47,11 +47,7 @@ class RadixNode:
 
 
 def common_len(key, seq, i):
-    """key 和 seq[i:] 开头有几个单位相同。
-
-    >>> common_len([5, 6, 7], [1, 5, 6, 9], 1), common_len([5, 6], [1, 5, 6, 9], 1)
-    (2, 2)
-    """
+    """key 和 seq[i:] 开头有几个单位相同：common_len([5, 6, 7], [1, 5, 6, 9], 1) == 2。"""
     m = len(key)
     if seq[i:i + m] == key:             # 整段相同（最常见）：一次切片比较，比逐个比快得多
         return m
@@ -118,6 +114,18 @@ class RadixCache:
         if self.capacity is not None and self.size > self.capacity:
             self.evict(self.size - self.capacity)
         return matched
+
+    def unlock(self, seq):
+        """insert(seq, lock=True) 的请求跑完了：走过的节点 ref − 1（SGLang 的 dec_lock_ref），没锁的叶子又能淘汰。"""
+        node, i = self.root, 0
+        while i < len(seq):
+            node = node.children[seq[i]]             # 锁着的路径不会被淘汰，只会被拆得更细：一定走得通
+            i += len(node.key)
+            node.ref -= 1
+            if node.ref == 0 and not node.children:
+                heapq.heappush(self.leaves, (node.last_access, node))
+        if self.capacity is not None and self.size > self.capacity:
+            self.evict(self.size - self.capacity)
 
     def _split(self, child, j):
         """child 在第 j 个单位处拆开（0 < j < len(child.key)）：新节点 head = key[:j] 接到 child 原来的位置，
