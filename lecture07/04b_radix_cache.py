@@ -3,8 +3,8 @@
 【问题】SGLang（Zheng 等，"SGLang: Efficient Execution of Structured Language Model Programs"，NeurIPS 2024）把请求的
 token 放进一棵基数树，按 token 匹配、只淘汰叶子。比 04 的链式块哈希（vLLM、Mooncake）多复用多少，代价是什么？
 按叶子淘汰的树和按块淘汰的 LRU 命中一样吗？SGLang 自己的淘汰规则呢？
-【运行】python lecture07/04b_radix_cache.py [--demo 4] [--step]     （几秒，2 核，不要 GPU）
-        python lecture07/04b_radix_cache.py --mine     （用你在 exercises/ex6_radix.py 里写的基数树）
+【运行】python lecture07/04b_radix_cache.py [--demo 4] [--step] [--mine]   （几秒，2 核，不要 GPU；--mine：用你在
+        exercises/ex6_radix.py 里写的基数树）
 【试一试】
   1. BLOCK_SIZE = 1（--demo 2）：块只有一个 token 时，按块和按 token 还差多少？索引呢？
   2. 把 kv_store/policies.py 里 LRUCache.evict 改成 popitem(last=True)（--demo 3）：修剪还等于块 LRU 吗？
@@ -45,12 +45,10 @@ STEP_REQUESTS = (                           # 演示 4：英译法的 few-shot �
     ("请求 E", "Translate English to French : cheese => fromage mint =>"))
 
 
-def named(pairs, ok, most):   # ((名字, 值), ...) 的设置：1 到 most 对，名字是不重复的字符串，每个值 ok(值)
-    return (isinstance(pairs, tuple) and 0 < len(pairs) <= most and all(isinstance(p, tuple) and len(p) == 2
-            and isinstance(p[0], str) and ok(p[1]) for p in pairs) and len({p[0] for p in pairs}) == len(pairs))
-
-
 def check_settings():
+    def named(pairs, ok, most):   # ((名字, 值), ...)：1 到 most 对，名字是不重复的字符串，每个值 ok(值)
+        return (isinstance(pairs, tuple) and 0 < len(pairs) <= most and all(isinstance(p, tuple) and len(p) == 2
+                and isinstance(p[0], str) and ok(p[1]) for p in pairs) and len({p[0] for p in pairs}) == len(pairs))
     show.check("TREE_MAX_CHILDREN", TREE_MAX_CHILDREN, show.is_int(TREE_MAX_CHILDREN, 1, 64), " 1 到 64 的整数")
     show.check("BLOCK_SIZE", BLOCK_SIZE, show.is_int(BLOCK_SIZE, 1, 1024), " 1 到 1,024 的整数（token）")
     show.check("PROMPT_SEED", PROMPT_SEED, show.is_int(PROMPT_SEED, 0, 2**32), "非负整数")
@@ -65,10 +63,13 @@ def check_settings():
     show.check("STEP_CAPACITY", STEP_CAPACITY, show.is_int(STEP_CAPACITY, 1, 10_000), " 1 到 10,000 的整数（token）")
     show.check("STEP_REQUESTS", STEP_REQUESTS, named(STEP_REQUESTS, lambda s: isinstance(s, str) and s.split(), 20),
                " 1 到 20 个 (名字, 至少一个词的句子)")
+    probe = [Request(0, 1536, 1, (1, 2, 3)), Request(1, 512, 1, (4,)), Request(2, 1024, 1, (1, 2))]   # 容量 2 要淘汰
     try:                                         # 改坏了的 LRUCache（evict 没删掉块、出错）：在任何输出之前一行说清楚
-        hit_blocks([Request(0, 1536, 1, (1, 2, 3)), Request(1, 512, 1, (4,)), Request(2, 1024, 1, (1, 2))], LRUCache(2))
+        hit_blocks(probe, LRUCache(2))
     except Exception as err:
         show.fail(f"kv_store/policies.py 的 LRUCache 跑不通（演示 3 要用它）：{type(err).__name__}: {err}")
+    for rule in ("trim", "sglang"):              # --mine 的基数树出错也在输出之前，不在演示 3 的进程池里
+        hit_blocks(probe, RadixCache(2, rule))
 
 
 def cut(text, width):         # 超过 width 列就截短、以"…"结尾：学生起了很长的名字，表也不超出 80 列
@@ -182,8 +183,7 @@ def run_steps(rule):
         words = {i: w for w, i in vocab.items()}
         splits, hit = tree.n_splits, tree.match(toks)
         tree.insert(toks)
-        before = snapshot()
-        gone = tree.evict(tree.size - STEP_CAPACITY)    # 淘汰单独一步（SGLang 也是先插入、再按需 evict）
+        before, gone = snapshot(), tree.evict(tree.size - STEP_CAPACITY)   # 先拍下淘汰前的树，再淘汰（从左往右算）
         steps.append(dict(name=name, n=len(toks), hit=hit, usable=usable(hit, len(toks)), splits=tree.n_splits - splits,
                           size=tree.size, before=before, marks={leaf.id: len(key) for leaf, key in gone},
                           evicted=[" ".join(words[t] for t in key) for _, key in gone], after=snapshot()))
