@@ -109,8 +109,8 @@ def demo_tree():
     total = sum(map(len, reqs))
     n, tokens, stored, splits = map(show.num, (len(reqs), total, tree.size, tree.n_splits))
     show.table(["树（[起点, 终点) 是节点在请求里的 token 区间）", "长度", "ref"], rows,
-               caption=f"ref：几个还在跑的请求用着它（SGLang 的 lock_ref）。{n} 个请求共 {tokens} 个 token，"
-                       f"树里存 {stored} 个，拆过 {splits} 次节点。")
+               caption=f"ref：几个还在跑的请求用着它（SGLang 的 lock_ref）。{n} 个请求共 {tokens} 个 token；树里 "
+                       f"{len(tree.nodes())} 个节点存 {stored} 个，拆过 {splits} 次节点。")
     show.claim(f"{n} 个请求共 {tokens} 个 token，树里只存 {stored} 个（{show.pct(tree.size / total)}）：共用的前缀各是"
                "根下的一个节点，KV 只存一份。", show.value(stored) < show.value(tokens), f"树里存 {stored} 个，没省")
     lengths = [r[1] for r in rows if r[1] != "-"]                        # 表里印出的节点长度
