@@ -60,11 +60,9 @@ def changed_cells(prev, frame):
 def colours(frames):
     """颜色组 → 底色：按第一次出现的顺序取 PALETTE，所有帧里同一组颜色相同。"""
     order = {}
-    for f in frames:
-        for r in f.rows:
-            for c in r.cells:
-                if c.group is not None and c.group not in order:
-                    order[c.group] = PALETTE[len(order) % len(PALETTE)]
+    for c in (c for f in frames for r in f.rows for c in r.cells):
+        if c.group is not None and c.group not in order:
+            order[c.group] = PALETTE[len(order) % len(PALETTE)]
     return order
 
 
@@ -111,7 +109,8 @@ def draw(fig, frames, i, legend):
     key = "红框：这一步变了"
     if legend:
         key += "；" + legend
-    fig.text(x, 0.03, key, fontsize=16)
+    room = (0.98 - x) * fig.get_figwidth() * 72 / (0.6 * show.cols(key))    # 放得下一行的字号
+    fig.text(x, 0.03, key, fontsize=min(16, room))
 
 
 def save_gif(frames, path, legend="", seconds=3.0, last_seconds=8.0):
