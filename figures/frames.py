@@ -97,8 +97,8 @@ def draw(fig, frames, i, legend):
             ax.add_patch(Rectangle((x, k + 0.12), cell_w, 0.76, facecolor=fill.get(c.group, EMPTY), edgecolor=edge,
                                    lw=lw))
             if c.mark:                                   # 橙框画在里面一圈：变了的红框也还看得见
-                ax.add_patch(Rectangle((x + 0.3, k + 0.2), cell_w - 0.6, 0.6, fill=False, edgecolor="darkorange",
-                                       lw=3.0))
+                ax.add_patch(Rectangle((x + 0.6, k + 0.24), cell_w - 1.2, 0.52, fill=False, edgecolor="darkorange",
+                                       lw=4.0))
             ax.text(x + cell_w / 2, k + 0.5, c.text, ha="center", va="center", fontsize=pt)
     fig.text(0.02, 0.96, f"第 {i + 1}/{len(frames)} 步 · {frame.title}", fontsize=24, va="top")
     fig.text(0.02, 0.2, "\n".join(show.wrap(frame.note, 84)), fontsize=18, va="top")
