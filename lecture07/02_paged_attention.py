@@ -168,8 +168,8 @@ def demo_block_size():
     show.table(["块", "S 浪费/条", "S 浪费", "A 浪费", "S 块表", "A 块表", "每段", "一步读几段"], rows,
                caption=f"S / A：ShareGPT / Alpaca 式长度，各 {N_LENGTHS:,} 条（种子 {LEN_SEED}；均值取 vLLM 论文图 11，"
                        "对数正态，总长截在 2,048）。浪费：最后一块空着的位置。每段、一步读几段：LLaMA2-70B 上 "
-                       f"{READ_LEN:,} 个 token 解码一步按块表读的连续段。vLLM 论文 §7.2（图 18b）：ShareGPT 上块 16–128 最好，"
-                       "Alpaca 上 16、32 好、更大明显变差，默认 16；§7.1（图 18a）：注意力 kernel 比 FasterTransformer 慢 "
+                       f"{READ_LEN:,} 个 token 解码一步按块表读的连续段。vLLM 论文 §7.2、图 18b：ShareGPT 上块 16–128 最好，"
+                       "Alpaca 上 16、32 好、更大明显变差，默认 16；§7.1、图 18a：注意力 kernel 比 FasterTransformer 慢 "
                        "20–26%，是查块表、多出的分支、处理变长序列三项开销合起来。")
     s_waste, a_waste = [show.value(r[2]) for r in rows[:-1]], [show.value(r[3]) for r in rows[:-1]]
     first, big = rows[0], rows[-2]
