@@ -52,11 +52,17 @@ def test_reads_claim_fails_when_the_sequence_is_shorter_than_every_block(capsys)
     assert marks(out) == ["", "✗"]
 
 
-@pytest.mark.parametrize("name, value", [("BLOCK_SIZES", (16, 16)), ("BLOCK_SIZES", (16,)), ("EQ_PROMPTS", (3, 3)),
-                                         ("WALK_BLOCK_SIZE", 0), ("MODEL_SEED", True), ("WALK_PROMPTS", {"A": 0}),
-                                         ("READ_LEN", 1024.0)])
-def test_bad_setting_is_one_line_and_exit_2(capsys, name, value):
-    m = load("02_paged_attention")
+@pytest.mark.parametrize("script, name, value", [
+    ("02_paged_attention", "BLOCK_SIZES", (16, 16)), ("02_paged_attention", "BLOCK_SIZES", (16,)),
+    ("02_paged_attention", "EQ_PROMPTS", (3, 3)), ("02_paged_attention", "WALK_BLOCK_SIZE", 0),
+    ("02_paged_attention", "MODEL_SEED", True), ("02_paged_attention", "WALK_PROMPTS", {"A": 0}),
+    ("02_paged_attention", "READ_LEN", 1024.0), ("03_sharing_and_cow", "WIDTHS", (2, 2)),
+    ("03_sharing_and_cow", "WIDTHS", (7,)), ("03_sharing_and_cow", "WIDTHS", ()),
+    ("03_sharing_and_cow", "BLOCK_SIZE", -0.0), ("03_sharing_and_cow", "COW_PROMPT", 64),
+    ("03_sharing_and_cow", "N_REQUESTS", 1e-308), ("03_sharing_and_cow", "LEN_SEED", -1)])
+def test_bad_setting_is_one_line_and_exit_2(capsys, script, name, value):
+    """02 和 03：一行说清哪个设置、什么值、允许什么，退出码 2，演示一行都还没印。"""
+    m = load(script)
     setattr(m, name, value)
     with pytest.raises(SystemExit) as e:
         m.main([])

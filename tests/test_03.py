@@ -63,14 +63,3 @@ def test_full_last_block_means_no_copy_and_a_cross(capsys, prompt, block):
     s.COW_PROMPT, s.COW_BLOCK_SIZE = prompt, block
     d = s.demo_cow()
     assert d["steps"][-1]["cow"] == 0 and marks(capsys.readouterr().out) == ["✗", "✗"]
-
-
-@pytest.mark.parametrize("name, value", [("WIDTHS", (2, 2)), ("WIDTHS", (7,)), ("WIDTHS", ()), ("BLOCK_SIZE", -0.0),
-                                         ("COW_PROMPT", 64), ("N_REQUESTS", 1e-308), ("LEN_SEED", -1)])
-def test_bad_setting_is_one_line_and_exit_2(capsys, name, value):
-    s = load("03_sharing_and_cow")
-    setattr(s, name, value)
-    with pytest.raises(SystemExit) as e:
-        s.main([])
-    out, err = capsys.readouterr()
-    assert e.value.code == 2 and out == "" and err.count("\n") == 1 and name in err
