@@ -164,13 +164,13 @@ def gather_kv(pool, layer, blocks, length):
     return k, v
 
 
-def paged_step(params, cfg, seqs, new_tokens, gather=gather_kv):
+def paged_step(params, cfg, seqs, new_tokens, gather_kv=gather_kv):
     """每条序列接着自己的 KV 往后算 new_tokens[i] 个 token，返回每条的 logits (len(new_tokens[i]), vocab)。
 
     和 transformer_lab.forward 共用同一份层计算（run_layers），只有"K/V 存在哪、从哪取"不同：先为每条序列
-    reserve（写时复制、分配新块），再逐层把新 K/V 按 (块, 偏移) 写进块池、用 gather 按块表读回。
+    reserve（写时复制、分配新块），再逐层把新 K/V 按 (块, 偏移) 写进块池、用 gather_kv 按块表读回。
     新 token 数相同的序列一起过一次 run_layers（束搜索、并行采样的一步就是这样）：每条的结果和单独算逐位相同。
-    gather：按块表读 K/V 的函数（--mine 时是练习 2 里学生写的）。
+    gather_kv：按块表读 K/V 的函数（--mine 时是练习 2 里学生写的）。
     """
     toks = [np.asarray(t) for t in new_tokens]
     starts = [s.length for s in seqs]
@@ -186,7 +186,7 @@ def paged_step(params, cfg, seqs, new_tokens, gather=gather_kv):
                 pool, (blk, off) = seqs[i].pool, where[i]
                 pool.k[layer, blk, :, off] = k[b].transpose(1, 0, 2)     # 散写：第 t 个新 token → (blk[t], off[t])
                 pool.v[layer, blk, :, off] = v[b].transpose(1, 0, 2)
-                kb, vb = gather(pool, layer, tables[i], starts[i] + T)
+                kb, vb = gather_kv(pool, layer, tables[i], starts[i] + T)
                 k_all.append(kb)
                 v_all.append(vb)
             return k_all, v_all
