@@ -25,10 +25,11 @@ def pool_frames(steps, block_size, n_pool, note):
                 used[b] = max(used.get(b, 0), min(block_size, st["lengths"][name] - i * block_size))
         group = {b: names[0] if len(names) == 1 else "共享" for b, names in owner.items()}
         mark = {b for b in owner if len(owner[b]) > 1 and used[b] < block_size}
+        written = [f"{used[b]}/{block_size}" if b in used else "·" for b in range(n_pool)]
         rows = [Row("物理块", tuple(Cell(str(b), group.get(b), b in mark) for b in range(n_pool))),
-                Row("已写", tuple(Cell(f"{used[b]}/{block_size}" if b in used else "·", group.get(b)) for b in range(n_pool))),
+                Row("已写", tuple(Cell(written[b], group.get(b)) for b in range(n_pool))),
                 Row("ref_count", tuple(Cell(str(st["ref_count"][b]), group.get(b)) for b in range(n_pool)))]
-        rows += [Row(f"{name} 的块表", tuple(Cell(str(b), group[b]) for b in table)) for name, table in st["tables"].items()]
+        rows += [Row(f"{n} 的块表", tuple(Cell(str(b), group[b]) for b in table)) for n, table in st["tables"].items()]
         frames.append(Frame(st["step"], tuple(rows), note(st)))
     return frames
 

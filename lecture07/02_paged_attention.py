@@ -3,9 +3,8 @@
 【问题】按最大长度预留连续显存，大部分都浪费了（01）。vLLM 像操作系统的虚拟内存那样分页：KV 池切成固定大小的
 物理块，每条序列一张块表（逻辑块 → 物理块），写满一块才分配下一块。块表怎样长出来？按块表拼回来的 K/V 做注意力，
 和连续存放的一样吗？块取多大合适？
-【运行】python lecture07/02_paged_attention.py            （约 0.3 秒，不需要 GPU）
-        python lecture07/02_paged_attention.py --demo 2   （只跑演示 2；--step：先想一想，回车再看结果）
-        python lecture07/02_paged_attention.py --mine     （用练习 2 的 gather_kv、练习 3 的 PagedSequence）
+【运行】python lecture07/02_paged_attention.py   （约 0.3 秒，不需要 GPU；--demo N 只跑第 N 个，--step 先想一想、回车再看，
+        --mine 用你在练习 2、3 里写的 gather_kv 和 PagedSequence）
 【试一试】
   1. 把 WALK_BLOCK_SIZE 改成 2（演示 1）：块表变长了多少？解码时多久分配一个新块？
   2. 把 EQ_BLOCK_SIZE 改成 64（演示 2）：物理块还交错吗？logits 还逐位相同吗？
@@ -79,9 +78,10 @@ def demo_block_table():
         before = steps[-1]["tables"] if steps else {}
         got = [f"{n} +{len(s.blocks) - len(before.get(n, []))}" for n, s in seqs.items()
                if len(s.blocks) > len(before.get(n, []))]
-        steps.append(dict(step=step, got="、".join(got) or "不分配", tables={n: list(s.blocks) for n, s in seqs.items()},
-                          lengths={n: s.length for n, s in seqs.items()}, ref_count=pool.ref_count.tolist(),
-                          free=pool.num_free, tight=all(len(s.blocks) == n_blocks(s.length, bs) for s in seqs.values())))
+        steps.append(dict(step=step, got="、".join(got) or "不分配", free=pool.num_free, ref_count=pool.ref_count.tolist(),
+                          tables={n: list(s.blocks) for n, s in seqs.items()},
+                          lengths={n: s.length for n, s in seqs.items()},        # tight：块数 = ⌈长度 / 块⌉
+                          tight=all(len(s.blocks) == n_blocks(s.length, bs) for s in seqs.values())))
 
     for name, n in prompts.items():                # 依次 prefill：一次写入整段输入
         last[name] = paged_step(params, cfg, [seqs[name]], [rng.integers(0, cfg.vocab, n)], gather_kv)[0][-1]
@@ -123,15 +123,15 @@ def demo_equivalence():
             ref = forward(params, cfg, np.asarray(feed[i])[None], cache=caches[i])[0]
             diff[i] = max(diff[i], float(np.max(np.abs(out - ref))))
         feed = [[int(np.argmax(out[-1]))] for out in outs]
-    cells = ["0.0" if d == 0 else f"{d:.1e}" for d in diff]
-    show.table(["序列", "输入", "最终长度", "块数", "块表", "最大差"],
-               [[i, n, s.length, len(s.blocks), s.blocks, c] for i, (n, s, c) in enumerate(zip(EQ_PROMPTS, seqs, cells))],
+    rows = [[i, n, s.length, len(s.blocks), s.blocks, "0.0" if d == 0 else f"{d:.1e}"]
+            for i, (n, s, d) in enumerate(zip(EQ_PROMPTS, seqs, diff))]
+    show.table(["序列", "输入", "最终长度", "块数", "块表", "最大差"], rows,
                caption=f"最大差：prefill 和每步解码的全部 logits 与连续版的 max |diff|（块大小 {bs}，模型种子 {MODEL_SEED}、"
                        f"输入种子 {PROMPT_SEED}）。两边共用同一份层计算 run_layers，只有 K/V 存在哪、从哪取不同。这里按块表"
                        "把块拼回连续的 K/V（gather_kv）再算；vLLM 的 kernel 不拼，按块表逐块读进来直接算（vLLM 论文 §5.1）。")
     show.claim(f"{len(seqs)} 条序列、{EQ_DECODE + 1} 轮（prefill 加 {EQ_DECODE} 步解码）的 logits 与连续存放逐位相同"
                "（最大差都是 0.0）：K/V 放在哪些块里，不改变算出的任何一位。",
-               all(show.value(c) == 0 for c in cells), "最大差 " + "、".join(cells))
+               all(show.value(r[5]) == 0 for r in rows), "最大差 " + "、".join(r[5] for r in rows))
     return dict(diff=diff, tables=[list(s.blocks) for s in seqs])
 
 

@@ -3,9 +3,8 @@
 【问题】并行采样（一个提示要 n 个回答）和束搜索（保留 k 条候选）里，很多序列的开头相同。分页以后相同的块只存一份，
 用引用计数记下几条序列在用；谁要往共享的、没写满的块里写，谁先复制一份（写时复制，copy-on-write）。
 这样能省多少 KV 显存？复制的那一刻，块池里发生了什么？
-【运行】python lecture07/03_sharing_and_cow.py            （约 2 秒，不需要 GPU）
-        python lecture07/03_sharing_and_cow.py --demo 2   （只跑演示 2；--step：先想一想，回车再看结果）
-        python lecture07/03_sharing_and_cow.py --mine     （用练习 3 的 PagedSequence、练习 2 的 gather_kv）
+【运行】python lecture07/03_sharing_and_cow.py   （约 2 秒，不需要 GPU；--demo N 只跑第 N 个，--step 先想一想、回车再看，
+        --mine 用你在练习 2、3 里写的 gather_kv 和 PagedSequence）
 【试一试】
   1. 把 COW_PROMPT 改成 8（演示 2）：最后一块正好写满时，还会发生写时复制吗？
   2. 把 COW_PROMPT 改成 14（演示 2）：共享的序列更长时，要复制的还是只有一块吗？
@@ -43,9 +42,8 @@ COW_SEED = 7               # 演示 2 的提示和两个新 token 的随机种�
 ALPACA_MEAN = (19.31, 58.45)       # vLLM 论文（SOSP'23）图 11(b)：Alpaca 的平均输入 / 输出长度
 SHAREGPT_MEAN = (161.31, 337.99)   # 同上图 11(a)：ShareGPT（总长截在 OPT 的 2,048）
 MAX_WIDTH = 6                      # 每个请求总抽 6 个输出长度（样本 j 用第 j 个）：改 WIDTHS 不改请求
-VLLM_63_WIDTHS = (2, 4, 6)
 VLLM_63 = {("并行采样", "Alpaca"): "6.1–9.8%", ("并行采样", "ShareGPT"): "16.2–30.5%",   # vLLM 论文 §6.3：OPT-13B，
-           ("束搜索", "Alpaca"): "37.6–55.2%"}    # n、束宽 2、4、6（VLLM_63_WIDTHS）合起来的省下比例
+           ("束搜索", "Alpaca"): "37.6–55.2%"}    # n、束宽 2、4、6 合起来的省下比例
 
 
 def check_settings():
@@ -68,8 +66,7 @@ def draw_lengths(rng, mean, cap, size=None):
 
 
 def make_requests(mean, max_prompt, max_output, max_total, vocab=None):
-    """N_REQUESTS 个请求 [(提示长度, MAX_WIDTH 个输出长度, 提示 token)]：长度都是对数正态（均值 mean = 论文图 11 的
-    (输入, 输出)），截到 max_prompt、max_output，总长 ≤ max_total。vocab=None：不抽 token（只在块池里重放时用不着）。"""
+    """N_REQUESTS 个 (提示长度, MAX_WIDTH 个输出长度, 提示 token 或 None)：对数正态，均值 mean，各自截到上限。"""
     rng = np.random.default_rng(LEN_SEED)
     reqs = []
     for _ in range(N_REQUESTS):
@@ -112,8 +109,7 @@ def beam_search(params, cfg, jobs, block_size):
     beams = [[(root, out[-1], 0.0)] for root, out in zip(roots, first)]     # 每个请求：[(序列, logits, 累计分数)]
     steps = [[] for _ in jobs]
     for t in range(max(n for _, n, _ in jobs)):
-        live = [k for k, (_, n, _) in enumerate(jobs) if t < n]
-        picked = {}
+        live, picked = [k for k, (_, n, _) in enumerate(jobs) if t < n], {}    # 还在解码的请求、它们选中的候选
         for k in live:
             x = np.stack([logits for _, logits, _ in beams[k]])                  # (束数, vocab)
             x = x - x.max(axis=-1, keepdims=True)
@@ -128,7 +124,8 @@ def beam_search(params, cfg, jobs, block_size):
         outs = iter(paged_step(params, cfg, [c for c, _ in news], [x for _, x in news], gather_kv))
         for k in live:
             beams[k] = [(child, next(outs)[-1], score) for child, score, _ in picked[k]]
-            steps[k].append((pools[k].num_used, sum(n_blocks(c.length, block_size) for c, _, _ in picked[k]), pools[k].n_cow))
+            need = sum(n_blocks(child.length, block_size) for child, _, _ in picked[k])   # 不共享时要的块
+            steps[k].append((pools[k].num_used, need, pools[k].n_cow))
     return steps
 
 
@@ -148,7 +145,7 @@ def demo_savings():
             shared = sum(used for steps in per_req for used, _, _ in steps)
             private = sum(need for steps in per_req for _, need, _ in steps)
             paper = "-"
-            if w in VLLM_63_WIDTHS:
+            if w in (2, 4, 6):                     # 论文只测了这三个
                 paper = VLLM_63[(kind, lengths)]
             rows.append([w, kind, lengths, show.num(private), show.num(shared), show.pct(1 - shared / private, 1),
                          show.num(sum(steps[-1][2] for steps in per_req)), paper])
@@ -159,15 +156,15 @@ def demo_savings():
                        "COW：写时复制的次数。束搜索在 TINY 模型上真的解码；并行采样的块数只取决于长度，只在块池里重放。"
                        "论文：vLLM 论文 §6.3，OPT-13B，n、束宽 2、4、6 合起来的范围（Alpaca 见图 15，ShareGPT 在正文），"
                        f"块 16；这里是随机权重的小模型、没有 EOS、块 {BLOCK_SIZE}：只比量级。")
-    saved = {(r[1], r[2], r[0]): r[5] for r in rows}
+    beam = {r[0]: r[5] for r in rows if r[1] == "束搜索"}                  # n → 表里印的"省下"
+    par = {r[0]: r[5] for r in rows if r[1:3] == ["并行采样", "Alpaca"]}
     w = WIDTHS[-1]
-    beam, par, long_par = saved[("束搜索", "Alpaca", w)], saved[("并行采样", "Alpaca", w)], saved[("并行采样", "ShareGPT", w)]
-    show.claim(f"宽度 {w} 的束搜索省下 {beam} 的 KV 块，n = {w} 的并行采样只省 {par}：束搜索的候选共享的不只是提示，"
-               "还有已经生成的一段共同前缀。",
-               all(show.value(saved[("束搜索", "Alpaca", x)]) > show.value(saved[("并行采样", "Alpaca", x)]) for x in WIDTHS),
-               "束搜索 / 并行采样省下：" + "，".join(f"{saved[('束搜索', 'Alpaca', x)]} / {saved[('并行采样', 'Alpaca', x)]}" for x in WIDTHS))
-    show.claim(f"换成 ShareGPT 的长度（提示更长，写满的共享块更多），n = {w} 的并行采样从 {par} 升到 {long_par}。",
-               show.value(long_par) > show.value(par), f"n = {w}：Alpaca {par}，ShareGPT {long_par}")
+    long_par = next(r[5] for r in rows if r[0] == w and r[2] == "ShareGPT")
+    show.claim(f"宽度 {w} 的束搜索省下 {beam[w]} 的 KV 块，n = {w} 的并行采样只省 {par[w]}：束搜索的候选共享的不只是提示，"
+               "还有已经生成的一段共同前缀。", all(show.value(beam[x]) > show.value(par[x]) for x in WIDTHS),
+               "束搜索 / 并行采样省下：" + "，".join(f"{beam[x]} / {par[x]}" for x in WIDTHS))
+    show.claim(f"换成 ShareGPT 的长度（提示更长，写满的共享块更多），n = {w} 的并行采样从 {par[w]} 升到 {long_par}。",
+               show.value(long_par) > show.value(par[w]), f"n = {w}：Alpaca {par[w]}，ShareGPT {long_par}")
     return dict(rows=rows, widest=runs, width=w, block_size=BLOCK_SIZE)     # runs：最宽的 n 时每个请求逐步的数
 
 
@@ -182,7 +179,7 @@ def demo_cow():
     pool = BlockPool(cfg, n_blocks(L, bs) + 2, bs)     # a 的块 + b、a 写时可能各要一块
     steps = []                                     # 每一步之后块池和块表的样子（表的一行、GIF 的一帧）
 
-    def record(step, *seqs):
+    def record(step, *seqs):                       # seqs：a，或 a、b
         steps.append(dict(step=step, tables={n: list(x.blocks) for n, x in zip("ab", seqs)}, free=pool.num_free,
                           lengths={n: x.length for n, x in zip("ab", seqs)}, ref_count=pool.ref_count.tolist(),
                           cow=pool.n_cow))
