@@ -65,7 +65,7 @@ def check_settings():
 
 
 def demo_block_table():
-    """几条序列交替解码时，块表怎样长出来？物理块挨在一起吗？"""
+    """几条序列交替解码时，块表怎样长出来，一条序列的物理块挨在一起吗？"""
     bs, prompts = WALK_BLOCK_SIZE, WALK_PROMPTS
     cfg = config_like(TINY, max_seq=max(prompts.values()) + WALK_DECODE)
     params = init_params(cfg, seed=MODEL_SEED)
@@ -153,7 +153,7 @@ def read_segments(length, block_size):
 
 
 def demo_block_size():
-    """块该多大？小块浪费少，但块表长、读得碎；大块反过来。"""
+    """块越小，最后一块浪费得越少，可块表越长、解码一步读的段越碎：块该多大？"""
     lens = {name: sample_lengths(m, N_LENGTHS, LEN_SEED) for name, m in FIG11_MEANS.items()}
     rows = []
     for b in BLOCK_SIZES:

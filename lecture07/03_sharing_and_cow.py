@@ -169,7 +169,7 @@ def demo_savings():
 
 
 def demo_cow():
-    """两条序列共享一个没写满的块，其中一条往里写：块池里发生了什么？共享的块为什么不会被写坏？"""
+    """两条序列共享一个没写满的块，一条往里写时，块池里发生了什么，共享的块为什么不会被写坏？"""
     bs, L = COW_BLOCK_SIZE, COW_PROMPT
     cfg = config_like(TINY, max_seq=L + 1)
     params = init_params(cfg, seed=MODEL_SEED)
