@@ -25,7 +25,7 @@ def plot_blocks_over_steps(d):
         top, bottom = axes[0, col], axes[1, col]
         top.step(steps, need, where="post", color="tab:red", lw=2, ls="--", label="不共享（每条序列各存一份）")
         top.step(steps, used, where="post", color="tab:blue", lw=2.5, label="共享（块池实际占用）")
-        top.set(title=f"{kind}，n = {d['width']}（请求 {k}）", ylabel="占用的 KV 块", ylim=(0, need.max() * 1.3 + 1))
+        top.set(title=f"{kind}，n = {d['width']}", ylabel="占用的 KV 块", ylim=(0, need.max() * 1.3 + 1))
         top.legend(loc="upper left")
         top.grid(True, alpha=0.3)
         bottom.bar(steps, np.diff(cow, prepend=0), width=1.0, color="0.45")
