@@ -60,11 +60,9 @@ def changed_cells(prev, frame):
 def colours(frames):
     """颜色组 → 底色：按第一次出现的顺序取 PALETTE，所有帧里同一组颜色相同。"""
     order = {}
-    for f in frames:
-        for r in f.rows:
-            for c in r.cells:
-                if c.group is not None and c.group not in order:
-                    order[c.group] = PALETTE[len(order) % len(PALETTE)]
+    for c in (c for f in frames for r in f.rows for c in r.cells):
+        if c.group is not None and c.group not in order:
+            order[c.group] = PALETTE[len(order) % len(PALETTE)]
     return order
 
 
@@ -99,8 +97,8 @@ def draw(fig, frames, i, legend):
             ax.add_patch(Rectangle((x, k + 0.12), cell_w, 0.76, facecolor=fill.get(c.group, EMPTY), edgecolor=edge,
                                    lw=lw))
             if c.mark:                                   # 橙框画在里面一圈：变了的红框也还看得见
-                ax.add_patch(Rectangle((x + 0.3, k + 0.2), cell_w - 0.6, 0.6, fill=False, edgecolor="darkorange",
-                                       lw=3.0))
+                ax.add_patch(Rectangle((x + 0.6, k + 0.24), cell_w - 1.2, 0.52, fill=False, edgecolor="darkorange",
+                                       lw=4.0))
             ax.text(x + cell_w / 2, k + 0.5, c.text, ha="center", va="center", fontsize=pt)
     fig.text(0.02, 0.96, f"第 {i + 1}/{len(frames)} 步 · {frame.title}", fontsize=24, va="top")
     fig.text(0.02, 0.2, "\n".join(show.wrap(frame.note, 84)), fontsize=18, va="top")
@@ -111,7 +109,8 @@ def draw(fig, frames, i, legend):
     key = "红框：这一步变了"
     if legend:
         key += "；" + legend
-    fig.text(x, 0.03, key, fontsize=16)
+    room = (0.98 - x) * fig.get_figwidth() * 72 / (0.6 * show.cols(key))    # 放得下一行的字号
+    fig.text(x, 0.03, key, fontsize=min(16, room))
 
 
 def save_gif(frames, path, legend="", seconds=3.0, last_seconds=8.0):
