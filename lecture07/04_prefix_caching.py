@@ -2,7 +2,7 @@
 
 【问题】很多请求的开头相同（系统提示、few-shot 例子、多轮对话的历史），这些前缀的 KV 只需算一次。
         怎样认出"这段前缀算过"？真的能省多少？缓存要多大、用什么淘汰策略？省下多少 GPU 时间？
-【运行】python lecture07/04_prefix_caching.py      （约 4 秒，2 核，不要 GPU；--demo 4 --step：只看演示 4，先想再看）
+【运行】python lecture07/04_prefix_caching.py      （约 7 秒，2 核，不要 GPU；--demo 4 --step：只看演示 4，先想再看）
         python lecture07/04_prefix_caching.py --trace 文件.jsonl   （演示 3–5 改用 Mooncake 格式的 trace，见 TRACES.md）
 【试一试】
   1. N_SHARING = 1（--demo 2）：只有一个请求时，前缀缓存还省得下计算吗？
