@@ -123,7 +123,7 @@ def wrap(text, width=WIDTH, indent=0):
     ['缓存命中率', 'hit ratio 很', '高。']
     """
     lines, line = [], ""
-    for word in re.findall(r"[A-Za-z0-9_.,%×/+\-−:()'~]+ ?|.", text):
+    for word in re.findall(r"[A-Za-z0-9_.,%×/+\-−:()'~§]+ ?|.", text):
         room = width - (indent if lines else 0)
         if line and cols(line + word.rstrip()) > room and word[0] not in _NO_START:
             lines.append(line.rstrip())
