@@ -1,13 +1,9 @@
-"""figures/plot_NN.py 共用的几件事：按文件名加载 lecture07 的脚本、静音调用它的演示、存一张幻灯片。
+"""figures/plot_NN.py 共用的：按文件名加载 lecture07 的脚本、静音调用它的演示、存一页幻灯片（--out DIR：写到 DIR）。
 
-    import figlib
     s04 = figlib.script("04_prefix_caching")       # lecture07/04_prefix_caching.py 作为模块
     d = figlib.quiet(s04.demo_hit_ratio)           # 演示返回的数据；它印的表不显示
     fig, ax = figlib.plt.subplots(figsize=figlib.SLIDE)
-    ...
-    figlib.save(fig, "04_hit_ratio", title="结论", note="配置、出处")   # figures/04_hit_ratio.png 和 .svg
-
-python figures/plot_NN.py --out DIR：图写到 DIR（默认 figures/）；GIF 写到 figlib.path("xx.gif")。
+    figlib.save(fig, "04_hit_ratio", "结论", "配置、出处")   # figures/04_hit_ratio.png 和 .svg；GIF 写到 figlib.path("x.gif")
 """
 import argparse
 import contextlib
@@ -52,14 +48,10 @@ def path(filename):
 
 def save(fig, name, title=None, note=None):
     """一页幻灯片的收尾：title（结论，大字）在上，note（配置、出处，按图宽折行）在下；写 name.png 和 name.svg。"""
-    bottom = 0.0
-    if title:
-        fig.suptitle(title)
-    if note:
-        lines = show.wrap(note, int(fig.get_figwidth() * 8.5))        # 16 pt 时一英寸约 8.5 个半角字符
-        fig.text(0.01, 0.01, "\n".join(lines), ha="left", va="bottom", color="0.3")
-        bottom = (len(lines) * plotting.FONT_PT * 1.3 / 72 + 0.1) / fig.get_figheight()
-    fig.tight_layout(rect=(0, bottom, 1, 1))
+    fig.suptitle(title or "")
+    lines = show.wrap(note, int(fig.get_figwidth() * 9)) if note else []      # 16 pt 时一英寸约 9 个半角字符
+    fig.text(0.01, 0.01, "\n".join(lines), ha="left", va="bottom", color="0.3")
+    fig.tight_layout(rect=(0, (len(lines) * plotting.FONT_PT * 1.3 / 72 + 0.1) / fig.get_figheight(), 1, 1))
     png, _ = plotting.save(fig, path(name))
     print(os.path.relpath(png, ROOT))
     return png
