@@ -15,12 +15,12 @@ MODEL, NODE = LLAMA3_70B, A800_X8
 LOCAL_DRAM, RDMA = TIERS[1], TIERS[2]
 BLOCK_BYTES = BLOCK_SIZE * MODEL.kv_bytes_per_token()     # 一块 KV：512 × 320 KiB = 160 MiB
 BLOCK_PULL_S = BLOCK_BYTES / (RDMA.gb_per_s * 1e9)        # 经网卡拉一块的秒数（约 1.7 ms）
-SCHEDULERS = ("random", "load_balancing", "local_cache", "global_cache")
+SCHEDULERS = dict(random="随机", load_balancing="负载均衡", local_cache="本地缓存感知", global_cache="全局缓存感知")
 
 
-def hit_tokens(hit_blocks, n_input):
-    """命中 hit_blocks 块 → 用得上的 token 数：最后一个 token 总要重算。"""
-    return min(hit_blocks * BLOCK_SIZE, n_input - 1)
+def usable_tokens(found, input_len):
+    """命中 found 块 → 用得上的 token 数：最后一个 token 总要重算。"""
+    return min(found * BLOCK_SIZE, input_len - 1)
 
 
 def first_seen(trace):
@@ -160,7 +160,7 @@ def cache_aware(caches, ready, free_at, r, t, can_pull):
 
 def prefill_s(r, hit_blocks):
     """请求 r 命中 hit_blocks 块时的 prefill 秒数（命中的 KV 从本机 DRAM 读）。"""
-    return prefill_time(MODEL, r.input_len, hit_tokens(hit_blocks, r.input_len), LOCAL_DRAM, NODE)
+    return prefill_time(MODEL, r.input_len, usable_tokens(hit_blocks, r.input_len), LOCAL_DRAM, NODE)
 
 
 def done_prefix(ready, local, blocks, t):
