@@ -57,7 +57,7 @@ PD_HIT = 0.95                   # 演示 4：前缀命中的比例（FAST'25 §5
 
 # ---- 论文和数据手册的数字（只用来对照）----
 H800_X8 = Node("8×H800", n_gpus=8, tflops_per_gpu=989, hbm_gb_per_gpu=80)   # H100/H800 SXM 数据手册：BF16 稠密 989 TFLOPS
-PAPER_PREFIX, PAPER_MIN_BW = 8192, (6, 19)   # FAST'25 §2.2：8,192 token 前缀，8×A800 至少 6、8×H800 至少 19 GB/s
+PAPER_PREFIX, PAPER_MIN_BW = 8192, [6, 19]   # FAST'25 §2.2：8,192 token 前缀，8×A800 至少 6、8×H800 至少 19 GB/s
 PAPER_FIG5 = dict(random=19.65, load_balancing=5.27, local_cache=3.58, global_cache=3.07)   # 秒，FAST'25 §4.2 图 5
 
 
@@ -83,14 +83,13 @@ def demo_load_or_recompute():
                f"时间。式 2 的最低带宽（{PAPER_PREFIX:,} token、峰值算力）：{NODE.name} {a800}、{H800_X8.name} {h800} "
                f"GB/s；FAST'25 §2.2：{PAPER_MIN_BW[0]}、{PAPER_MIN_BW[1]} GB/s。")
     show.table([f"{PREFIX:,} token 的 KV", "带宽 GB/s", "读 ms", "没盖住 ms", "出处"], rows, caption)
-    tiers, rec = rows[:-1], rows[-1][2]
-    slow = max(tiers, key=lambda r: show.value(r[2]))
+    tiers, rec, slow = rows[:-1], rows[-1][2], max(rows[:-1], key=lambda r: show.value(r[2]))
     show.claim(f"读 {PREFIX:,} token 的 KV，{len(tiers)} 个层级都比重算（{rec} ms）快：最慢的{slow[0]}也只要 {slow[2]} ms。",
                all(show.value(r[2]) < show.value(rec) for r in tiers),
                f"重算 {rec} ms；读：" + "、".join(f"{r[0]} {r[2]} ms" for r in tiers))
     show.claim(f"GPU 越快，读 KV 要的带宽越高：{NODE.name} 至少 {a800}、{H800_X8.name} 至少 {h800} GB/s，取整就是"
                f" FAST'25 §2.2 的 {PAPER_MIN_BW[0]}、{PAPER_MIN_BW[1]} GB/s。",
-               show.value(a800) < show.value(h800) and (round(show.value(a800)), round(show.value(h800))) == PAPER_MIN_BW,
+               show.value(a800) < show.value(h800) and [round(show.value(x)) for x in (a800, h800)] == PAPER_MIN_BW,
                f"{NODE.name} {a800}、{H800_X8.name} {h800} GB/s，论文 {PAPER_MIN_BW[0]}、{PAPER_MIN_BW[1]} GB/s")
     return dict(rows=rows, caption=caption)
 
@@ -185,7 +184,8 @@ def demo_pd_transfer():
                      show.num(kv_bits / hit_prefill / 1e9, 1)])
     show.note(f"{MODEL.name}、{NODE.name}：prefill 节点每算完一层，就把这一层的 KV 经网卡（合计 {PD_NIC_GBPS:,g} Gbps）"
               f"发给 decode 节点（FAST'25 §3.1 第 3 步）。每 token 的 KV {show.size(MODEL.kv_bytes_per_token())}："
-              f"{PD_LENS[-1]:,} token 是 {show.size(PD_LENS[-1] * MODEL.kv_bytes_per_token())}（FAST'25 §5.4.1：128k token 40 GB）。")
+              f"{PD_LENS[-1]:,} token 是 {show.size(PD_LENS[-1] * MODEL.kv_bytes_per_token())}"
+              "（FAST'25 §5.4.1：128k token 40 GB）。")
     caption = (f"需要：藏得住所需的带宽 = KV / prefill（Gbps）；末列：前缀命中 {show.pct(PD_HIT)} 时（命中的从本机 DRAM "
                "读），要算的少了，要发的 KV 一样多。没盖住：按层流水比 prefill 多出的时间。")
     show.table(["prompt", "prefill ms", "发 KV ms", "没盖住 ms", "需要 Gbps", f"命中 {show.pct(PD_HIT)} 需要 Gbps"], rows,

@@ -6,6 +6,8 @@
 每台节点：LLaMA3-70B 在 8×A800 上做 prefill（FAST'25 表 1），命中的 KV 从本机 DRAM 读，跨节点经 RDMA 拉
 （一台节点全部网卡合计 800 Gbps = 100 GB/s，当成一个 FIFO 队列）。prefill 时间只有一个公式：tiers.prefill_time。
 """
+import math
+
 import numpy as np
 
 from kv_store.tiers import A800_X8, LLAMA3_70B, TIERS, prefill_time
@@ -145,15 +147,13 @@ def cache_aware(caches, ready, free_at, r, t, can_pull):
     if can_pull:
         remote = done_prefix(ready, local, r.blocks, t)
     pf = {x: prefill_s(r, x) for x in set(local) | {remote}}      # 命中 x 块时的 prefill 秒数
-    best = None
+    best = (math.inf, 0, 0, 0)                          # (估计的 TTFT, 节点, 命中块数, 拉的块数)
     for x, h in enumerate(local):
         q = max(0.0, free_at[x] - t)                    # 排队
-        options = [(q + pf[h], h, 0)]
-        if remote > h:
-            options.append((q + (remote - h) * BLOCK_PULL_S + pf[remote], remote, remote - h))
-        for est, hits, pull in options:
-            if best is None or est < best[0]:
-                best = (est, x, hits, pull)
+        if q + pf[h] < best[0]:                         # 用本机的命中
+            best = (q + pf[h], x, h, 0)
+        if remote > h and q + (remote - h) * BLOCK_PULL_S + pf[remote] < best[0]:    # 拉更长的前缀
+            best = (q + (remote - h) * BLOCK_PULL_S + pf[remote], x, remote, remote - h)
     _, x, hits, pull = best
     return x, hits, local[x], pull, pf[hits]
 
