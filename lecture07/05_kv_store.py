@@ -21,6 +21,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import math  # noqa: E402
+import signal  # noqa: E402
 from concurrent.futures import ProcessPoolExecutor  # noqa: E402
 from dataclasses import replace  # noqa: E402
 from functools import wraps  # noqa: E402
@@ -95,9 +96,9 @@ def demo_load_or_recompute():
 
 
 def in_parallel(fn, jobs):
-    """[fn(*job) for job in jobs]，用上两个核：前一半在另一个进程里算（参数 pickle 过去一次），后一半同时在这里算。"""
+    """[fn(*job) for job in jobs] 用上两个核：前一半在另一个进程里算（它不理 Ctrl-C），后一半同时在这里算。"""
     half = len(jobs) // 2
-    with ProcessPoolExecutor(max_workers=1) as pool:
+    with ProcessPoolExecutor(1, initializer=signal.signal, initargs=(signal.SIGINT, signal.SIG_IGN)) as pool:
         there = pool.map(fn, *zip(*jobs[:half]), chunksize=max(1, half))
         here = [fn(*job) for job in jobs[half:]]
         return list(there) + here
@@ -250,8 +251,7 @@ def main(argv=None):
     demos = list(DEMOS)
     if args.demo in (None, 2, 3):                       # 演示 2、3 用 trace：生成（或读）一次，两个演示共用
         trace, source = the_trace(args.trace)
-        for i in (1, 2):                                # wraps：留着演示的 docstring（它的问题）
-            title, fn = DEMOS[i]
+        for i, (title, fn) in list(enumerate(DEMOS))[1:3]:    # wraps：留着演示的 docstring（它的问题）
             demos[i] = (title, wraps(fn)(lambda fn=fn: fn(trace, source)))
     show.run(demos, args)
 
