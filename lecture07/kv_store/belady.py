@@ -15,11 +15,10 @@ def min_hits(trace, capacity):
     seqs = [getattr(r, "blocks", r) for r in trace]
     n = len(seqs)
     nxt, last = [None] * n, {}            # nxt[i][j]：请求 i 的第 j 块下一次在哪个请求里用到（n = 再也不用）
-    for i in range(n - 1, -1, -1):
+    for i in range(n - 1, -1, -1):           # 从后往前：last[b] = 块 b 下一次出现在哪个请求
         nxt[i] = [last.get(b, n) for b in seqs[i]]
-        for b in seqs[i]:
-            last[b] = i
-    cache, heap, hits = {}, [], []        # cache：块 → 下一次用到它的请求；heap：(−下一次, 块)，含过时的记录
+        last.update(dict.fromkeys(seqs[i], i))
+    cache, heap, hits = {}, [], []        # cache：块 → 下一次用到它的请求；heap：(−下一次, 块)，可能有过时的记录
     for i, blocks in enumerate(seqs):
         hits.append(sum(b in cache for b in blocks))
         for b, when in zip(blocks, nxt[i]):
@@ -27,12 +26,14 @@ def min_hits(trace, capacity):
                 cache.pop(b, None)        # 再也不用：不留
             else:
                 cache[b] = when
-                heapq.heappush(heap, (-when, b))
-        while capacity is not None and len(cache) > capacity:
+                if heap:                  # 堆在第一次超出容量时才建：从不超出容量就不用堆
+                    heapq.heappush(heap, (-when, b))
+        over = capacity is not None and len(cache) > capacity
+        if (over and not heap) or len(heap) > 2 * len(cache) + 1000:
+            heap = [(-w, b) for b, w in cache.items()]   # 建堆，或清掉太多的过时记录（内存有上限）
+            heapq.heapify(heap)
+        while over and len(cache) > capacity:
             when, b = heapq.heappop(heap)
             if cache.get(b) == -when:     # 不是过时的记录：它就是下一次用到最晚的块
                 del cache[b]
-        if len(heap) > 2 * len(cache) + 1000:   # 过时的记录太多：只留有效的，重新建堆（内存有上限）
-            heap = [(-w, b) for b, w in cache.items()]
-            heapq.heapify(heap)
     return hits

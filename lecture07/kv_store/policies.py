@@ -33,19 +33,21 @@ class BlockCache:
 
     def match(self, blocks):
         """前缀命中：从第一块起连续有几块在缓存里。"""
+        entries = self.entries
         for n, b in enumerate(blocks):
-            if b not in self.entries:
+            if b not in entries:
                 return n
         return len(blocks)
 
     def insert(self, blocks):
         """放进一个请求的全部块：从最后一块往前 touch，再 evict() 到不超过容量。"""
+        touch, entries, capacity = self.touch, self.entries, self.capacity
         for pos in range(len(blocks) - 1, -1, -1):
-            self.touch(blocks[pos], pos)
-        while self.capacity is not None and len(self.entries) > self.capacity:
-            before = len(self.entries)
+            touch(blocks[pos], pos)
+        while capacity is not None and len(entries) > capacity:
+            size = len(entries)
             self.evict()
-            if len(self.entries) >= before:           # 不然这个循环永远停不下来
+            if len(entries) == size:                  # 一块也没删：不然这个循环永远停不下来
                 raise RuntimeError(f"{type(self).__name__}.evict() 没有从 self.entries 里删掉任何块")
 
     def touch(self, block, pos):
@@ -195,11 +197,16 @@ class S3FIFOCache(BlockCache):
 
 
 # ---- 按 trace 回放：请求按到达顺序，每个先 match（数命中）再 insert ----
+def usable_tokens(found, input_len):
+    """全讲唯一的命中规则：缓存里找到前 found 块，用得上的 token = min(found × BLOCK_SIZE, input_len − 1)——
+    最后一个输入 token 总要重算（它的输出才是第一个输出 token）。nano-vllm 只查前 k − 1 块，最多用上
+    (k − 1) × 块大小 个 token：最后一块满着、整段命中时，这里用上 n − 1 个（k 块里都有），nano-vllm 少一整块。"""
+    return min(found * BLOCK_SIZE, input_len - 1)
+
+
 def hit_blocks(trace, cache):
-    """每个请求用得上的命中块数。全讲的命中规则只写在这里：最后一个输入 token 总要重算（它的输出才是第一个
-    输出 token），所以用得上的 token = min(命中块数 × BLOCK_SIZE, input_len − 1)，再数装着至少一个用得上的
-    token 的块。（nano-vllm 只查前 k − 1 块，最多用上 (k − 1) × 块大小 个 token；这里最多 n − 1 个：
-    最后一块满着、整段命中时，这里算 k 块，nano-vllm 算 k − 1 块。）
+    """按到达顺序回放 trace：每个请求先 match 再 insert。返回每个请求用得上的命中块数（装着至少一个用得上的
+    token 的块，usable_tokens 的规则）。
 
     >>> from kv_store.trace import Request
     >>> hit_blocks([Request(0, 1024, 1, (1, 2)), Request(1, 1024, 1, (1, 2)), Request(2, 1025, 1, (1, 2, 3))],
@@ -208,7 +215,7 @@ def hit_blocks(trace, cache):
     """
     hits = []
     for r in trace:
-        usable = min(cache.match(r.blocks) * BLOCK_SIZE, r.input_len - 1)
+        usable = usable_tokens(cache.match(r.blocks), r.input_len)
         hits.append(-(-usable // BLOCK_SIZE))      # 向上取整：装着用得上的 token 的块
         cache.insert(r.blocks)
     return hits

@@ -91,13 +91,14 @@ def make_trace(seed=0, n_requests=N_REQUESTS, duration_s=DURATION_S):
     scale = duration_s / turn_list[-1][0]   # 把最后一个请求放在 duration_s
 
     # 每个请求两个对数正态：输入增量（第一轮是用户内容或一次性内容，之后是工具结果）和输出长度
+    mu_one_shot, mu_first, mu_tool = _mu(ONE_SHOT_MEAN, 0.9), _mu(FIRST_TURN_MEAN, 0.9), _mu(TOOL_RESULT_MEAN, 0.9)
     mu, sigma = [], []
     for _, s, k in turn_list:
-        mu_in = _mu(TOOL_RESULT_MEAN, 0.9)
+        mu_in = mu_tool
         if k == 0 and one_shot[s]:
-            mu_in = _mu(ONE_SHOT_MEAN, 0.9)
+            mu_in = mu_one_shot
         elif k == 0:
-            mu_in = _mu(FIRST_TURN_MEAN, 0.9)
+            mu_in = mu_first
         mu += [mu_in, _mu(OUTPUT_MEAN, 0.8)]
         sigma += [0.9, 0.8]
     draws = rng.lognormal(mu, sigma).tolist()
