@@ -28,8 +28,8 @@ from functools import wraps  # noqa: E402
 
 from lab_common import show  # noqa: E402
 from kv_store.cluster import (BLOCK_BYTES, LOCAL_DRAM, MODEL, NODE, SCHEDULERS, first_seen, nic_queue,  # noqa: E402
-                              pull_groups, schedule, usable_tokens)
-from kv_store.policies import hit_blocks  # noqa: E402
+                              pull_groups, schedule)
+from kv_store.policies import hit_blocks, usable_tokens  # noqa: E402
 from kv_store.tiers import (TIERS, Node, layer_overlap, load_time, prefill_compute_time, prefill_time,  # noqa: E402
                             trace_prefill_time)
 from kv_store.trace import load_trace, make_trace  # noqa: E402
@@ -146,8 +146,8 @@ def demo_scheduling(trace, source):
     busy = trace_prefill_time(MODEL, [r.input_len for r in trace], [0] * len(trace), LOCAL_DRAM, NODE) / span
     scale = SCHED_LOAD * SCHED_NODES / busy           # 不用缓存时，要集群 SCHED_LOAD 的算力
     order = ("local_cache", "load_balancing", "global_cache", "random")    # 前一半和后一半差不多一样久
-    runs = in_parallel(schedule, [(trace, s, SCHED_NODES, SCHED_CAPACITY, scale, LRUCache, SCHED_SEED) for s in order])
-    res, tokens, rows = dict(zip(order, runs)), sum(r.input_len for r in trace), []
+    jobs = [(trace, s, SCHED_NODES, SCHED_CAPACITY, scale, LRUCache, usable_tokens, SCHED_SEED) for s in order]
+    res, tokens, rows = dict(zip(order, in_parallel(schedule, jobs))), sum(r.input_len for r in trace), []
     for s in SCHEDULERS:
         r = res[s]
         used = sum(usable_tokens(h, q.input_len) for h, q in zip(r["hits"], trace))

@@ -10,7 +10,7 @@ from conftest import REAL_TRACE, load, needs_real_trace, run
 from kv_store import cluster
 from lab_common import show
 from kv_store.cluster import BLOCK_PULL_S, first_seen, nic_queue, pull_groups, schedule
-from kv_store.policies import LRUCache
+from kv_store.policies import LRUCache, usable_tokens
 from kv_store.tiers import (A800_X8, EQ1_A, EQ1_B, LLAMA2_70B, LLAMA3_70B, TIERS, ModelSpec, Node, Tier,
                             hit_tier, layer_overlap, load_time, prefill_compute_time, prefill_time,
                             trace_prefill_time)
@@ -102,8 +102,8 @@ def test_schedule_cache_aware_goes_where_the_prefix_is():
     先空下来的节点 1（从没用过，不命中）。"""
     trace = [req(0.0, [1, 2]), req(1.0, [1, 2])]
     for s in ("local_cache", "global_cache"):
-        assert schedule(trace, s, 2, 10, 1.0, LRUCache)["hits"] == [0, 2], s
-    lb = schedule(trace, "load_balancing", 2, 10, 1.0, LRUCache)
+        assert schedule(trace, s, 2, 10, 1.0, LRUCache, usable_tokens)["hits"] == [0, 2], s
+    lb = schedule(trace, "load_balancing", 2, 10, 1.0, LRUCache, usable_tokens)
     assert lb["hits"] == [0, 0] and lb["ttft"] == pytest.approx(lb["service"])    # 都不排队：TTFT = 服务时间
     assert lb["service"][0] == cluster.prefill_time(cluster.MODEL, 1024, 0, cluster.LOCAL_DRAM, cluster.NODE)
 
@@ -112,9 +112,10 @@ def test_global_pulls_only_finished_blocks():
     """100 块（51,200 token）在节点 0 上要算约 8.6 s。1 s 时这些块还没算完：拉不到，只好在节点 0 排队；
     21 s 时节点 0 在忙别的，块早算完了：节点 1 把 100 块经 RDMA 拉过来。"""
     q, other = list(range(100, 200)), list(range(300, 400))
-    early = schedule([req(0.0, q), req(1.0, q + [7])], "global_cache", 2, 1000, 1.0, LRUCache)
+    early = schedule([req(0.0, q), req(1.0, q + [7])], "global_cache", 2, 1000, 1.0, LRUCache, usable_tokens)
     assert early["pulled"] == [0, 0] and early["hits"] == [0, 100]
-    late = schedule([req(0.0, q), req(20.0, other), req(21.0, q + [7])], "global_cache", 2, 1000, 1.0, LRUCache)
+    late = schedule([req(0.0, q), req(20.0, other), req(21.0, q + [7])], "global_cache", 2, 1000, 1.0, LRUCache,
+                    usable_tokens)
     assert late["pulled"] == [0, 0, 100] and late["hits"] == [0, 0, 100]
 
 
@@ -122,12 +123,7 @@ def test_schedule_uses_the_cache_class_given():
     """容量 0：每块一放进去就被淘汰，哪种调度都没有命中——命中来自传进去的缓存类，而不是别处。"""
     trace = [req(float(i), [1, 2, 3]) for i in range(5)]
     for s in cluster.SCHEDULERS:
-        assert schedule(trace, s, 2, 0, 1.0, LRUCache)["hits"] == [0] * 5
-
-
-def test_usable_tokens():
-    assert cluster.usable_tokens(2, 1024) == 1023 and cluster.usable_tokens(2, 2000) == 1024
-    assert cluster.usable_tokens(0, 1) == 0
+        assert schedule(trace, s, 2, 0, 1.0, LRUCache, usable_tokens)["hits"] == [0] * 5
 
 
 # ---- 脚本 ----

@@ -20,11 +20,6 @@ BLOCK_PULL_S = BLOCK_BYTES / (RDMA.gb_per_s * 1e9)        # 经网卡拉一块�
 SCHEDULERS = dict(random="随机", load_balancing="负载均衡", local_cache="本地缓存感知", global_cache="全局缓存感知")
 
 
-def usable_tokens(found, input_len):
-    """命中 found 块 → 用得上的 token 数：最后一个 token 总要重算。"""
-    return min(found * BLOCK_SIZE, input_len - 1)
-
-
 def first_seen(trace):
     """{块: 它第一次出现在第几个请求}，和 {块: 被几个请求用到}。块在第一次出现的请求里算出来，就存在
     执行那个请求的节点上（它的"家"）。
@@ -99,7 +94,7 @@ def nic_queue(arrival, groups, n_nodes, k, rate_scale):
     return dict(wait=wait, busy=busy)
 
 
-def schedule(trace, scheduler, n_nodes, capacity, rate_scale, cache_class, seed=0):
+def schedule(trace, scheduler, n_nodes, capacity, rate_scale, cache_class, usable_tokens, seed=0):
     """n_nodes 台 prefill 节点，各有一个容量 capacity 块的本地前缀缓存（cache_class，如 LRUCache）；
     每台一次做一个 prefill（FIFO）。调度器决定每个请求去哪台（FAST'25 §4）：
 
@@ -108,7 +103,8 @@ def schedule(trace, scheduler, n_nodes, capacity, rate_scale, cache_class, seed=
     - local_cache：估计 TTFT = 排队 + 用本机命中算 prefill，取最小；
     - global_cache（Conductor）：还考虑把别的节点上更长的前缀经 RDMA 拉过来（只能拉已经算完的块）。
 
-    服务时间 = 拉 KV 的时间 + tiers.prefill_time(输入, 命中)；TTFT = 完成 − 到达。
+    cache_class、usable_tokens 由调用者从 kv_store.policies 传进来：缓存策略，和命中块里用得上几个 token 的规则。
+    服务时间 = 拉 KV 的时间 + tiers.prefill_time(输入, 用得上的命中)；TTFT = 完成 − 到达。
     返回每个请求的 TTFT、命中块数、拉的块数、服务时间（秒）。
     """
     caches = [cache_class(capacity) for _ in range(n_nodes)]
@@ -123,9 +119,9 @@ def schedule(trace, scheduler, n_nodes, capacity, rate_scale, cache_class, seed=
             if scheduler == "load_balancing":
                 j = free_at.index(min(free_at))         # 最早空下来的（并列取编号小的）
             h = have = caches[j].match(r.blocks)
-            pull, pf = 0, prefill_s(r, h)
+            pull, pf = 0, prefill_s(r, usable_tokens(h, r.input_len))
         else:
-            j, h, have, pull, pf = cache_aware(caches, ready, free_at, r, t, scheduler == "global_cache")
+            j, h, have, pull, pf = cache_aware(caches, ready, free_at, r, t, scheduler == "global_cache", usable_tokens)
         free_at[j] = max(t, free_at[j]) + pull * BLOCK_PULL_S + pf
         caches[j].insert(r.blocks)
         if scheduler == "global_cache":
@@ -138,7 +134,7 @@ def schedule(trace, scheduler, n_nodes, capacity, rate_scale, cache_class, seed=
     return out
 
 
-def cache_aware(caches, ready, free_at, r, t, can_pull):
+def cache_aware(caches, ready, free_at, r, t, can_pull, usable_tokens):
     """估计每台的 TTFT = 排队 + (拉 KV) + prefill，取最小的那台（并列取编号小的）。返回
     (节点, 命中块数, 其中本机有的块数, 拉的块数, prefill 秒数)。can_pull（global_cache）：还可以把别的节点上已经算完的更长
     前缀经 RDMA 拉过来，拉缺的那几块。"""
@@ -146,7 +142,7 @@ def cache_aware(caches, ready, free_at, r, t, can_pull):
     remote = 0
     if can_pull:
         remote = done_prefix(ready, local, r.blocks, t)
-    pf = {x: prefill_s(r, x) for x in set(local) | {remote}}      # 命中 x 块时的 prefill 秒数
+    pf = {x: prefill_s(r, usable_tokens(x, r.input_len)) for x in set(local) | {remote}}   # 命中 x 块时
     best = (math.inf, 0, 0, 0)                          # (估计的 TTFT, 节点, 命中块数, 拉的块数)
     for x, h in enumerate(local):
         q = max(0.0, free_at[x] - t)                    # 排队
@@ -158,9 +154,9 @@ def cache_aware(caches, ready, free_at, r, t, can_pull):
     return x, hits, local[x], pull, pf[hits]
 
 
-def prefill_s(r, hit_blocks):
-    """请求 r 命中 hit_blocks 块时的 prefill 秒数（命中的 KV 从本机 DRAM 读）。"""
-    return prefill_time(MODEL, r.input_len, usable_tokens(hit_blocks, r.input_len), LOCAL_DRAM, NODE)
+def prefill_s(r, hit_tokens):
+    """请求 r 的前 hit_tokens 个 token 命中时的 prefill 秒数（命中的 KV 从本机 DRAM 读）。"""
+    return prefill_time(MODEL, r.input_len, hit_tokens, LOCAL_DRAM, NODE)
 
 
 def done_prefix(ready, local, blocks, t):
