@@ -167,7 +167,7 @@ def done_prefix(ready, local, blocks, t):
     1
     """
     best = 0
-    for x in sorted(range(len(local)), key=lambda x: -local[x]):     # 缓存里前缀最长的节点先试
+    for x in sorted(range(len(local)), key=local.__getitem__, reverse=True):   # 缓存里前缀最长的节点先试
         if local[x] <= best:
             break                                       # 往后的都够不上已经找到的
         done = 0
