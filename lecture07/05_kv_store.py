@@ -156,7 +156,7 @@ def demo_scheduling(trace, source):
     show.note(f"{source}，请求率 × {scale:,.2f}：不用缓存时要 {SCHED_NODES:,} 台的 {show.pct(SCHED_LOAD)}。每台本地缓存 "
               f"{show.size(SCHED_CAPACITY * BLOCK_BYTES)}（FAST'25 §5.3.1：每台留约 1 TB DRAM 给本地缓存，约 300 万 token）。")
     caption = ("TTFT：从到达到第一个输出 token，含排队和拉 KV；命中：用得上的命中 token / 全部输入 token。论文：FAST'25 "
-               f"§4.2 图 5，16 台 8×A800 回放 Conversation trace。这里是模拟（{SCHED_NODES:,} 台、合成负载、每台一次只做一"
+               f"§4.2 图 5，16 台 8×A800 回放 Conversation trace。这里是模拟（{SCHED_NODES:,} 台、每台一次只做一"
                "个 prefill、排队时间精确已知）：只比顺序，不比数值。")
     show.table(["调度", "平均 TTFT s", "命中", "负载", "论文 TTFT s"], rows, caption)
     ours, paper = (sorted(rows, key=lambda r: -show.value(r[col])) for col in (1, 4))
