@@ -240,7 +240,7 @@ def demo5_prefill_time():
                        f"式 1（a = {EQ1_A}、b = {EQ1_B}，表 1）；算力按峰值（表 1：{node.n_gpus}×{node.tflops_per_gpu:g} "
                        f"TFLOPS）的 {show.pct(node.mfu)} 算，这是本实验的假设。命中的 KV 从{TIERS[1].name}读"
                        f"（{TIERS[1].bandwidth()}，表 1），超过 {LOCAL_KV_BYTES / 1e12:g} TB 的部分按比例从"
-                       f"{TIERS[2].name}读（{TIERS[2].bandwidth()}，表 1），和计算按层重叠（arXiv v3 §5.2）。")
+                       f"{TIERS[2].name}读（{TIERS[2].bandwidth()}，表 1）；读和算按层重叠，见 arXiv v3 §5.2。")
     big = max(SAVED_CAPS, key=lambda c: c or float("inf"))
     _, _, frac, hours, _ = row[big]
     show.claim(f"{capacity(big)}的缓存命中 {frac} 的输入 token，prefill 的 GPU 时间从 {rows[0][3]} 降到 {hours} 小时"
