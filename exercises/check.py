@@ -1,17 +1,13 @@
 """检查练习：make check 查全部六个，make check EX=3 只查练习 3（就是 python exercises/check.py 3）。
 
-每个练习分三步和讲义的实现比，遇到第一个不同就停下，说出那一次调用、应当是什么、你的是什么，和一句提示
-（提示说哪个想法不对，不给改法）：
-  1. 手算的例子：几个小输入，每个考一个想法；
-  2. 随机输入：几百个，一组变一样东西（list 和 numpy 数组、int32 和 int64、块大小 1–16……）；
-  3. 讲义自己的工作量（合成 trace 的一段、小模型）：数不同时说是哪个数、差多少。
-每次调用之后还看你有没有改调用者传进来的参数。每一步最多 LIMIT 秒：死循环在这里停下，说出停在你文件的哪一行。
-你的 print 收起来，最后说一共几行。用例在 exercises/cases.py。--reference：把讲义的实现当作答案跑一遍（应当全过）。
+和讲义的实现比三步：手算的例子（每个考一个想法）、几百个随机输入（一组变一样东西）、讲义的工作量（trace、小模型）。
+第一个不同：那次调用、应当、你的、一句说哪个想法不对的提示。每步最多 LIMIT 秒；print 收起来。用例在 cases.py。
 """
 import argparse
 import contextlib
 import copy
 import importlib
+import io
 import os
 import signal
 import sys
@@ -34,50 +30,30 @@ class Hang(BaseException):
     """一步跑了 LIMIT 秒还没完。BaseException：你代码里的 except Exception 拦不住它。"""
 
 
-class Printed:
-    """收起你的代码 print 的东西：数行数，留下最先的 3 行。"""
-
-    def __init__(self):
-        self.lines, self.first, self.partial = 0, [], ""
-
-    def write(self, s):
-        parts = (self.partial + s).split("\n")
-        self.partial = parts.pop()
-        self.lines += len(parts)
-        self.first += parts[:3 - len(self.first)]
-        return len(s)
-
-    def flush(self):
-        pass
-
-
 def _hang(signum, frame):
     raise Hang()
 
 
 @contextlib.contextmanager
 def guarded(printed):
-    """一步：最多 LIMIT 秒（有 SIGALRM 的系统上），print 收进 printed。"""
-    timed = hasattr(signal, "setitimer")
-    if timed:
-        old = signal.signal(signal.SIGALRM, _hang)
-        signal.setitimer(signal.ITIMER_REAL, LIMIT)
+    """一步：最多 LIMIT 秒（SIGALRM：Linux、macOS），print 收进 printed。"""
+    old = signal.signal(signal.SIGALRM, _hang)
+    signal.setitimer(signal.ITIMER_REAL, LIMIT)
     try:
         with contextlib.redirect_stdout(printed):
             yield
     finally:
-        if timed:
-            signal.setitimer(signal.ITIMER_REAL, 0)
-            signal.signal(signal.SIGALRM, old)
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
 
 
 def steps(play, impl, inp, printed=None):
-    """跑一个输入，逐个给出 (到这一步为止的调用, 看到的 {名字: 值})。printed 不是 None（你的代码）时每步限时、
-    收起 print，出错时看到的就是那个异常（然后停）。每次跑的都是输入的一份新副本。"""
+    """跑一个输入（的一份新副本），逐个给出 (到这一步为止的调用, 看到的 {名字: 值})。printed 不是 None（你的代码）时
+    每步限时、收起 print，出错时看到的就是那个异常，然后停。"""
     calls, gen = [], play(impl, copy.deepcopy(inp))
     while True:
         try:
-            with guarded(printed) if printed else contextlib.nullcontext():
+            with guarded(printed) if printed is not None else contextlib.nullcontext():
                 item = next(gen)
         except StopIteration:
             return
@@ -93,13 +69,11 @@ def steps(play, impl, inp, printed=None):
 
 
 def same(a, b):
-    """相等：数组比形状、dtype、每个元素；list 和 tuple 逐项比；int 和 float、bool 和 int 算不同。"""
+    """相等：数组比 dtype 和每个元素；list 和 tuple 逐项比；int 和 float、bool 和 int 算不同；dict 用 ==。"""
     if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
         return isinstance(a, np.ndarray) and isinstance(b, np.ndarray) and a.dtype == b.dtype and np.array_equal(a, b)
     if isinstance(a, (list, tuple)):
         return isinstance(b, (list, tuple)) and len(a) == len(b) and all(map(same, a, b))
-    if isinstance(a, dict):
-        return isinstance(b, dict) and a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
     kinds = [(bool, np.bool_), (int, np.integer), (float, np.floating)]
     return [isinstance(a, k) for k in kinds] == [isinstance(b, k) for k in kinds] and a == b
 
@@ -110,37 +84,31 @@ def frame(err, path):
     return ([f for f in frames if os.path.abspath(f.filename) == os.path.abspath(path)] or frames)[-1]
 
 
-def where(err, path):
-    f = frame(err, path)
-    return f"{os.path.basename(f.filename)} 第 {f.lineno} 行（{f.name}）"
-
-
 def compare(play, ref, impl, inp, printed, path):
     """一个输入：讲义的实现先跑完，你的一步一步跟着比。相同返回 None，否则 (调用, 哪一项, 应当, 你的)。"""
-    want = list(steps(play, ref, inp))
-    for (calls, w), (_, g) in zip(want, steps(play, impl, inp, printed)):
-        if isinstance(g, NotImplementedError):
-            return calls, "还没写", None, frame(g, path).name
-        if isinstance(g, Hang):
-            return calls, "超时", None, f"{LIMIT} 秒还没完（多半是死循环），停在 {where(g, path)}"
-        if isinstance(g, BaseException):
-            return calls, "出错", next(iter(w.items())), f"{cases.text(g)}（{where(g, path)}）"
-        for key, value in w.items():
-            got = g.get(key, "（没有这一项）")
-            if not same(value, got):
-                diff = ""
-                if all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in (value, got)):
-                    diff = f"（差 {got - value:+,.6g}）"
-                return calls, key, (key, value), cases.text(got) + diff
+    for (calls, want), (_, got) in zip(list(steps(play, ref, inp)), steps(play, impl, inp, printed)):
+        if isinstance(got, BaseException):
+            f = frame(got, path)
+            at = f"{os.path.basename(f.filename)} 第 {f.lineno} 行（{f.name}）"
+            if isinstance(got, NotImplementedError):
+                return calls, "还没写", None, f.name
+            if isinstance(got, Hang):
+                return calls, "超时", None, f"{LIMIT} 秒还没完（多半是死循环），停在 {at}"
+            return calls, "出错", next(iter(want.items())), f"{type(got).__name__}: {got}（{at}）"
+        for key, value in want.items():
+            mine = got.get(key, "（没有这一项）")
+            if not same(value, mine):
+                numbers = all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in (value, mine))
+                return calls, key, (key, value), cases.text(mine) + (f"（差 {mine - value:+,.6g}）" if numbers else "")
     return None
 
 
 def lines(label, text, room):
-    """'  标签：文字'，按 80 列折行，最多 room 行（多的截掉，末尾写 …）。"""
+    """'  标签：文字'，按 80 列折行（标点不放行首，所以按 78 折），最多 room 行，多的截掉写 …。"""
     out, pad = [], 2 + show.cols(label)
     for i, part in enumerate(text.split("\n")):
-        out += show.wrap(("  " + label if i == 0 else " " * pad) + part, show.WIDTH, indent=pad)
-    return out if len(out) <= room else out[:room - 1] + [out[room - 1][:show.WIDTH - 8] + " …"]
+        out += show.wrap(("  " + label if i == 0 else " " * pad) + part, show.WIDTH - 2, indent=pad)
+    return out if len(out) <= room else out[:room - 1] + [out[room - 1][:show.WIDTH - 10] + " …"]
 
 
 def explain(stage, name, n, total, hint, fail):
@@ -148,48 +116,37 @@ def explain(stage, name, n, total, hint, fail):
     calls, key, want, got = fail
     if len(calls) > 5:
         calls = [f"（前面还有 {len(calls) - 4} 步）"] + calls[-4:]
-    which = f"（第 {n} 个，共 {total} 个）" if total > 1 else ""
-    out = [f"  {stage}：{name}{which}"] + lines("调用：", "\n".join(calls), 5)
+    out = [f"  {stage}：{name}" + (f"（第 {n} 个，共 {total} 个）" if total > 1 else "")] + lines("调用：", "\n".join(calls), 5)
     if key == "还没写":
         return out + lines("", f"用到的 {got} 还没写（还在 raise NotImplementedError）", 2)
     if key == "超时":
         return out + lines("", got, 2) + lines("提示：", hint, 2)
     label = "" if want[0] in ("返回值", "字节数") else want[0] + " "
-    out += lines("应当：", label + cases.text(want[1]), 2)
-    out += lines("你的：", ("出错 " if key == "出错" else label) + got, 2)
+    out += lines("应当：", label + cases.text(want[1]), 2) + lines("你的：", ("出错 " if key == "出错" else label) + got, 2)
     return out + lines("提示：", ARGS_HINT if key.startswith("调用之后的") else cases.KEY_HINTS.get(key, hint), 3)
 
 
 def check(number, impl, path):
     """检查一个练习，返回 (通过 / 没通过 / 还没写, 要印的行)。impl：{名字: 你的函数或类}；path：你的文件。"""
-    ex = cases.EXERCISES[number]
-    ref, _ = cases.reference(number)
-    printed, counts, skip = Printed(), {}, set(ex.names) - set(impl) or set(ex.names) - set(ref)
-    shown = os.path.relpath(path, ROOT)
+    ex, (ref, _), printed, counts = cases.EXERCISES[number], cases.reference(number), io.StringIO(), {}
+    head = f"练习 {number} · {ex.title}（{os.path.relpath(path, ROOT)}）"
     for stage, name, hint, inputs, play in ex.groups():
-        if skip and stage == "选做":
-            continue
-        for n, inp in enumerate(inputs, 1):
+        for n, inp in enumerate(inputs):
             fail = compare(play, ref, impl, inp, printed, path)
-            if fail and fail[1] == "还没写" and stage == "选做":
-                skip = True                                    # 选做的没写：不算没通过
-                break
-            if fail and fail[1] == "还没写" and not counts and n == 1:
-                return "还没写", [f"练习 {number} 还没写（{shown} 的 {fail[3]}）"]
+            if fail and fail[1] == "还没写" and not counts and n == 0:
+                return "还没写", [f"练习 {number} 还没写（{os.path.relpath(path, ROOT)} 的 {fail[3]}）"]
             if fail:
-                return "没通过", [f"练习 {number} · {ex.title}（{shown}）：没通过",
-                                 *explain(stage, name, n, len(inputs), hint, fail), *said(printed)]
-        if not (skip and stage == "选做"):
-            counts[stage] = counts.get(stage, 0) + len(inputs)
+                return "没通过", [f"{head}：没通过", *explain(stage, name, n + 1, len(inputs), hint, fail), *said(printed)]
+        counts[stage] = counts.get(stage, 0) + len(inputs)
     done = "、".join(f"{stage} {k} 个" for stage, k in counts.items())
-    return "通过", [f"练习 {number} · {ex.title}（{shown}）：通过", f"  {done}，都和讲义的实现相同", *said(printed)]
+    return "通过", [f"{head}：通过", f"  {done}，都和讲义的实现相同", *said(printed)]
 
 
 def said(printed):
-    if not printed.lines:
+    out = printed.getvalue().splitlines()
+    if not out:
         return []
-    first = "；".join(x.strip()[:30] for x in printed.first)
-    return lines("print：", f"你的代码 print 了 {printed.lines:,} 行（检查时收起来了），最先的：{first}", 2)
+    return lines("print：", f"你的代码 print 了 {len(out):,} 行（检查时收起来了），最先的：{'；'.join(out[:3])}", 2)
 
 
 def load(number):
@@ -197,32 +154,27 @@ def load(number):
     ex = cases.EXERCISES[number]
     path = os.path.join(ROOT, "exercises", ex.file + ".py")
     try:
-        with guarded(Printed()):
+        with guarded(io.StringIO()):
             module = importlib.import_module("exercises." + ex.file)
     except (Exception, Hang) as err:
-        at = f"第 {err.lineno} 行" if isinstance(err, SyntaxError) else where(err, path)
+        at = f"第 {err.lineno if isinstance(err, SyntaxError) else frame(err, path).lineno} 行"
         return {}, path, f"练习 {number}：读 exercises/{ex.file}.py 时出错（{at}）：{type(err).__name__}: {err}"
-    impl = {name: getattr(module, name) for name in ex.names if hasattr(module, name)}
-    if ex.names[0] not in impl:
-        return {}, path, f"练习 {number}：exercises/{ex.file}.py 里没有 {ex.names[0]}（名字要和起始代码里的一样）"
-    return impl, path, None
+    missing = [name for name in ex.names if not hasattr(module, name)]
+    if missing:
+        return {}, path, f"练习 {number}：exercises/{ex.file}.py 里没有 {missing[0]}（名字要和起始代码里的一样）"
+    return {name: getattr(module, name) for name in ex.names}, path, None
 
 
 def main(argv=None):
     p = argparse.ArgumentParser(description="检查 exercises/ 里的练习：手算的例子、随机输入、讲义的工作量")
     p.add_argument("numbers", nargs="*", type=int, metavar="练习号", help="只查这几个（1–6；不写就查全部）")
-    p.add_argument("--reference", action="store_true", help="把讲义的实现当作答案跑一遍（应当全部通过）")
-    args = p.parse_args(argv)
-    if set(args.numbers) - set(cases.EXERCISES):
-        p.error(f"没有练习 {min(set(args.numbers) - set(cases.EXERCISES))}：练习号是 1–6")
+    numbers = set(p.parse_args(argv).numbers)
+    if numbers - set(cases.EXERCISES):
+        p.error(f"没有练习 {min(numbers - set(cases.EXERCISES))}：练习号是 1–6")
     result = {}
-    for number in sorted(set(args.numbers)) or sorted(cases.EXERCISES):
-        impl, path, error = cases.reference(number) + (None,) if args.reference else load(number)
-        if error:
-            result[number] = "没通过"
-            print(error)
-            continue
-        result[number], out = check(number, impl, path)
+    for number in sorted(numbers) or sorted(cases.EXERCISES):
+        impl, path, error = load(number)
+        result[number], out = ("没通过", [error]) if error else check(number, impl, path)
         print("\n".join(out))
     parts = [f"练习 {'、'.join(str(n) for n in result if result[n] == s)} {s}" for s in ("通过", "没通过", "还没写")
              if s in result.values()]
