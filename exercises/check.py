@@ -99,7 +99,8 @@ def compare(play, ref, impl, inp, printed, path):
             mine = got.get(key, "（没有这一项）")
             if not same(value, mine):
                 numbers = all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in (value, mine))
-                return calls, key, (key, value), cases.text(mine) + (f"（差 {mine - value:+,.6g}）" if numbers else "")
+                diff = f"（差 {mine - value:+,.6g}）".replace("-", "−") if numbers else ""
+                return calls, key, (key, value), cases.text(mine) + diff
     return None
 
 
