@@ -9,14 +9,7 @@
         show.claim(f"A 和 B 的前 {n} 块哈希相同……", n == 3,          # 一条观察：条件不成立时印 ✗ 和反驳它的数
                    f"相同的块 {n}")
 
-    DEMOS = [("演示 1：链式哈希", demo_hashing), ...]
-
-    def main(argv=None):
-        args = show.parser(__doc__, DEMOS).parse_args(argv)
-        show.run(DEMOS, args)
-
-    if __name__ == "__main__":
-        show.quietly(main)
+    DEMOS = [("演示 1：链式哈希", demo_hashing), ...]   # main(argv)：show.parser → show.run；入口 show.quietly(main)
 
 输出是纯文本、80 列（管道、文件、测试里都一样，逐字节可复现）；--step 的停顿和清屏只在终端上。
 """
@@ -113,24 +106,50 @@ def cols(text):
     return sum(1 + (unicodedata.east_asian_width(c) in "WF") for c in text)
 
 
-_NO_START = set("，。；：、）》」！？%×")       # 不放在行首的标点
+_NO_START = set("，。；：、）》」！？%×")       # 不放在行首的标点：折行时带上前一个字
+_NO_END = set("（《「“")                       # 不留在行尾的开括号
+_UNITS = {"ms", "s", "µs", "GB/s", "Gbps", "GiB", "MiB", "KiB", "TiB", "GB", "MB", "KB", "TB", "B", "W"}
+
+
+def _words(text):
+    """折行的单位：一串英文 / 数字（连同后面的一个空格），或一个别的字。'b = 22'、'64.2 ms' 粘成一个，不拆开。"""
+    out = []
+    for w in re.findall(r"[A-Za-z0-9_.,%×/+\-−:()'~§]+ ?|.", text):
+        prev = out[-1].rstrip() if out else ""
+        glue = out and out[-1].endswith(" ") and (
+            w.rstrip() == "=" or prev.endswith("=") or prev[-1:].isdigit() and w.rstrip() in _UNITS)
+        if glue:
+            out[-1] += w
+        else:
+            out.append(w)
+    return out
 
 
 def wrap(text, width=WIDTH, indent=0):
-    """按显示宽度折行，英文单词和数字不拆开；续行缩进 indent 列。
+    """按显示宽度折行，英文单词和数字不拆开，标点不放行首，开括号不留行尾；续行缩进 indent 列。
 
     >>> wrap("缓存命中率 hit ratio 很高。", 12)
     ['缓存命中率', 'hit ratio 很', '高。']
+    >>> wrap("一二三四五六七，八", 14), wrap("取 a = 4、b = 22", 12)
+    (['一二三四五六', '七，八'], ['取 a = 4、', 'b = 22'])
     """
-    lines, line = [], ""
-    for word in re.findall(r"[A-Za-z0-9_.,%×/+\-−:()'~]+ ?|.", text):
+    lines, line = [], []
+    for w in _words(text):
         room = width - (indent if lines else 0)
-        if line and cols(line + word.rstrip()) > room and word[0] not in _NO_START:
-            lines.append(line.rstrip())
-            line = word.lstrip()
-        else:
-            line += word
-    lines.append(line.rstrip())
+        if line and cols("".join(line) + w.rstrip()) > room:
+            keep = len(line)                      # 这一行留下前 keep 个词，其余挪到下一行
+            while keep > 1 and (line + [w])[keep][0] in _NO_START:
+                keep -= 1
+            while keep > 1 and line[keep - 1] in _NO_END:
+                keep -= 1
+            lines.append("".join(line[:keep]).rstrip())
+            line = line[keep:]
+            if line:
+                line[0] = line[0].lstrip()
+            else:
+                w = w.lstrip()
+        line.append(w)
+    lines.append("".join(line).rstrip())
     return [lines[0]] + [" " * indent + x for x in lines[1:]]
 
 

@@ -1,0 +1,219 @@
+"""前缀缓存的淘汰策略，和"按 trace 回放、数命中"的 hit_blocks / hit_ratio。
+
+缓存的单位是块（trace 里的块 id）。一个策略是 BlockCache 的一个子类：
+- self.entries：在缓存里的块 → 这个策略自己记的东西（LRU：None，按先后排；LFU：次数……）；
+- match(blocks)：从第一块起连续有几块在缓存里（BlockCache 写好了，只读，不算一次使用）；
+- insert(blocks)：从最后一块往前对每块调用 touch(块, 它在请求里的位置)，然后只要超出容量就调用 evict()；
+- touch、evict：子类写。"淘汰谁"就是策略本身。
+
+从尾到头 touch，让靠前的块（父块）比靠后的块更"新"：LRU 总是先淘汰靠后的块，缓存里留下的始终是完整的前缀
+（vLLM 的空闲队列也是把一个请求的块倒序放回去的）。
+
+    >>> c = LRUCache(3)
+    >>> c.insert([1, 2, 3]); c.match([1, 2, 9])
+    2
+    >>> c.insert([4]); c.match([1, 2, 3])      # 容量 3：最久没用的块 3 被淘汰
+    2
+
+自己写一个策略：照 LRUCache 写一个子类（NAME、__init__、touch、evict），把它加进 04 的 POLICIES。
+"""
+import heapq
+from collections import OrderedDict, deque
+
+from kv_store.trace import BLOCK_SIZE
+
+
+class BlockCache:
+    """所有策略的基类。capacity：最多几块，None = 无限（从不淘汰）。"""
+
+    NAME = "?"                       # 表格里的名字
+
+    def __init__(self, capacity, entries):
+        self.capacity, self.entries = capacity, entries
+
+    def match(self, blocks):
+        """前缀命中：从第一块起连续有几块在缓存里。"""
+        for n, b in enumerate(blocks):
+            if b not in self.entries:
+                return n
+        return len(blocks)
+
+    def insert(self, blocks):
+        """放进一个请求的全部块：从最后一块往前 touch，再 evict() 到不超过容量。"""
+        for pos in range(len(blocks) - 1, -1, -1):
+            self.touch(blocks[pos], pos)
+        while self.capacity is not None and len(self.entries) > self.capacity:
+            before = len(self.entries)
+            self.evict()
+            if len(self.entries) >= before:           # 不然这个循环永远停不下来
+                raise RuntimeError(f"{type(self).__name__}.evict() 没有从 self.entries 里删掉任何块")
+
+    def touch(self, block, pos):
+        """记下对 block 的一次访问（pos：它是请求里的第几块，从 0 数）。"""
+        raise NotImplementedError
+
+    def evict(self):
+        """淘汰一块：从 self.entries 里删掉，返回它。"""
+        raise NotImplementedError
+
+
+class LRUCache(BlockCache):
+    """最近最少使用：entries 是 OrderedDict，从旧到新排——它的顺序就是淘汰的顺序。每次操作 O(1)。"""
+
+    NAME = "LRU"
+
+    def __init__(self, capacity):
+        super().__init__(capacity, OrderedDict())
+
+    def touch(self, block, pos):
+        if block in self.entries:
+            self.entries.move_to_end(block)           # 碰过：挪到最新的一端
+        else:
+            self.entries[block] = None                # 新块：放在最新的一端
+
+    def evict(self):
+        return self.entries.popitem(last=False)[0]   # 最旧的一端
+
+
+class LFUCache(BlockCache):
+    """最不经常使用：淘汰键 (访问次数, rank(位置), 最近访问的时刻) 最小的块；被淘汰的块再进来，次数从 1 算起。
+
+    堆里每个缓存着的块一条记录。命中时只改 entries[块]，不动堆：堆里那条变旧了，但旧的键只会比真的小
+    （次数、时刻只增不减）。淘汰时看堆顶：和 entries 里的一样，它就是最小的；不一样就换成真的键放回去再看。"""
+
+    NAME = "LFU"
+
+    def __init__(self, capacity):
+        super().__init__(capacity, {})   # entries：块 → 它此刻的键 (次数, rank, 时刻, 块)
+        self.heap = []
+        self.tick = 0                    # 时刻：每碰一块加 1
+
+    def rank(self, pos):
+        """次数相同时谁先走：rank 小的先被淘汰。LFU 不看位置。"""
+        return 0
+
+    def touch(self, block, pos):
+        old = self.entries.get(block)
+        count = 1
+        if old is not None:
+            count = old[0] + 1
+        key = (count, self.rank(pos), self.tick, block)
+        self.tick += 1
+        self.entries[block] = key
+        if old is None and self.capacity is not None:     # 容量无限时从不淘汰：不用堆
+            heapq.heappush(self.heap, key)
+
+    def evict(self):
+        while True:
+            key = self.heap[0]
+            block = key[-1]
+            if self.entries[block] is key:                # 就是它此刻的键：真正的最小者
+                heapq.heappop(self.heap)
+                del self.entries[block]
+                return block
+            heapq.heapreplace(self.heap, self.entries[block])   # 旧记录：换成真的键放回去
+
+
+class LengthAwareCache(LFUCache):
+    """Mooncake 的 LengthAwareCache。论文（arXiv v3 §4.2）只有一句："similar to LFU but prioritizing cache
+    blocks occurring later in requests"。本课的读法：先比访问次数；次数相同时，先淘汰请求里位置靠后的块
+    （位置取最近一次访问时的）。这样先走的总是链的尾巴，留下的仍是完整的前缀。"""
+
+    NAME = "LengthAware"
+
+    def rank(self, pos):
+        return -pos                      # 越靠后，rank 越小，越先走
+
+
+class S3FIFOCache(BlockCache):
+    """S3-FIFO（Yang 等，"FIFO queues are all you need for cache eviction"，SOSP'23，算法 1）：三个 FIFO 队列。
+    小队列 S（容量的 10%）：新块先进这里；主队列 M（其余 90%）：在 S 里又被访问过的块才升进来；
+    幽灵队列 G：只记被 S 淘汰的块 id（不占缓存，最多 M 那么多个），G 里的块再来时直接进 M。
+    每块一个 0..3 的计数 freq，命中只加计数、不挪位置（比 LRU 便宜）。淘汰：S 至少占 10% 时取 S 最早的一块，
+    freq ≥ 2 升进 M（清零），否则踢出、记进 G；否则取 M 最早的一块，freq > 0 就减 1 放回去，否则踢出。
+    和 libCacheSim 的 S3FIFOv0（论文用的原始实现）逐块命中相同。算法 1 在 touch 里先腾位置再放新块。"""
+
+    NAME = "S3-FIFO"
+    SMALL_RATIO = 0.10               # S 占容量的比例
+    MOVE_TO_MAIN = 2                 # 在 S 里 freq 至少这么多才升进 M
+
+    def __init__(self, capacity):
+        super().__init__(capacity, {})             # entries：块 → freq
+        self.small, self.main = deque(), deque()   # 左边是最早进来的
+        self.ghost = OrderedDict()
+        self.small_size = self.main_size = self.ghost_size = 0
+        if capacity is not None:
+            self.small_size = capacity * self.SMALL_RATIO
+            self.main_size = capacity - self.small_size
+            self.ghost_size = int(self.main_size)
+
+    def touch(self, block, pos):
+        if block in self.entries:
+            self.entries[block] = min(self.entries[block] + 1, 3)   # 命中：只加计数
+            return
+        in_ghost = block in self.ghost                 # 最近刚从 S 淘汰过：直接进 M
+        if in_ghost:
+            del self.ghost[block]
+        while self.capacity is not None and len(self.entries) >= self.capacity:
+            self.evict()                               # 先腾出一个位置
+        if in_ghost:
+            self.main.append(block)
+        else:
+            self.small.append(block)
+        self.entries[block] = 0
+
+    def evict(self):
+        if self.small and len(self.small) >= self.small_size:
+            return self._evict_small()
+        return self._evict_main()
+
+    def _evict_small(self):
+        while self.small:
+            b = self.small.popleft()
+            if self.entries[b] >= self.MOVE_TO_MAIN:
+                self.entries[b] = 0                    # 升进 M
+                self.main.append(b)
+                if len(self.main) >= self.main_size:
+                    self._evict_main()
+            else:
+                del self.entries[b]
+                self.ghost[b] = None
+                if len(self.ghost) > self.ghost_size:
+                    self.ghost.popitem(last=False)
+                return b
+        return None                                    # S 里的都升进了 M（M 已经腾出了位置）
+
+    def _evict_main(self):
+        while True:
+            b = self.main.popleft()
+            if self.entries[b] > 0:
+                self.entries[b] -= 1                   # 再给一次机会
+                self.main.append(b)
+            else:
+                del self.entries[b]
+                return b
+
+
+# ---- 按 trace 回放：请求按到达顺序，每个先 match（数命中）再 insert ----
+def hit_blocks(trace, cache):
+    """每个请求用得上的命中块数。全讲的命中规则只写在这里：最后一个输入 token 总要重算（它的输出才是第一个
+    输出 token），所以用得上的 token = min(命中块数 × BLOCK_SIZE, input_len − 1)，再数装着至少一个用得上的
+    token 的块。（nano-vllm 只查前 k − 1 块，最多用上 (k − 1) × 块大小 个 token；这里最多 n − 1 个：
+    最后一块满着、整段命中时，这里算 k 块，nano-vllm 算 k − 1 块。）
+
+    >>> from kv_store.trace import Request
+    >>> hit_blocks([Request(0, 1024, 1, (1, 2)), Request(1, 1024, 1, (1, 2)), Request(2, 1025, 1, (1, 2, 3))],
+    ...            LRUCache(None))        # 第 2 个：1,023 个 token 用得上，仍在 2 块里；第 3 个：块 3 没命中
+    [0, 2, 2]
+    """
+    hits = []
+    for r in trace:
+        usable = min(cache.match(r.blocks) * BLOCK_SIZE, r.input_len - 1)
+        hits.append(-(-usable // BLOCK_SIZE))      # 向上取整：装着用得上的 token 的块
+        cache.insert(r.blocks)
+    return hits
+
+
+def hit_ratio(trace, cache):
+    """前缀命中率 = 用得上的命中块 / 全部块访问。"""
+    return sum(hit_blocks(trace, cache)) / sum(len(r.blocks) for r in trace)
