@@ -37,14 +37,6 @@ class Config:
     def head_dim(self):
         return self.d_model // self.n_heads
 
-    def kv_bytes_per_token(self, dtype_bytes=8):
-        """每个 token 的 KV 字节数 = 层数 × KV 头数 × 头维度 × 2（K 和 V）× 每个数的字节数。
-
-        >>> TINY.kv_bytes_per_token()      # 2 × 2 × 16 × 2 × 8
-        1024
-        """
-        return self.n_layers * self.n_kv_heads * self.head_dim * 2 * dtype_bytes
-
 
 TINY = Config()
 
@@ -92,12 +84,6 @@ def rmsnorm(x, g, eps):
     return x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + eps) * g
 
 
-def rope(x, pos, theta):
-    """旋转位置编码。x: (..., T, head_dim)，pos: (T,) 或 (B, T) 绝对位置（(B, T) 时 x 是 (B, H, T, head_dim)）。
-    前一半和后一半配对旋转；每个数只由它自己的位置决定，与一次算几个 token、几条序列无关。"""
-    return rotate(x, *rope_angles(pos, x.shape[-1] // 2, theta))
-
-
 def rope_angles(pos, half, theta):
     """rope 的 (cos, sin)：(T, half)，或 pos 是 (B, T) 时 (B, 1, T, half)（对所有头广播）。一次前向里 q、k 和
     每一层的位置都一样，run_layers 只算一次。"""
@@ -120,19 +106,13 @@ QUERY_BLOCK = 64          # attend 一次最多算这么多个查询：长的 pr
 
 
 def attend(q, k, v, q_pos, pad_to):
-    """因果注意力。q: (H, T, hd)，k/v: (H_kv, L, hd)，q_pos: (T,) 每个查询的绝对位置。
+    """因果注意力。q: (H, T, hd)，k/v: (H_kv, L, hd)，q_pos: (T,) 每个查询的绝对位置；查询 i 只看位置 0..q_pos[i]。
 
-    查询 i 只看位置 0..q_pos[i] 的键，被遮住的位置概率恰好是 0.0。每一行的求和顺序都与"这次一起算了
-    几个 token、缓存里已经有多少"无关——整段 prefill、分块 prefill、逐个 decode 的结果逐位相同：
-    - 分子 Σ p·v：einsum 按位置一个一个往上累加，补的 0 加上去一位也不变，所以 K/V 只补到这批里最长的 L；
-    - 分母 Σ p：numpy 的 sum 是成对求和，怎么分组取决于长度，所以概率补零到固定长度 pad_to（= max_seq）再求和。
-
-    一批 B 条序列一起算：q: (B, H, T, hd)，k/v: B 个 (H_kv, L_b, hd) 的列表（各条长度可以不同），
-    q_pos: (B, T)。上面两条对批里每一行都成立，所以每一行的结果和单独算时逐位相同。
-
-    长的 prefill（T > QUERY_BLOCK）按查询分块算，每块只乘到它最后一个查询的位置为止的键：后面的键被因果遮罩
-    遮住，概率本来就是 0.0，由上面两条，分块不改变任何一位。省下的是被遮住的那一半乘法，每块的分数矩阵也小到
-    放得进 CPU 的缓存（FlashAttention 按块算注意力，也是为了跳过遮住的块、让一块留在快的存储里）。
+    一批 B 条序列：q: (B, H, T, hd)，k/v: B 个 (H_kv, L_b, hd) 的列表（长度可以不同），q_pos: (B, T)。
+    每一行的求和顺序都与"一起算了几条、几个 token，缓存里已有多少"无关，所以整段 prefill、逐个 decode、
+    成批或单独算，结果逐位相同：分子 Σ p·v 由 einsum 逐个位置累加（补的 0 不改变任何一位）；分母 Σ p 用的
+    numpy sum 是成对求和、分组随长度变，所以先补零到固定长度 pad_to（= max_seq）再求和。
+    T > QUERY_BLOCK 时按查询分块算，每块只乘到它最后一个查询的位置（后面的键本来就被遮住）。
     """
     if q.ndim == 3:
         return attend(q[None], [k], [v], q_pos[None], pad_to)[0]
@@ -164,14 +144,11 @@ def attend(q, k, v, q_pos, pad_to):
 
 # ---------------------------------------------------------------- 前向
 def run_layers(params, cfg, x, pos, kv_io):
-    """一条序列过所有层。x: (T, d_model)，pos: (T,)。
+    """一条序列过所有层：x: (T, d_model)，pos: (T,)。kv_io(layer, k_new, v_new) 存下这 T 个新位置的 K/V
+    （(H_kv, T, hd)），返回这条序列到目前为止的全部 K/V（(H_kv, L, hd)）：连续缓存和分页缓存只在这里不同。
 
-    kv_io(layer, k_new, v_new) 负责把这 T 个新位置的 K/V（形状 (H_kv, T, hd)）存起来，
-    并返回这条序列到目前为止的全部 K/V（(H_kv, L, hd)）。连续缓存和分页缓存只在这里不同。
-
-    一批 B 条序列（各自接着自己的缓存、每条 T 个新 token）一起过：x: (B, T, d_model)，pos: (B, T)；
-    kv_io 收到 (B, H_kv, T, hd)，返回 B 条各自的全部 K/V（列表，长度可以不同）。线性层按行算、
-    注意力的求和顺序与长度无关（见 attend），所以批里每条序列的 logits 与单独算时逐位相同（一次调用省下的是 Python 的开销）。
+    一批 B 条序列（各自接着自己的缓存，每条 T 个新 token）：x: (B, T, d_model)，pos: (B, T)；kv_io 收到
+    (B, H_kv, T, hd)，返回 B 条各自的全部 K/V（两个列表）。每条的 logits 与单独算时逐位相同（见 attend）。
     """
     if x.ndim == 2:
         def one(li, k, v):
