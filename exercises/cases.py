@@ -7,6 +7,9 @@ from types import SimpleNamespace
 
 import numpy as np
 
+import paged_kv
+from kv_store.policies import hit_blocks      # 讲义的命中规则：04、04b 的命中率都这样数
+
 Exercise = namedtuple("Exercise", "file names title module groups")
 KEY_HINTS = {   # 这一项不同、它前面的项都相同：错在哪个想法是确定的（否则给这一组的提示）
     "返回值的类型": "字节数是整数：留意哪一步的除法得到了 float",
@@ -39,18 +42,17 @@ def play_call(name, *argnames):     # 调用一个函数：看返回值和调用
 
 
 def play_trace(impl, inp):
-    """讲义的合成 trace（make_trace 种子 0）的前 n 个请求喂给你的代码，每 500 个请求比一次命中的块数合计。"""
+    """合成 trace（种子 0）的前 n 个请求喂给你的代码，每 500 个比一次命中块数合计；step(state, 请求) = 命中几块。"""
     from kv_store.trace import make_trace
     what, n, start, step = inp
     state, trace = start(impl), make_trace(seed=0, n_requests=n)
     for i in range(0, n, 500):
         yield f"合成 trace（make_trace 种子 0）第 {i}–{i + 499} 个请求：{what}"
-        yield {"命中的块数合计": sum(step(state, r.blocks) for r in trace[i:i + 500])}
+        yield {"命中的块数合计": sum(step(state, r) for r in trace[i:i + 500])}
 
 
 def play_decode(impl, bs):
     """小模型 TINY 解码 4 条序列（第 2 步 fork 出第 5 条）；paged_step 用你写的，每步和连续的 KV 缓存逐位比。"""
-    import paged_kv
     from lab_common import transformer_lab as lab
     cfg = lab.config_like(lab.TINY, max_seq=48)
     params, rng, pool = lab.init_params(cfg, seed=0), np.random.default_rng(1), paged_kv.BlockPool(cfg, 48, bs)
@@ -164,7 +166,6 @@ def groups_2():
 def play_cow(impl, inp):
     """inp = (块大小, 操作)，操作 (种类, 名, 参数)：new、fork（参数 = 原序列）、free、append（参数 n = reserve(n)、
     写进 n 个 token、length += n）。每步之后看块池：块号按在块表里第一次出现的先后改名（空闲表的顺序随你）。"""
-    import paged_kv
     bs, ops = inp
     mem, tok, seqs = np.full((64, bs), -1), 100, {}      # mem[块, 位置] = 写进去的 token；写时复制整块搬
     pool = paged_kv.BlockPool(None, n_blocks=64, block_size=bs, copy_fn=lambda s, d: mem.__setitem__(d, mem[s]))
@@ -268,7 +269,7 @@ def groups_4():
         ("随机输入", "hashes 是块号的 tuple，cache 是 set", "只用 h in cache", lookups(60, tuple, set), match),
         ("讲义的工作量", "合成 trace 的前 2,000 个请求", stop, [(   # 7 的倍数的块号不进缓存（像被淘汰了）：后面的在、前面的不在
             "match_prefix(块号的 tuple, cache)，再把块号放进 cache（7 的倍数除外）", 2000, lambda impl: (impl, set()),
-            lambda st, blocks: (st[0]["match_prefix"](blocks, st[1]), st[1].update(b for b in blocks if b % 7))[0])],
+            lambda st, r: (st[0]["match_prefix"](r.blocks, st[1]), st[1].update(b for b in r.blocks if b % 7))[0])],
          play_trace)]
 
 
@@ -288,8 +289,8 @@ def groups_5():
     scripts = lambda n, p: [(int(rng.integers(1, 9)), [   # noqa: E731   容量 1–8，块号 0–11，一次 1–5 块
         ("match" if r < p else "insert", rng.permutation(12)[:rng.integers(1, 6)].tolist()) for r in rng.random(30)])
         for _ in range(n)]
-    on_trace = [(f"c = LRUCache({cap})，每个请求先 c.match(块号) 再 c.insert(块号)", 2000, lambda impl, cap=cap:
-                 impl["LRUCache"](cap), lambda c, b: (c.match(b), c.insert(b))[0]) for cap in (300, 3000)]
+    on_trace = [(f"c = LRUCache({cap})，hit_blocks([请求], c)：c.match(块号)、c.insert(块号)", 2000, lambda impl, cap=cap:
+                 impl["LRUCache"](cap), lambda c, r: hit_blocks([r], c)[0]) for cap in (300, 3000)]
     return hand(play_cache,
                 ("能命中", "容量 3 放得下 3 块：不在缓存里的块，touch 时放进来", lru(3, ("insert", [1, 2, 3]), ("match", [1, 2, 9]))),
                 ("超出容量", "超出容量就淘汰最久没碰过的块（insert 从后往前碰：3 最旧）", lru(3, ("insert", [1, 2, 3]), ("insert", [4]))),
@@ -357,8 +358,8 @@ def groups_6():
         ("随机输入", "容量 3–13：超出就淘汰", "超出容量时淘汰最久没用的叶子：时刻、size 都要记对",
          random_radix(rng, 40, range(3, 14), ["sglang", "trim"], 0.2), play_radix),
         ("讲义的工作量", "合成 trace 的前 2,000 个请求按块建树（容量 1,000 块）", "对照上面的小例子", [(
-            "t = RadixCache(1000)，每个请求 t.insert(块号的 list)", 2000, lambda impl: impl["RadixCache"](1000),
-            lambda t, blocks: t.insert(list(blocks)))], play_trace)]
+            "t = RadixCache(1000)，hit_blocks([请求], t)：t.match(块号的 tuple)、t.insert(同上)", 2000,
+            lambda impl: impl["RadixCache"](1000), lambda t, r: hit_blocks([r], t)[0])], play_trace)]
 
 
 EXERCISES = {1: Exercise("ex1_kv_bytes", ("kv_bytes_per_token",), "每个 token 的 KV 字节数", "paged_kv", groups_1),

@@ -10,7 +10,7 @@ SGLang 的 RadixAttention 把所有请求的 token 放进一棵基数树：每�
 【任务】写下面 RadixCache 的三个方法（淘汰 evict(need) 继承自讲义的 kv_store.radix_tree.RadixCache）。
 节点是 RadixNode(key, parent, last_access)：key（一段 token）、children（{第一个 token: 子节点}）、parent、
 last_access（最近被 insert 走过的时刻）、ref（几个还在跑的请求锁着它）。
-  1. match(seq)：seq 从头起有多少个 token 已经在树里。只读：不改时刻、不拆节点。
+  1. match(seq)：seq（list 或 tuple）从头起有多少个 token 已经在树里。只读：不改时刻、不拆节点。
   2. _split(child, j)：把 child 在 key 的第 j 个位置拆开（0 < j < len(child.key)）：新节点 head = key[:j]
      接到 child 原来的位置上，child 只留 key[j:]、成为 head 唯一的孩子（child 原来的孩子还是它的）。
      head 继承 child 的 last_access 和 ref；self.n_splits 加 1；返回 head。
@@ -29,8 +29,7 @@ last_access（最近被 insert 走过的时刻）、ref（几个还在跑的请�
     >>> t.match([1, 2, 3, 7]), t.n_splits, t.size       # 命中 3 个；树里存了 [1 2] [3 4] [9] 共 5 个
     (3, 1, 5)
 
-【检查】make check EX=6：树按"从根出发的每条路径"比，孩子的先后无所谓。
-【用在】lecture07/04b_radix_cache.py --mine   【参考】kv_store/radix_tree.py（写完再看）
+【检查】make check EX=6   【用在】lecture07/04b_radix_cache.py --mine   【参考】kv_store/radix_tree.py（写完再看）
 """
 import heapq  # noqa: F401
 
