@@ -31,7 +31,7 @@ class Hang(BaseException):
 
 
 def _hang(signum, frame):
-    raise Hang()
+    raise Hang(f"{LIMIT} 秒还没完（多半是死循环）")
 
 
 @contextlib.contextmanager
@@ -93,7 +93,7 @@ def compare(play, ref, impl, inp, printed, path):
             if isinstance(got, NotImplementedError):
                 return calls, "还没写", None, f.name
             if isinstance(got, Hang):
-                return calls, "超时", None, f"{LIMIT} 秒还没完（多半是死循环），停在 {at}"
+                return calls, "超时", None, f"{got}，停在 {at}"
             return calls, "出错", next(iter(want.items())), f"{type(got).__name__}: {got}（{at}）"
         for key, value in want.items():
             mine = got.get(key, "（没有这一项）")
@@ -115,9 +115,9 @@ def lines(label, text, room):
 def explain(stage, name, n, total, hint, fail):
     """第一个不同，至多 15 行：哪一组、调用、应当、你的、提示。"""
     calls, key, want, got = fail
-    if len(calls) > 5:
-        calls = [f"（前面还有 {len(calls) - 4} 步）"] + calls[-4:]
-    out = [f"  {stage}：{name}" + (f"（第 {n} 个，共 {total} 个）" if total > 1 else "")] + lines("调用：", "\n".join(calls), 5)
+    calls = calls if len(calls) <= 5 else [f"（前面还有 {len(calls) - 4} 步）"] + calls[-4:]
+    which = f"（第 {n} 个，共 {total} 个）" if total > 1 else ""
+    out = show.wrap(f"  {stage}：{name}{which}", show.WIDTH - 2, indent=4) + lines("调用：", "\n".join(calls), 5)
     if key == "还没写":
         return out + lines("", f"用到的 {got} 还没写（还在 raise NotImplementedError）", 2)
     if key == "超时":
@@ -175,7 +175,7 @@ def main(argv=None):
     result = {}
     for number in sorted(numbers) or sorted(cases.EXERCISES):
         impl, path, error = load(number)
-        result[number], out = ("没通过", [error]) if error else check(number, impl, path)
+        result[number], out = ("没通过", show.wrap(error, show.WIDTH - 2, 2)) if error else check(number, impl, path)
         print("\n".join(out))
     parts = [f"练习 {'、'.join(str(n) for n in result if result[n] == s)} {s}" for s in ("通过", "没通过", "还没写")
              if s in result.values()]
