@@ -52,7 +52,7 @@ def test_a_bad_exercise_number_is_one_line():
 
 @pytest.mark.parametrize("name", sorted(buggy_answers.WRONG))
 def test_a_wrong_answer_fails_its_case_with_its_hint(name, monkeypatch):
-    monkeypatch.setattr(check, "LIMIT", 1)                     # 死循环的那个：1 秒就停
+    monkeypatch.setattr(check, "LIMIT", 2)         # 死循环的那个 2 秒就停；别的每步只要几毫秒
     number, overrides, case, hint = buggy_answers.WRONG[name]
     state, out = run_check(number, overrides)
     report = "\n".join(out)
