@@ -1,222 +1,186 @@
-"""检查练习：先跑能手算的小例子，再在真实数据（小模型、合成 trace）上和讲义的参考实现逐个比。
+"""检查练习：make check 查全部六个，make check EX=3 只查练习 3（就是 python exercises/check.py 3）。
 
-    make check              检查全部六个练习（python exercises/check.py）
-    make check EX=3         只检查练习 3（python exercises/check.py 3）
-
-每个练习打印每个用例过没过；第一个没过的用例给出输入、应当是什么、你的代码返回了什么和一句提示。
-还没动手的练习只说一行"练习 N 还没写"。全部检查过的练习都通过时退出码 0，否则 1。
-助教用：--reference 用讲义的参考实现跑（应当全过）；--variant 名字 用 exercises/buggy.py 里的一个错误写法。
+和讲义的实现比三步：手算的例子（每个考一个想法）、几百个随机输入（一组变一样东西）、讲义的工作量（trace、小模型）。
+第一个不同：那次调用、应当、你的、一句说哪个想法不对的提示。每步最多 LIMIT 秒；print 收起来。用例在 cases.py。
 """
+import argparse
 import contextlib
+import copy
+import importlib
+import io
 import os
+import signal
 import sys
+import traceback
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # 仓库根目录：lab_common、exercises
-from lab_common.console import ArgParser  # noqa: E402
-from exercises.mine import (EXERCISES, HARD_SECONDS, CaseTimeout, Impl, Printed, exercises_dir,  # noqa: E402
-                             hang_text, one_line, print_report, reference_impl, setup_path, short_path,
-                             student_impl, time_limit)
+import numpy as np
 
-setup_path()
-from exercises.cases import CASES, CLOCK, STRETCH, Crash, Fail  # noqa: E402
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+for _p in (os.path.join(ROOT, "lecture07"), ROOT):      # 讲义的模块（paged_kv、kv_store）；exercises、lab_common
+    if _p not in sys.path:
+        sys.path.insert(0, _p)
+from lab_common import show                                    # noqa: E402
+from exercises import cases                                    # noqa: E402
 
-BUDGET_FACTOR, BUDGET_FLOOR = 10, 1.0   # 时间预算：每个用例里你的代码最多用参考实现的 10 倍时间，至少给 1 秒
-
-
-def budget(ref_seconds):
-    return max(BUDGET_FLOOR, BUDGET_FACTOR * ref_seconds)
+LIMIT = 5       # 秒：一步（一两次调用）最多跑这么久。讲义的实现每步不到 0.1 秒：慢一百倍也够，死循环几秒就停
+ARGS_HINT = "你的代码改了调用者传进来的参数：调用者之后还要用它（要改就先复制一份）"
 
 
-def run_case(fn, objs, path):
-    """跑一个用例：返回 (状态, 细节, printed)。状态：通过 / 没通过 / 还没写 / 出错 / 超时 / 太慢。
-    用例在 time_limit 里跑（HARD_SECONDS 秒还没完就停下）；学生代码 print 的东西收进 printed（Printed），不刷屏。"""
-    CLOCK["ref"] = CLOCK["mine"] = 0.0
-    printed = Printed()
+class Hang(BaseException):
+    """一步跑了 LIMIT 秒还没完。BaseException：你代码里的 except Exception 拦不住它。"""
+
+
+def _hang(signum, frame):
+    raise Hang(f"{LIMIT} 秒还没完（多半是死循环）")
+
+
+@contextlib.contextmanager
+def guarded(printed):
+    """一步：最多 LIMIT 秒（SIGALRM：Linux、macOS），print 收进 printed。"""
+    old = signal.signal(signal.SIGALRM, _hang)
+    signal.setitimer(signal.ITIMER_REAL, LIMIT)
     try:
-        with time_limit(HARD_SECONDS), contextlib.redirect_stdout(printed):
-            fn(objs)
-        if CLOCK["mine"] > budget(CLOCK["ref"]):
-            return "太慢", (CLOCK["mine"], CLOCK["ref"], None), printed
-        return "通过", None, printed
-    except Fail as f:
-        return "没通过", f, printed
-    except NotImplementedError as e:
-        return "还没写", e, printed
-    except CaseTimeout as e:
-        return "超时", (CLOCK["mine"], CLOCK["ref"], e), printed
-    except Crash as c:
-        return "出错", (c.given, one_line(c.__cause__, path)), printed
-    except Exception as e:
-        return "出错", (None, one_line(e, path)), printed
+        with contextlib.redirect_stdout(printed):
+            yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
 
 
-def _not_written_name(err, impl):
-    """NotImplementedError 来自哪个名字：写在提示里（'PagedSequence.free 还没写'）。"""
-    tb = err.__traceback__
-    last = None
-    while tb is not None:
-        last = tb
-        tb = tb.tb_next
-    if last is not None:
-        code = last.tb_frame.f_code
-        self_obj = last.tb_frame.f_locals.get("self")
-        if self_obj is not None:
-            return f"{type(self_obj).__name__}.{code.co_name}"
-        return code.co_name
-    return "、".join(n for n, s in impl.status.items() if s == "还没写")
-
-
-def check_exercise(number, impl, out=print, fail_fast=False):
-    """检查一个练习，打印结果，返回 "通过" / "没通过" / "还没写"。fail_fast：第一个没过的用例之后不再跑（测试用）。"""
-    ex = EXERCISES[number]
-    path = impl.path
-    label = short_path(path) if path else "参考实现"
-    missing = [n for n, _ in ex.names if n not in impl.objs and n not in ex.optional]
-    if impl.error or missing:
-        reason = impl.error
-        if reason is None:
-            reason = impl.status[missing[0]]
-        out(f"练习 {number} · {ex.title}：{reason}")
-        return "没通过"
-    results = []
-    for name, fn in CASES[number]:
-        if any(r[1] == "超时" for r in results):
-            results.append((name, "没跑", None, Printed()))        # 一个用例停在死循环里：后面的多半也一样，不再各等 10 秒
-            continue
-        results.append((name, *run_case(fn, impl.objs, path)))
-        if fail_fast and results[-1][1] not in ("通过", "还没写"):
-            break
-    core = [r for r in results if not r[0].startswith(STRETCH)]
-    if all(r[1] == "还没写" for r in core):
-        out(f"练习 {number} 还没写（{label}）")
-        return "还没写"
-    out(f"练习 {number} · {ex.title}（{label}）")
-    for name, state, _, _ in results:
-        mark = {"通过": "  通过    ", "还没写": "  还没写  ", "没跑": "  没跑    "}.get(state, "  没通过  ")
-        if state == "还没写" and name.startswith(STRETCH):
-            mark = "  （没写）"
-        out(f"{mark}{name}")
-    failed = [r for r in results if r[1] not in ("通过", "没跑")
-              and not (r[1] == "还没写" and r[0].startswith(STRETCH))]
-    printed = Printed()                 # 留下了 print：说所有用例一共几行，给出最先的几行
-    for r in results:
-        printed.absorb(r[3])
-    if failed:
-        _explain(failed[0], impl, out)
-        for line in print_report(printed, "     "):
-            out(line)
-        return "没通过"
-    for line in print_report(printed, "  "):
-        out(line)
-    n_core = len(core)
-    done = [r for r in results if r[0].startswith(STRETCH) and r[1] == "通过"]
-    extra = f"，选做的 {len(done)} 个也通过" if done else ""
-    out(f"  全部 {n_core} 个用例通过{extra}。用你的代码跑讲义的演示：python lecture07/{ex.scripts[0]}.py --mine "
-        f"{ex.try_args}".rstrip())
-    return "通过"
-
-
-def _explain(first, impl, out):
-    """第一个没过的用例：输入、应当、你的、提示。"""
-    name, state, detail, printed = first
-    out(f"  ── 第一个没过的用例：{name}")
-    if state == "没通过":
-        out(f"     输入：{detail.given}")
-        out(f"     应当：{detail.expected}")
-        out(f"     你的：{detail.got}")
-        out(f"     提示：{detail.hint}")
-    elif state == "还没写":
-        out(f"     用到的 {_not_written_name(detail, impl)} 还没写（还在 raise NotImplementedError）")
-    elif state == "超时":
-        spent, ref_s, exc = detail
-        if exc.given:
-            out(f"     输入：{exc.given}")
-        out(f"     {hang_text(exc, impl.path, '你的代码')}")
-        out(f"     （这个用例里参考实现一共用 {ref_s:.2f} 秒）")
-        if printed.count:
-            out(f"     提示：也可能是 print 太多：这个用例里你的代码 print 了 {printed.count:,} 行，print 本身就慢")
-    elif state == "太慢":
-        spent, ref_s, _ = detail
-        out(f"     结果都对，但你的代码用了 {spent:.2f} 秒；参考实现这个用例用 {ref_s:.2f} 秒，时间预算是它的 "
-            f"{BUDGET_FACTOR} 倍、至少 {BUDGET_FLOOR:g} 秒（{budget(ref_s):.2f} 秒）")
-        if printed.count:
-            out(f"     提示：慢多半是因为 print：这个用例里你的代码 print 了 {printed.count:,} 行（见下面），"
-                "删掉调试用的 print 再跑")
+def steps(play, impl, inp, printed=None):
+    """跑一个输入（的一份新副本），逐个给出 (到这一步为止的调用, 看到的 {名字: 值})。printed 不是 None（你的代码）时
+    每步限时、收起 print，出错时看到的就是那个异常，然后停。"""
+    calls, gen = [], play(impl, copy.deepcopy(inp))
+    while True:
+        try:
+            with guarded(printed) if printed is not None else contextlib.nullcontext():
+                item = next(gen)
+        except StopIteration:
+            return
+        except (Exception, Hang) as err:
+            if printed is None:
+                raise
+            yield list(calls), err
+            return
+        if isinstance(item, str):
+            calls.append(item)
         else:
-            out("     提示：每次操作都要快：在 list 里查找、删除，每次淘汰都扫一遍全部的块，都随缓存变大而变慢——"
-                "换成 dict / OrderedDict（两头 O(1)）/ 堆")
-    else:
-        given, error = detail
-        if given is not None:
-            out(f"     输入：{given}")
-        out(f"     出错：{error}")
-        out("     提示：在 python 里用这个输入调用你的代码，从出错的那一行往回看")
+            yield list(calls), item
 
 
-def variant_impl(name):
-    """exercises/buggy.py 里的一个错误写法：只替换它那个练习的名字，其余用参考实现。"""
-    from exercises.buggy import BUGGY
-    v = BUGGY[name]
-    objs = dict(reference_impl(v.exercise).objs)
-    objs.update(v.objs)
-    import exercises.buggy as b
-    return v.exercise, Impl(v.exercise, objs, {n: "写好了" for n in objs}, b.__file__)
+def same(a, b):
+    """相等：数组比 dtype 和每个元素；list 和 tuple 逐项比；int 和 float、bool 和 int 算不同；dict 用 ==。"""
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        return isinstance(a, np.ndarray) and isinstance(b, np.ndarray) and a.dtype == b.dtype and np.array_equal(a, b)
+    if isinstance(a, (list, tuple)):
+        return isinstance(b, (list, tuple)) and len(a) == len(b) and all(map(same, a, b))
+    kinds = [(bool, np.bool_), (int, np.integer), (float, np.floating)]
+    return [isinstance(a, k) for k in kinds] == [isinstance(b, k) for k in kinds] and a == b
+
+
+def frame(err, path):
+    """异常停在哪儿：你文件里的最后一帧（没有就是最后一帧）。"""
+    frames = traceback.extract_tb(err.__traceback__)
+    return ([f for f in frames if os.path.abspath(f.filename) == os.path.abspath(path)] or frames)[-1]
+
+
+def compare(play, ref, impl, inp, printed, path):
+    """一个输入：讲义的实现先跑完，你的一步一步跟着比。相同返回 None，否则 (调用, 哪一项, 应当, 你的)。"""
+    for (calls, want), (_, got) in zip(list(steps(play, ref, inp)), steps(play, impl, inp, printed)):
+        if isinstance(got, BaseException):
+            f = frame(got, path)
+            at = f"{os.path.basename(f.filename)} 第 {f.lineno} 行（{f.name}）"
+            if isinstance(got, NotImplementedError):
+                return calls, "还没写", None, f.name
+            if isinstance(got, Hang):
+                return calls, "超时", None, f"{got}，停在 {at}"
+            return calls, "出错", next(iter(want.items())), f"{type(got).__name__}: {got}（{at}）"
+        for key, value in want.items():
+            mine = got.get(key, "（没有这一项）")
+            if not same(value, mine):
+                numbers = all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in (value, mine))
+                diff = f"（差 {mine - value:+,.6g}）".replace("-", "−") if numbers else ""
+                return calls, key, (key, value), cases.text(mine) + diff
+    return None
+
+
+def lines(label, text, room):
+    """'  标签：文字'，按 80 列折行（标点不放行首，所以按 78 折），最多 room 行，多的截掉写 …。"""
+    out, pad = [], 2 + show.cols(label)
+    for i, part in enumerate(text.split("\n")):
+        out += show.wrap(("  " + label if i == 0 else " " * pad) + part, show.WIDTH - 2, indent=pad)
+    return out if len(out) <= room else out[:room - 1] + [out[room - 1][:show.WIDTH - 10] + " …"]
+
+
+def explain(stage, name, n, total, hint, fail):
+    """第一个不同，至多 15 行：哪一组、调用、应当、你的、提示。"""
+    calls, key, want, got = fail
+    calls = calls if len(calls) <= 5 else [f"（前面还有 {len(calls) - 4} 步）"] + calls[-4:]
+    which = f"（第 {n} 个，共 {total} 个）" if total > 1 else ""
+    out = show.wrap(f"  {stage}：{name}{which}", show.WIDTH - 2, indent=4) + lines("调用：", "\n".join(calls), 5)
+    if key == "还没写":
+        return out + lines("", f"用到的 {got} 还没写（还在 raise NotImplementedError）", 2)
+    if key == "超时":
+        return out + lines("", got, 2) + lines("提示：", hint, 2)
+    label = "" if want[0] in ("返回值", "字节数") else want[0] + " "
+    out += lines("应当：", label + cases.text(want[1]), 2) + lines("你的：", ("出错 " if key == "出错" else label) + got, 2)
+    return out + lines("提示：", ARGS_HINT if key.startswith("调用之后的") else cases.KEY_HINTS.get(key, hint), 3)
+
+
+def check(number, impl, path):
+    """检查一个练习，返回 (通过 / 没通过 / 还没写, 要印的行)。impl：{名字: 你的函数或类}；path：你的文件。"""
+    ex, (ref, _), printed, counts = cases.EXERCISES[number], cases.reference(number), io.StringIO(), {}
+    head = f"练习 {number} · {ex.title}（{os.path.relpath(path, ROOT)}）"
+    for stage, name, hint, inputs, play in ex.groups():
+        for n, inp in enumerate(inputs):
+            fail = compare(play, ref, impl, inp, printed, path)
+            if fail and fail[1] == "还没写" and not counts and n == 0:
+                return "还没写", [f"练习 {number} 还没写（{os.path.relpath(path, ROOT)} 的 {fail[3]}）"]
+            if fail:
+                return "没通过", [f"{head}：没通过", *explain(stage, name, n + 1, len(inputs), hint, fail), *said(printed)]
+        counts[stage] = counts.get(stage, 0) + len(inputs)
+    done = "、".join(f"{stage} {k} 个" for stage, k in counts.items())
+    return "通过", [f"{head}：通过", f"  {done}，都和讲义的实现相同", *said(printed)]
+
+
+def said(printed):
+    out = printed.getvalue().splitlines()
+    if not out:
+        return []
+    return lines("print：", f"你的代码 print 了 {len(out):,} 行（检查时收起来了），最先的：{'；'.join(out[:3])}", 2)
+
+
+def load(number):
+    """读你的练习文件：返回 ({名字: 对象}, 文件, 出错时的一行说明)。"""
+    ex = cases.EXERCISES[number]
+    path = os.path.join(ROOT, "exercises", ex.file + ".py")
+    try:
+        with guarded(io.StringIO()):
+            module = importlib.import_module("exercises." + ex.file)
+    except (Exception, Hang) as err:
+        at = f"第 {err.lineno if isinstance(err, SyntaxError) else frame(err, path).lineno} 行"
+        return {}, path, f"练习 {number}：读 exercises/{ex.file}.py 时出错（{at}）：{type(err).__name__}: {err}"
+    missing = [name for name in ex.names if not hasattr(module, name)]
+    if missing:
+        return {}, path, f"练习 {number}：exercises/{ex.file}.py 里没有 {missing[0]}（名字要和起始代码里的一样）"
+    return {name: getattr(module, name) for name in ex.names}, path, None
 
 
 def main(argv=None):
-    ap = ArgParser(prog="exercises/check.py", description="检查 exercises/ 里的练习")
-    ap.add_argument("numbers", nargs="*", type=int, metavar="练习号", help="只检查这几个练习（1–6；默认全部）")
-    ap.add_argument("--reference", action="store_true", help="用讲义的参考实现跑（助教核对检查器本身）")
-    ap.add_argument("--variant", metavar="名字", help="用 exercises/buggy.py 里的一个错误写法跑")
-    ap.add_argument("--dir", metavar="目录", help="练习文件所在的目录（默认 exercises/）")
-    args = ap.parse_args(argv)
-    bad = [n for n in args.numbers if n not in EXERCISES]
-    if bad:
-        ap.error(f"没有练习 {bad[0]}：练习号是 1–6")
-    if args.variant:
-        from exercises.buggy import BUGGY
-        if args.variant not in BUGGY:
-            ap.error(f"exercises/buggy.py 里没有 {args.variant!r}；有：{', '.join(BUGGY)}")
-    if args.dir and not os.path.isdir(args.dir):
-        ap.error(f"--dir {args.dir}：目录不存在")
-    if not args.dir and not os.path.isdir(exercises_dir()):
-        ap.error(f"环境变量 LAB_EXERCISES_DIR={exercises_dir()}：目录不存在")
-    try:
-        sys.stdout.reconfigure(errors="replace")     # GBK、ASCII 的终端：打不出的字符换成 ?，不崩
-    except (AttributeError, ValueError):
-        pass
-    directory = args.dir or exercises_dir()
-    if args.variant:
-        number, impl = variant_impl(args.variant)
-        impls = {number: impl}
-    else:
-        numbers = sorted(set(args.numbers)) or sorted(EXERCISES)
-        impls = {n: reference_impl(n) if args.reference else student_impl(n, directory) for n in numbers}
+    p = argparse.ArgumentParser(description="检查 exercises/ 里的练习：手算的例子、随机输入、讲义的工作量")
+    p.add_argument("numbers", nargs="*", type=int, metavar="练习号", help="只查这几个（1–6；不写就查全部）")
+    numbers = set(p.parse_args(argv).numbers)
+    if numbers - set(cases.EXERCISES):
+        p.error(f"没有练习 {min(numbers - set(cases.EXERCISES))}：练习号是 1–6")
     result = {}
-    for number, impl in impls.items():
-        lines = []
-        result[number] = check_exercise(number, impl, out=lines.append)
-        print("\n".join(lines))
-        if len(lines) > 1:
-            print()                                  # 多行的练习之后空一行
-    if len(lines) == 1:
-        print()
-    print(summary(result))
-    todo = [n for n, r in result.items() if r == "还没写"]
-    if todo:
-        again = f"make check EX={todo[0]}" if len(todo) == 1 else "make check EX=练习号"
-        print(f"接下来：打开还没写的练习文件，把标着 TODO 的 raise NotImplementedError 换成你的代码，再跑 {again}。")
+    for number in sorted(numbers) or sorted(cases.EXERCISES):
+        impl, path, error = load(number)
+        result[number], out = ("没通过", show.wrap(error, show.WIDTH - 2, 2)) if error else check(number, impl, path)
+        print("\n".join(out))
+    parts = [f"练习 {'、'.join(str(n) for n in result if result[n] == s)} {s}" for s in ("通过", "没通过", "还没写")
+             if s in result.values()]
+    print("合计：" + "；".join(parts) + "。")
     return 0 if all(r == "通过" for r in result.values()) else 1
-
-
-def summary(result):
-    """'合计：练习 1、2 通过；练习 5 没通过；练习 3、4、6 还没写。'"""
-    parts = []
-    for state in ("通过", "没通过", "还没写"):
-        ns = [str(n) for n, r in result.items() if r == state]
-        if ns:
-            parts.append(f"练习 {'、'.join(ns)} {state}")
-    return "合计：" + "；".join(parts) + "。"
 
 
 if __name__ == "__main__":
