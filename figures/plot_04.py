@@ -1,38 +1,20 @@
 """04 的三张图：块的热度（演示 3）、命中率与容量（演示 4）、prefill 的 GPU 时间（演示 5）。python figures/plot_04.py
 数都取自演示返回的字典（表格不打印），标题里的数就是脚本默认输出里印出的格子。"""
-import argparse
-import contextlib
-import importlib.util
 import itertools
-import io
-import os
-import sys
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path[:0] = [ROOT, os.path.join(ROOT, "lecture07")]
-from lab_common.plotting import SLIDE, plt, save_png, setup_matplotlib  # noqa: E402
-from lab_common.show import value  # noqa: E402
+import figlib
+from lab_common.show import value
+
+plt, SLIDE = figlib.plt, figlib.SLIDE
 
 COLORS = {"LRU": "tab:blue", "LFU": "tab:orange", "LengthAware": "tab:green", "MIN（逐块）": "0.35"}
 
 
-def run_demo(script, name):
-    """加载 lecture07/script.py，调用它的演示函数 name（输出丢掉），返回演示的字典。"""
-    spec = importlib.util.spec_from_file_location("s04", os.path.join(ROOT, "lecture07", script + ".py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    with contextlib.redirect_stdout(io.StringIO()):
-        return getattr(module, name)()
+def finish(fig, title, note, out):
+    return figlib.save(fig, out, title, note)
 
 
-def finish(fig, title, note, path):
-    fig.suptitle(title, fontsize=22)
-    fig.text(0.01, 0.01, note, fontsize=16, color="0.3", va="bottom", wrap=True)
-    fig.tight_layout(rect=(0, 0.09, 1, 0.95))
-    return save_png(fig, path)
-
-
-def plot_popularity(d, path):
+def plot_popularity(d, out):
     """左：块按访问次数排名（log–log）；右：最热的那部分块占了多少访问。"""
     counts, (once, hottest, top) = d["counts"], d["cells"][5:]
     total, rank = sum(counts), range(1, len(counts) + 1)
@@ -46,10 +28,10 @@ def plot_popularity(d, path):
     b.grid(True, alpha=0.3)
     return finish(fig, f"{once} 的块只用过一次，最热 1% 的块却占了 {top} 的访问",
                   f"{d['name']}，{total:,} 次块访问。论文（Mooncake arXiv v3 §4.2）：超过 50% 的块没有再被用到，"
-                  "有的块被访问数万次。", path)
+                  "有的块被访问数万次。", out)
 
 
-def plot_hit_ratio(d, path):
+def plot_hit_ratio(d, out):
     """左：本实验各策略和 MIN 的命中率随容量的变化；右：论文表 1（另一个 trace）。无限容量画在最右边。"""
     caps = d["capacities"]
     finite = [c for c in caps if c is not None]
@@ -77,10 +59,10 @@ def plot_hit_ratio(d, path):
     lru = dict(zip(caps, d["rows"][0][1:]))
     return finish(fig, f"容量降到 10,000 块，LRU 仍有 {lru[10_000]}（无限容量时 {lru[None]}）",
                   "每块 512 token。MIN 数逐块命中（离线最优），是上界。两边的 trace 不同：比的是曲线的形状和策略的排序。",
-                  path)
+                  out)
 
 
-def plot_prefill(d, path):
+def plot_prefill(d, out):
     """不缓存和各容量的 LRU 缓存：全部请求 prefill 的 GPU 时间（小时）。"""
     rows = d["rows"]
     fig, ax = plt.subplots(figsize=SLIDE)
@@ -90,18 +72,15 @@ def plot_prefill(d, path):
     ax.grid(True, axis="y", alpha=0.3)
     return finish(fig, f"{rows[1][0]}：prefill 的 GPU 时间从 {rows[0][3]} 降到 {rows[1][3]} 小时",
                   "LLaMA3-70B、8×A800；FAST'25 式 1，算力按峰值的 60%（本实验的假设）；命中的 KV 从本机 DRAM 读，"
-                  "超过 1 TB 的部分从远端 DRAM 读。", path)
+                  "超过 1 TB 的部分从远端 DRAM 读。", out)
 
 
-def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--out", default=os.path.dirname(os.path.abspath(__file__)), help="输出目录（默认 figures/）")
-    out = p.parse_args(argv).out
-    setup_matplotlib()
-    for name, demo, plot in (("04_block_popularity.png", "demo3_block_heat", plot_popularity),
-                             ("04_hit_ratio.png", "demo4_policies", plot_hit_ratio),
-                             ("04_prefill_time.png", "demo5_prefill_time", plot_prefill)):
-        print(plot(run_demo("04_prefix_caching", demo), os.path.join(out, name)))
+def main():
+    s04 = figlib.script("04_prefix_caching")
+    for name, demo, plot in (("04_block_popularity", s04.demo3_block_heat, plot_popularity),
+                             ("04_hit_ratio", s04.demo4_policies, plot_hit_ratio),
+                             ("04_prefill_time", s04.demo5_prefill_time, plot_prefill)):
+        plot(figlib.quiet(demo), name)
 
 
 if __name__ == "__main__":
