@@ -175,19 +175,12 @@ def note(text):
         print(line)
 
 
-def _is_number(cell):
-    try:
-        value(cell)
-        return True
-    except ValueError:
-        return False
-
-
 def table(headers, rows, caption=None):
     """一张表：列之间 3 个空格，数字列右对齐（'-' 和空格子不算），表头下一条横线。caption：表下的一段说明。"""
     rows = [[str(c) for c in r] for r in rows]
     widths = [max(cols(str(h)), *(cols(r[j]) for r in rows)) for j, h in enumerate(headers)]
-    right = [bool(rows) and all(_is_number(r[j]) or r[j] in ("-", "") for r in rows) for j in range(len(headers))]
+    right = [bool(rows) and all(re.fullmatch(r"[<>≈ ]*[−-]?[\d,.]+(%|×| \S+)?", r[j]) or r[j] in ("-", "") for r in rows)
+             for j in range(len(headers))]        # 数字列（"1,234" "46%" "3.4×" "< 0.01" "320 KiB"）右对齐
 
     def line(cells):
         out = []
