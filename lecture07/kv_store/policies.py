@@ -20,7 +20,7 @@
 import heapq
 from collections import OrderedDict, deque
 
-from kv_store.trace import BLOCK_SIZE
+BLOCK_SIZE = 512      # trace 里每块的 token 数（Mooncake 的 trace 也是 512）：命中规则按它换算 token
 
 
 class BlockCache:

@@ -21,8 +21,8 @@ from typing import NamedTuple
 import numpy as np
 
 from lab_common import show
+from kv_store.policies import BLOCK_SIZE   # 每块 token 数（和 Mooncake 的 trace 一样：512）
 
-BLOCK_SIZE = 512             # 每块 token 数（和 Mooncake 的 trace 一样）
 
 
 class Request(NamedTuple):
