@@ -104,6 +104,20 @@ def test_many_steps_without_sync_rotate_the_buffers():
     assert cl.overlap_from == 44 and torch.equal(kv.cpu(), ref)
 
 
+@pytest.mark.skipif(DEV != "cuda", reason="只有 CUDA 上 Cloner 把张量换成裸地址")
+def test_e_keeps_its_pointer_tables_alive():
+    """E 的每层地址表在显存里，Cloner 只把裸地址交给 kernel：表本身也要一直持有，否则显存被下一个小张量重用，kernel
+    把那里的数当地址（H200 上的 illegal memory access）。"""
+    kv = torch.randn((3, 2, 20, 2, 4, 8), device="cuda")
+    cl = kvc.Cloner(kv, "E")
+    junk = [torch.full((64,), 7, dtype=torch.int64, device="cuda") for _ in range(64)]      # noqa: F841
+    src, dst = random_pairs(kv, 5, 1)
+    exp = expect(kv, src, dst)
+    cl(src, dst)
+    torch.cuda.synchronize()
+    assert torch.equal(bits(kv), bits(exp))
+
+
 @pytest.mark.skipif(DEV != "cuda", reason="CUDA graph、C 启动函数只在 CUDA 上")
 def test_cuda_graph_of_a_step_and_the_fast_launch():
     kv = torch.randn((2, 2, 600, 2, 4, 8), device="cuda")

@@ -112,7 +112,8 @@ class Cloner:
         E, self.cuda, self.design, self.n_blocks, self.L, self.step = H * BS * D, kv.is_cuda, design, nb, L, 0
         self.kv, raw = kv, (lambda t: t.data_ptr()) if kv.is_cuda else (lambda t: t)
         self.overlap_from = overlap_from(L, E, kv.element_size())
-        self.host = torch.empty((self.SLOTS + 1, 2 * nb), dtype=torch.int32, pin_memory=self.cuda)  # 最后一份给 fixed
+        width = -(-2 * nb // 4) * 4       # 每份 16 字节对齐：kernel 按第 0 份的地址编译，假定下标地址是 16 的倍数
+        self.host = torch.empty((self.SLOTS + 1, width), dtype=torch.int32, pin_memory=self.cuda)  # 最后一份给 fixed
         self.rows, self.dev = self.host.numpy(), self.host.to(kv.device, copy=True)      # 每份 [src(N) | dst(N)]
         self.host_idx, self.dev_idx = [raw(t) for t in self.host], [raw(t) for t in self.dev]
         full = triton.next_power_of_2(E)
@@ -131,7 +132,7 @@ class Cloner:
             self.side = torch.cuda.Stream(kv.device, priority=-1)
             self.done = [torch.cuda.Event() for _ in range(self.SLOTS // self.GROUP)]
             self.uploaded = [torch.cuda.Event() for _ in range(self.SLOTS)]
-            self.head = [t.data_ptr() for t in self.head]
+            self.tables, self.head = self.head, [t.data_ptr() for t in self.head]   # E 的地址表：留着，否则显存被收回
             self.tail = {k: tuple(raw(x) if torch.is_tensor(x) else x for x in t) for k, t in self.tail.items()}
             self.stream = lambda: torch._C._cuda_getCurrentRawStream(kv.device.index)
 
