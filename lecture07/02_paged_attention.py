@@ -184,7 +184,7 @@ def demo_block_size():
     return dict(rows=rows, block_sizes=BLOCK_SIZES)
 
 
-DEMOS = [("演示 1：块表——写满一块才分配下一块", demo_block_table),
+DEMOS = [("演示 1：块表——序列变长时物理块怎样分配", demo_block_table),
          ("演示 2：分页与连续存放的 logits 逐位比较", demo_equivalence),
          ("演示 3：块大小的取舍——最后一块的浪费、块表长度、每步读几段", demo_block_size)]
 

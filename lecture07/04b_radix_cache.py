@@ -191,7 +191,7 @@ def run_steps(rule):
 
 
 def demo_steps():
-    """插入、拆开、整段命中、超出容量：每一步树怎么变？SGLang 的规则删哪片叶子，修剪呢？"""
+    """插入、拆开、整段命中、超出容量：每一步树怎么变？SGLang 的规则删掉整片叶子，修剪（只从叶子尾巴上剪掉刚好够的 token）又删哪些？"""
     steps, trim = run_steps("sglang"), run_steps("trim")
     rows = [[cut(s["name"], 10), s["n"], s["hit"], s["usable"], s["splits"], cut("、".join(s["evicted"]) or "-", 16),
              s["size"], t["size"]] for s, t in zip(steps, trim)]

@@ -204,7 +204,7 @@ def demo_pd_transfer():
 
 
 DEMOS = [("演示 1：读还是重算——前缀的 KV 从哪一层读", demo_load_or_recompute),
-         ("演示 2：热点块挤网卡，复制热点块", demo_hot_blocks),
+         ("演示 2：热门前缀与网卡：集群变大时最忙的网卡", demo_hot_blocks),
          ("演示 3：以 KV 为中心的调度，比较 TTFT", demo_scheduling),
          ("演示 4：prefill/decode 分离——把 KV 送到 decode 节点", demo_pd_transfer)]
 
