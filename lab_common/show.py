@@ -167,6 +167,7 @@ def header(title, question=None):
         for line in wrap("想一想：" + question, WIDTH - 2, indent=8):
             print(line)
         pause("（回车看结果）")
+        print("（计算中…）", end="\r", flush=True)      # 算几秒时课堂上看得到；下一行印在它上面
 
 
 def note(text):
