@@ -109,7 +109,7 @@ def demo_fragmentation():
     runs = {f"Orca ({k})": simulate_contiguous(k, prompts, outputs, pool, MAX_SEQ) for k in ("Max", "Pow2", "Oracle")}
     runs["vLLM"] = simulate_paged(prompts, outputs, pool, BLOCK_SIZE)[:2]
     paper = (N_REQUESTS, SEQ_SEED, LEN_SIGMA, MAX_SEQ, KV_POOL_GIB, BLOCK_SIZE) == (400, 0, 1, 2048, 12, 16)  # 都是默认值
-    headers, rows = ["系统", "token 状态", "论文", "预留", "内部碎片", "外部/空闲", "并发"], {}
+    headers, rows = ["系统", "存着 token", "论文", "预留", "内部碎片", "外部/空闲", "并发"], {}
     for name, (share, running) in runs.items():
         cells = ["-"] * 5 if share is None else [show.pct(x, 1) for x in share] + [show.num(running, 1)]
         rows[name] = [name, cells[0], VLLM_FIG2[name] if paper else "-"] + cells[1:]

@@ -79,7 +79,7 @@ def demo_load_or_recompute():
              ms(prefill_time(MODEL, PREFIX + SUFFIX, PREFIX, t, NODE) - compute), t.source] for t in TIERS]
     rows.append(["重算（式 1）", "-", ms(recompute), "-", f"FAST'25 式 1；{show.pct(NODE.mfu)} 峰值是假设"])
     a800, h800 = show.num(min_bandwidth(NODE), 2), show.num(min_bandwidth(H800_X8), 2)
-    caption = (f"{MODEL.name}、{NODE.name}。远端 DRAM 的 100 GB/s = B_nic 800 Gbps ÷ 8，是一台节点全部网卡的合计。"
+    caption = (f"{MODEL.name}、{NODE.name}。远端 DRAM 的 100 GB/s = 网卡带宽 B_nic 800 Gbps ÷ 8，是一台节点全部网卡的合计。"
                f"没盖住：读前缀与算 {SUFFIX:,} 个新 token 按层流水（arXiv v3 §5.2），比只算（{ms(compute)} ms）多出的"
                f"时间。式 2 的最低带宽（{PAPER_PREFIX:,} token、峰值算力）：{NODE.name} {a800}、{H800_X8.name} {h800} "
                f"GB/s；FAST'25 §2.2：{PAPER_MIN_BW[0]}、{PAPER_MIN_BW[1]} GB/s。")
