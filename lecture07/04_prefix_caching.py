@@ -157,7 +157,8 @@ def demo3_block_heat():
             show.pct(sum(counts[:len(counts) // 100]) / sum(counts))]
     show.table(["", "本实验"] + list(PAPER_TRACES), [[k, x, *p] for (k, p), x in zip(PAPER_ROWS.items(), ours)],
                caption=f"本实验：{name}，{show.num(sum(counts))} 次块访问、{show.num(len(counts))} 个不同的块（每块 "
-                       f"{TRACE_BLOCK} token）。论文列：arXiv v3 §4、§4.2；FAST'25 表 2（cache ratio：它的名字，§5.2.1 叫 prefix caching ratio，即输入里能从前缀缓存复用的比例）。")
+                       f"{TRACE_BLOCK} token）。论文列：arXiv v3 §4、§4.2；FAST'25 表 2（cache ratio：它的名字，§5.2.1 叫 "
+                       "prefix caching ratio，即输入里能从前缀缓存复用的比例）。")
     once, hottest, top = ours[5:]
     show.claim(f"{once} 的块只用过一次（论文：超过 50%），最热 1% 的块却占了 {top} 的块访问：热度极不均匀。",
                show.value(once) > 0.5 and show.value(top) >= 0.1, f"只用过一次的块 {once}，最热 1% 占 {top}")
