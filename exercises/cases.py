@@ -289,7 +289,7 @@ def groups_5():
     scripts = lambda n, p: [(int(rng.integers(1, 9)), [   # noqa: E731   容量 1–8，块号 0–11，一次 1–5 块
         ("match" if r < p else "insert", rng.permutation(12)[:rng.integers(1, 6)].tolist()) for r in rng.random(30)])
         for _ in range(n)]
-    on_trace = [(f"c = LRUCache({cap})，hit_blocks([请求], c)：c.match(块号)、c.insert(块号)", 2000, lambda impl, cap=cap:
+    on_trace = [(f"c = LRUCache({cap})，hit_blocks([请求], c)：c.insert(块号)，它先 match", 2000, lambda impl, cap=cap:
                  impl["LRUCache"](cap), lambda c, r: hit_blocks([r], c)[0]) for cap in (300, 3000)]
     return hand(play_cache,
                 ("能命中", "容量 3 放得下 3 块：不在缓存里的块，touch 时放进来", lru(3, ("insert", [1, 2, 3]), ("match", [1, 2, 9]))),
@@ -358,7 +358,7 @@ def groups_6():
         ("随机输入", "容量 3–13：超出就淘汰", "超出容量时淘汰最久没用的叶子：时刻、size 都要记对",
          random_radix(rng, 40, range(3, 14), ["sglang", "trim"], 0.2), play_radix),
         ("讲义的工作量", "合成 trace 的前 2,000 个请求按块建树（容量 1,000 块）", "对照上面的小例子", [(
-            "t = RadixCache(1000)，hit_blocks([请求], t)：t.match(块号的 tuple)、t.insert(同上)", 2000,
+            "t = RadixCache(1000)，hit_blocks([请求], t)：t.insert(块号的 tuple)，用它返回的命中长度", 2000,
             lambda impl: impl["RadixCache"](1000), lambda t, r: hit_blocks([r], t)[0])], play_trace)]
 
 

@@ -188,8 +188,8 @@ def demo4_policies():
     k = len(CAPACITIES)
     with ProcessPoolExecutor(2) as pool:      # 两个核一起算：每格 = hit_blocks(trace, 策略类(容量))；k 格一包，trace 一包传一次
         hits = pool.map(hit_blocks, [trace] * len(caches), caches, chunksize=k)
-        best = list(pool.map(min_hits, [trace] * k, CAPACITIES, chunksize=k))   # MIN：逐块命中的上界
-        hits = list(hits)
+        best = pool.submit(min_hits, trace, CAPACITIES)        # MIN：逐块命中的上界，所有容量一包
+        hits, best = list(hits), best.result()
     accesses = sum(len(r.blocks) for r in trace)
     ratio = [show.num(sum(h) / accesses, 2) for h in hits + best]
     rows = [[cls.NAME] + ratio[i * k:(i + 1) * k] for i, cls in enumerate(POLICIES)]

@@ -100,9 +100,7 @@ def test_editing_lfu_touch_changes_the_table(m, capsys, monkeypatch):
 
     def touch(self, block, pos):                                       # 次数不累加（总是 1）：LFU 变成了 LRU
         old = self.entries.get(block)
-        key = (1, self.rank(pos), self.tick, block)
-        self.tick += 1
-        self.entries[block] = key
+        key = self.entries[block] = (1, self.rank(pos), next(self.clock), block)
         if old is None and self.capacity is not None:
             heapq.heappush(self.heap, key)
     monkeypatch.setattr(LFUCache, "touch", touch)

@@ -3,22 +3,27 @@
 它数的是逐块命中：请求的块只要在缓存里就算，不要求从第一块起连续，也不扣最后一个 token。
 前缀命中 ≤ 同一个缓存的逐块命中 ≤ MIN 的逐块命中，所以 MIN 是任何在线策略的上界（真实系统做不到）。
 
-    >>> min_hits([(1, 2), (1, 2, 3), (4,), (1, 2)], 2)     # 容量 2：留住 1、2，请求 4 时两块都命中
-    [0, 2, 0, 2]
+    >>> min_hits([(1, 2), (1, 2, 3), (4,), (1, 2)], [2, None])   # 容量 2：留住 1、2，请求 4 时两块都命中
+    [[0, 2, 0, 2], [0, 2, 0, 2]]
 """
 import heapq
 
 
-def min_hits(trace, capacity):
-    """每个请求有几块在缓存里（逐块命中）；然后把它的块放进缓存，超出 capacity（None = 无限）时淘汰下一次
-    用到最晚的块。trace：Request 的列表（用 .blocks），或块 id 序列的列表。"""
+def min_hits(trace, capacities):
+    """对每个容量（None = 无限）回放一遍：每个请求有几块在缓存里（逐块命中）；然后把它的块放进缓存，超出容量时
+    淘汰下一次用到最晚的块。返回每个容量的命中列表。trace：Request 的列表（用 .blocks），或块 id 序列的列表。"""
     seqs = [getattr(r, "blocks", r) for r in trace]
     n = len(seqs)
     nxt, last = [None] * n, {}            # nxt[i][j]：请求 i 的第 j 块下一次在哪个请求里用到（n = 再也不用）
-    for i in range(n - 1, -1, -1):           # 从后往前：last[b] = 块 b 下一次出现在哪个请求
+    for i in range(n - 1, -1, -1):           # 从后往前：last[b] = 块 b 下一次出现在哪个请求；各个容量共用
         nxt[i] = [last.get(b, n) for b in seqs[i]]
         last.update(dict.fromkeys(seqs[i], i))
-    cache, heap, hits = {}, [], []        # cache：块 → 下一次用到它的请求；heap：(−下一次, 块)，可能有过时的记录
+    return [replay(seqs, nxt, c) for c in capacities]
+
+
+def replay(seqs, nxt, capacity):
+    """一个容量的 MIN。cache：块 → 下一次用到它的请求；heap：(−下一次, 块)，可能有过时的记录。"""
+    n, cache, heap, hits = len(seqs), {}, [], []
     for i, blocks in enumerate(seqs):
         hits.append(sum(b in cache for b in blocks))
         for b, when in zip(blocks, nxt[i]):

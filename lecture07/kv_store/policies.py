@@ -3,21 +3,23 @@
 缓存的单位是块（trace 里的块 id）。一个策略是 BlockCache 的一个子类：
 - self.entries：在缓存里的块 → 这个策略自己记的东西（LRU：None，按先后排；LFU：次数……）；
 - match(blocks)：从第一块起连续有几块在缓存里（BlockCache 写好了，只读，不算一次使用）；
-- insert(blocks)：从最后一块往前对每块调用 touch(块, 它在请求里的位置)，然后只要超出容量就调用 evict()；
+- insert(blocks)：先 match，再从最后一块往前对每块调用 touch(块, 它在请求里的位置)，然后只要超出容量就调用
+  evict()；返回 match 的结果——放进来之前已经命中几块（SGLang 的 RadixCache.insert 也返回这个）；
 - touch、evict：子类写。"淘汰谁"就是策略本身。
 
 从尾到头 touch，让靠前的块（父块）比靠后的块更"新"：LRU 总是先淘汰靠后的块，缓存里留下的始终是完整的前缀
 （vLLM 的空闲队列也是把一个请求的块倒序放回去的）。
 
     >>> c = LRUCache(3)
-    >>> c.insert([1, 2, 3]); c.match([1, 2, 9])
-    2
-    >>> c.insert([4]); c.match([1, 2, 3])      # 容量 3：最久没用的块 3 被淘汰
-    2
+    >>> c.insert([1, 2, 3]), c.match([1, 2, 9])    # insert 返回放进来之前命中几块
+    (0, 2)
+    >>> c.insert([4]), c.match([1, 2, 3])          # 容量 3：最久没用的块 3 被淘汰
+    (0, 2)
 
 自己写一个策略：照 LRUCache 写一个子类（NAME、__init__、touch、evict），把它加进 04 的 POLICIES。
 """
 import heapq
+import itertools
 from collections import OrderedDict, deque
 
 BLOCK_SIZE = 512      # trace 里每块的 token 数（Mooncake 的 trace 也是 512）：命中规则按它换算 token
@@ -40,15 +42,19 @@ class BlockCache:
         return len(blocks)
 
     def insert(self, blocks):
-        """放进一个请求的全部块：从最后一块往前 touch，再 evict() 到不超过容量。"""
+        """放进一个请求的全部块：从最后一块往前 touch，再 evict() 到不超过容量。返回放之前的 match(blocks)。"""
+        found = self.match(blocks)
         touch, entries, capacity = self.touch, self.entries, self.capacity
         for pos in range(len(blocks) - 1, -1, -1):
             touch(blocks[pos], pos)
-        while capacity is not None and len(entries) > capacity:
+        if capacity is None:
+            return found
+        while len(entries) > capacity:
             size = len(entries)
             self.evict()
             if len(entries) == size:                  # 一块也没删：不然这个循环永远停不下来
                 raise RuntimeError(f"{type(self).__name__}.evict() 没有从 self.entries 里删掉任何块")
+        return found
 
     def touch(self, block, pos):
         """记下对 block 的一次访问（pos：它是请求里的第几块，从 0 数）。"""
@@ -88,7 +94,7 @@ class LFUCache(BlockCache):
     def __init__(self, capacity):
         super().__init__(capacity, {})   # entries：块 → 它此刻的键 (次数, rank, 时刻, 块)
         self.heap = []
-        self.tick = 0                    # 时刻：每碰一块加 1
+        self.clock = itertools.count()   # 时刻：每碰一块，next(self.clock) 加 1
 
     def rank(self, pos):
         """次数相同时谁先走：rank 小的先被淘汰。LFU 不看位置。"""
@@ -96,14 +102,12 @@ class LFUCache(BlockCache):
 
     def touch(self, block, pos):
         old = self.entries.get(block)
-        count = 1
-        if old is not None:
-            count = old[0] + 1
-        key = (count, self.rank(pos), self.tick, block)
-        self.tick += 1
-        self.entries[block] = key
-        if old is None and self.capacity is not None:     # 容量无限时从不淘汰：不用堆
-            heapq.heappush(self.heap, key)
+        if old is None:                  # 新块：次数 1，进堆（容量无限时从不淘汰，不用堆）
+            key = self.entries[block] = (1, self.rank(pos), next(self.clock), block)
+            if self.capacity is not None:
+                heapq.heappush(self.heap, key)
+        else:                            # 命中：只换 entries 里的键，堆里那条留着（变旧了）
+            self.entries[block] = (old[0] + 1, self.rank(pos), next(self.clock), block)
 
     def evict(self):
         while True:
@@ -196,7 +200,7 @@ class S3FIFOCache(BlockCache):
                 return b
 
 
-# ---- 按 trace 回放：请求按到达顺序，每个先 match（数命中）再 insert ----
+# ---- 按 trace 回放：请求按到达顺序 insert，它返回的命中块数按命中规则算成用得上的 ----
 def usable_tokens(found, input_len):
     """全讲唯一的命中规则：缓存里找到前 found 块，用得上的 token = min(found × BLOCK_SIZE, input_len − 1)——
     最后一个输入 token 总要重算（它的输出才是第一个输出 token）。nano-vllm 只查前 k − 1 块，最多用上
@@ -205,8 +209,9 @@ def usable_tokens(found, input_len):
 
 
 def hit_blocks(trace, cache):
-    """按到达顺序回放 trace：每个请求先 match 再 insert。返回每个请求用得上的命中块数（装着至少一个用得上的
-    token 的块，usable_tokens 的规则）。
+    """按到达顺序回放 trace：每个请求 insert 进缓存，它返回放进来之前从第一块起命中几块（同 match）。返回每个请求
+    用得上的命中块数（装着至少一个用得上的 token 的块，usable_tokens 的规则）。cache：BlockCache 的子类，
+    或 04b 的 RadixCache（它的 insert 也返回命中的长度，只从根往下走一遍）。
 
     >>> from kv_store.trace import Request
     >>> hit_blocks([Request(0, 1024, 1, (1, 2)), Request(1, 1024, 1, (1, 2)), Request(2, 1025, 1, (1, 2, 3))],
@@ -215,9 +220,8 @@ def hit_blocks(trace, cache):
     """
     hits = []
     for r in trace:
-        usable = usable_tokens(cache.match(r.blocks), r.input_len)
+        usable = usable_tokens(cache.insert(r.blocks), r.input_len)
         hits.append(-(-usable // BLOCK_SIZE))      # 向上取整：装着用得上的 token 的块
-        cache.insert(r.blocks)
     return hits
 
 
