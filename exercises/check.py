@@ -1,7 +1,7 @@
 """检查练习：make check 查全部六个，make check EX=3 只查练习 3（就是 python exercises/check.py 3）。
 
 和讲义的实现比三步：手算的例子（每个考一个想法）、几百个随机输入（一组变一样东西）、讲义的工作量（trace、小模型）。
-第一个不同：那次调用、应当、你的、一句说哪个想法不对的提示。每步最多 LIMIT 秒；print 收起来。用例在 cases.py。
+第一个不同：那次调用、应当、你的、一句说哪个想法不对的提示。每步最多 LIMIT 秒；print 收起来。用例登记在 cases.py。
 """
 import argparse
 import contextlib
