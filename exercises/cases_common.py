@@ -19,9 +19,11 @@ KEY_HINTS = {   # 这一项不同、它前面的项都相同：错在哪个想�
 
 
 def text(x):
-    """值的写法：numpy 数组写成 np.array([...])（不是 int64 / float64 时带上 dtype）。"""
+    """值的写法：numpy 数组写成 np.array([...])（不是 int64 / float64 时带上 dtype）；集合按排好的顺序。"""
     if isinstance(x, np.ndarray):
         return f"np.array({x.tolist()}{'' if x.dtype in (np.int64, np.float64) else f', dtype=np.{x.dtype}'})"
+    if isinstance(x, (set, frozenset)) and x:     # 集合排好序再写：字符串的集合每次运行的顺序不同，输出要逐字节相同
+        return "{" + ", ".join(map(repr, sorted(x))) + "}"
     return x if isinstance(x, str) else repr(x)
 
 

@@ -108,3 +108,7 @@ def test_a_workload_difference_says_which_number_and_by_how_much():
     state, out = run_check(5, {"LRUCache": Almost})
     report = "\n".join(out)
     assert "讲义的工作量" in out[1] and "命中的块数合计" in report and "（差 −" in report, report
+
+
+def test_a_set_prints_in_the_same_order_every_run():
+    assert cases.text({"b", "c", "a"}) == "{'a', 'b', 'c'}" and cases.text(set()) == "set()"
