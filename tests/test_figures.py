@@ -1,7 +1,8 @@
-"""figures/plot_*.py：每个脚本不要显示器、画进临时目录，同样的命令画两次，文件逐字节相同；没有中文字体时
+"""figures/plot_*.py：每个脚本不要显示器、画进临时目录，画出的文件和提交的逐字节相同；没有中文字体时
 照样画完（只在 stderr 说一行）。这些测试都不要求装了中文字体。"""
 import glob
 import os
+import pathlib
 import subprocess
 import sys
 
@@ -29,15 +30,18 @@ def draw(args, out):
 
 
 @pytest.mark.parametrize("script", SCRIPTS, ids=os.path.basename)
-def test_plot_is_headless_and_byte_reproducible(script, tmp_path):
-    code, err, first = draw([script], tmp_path / "a")
+def test_plot_is_headless_and_makes_the_committed_figures(script, tmp_path):
+    """画进临时目录，文件和 figures/ 里提交的逐字节相同：幻灯片就是现在的代码画的（.ci/run 的 make all 也这样查）。"""
+    code, err, drawn = draw([script], tmp_path)
     assert code == 0, err[-2000:]
-    code, err, second = draw([script], tmp_path / "b")
-    assert code == 0, err[-2000:]
-    assert first and list(first) == list(second)
-    assert [f for f in first if first[f] != second[f]] == [], "两次画出的文件不同"
     prefix = os.path.basename(script)[len("plot_"):-len(".py")] + "_"
-    assert all(f.startswith(prefix) for f in first), f"图的文件名要以 {prefix} 开头"
+    assert drawn and all(f.startswith(prefix) for f in drawn), f"图的文件名要以 {prefix} 开头"
+    committed = sorted(f for f in os.listdir(FIGURES) if f.startswith(prefix) and not f.endswith(".py"))
+    assert sorted(drawn) == committed
+    if "没有中文字体" in err:
+        pytest.skip("这台机器没有中文字体：字形不同，不和提交的图逐字节比")
+    assert [f for f in drawn if drawn[f] != pathlib.Path(FIGURES, f).read_bytes()] == [], \
+        "和提交的图不同：make all 重画，看一眼再提交"
 
 
 def test_plot_01_without_any_cjk_font(tmp_path):
