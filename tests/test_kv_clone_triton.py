@@ -94,9 +94,11 @@ def test_bad_cache_is_refused():
             kvc.Cloner(kv.to(DEV))
 
 
-def test_many_steps_without_sync_rotate_the_buffers():
-    """连续很多步、每步一组不同的块对、中间不同步（锁页内存 4 份轮流用，绕很多圈），N 跨过三条路径：和逐步重放的结果
-    逐位相同。GPU 上 120 步；解释器很慢，CPU 上 8 步。"""
+def test_many_steps_without_sync_rotate_the_buffers(monkeypatch):
+    """连续很多步、每步一组不同的块对、中间不同步（锁页内存 4 份轮流用，绕很多圈），N 跨过三条路径、N ≥ 40 时按目的块
+    排序：和逐步重放的结果逐位相同。GPU 上 120 步；解释器很慢，CPU 上 8 步。"""
+    monkeypatch.setattr(kvc, "SORT_MIN", 40)
+
     class Small(kvc.Cloner):
         SLOTS, GROUP = 4, 2
     g = torch.Generator().manual_seed(0)

@@ -11,7 +11,7 @@ import triton  # noqa: E402
 import triton.language as tl  # noqa: E402
 
 TILE, WARPS = 1024, 2         # C：一个 program 搬一块里的 1024 个元素（fp16 时 2 KB），2 个 warp
-ARGS_MAX = 8                  # N ≤ 8：块号就是 kernel 的参数（一次 launch，GPU 不用先读块号）
+ARGS_MAX, SORT_MIN = 8, 1024  # N ≤ 8：块号就是 kernel 的参数（一次 launch）；N ≥ 1024：块对按目的块排序（快约 1.5%）
 OVERLAP_MIN_MB = 200          # 一步读写 ≥ 200 MiB（H200 上 ≥ 约 50 µs）：块号在旁路 stream 上传，藏在上一步的拷贝后面
 E_BLOCK, E_WARPS = 8192, 16   # E：一个 program 每次搬几个元素、几个 warp（vLLM：1024 个线程各搬 1 个）
 PAIR_ARGS, ZEROS = [f"{c}{j}" for c in "sd" for j in range(8)], (0,) * 8
@@ -155,6 +155,9 @@ class Cloner:
         d = set(dst)
         if len(d) < n or not d.isdisjoint(src):
             raise ValueError("dst 有重复的块号，或者和 src 重叠：两个 program 会写同一块，或者读写互相竞争")
+        if n >= SORT_MIN:                                   # 写出去的地址接近顺序
+            x, order = self.rows[i][:2 * n], self.rows[i][n:2 * n].argsort(kind="stable")
+            x[:n], x[n:] = x[:n][order], x[n:][order]
         return src, dst, n
 
     def __call__(self, src, dst):
@@ -172,10 +175,7 @@ class Cloner:
         n, self.step = self.check(i, src, dst)[2], self.step + 1
         if n < self.overlap_from:
             self.loader(-(-n // 512), 1, self.stream(), self.host_idx[i], self.dev_idx[i], 2 * n, 1024)   # 上传 2N 个数
-        else:                    # 按目的块排序：写出去的地址接近顺序，只量 kernel 快约 1.5%
-            x = self.rows[i][:2 * n]
-            order = x[n:].argsort(kind="stable")
-            x[:n], x[n:] = x[:n][order], x[n:][order]
+        else:
             self.loader(-(-n // 512), 1, self.side.cuda_stream if self.cuda else 0, self.host_idx[i], self.dev_idx[i], 2 * n, 1024)
             if self.cuda:
                 self.uploaded[i].record(self.side)

@@ -1,7 +1,8 @@
 """GPU 上的计时（06 演示 2–4）。做法：A、B 博客的之前、之后；C 所有层一次 launch（Cloner），C_same / C_side 块号一律在同一
 stream / 旁路 stream 上传；D 同样字节的一次连续拷贝；E vLLM 式；C_graph、D_graph 一步捕获进 CUDA graph；C_kernel、C_contig
 （拷连续的块）、E_kernel 只量 kernel：K 次 launch 捕获进一个 graph，块号已在显存。一个样本：先不计时地调 ≥ WARM_MS，再用
-CUDA event 包住连续 ≥ MIN_MS 的调用；一遍里各做法各一个样本，reps 遍一轮取中位数，报告 rounds 轮的中位数。"""
+CUDA event 包住连续 ≥ MIN_MS 的调用；一遍里各做法各一个样本，轮与轮交错（第 j 遍归第 j % rounds 轮），每轮 reps 个样本
+取中位数，报告 rounds 轮的中位数：主机时快时慢（一阵约 1 秒），交错的轮各自都碰上快的和慢的。"""
 import datetime
 import gc
 import math
@@ -18,7 +19,7 @@ from gpu.validation import SIDE, bits
 from lab_common.transformer_lab import TINY, config_like, init_params
 from paged_kv import n_blocks
 
-MIN_MS, WARM_MS = 10.0, 1.0
+MIN_MS, WARM_MS = 5.0, 1.0
 
 
 def time_rounds(fns, reps, rounds):
@@ -34,7 +35,7 @@ def time_rounds(fns, reps, rounds):
     samples = {k: [[] for _ in range(rounds)] for k in fns}
     gc.collect()
     gc.disable()
-    for j in range(rounds * reps):                 # 一遍：各做法各一个样本，每遍换个起点；reps 遍是一轮
+    for j in range(rounds * reps):                 # 一遍：各做法各一个样本，每遍换个起点；第 j 遍归第 j % rounds 轮
         for k in names[j % len(names):] + names[:j % len(names)]:
             (fn, per), (warm, inner) = fns[k], calls[k]
             for _ in range(warm):
@@ -44,7 +45,7 @@ def time_rounds(fns, reps, rounds):
                 fn()
             ev[1].record()
             ev[1].synchronize()
-            samples[k][j // reps].append(ev[0].elapsed_time(ev[1]) * 1e3 / inner / per)
+            samples[k][j % rounds].append(ev[0].elapsed_time(ev[1]) * 1e3 / inner / per)
     gc.enable()
     return {k: [statistics.median(v) for v in rs] for k, rs in samples.items()}
 
