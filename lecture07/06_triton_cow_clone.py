@@ -152,8 +152,8 @@ def demo_limits():
                f"{pct(max(e), 1)}：同样一次 launch，E 的 program 少、每个搬一整块，C 的 program 多、每个搬 2 KB，同时在飞的"
                "字节多。", min(kern) > max(e), f"C 最低 {pct(min(kern), 1)}、E 最高 {pct(max(e), 1)}")
     host, s, n = max((t[s, n, "C"]["us"] - t[s, n, "C_kernel"]["us"], s, n) for s in shapes for n in ns)
-    show.claim(f"每个 N 上整步的 C 比只量 kernel 最多多 {num(host, 1)} µs（{s}，N = {num(n)}）：N ≤ 8 时块号就是 kernel 的"
-               "参数，更大时检查、写锁页内存、上传都在 GPU 拷上一步的时候做完。", host <= 10, f"多 {num(host, 1)} µs")
+    show.claim(f"每个 N 上整步的 C 比只量 kernel 最多多 {num(host, 1)} µs（{s}，N = {num(n)}）：N ≤ 8 时块号就是参数，一次驱动调用；"
+               "更大时一个小 kernel 把块号搬进显存，N 大时它在旁路 stream 上、和上一步的拷贝重叠。", host <= 10, f"多 {num(host, 1)} µs")
 
 
 def demo_decode():
@@ -167,7 +167,7 @@ def demo_decode():
                        f"{data['settings']['DECODE_PREFIX_LEN']} 个 token，B 条序列各 COW 一块，整步一个 CUDA graph；µs/步；"
                        f"占 = (有克隆 − 无克隆) / 有克隆；波动 = {data['settings']['ROUNDS']} 轮的 (最大 − 最小) / 中位数。")
     a, c = ([show.value(r[i]) for r in rows] for i in (4, 5))
-    show.claim(f"A 的克隆占一步 decode 的 {pct(min(a), 1)}–{pct(max(a), 1)}，C 占 {pct(min(c), 1)}–{pct(max(c), 1)}：一次"
+    show.claim(f"A 的克隆占一步 decode 的 {pct(min(a), 1)}–{pct(max(a), 1)}，C 占 {pct(min(c), 1)}–{pct(max(c), 1)}：一次 "
                "launch 的克隆在整步里几乎看不出来。", max(c) < min(a) / 3, f"C 最多占 {pct(max(c), 1)}")
     same = all(r["logits_identical"] and r["kv_identical"] for r in dec["rows"])
     show.claim("不克隆、A、C 之后的 KV 缓存和 logits 都逐位相同：克隆是逐位拷贝，之后的计算一模一样。", same,
