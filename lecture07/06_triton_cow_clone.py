@@ -6,7 +6,7 @@ Inference：063. Triton batched KV COW clone（替换 index_select/index_copy）
 "之后"；C 所有层一次 launch（lecture07/gpu/）；D 同样字节的一次连续拷贝；E 是 vLLM csrc/cache_kernels.cu 里
 copy_blocks 的设计。方法和 H200 上的结果见 lecture07/gpu/GPU.md。
 
-运行：python lecture07/06_triton_cow_clone.py（没有 GPU：解释器里校验，再印保存的 H200 结果，约 10 秒；有 GPU：约 3 分钟）
+运行：python lecture07/06_triton_cow_clone.py（没有 GPU：解释器里校验，再印保存的 H200 结果，约 10 秒；有 GPU：约 2 分钟）
 试一试（要 GPU）：
   1. 把 gpu/clone_kernel.py 的 ARGS_MAX 改成 0（N ≤ 8 也先上传块号，两次驱动调用）：N = 1、8 时整步的 C 慢多少？
   2. 把 E_BLOCK 改成 1024、E_WARPS 改成 32（vLLM 的线程形状）：只量 kernel 时 E 慢多少？
@@ -65,7 +65,7 @@ def results():
     """演示 2–4 的数 (data, 表)：有 CUDA 时测一次、写进 --json；没有时读保存的，说明是哪一次。"""
     short, here = os.path.relpath(JSON, ROOT) if JSON.startswith(ROOT + os.sep) else JSON, {k: globals()[k] for k in SETTINGS}
     if "data" not in _got and gpu()["cuda"]:
-        print("在 GPU 上计时（H200 上约 3 分钟）…", file=sys.stderr)
+        print("在 GPU 上计时（H200 上约 2 分钟）…", file=sys.stderr)
         data = _got["timing"].measure_all(SHAPES, NS, REPS, ROUNDS, DECODE_BATCHES, DECODE_PREFIX_LEN, SEED)
         try:
             with open(JSON, "w", encoding="utf-8") as f:
@@ -106,7 +106,7 @@ def demo_validate():
     bad, checks = sum(not ok for ok, _ in res), sum(k for _, k in res)
     g["checked"] = dict(cases=len(cases), checks=checks, wrong=bad)
     show.claim(f"{len(cases)} 个用例、{checks} 项检查都逐位正确：块号当 kernel 参数、在同一 stream 上传、在旁路 stream "
-               "上传，三条路径的分界两侧都对；C 的共享块没被改动，ref_count 回到 1。", bad == 0, f"{bad} 个用例不对")
+               "上传，三条路径的分界两侧都对；共享块没被改动，ref_count 回到 1。", bad == 0, f"{bad} 个用例不对")
 
 
 def demo_times():
