@@ -1,49 +1,56 @@
-"""写时复制（COW）的整块克隆：一次 launch 把 N 个块对在所有层的 K、V 都拷完（C），对照 vLLM copy_blocks 的设计（E）和
-博客里逐层的 kernel（B）；块号怎么交给 kernel 也在这里（Cloner）。缓存是一整块 kv[L, 2, n_blocks, H, BS, D]，看成 2L 段
-（层 × K/V），每段 [n_blocks, E]，E = H×BS×D。没有 CUDA 时先设 TRITON_INTERPRET=1（在 import triton 之前）：kernel 在
-Triton 解释器里逐个 program 跑——慢，但逐位相同。
-"""
+"""写时复制（COW）的整块克隆：kernel C、E（vLLM copy_blocks 的设计）、B（博客逐层的），和把块号交给 kernel 的 Cloner。
+缓存是一整块 kv[L, 2, n_blocks, H, BS, D]，看成 2L 段（层 × K/V），每段 [n_blocks, E]，E = H×BS×D。没有 CUDA 时先设
+TRITON_INTERPRET=1：kernel 在 Triton 解释器里跑，慢，但逐位相同。"""
 import os
 import struct
 
-import numpy as np
 import torch
-
 if not torch.cuda.is_available():
     os.environ.setdefault("TRITON_INTERPRET", "1")
 import triton  # noqa: E402
 import triton.language as tl  # noqa: E402
 
-TILE, WARPS = 1024, 2     # C：一个 program 搬一块里的 1024 个元素（fp16 时 2 KB），2 个 warp
-OVERLAP_MIN_MB = 200      # 一步读写 ≥ 200 MiB（H200 上 ≥ 约 50 µs）：下标在旁路 stream 上传，藏在上一步的拷贝后面
+TILE, WARPS = 1024, 2         # C：一个 program 搬一块里的 1024 个元素（fp16 时 2 KB），2 个 warp
+ARGS_MAX, SORT_MIN = 8, 1024  # N ≤ 8：块号就是 kernel 的参数（一次 launch）；N ≥ 1024：块对按目的块排序（快约 1.5%）
+OVERLAP_MIN_MB = 200          # 一步读写 ≥ 200 MiB（H200 上 ≥ 约 50 µs）：块号在旁路 stream 上传，藏在上一步的拷贝后面
 E_BLOCK, E_WARPS = 8192, 16   # E：一个 program 每次搬几个元素、几个 warp（vLLM：1024 个线程各搬 1 个）
+PAIR_ARGS, ZEROS = [f"{c}{j}" for c in "sd" for j in range(8)], (0,) * 8
 
 
-@triton.jit(do_not_specialize=["n_pairs"])
-def clone_all_kernel(kv, idx, group_stride, n_pairs, E: tl.constexpr, BLOCK: tl.constexpr, TILES: tl.constexpr):
+@triton.jit
+def pick(n, a0, a1, a2, a3, a4, a5, a6, a7):                 # a0…a7 里的第 n 个：三层二选一
+    return tl.where(n < 4, tl.where(n < 2, tl.where(n == 0, a0, a1), tl.where(n == 2, a2, a3)),
+                    tl.where(n < 6, tl.where(n == 4, a4, a5), tl.where(n == 6, a6, a7)))
+
+
+@triton.jit(do_not_specialize=["n_pairs"] + PAIR_ARGS)
+def clone_all_kernel(kv, idx, group_stride, n_pairs, s0, s1, s2, s3, s4, s5, s6, s7, d0, d1, d2, d3, d4, d5, d6, d7,
+                     E: tl.constexpr, BLOCK: tl.constexpr, TILES: tl.constexpr, ARGS: tl.constexpr):
     """C：一维 grid = 2L × N × TILES，program → (段 g, 块对 n, 第几个 tile)，同一时刻在飞的 program 都在同一段里。
-    idx = [src(N) | dst(N)]，在显存里，或在锁页内存里（GPU 经 PCIe 直接读）。"""
+    ARGS：块对就在参数 s0…s7、d0…d7 里；否则 idx = [src(N) | dst(N)]，在显存里。"""
     pid = tl.program_id(0)
     g, n = pid // (n_pairs * TILES), pid // TILES % n_pairs
-    s, d = tl.load(idx + n).to(tl.int64), tl.load(idx + n_pairs + n).to(tl.int64)
+    if ARGS:
+        s, d = pick(n, s0, s1, s2, s3, s4, s5, s6, s7).to(tl.int64), pick(n, d0, d1, d2, d3, d4, d5, d6, d7).to(tl.int64)
+    else:
+        s, d = tl.load(idx + n).to(tl.int64), tl.load(idx + n_pairs + n).to(tl.int64)
     e = pid % TILES * BLOCK + tl.arange(0, BLOCK)
     base = kv + g.to(tl.int64) * group_stride
     tl.store(base + d * E + e, tl.load(base + s * E + e, mask=e < E), mask=e < E)
 
 
 @triton.jit(do_not_specialize=["n_pairs"])
-def copy_blocks_kernel(key_ptrs, value_ptrs, idx, n_pairs, like, E: tl.constexpr, BLOCK: tl.constexpr):
+def copy_blocks_kernel(kv, idx, group_stride, n_pairs, E: tl.constexpr, BLOCK: tl.constexpr):
     """E：vLLM csrc/cache_kernels.cu 里 copy_blocks 的设计。grid = (层数, N)：program (l, p) 在第 l 层把第 p 对块的 K 和
-    V 整块拷一遍，一段 BLOCK 个元素地搬。key_ptrs / value_ptrs：每层 K、V 缓存的地址（int64）；like 只给出元素类型。"""
+    V 整块拷一遍，一段 BLOCK 个元素地搬（vLLM 从每层 K、V 的地址表取地址；这里是一整块缓存，按段长算）。"""
     layer, pair = tl.program_id(0), tl.program_id(1)
-    ty = tl.pointer_type(like.dtype.element_ty)
-    k, v = tl.load(key_ptrs + layer).to(ty), tl.load(value_ptrs + layer).to(ty)
+    k = kv + 2 * layer.to(tl.int64) * group_stride
     src, dst = tl.load(idx + pair).to(tl.int64) * E, tl.load(idx + n_pairs + pair).to(tl.int64) * E
     for start in range(0, E, BLOCK):
         e = start + tl.arange(0, BLOCK)
-        a, b = tl.load(k + src + e, mask=e < E), tl.load(v + src + e, mask=e < E)
+        a, b = tl.load(k + src + e, mask=e < E), tl.load(k + group_stride + src + e, mask=e < E)
         tl.store(k + dst + e, a, mask=e < E)
-        tl.store(v + dst + e, b, mask=e < E)
+        tl.store(k + group_stride + dst + e, b, mask=e < E)
 
 
 @triton.jit
@@ -59,7 +66,7 @@ def clone_layer_kernel(k, v, src_idx, dst_idx, H: tl.constexpr, TD: tl.constexpr
 
 @triton.jit(do_not_specialize=["n"])
 def copy_ints_kernel(src, dst, n, BLOCK: tl.constexpr):
-    """把 n 个 int32 从 src（锁页内存：GPU 经 PCIe 直接读）拷到 dst（显存）：旁路 stream 上的"上传"。"""
+    """把 n 个 int32 从 src（锁页内存：GPU 经 PCIe 直接读）拷到 dst（显存）：一次"上传"就是这一个小 kernel。"""
     i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     tl.store(dst + i, tl.load(src + i, mask=i < n), mask=i < n)
 
@@ -72,15 +79,14 @@ def clone_layer(k_layer, v_layer, src, dst):
     clone_layer_kernel[(len(src), H, triton.cdiv(BS * D, block))](k_layer, v_layer, s, d, H, BS * D, block, num_warps=4)
 
 
-def overlap_from(L, E, element_size):
-    """从哪个 N 起下标在旁路 stream 上传：一步读写 2 × N × 2L × E 个元素 ≥ OVERLAP_MIN_MB。"""
-    return max(1, -(-int(OVERLAP_MIN_MB * 2 ** 20) // (4 * L * E * element_size)))
+def overlap_from(L, E, element_size, mb=None):
+    """从哪个 N 起块号在旁路 stream 上传：一步读写 2 × N × 2L × E 个元素 ≥ mb（默认 OVERLAP_MIN_MB）MiB。"""
+    return max(1, -(-int((OVERLAP_MIN_MB if mb is None else mb) * 2 ** 20) // (4 * L * E * element_size)))
 
 
 def launcher(kernel, grid, args, warps, cuda):
-    """→ launch(gx, gy, stream, *args)。CUDA 上用张量参数编译一次，之后直接调 Triton 生成的 C 启动函数（一次
-    cuLaunchKernelEx）、传裸地址，省掉 kernel[grid](...) 每次在 Python 里做的事（拿不到这些内部属性、注册了 launch
-    钩子时走公开路径）；CPU 上（解释器）用 kernel[grid](...)。"""
+    """→ launch(gx, gy, stream, *args)。CUDA 上编译一次，之后直接调 Triton 生成的 C 启动函数（一次 cuLaunchKernelEx，传
+    裸地址；拿不到内部属性、有 launch 钩子时走公开路径）；CPU 上（解释器）用 kernel[grid](...)。"""
     if not cuda:
         return lambda gx, gy, stream, *a: kernel[(gx, gy)](*a, num_warps=warps)
     compiled, knobs = kernel.warmup(*args, grid=grid, num_warps=warps), triton.knobs.runtime
@@ -95,118 +101,100 @@ def launcher(kernel, grid, args, warps, cuda):
 
 
 class Cloner:
-    """一块 KV 缓存的克隆，每步一次 launch 搬完所有层、K 和 V（design "C"：一维 grid；"E"：vLLM 的 (层, 块对) grid）。
-    主机上每步：检查块号、写进预先分配的锁页内存（常数次 Python 调用），然后
-    - 一步读写 < OVERLAP_MIN_MB：kernel 直接读锁页内存里的块号（零拷贝），一次 launch；C 用一个 program 搬一整块
-      的版本：经 PCIe 读块号的 program 少；
-    - 否则：旁路 stream 上一个小 kernel 把块号搬进显存（和上一步还在跑的拷贝重叠），主 stream 等它，再 launch。
-    锁页内存和显存各 SLOTS 份轮流用；每 GROUP 步在主 stream 上记一个 event，改写下一组之前先等它（早就完成了）。"""
-    SLOTS, GROUP = 16, 8
+    """一块 KV 缓存的克隆，每步一次调用搬完所有层的 K 和 V（design "C" 或 "E"）。先检查块号，再按 N 走一条路：C 且
+    N ≤ args_max：块号当参数，一次 launch；N < overlap_from：块号写进锁页内存，同一 stream 上一个小 kernel 把它搬进显存，
+    再 launch；更大：这个小 kernel 在旁路 stream 上，和上一步的拷贝重叠。锁页内存、显存各 SLOTS 份轮流用（宽度补到 16 字节
+    的倍数：kernel 按第 0 份的地址编译）；每 GROUP 步在主 stream 上记一个 event，改写这一组之前先等它（早就完成了）。"""
+    SLOTS, GROUP = 64, 32
 
-    def __init__(self, kv, design="C", block=None, warps=None):
-        if not (torch.is_tensor(kv) and kv.is_floating_point() and kv.dim() == 6 and kv.shape[1] == 2
-                and kv.is_contiguous() and (kv.is_cuda or os.environ.get("TRITON_INTERPRET") == "1")):
-            raise ValueError("kv 必须是 contiguous 的 [L, 2, n_blocks, H, BS, D] 浮点张量，在 GPU 上（CPU 上要先设 "
+    def __init__(self, kv, design="C", block=None, args_max=None, overlap_mb=None):
+        if not (torch.is_tensor(kv) and kv.is_floating_point() and kv.dim() == 6 and kv.shape[1] == 2 and kv.is_contiguous()
+                and (kv.is_cuda or os.environ.get("TRITON_INTERPRET") == "1")):
+            raise ValueError(f"kv 必须是 contiguous 的 [L, 2, n_blocks, H, BS, D] 浮点张量，在 GPU 上（CPU 上要先设 "
                              f"TRITON_INTERPRET=1），收到 {getattr(kv, 'shape', type(kv).__name__)}")
-        L, _, nb, H, BS, D = kv.shape
-        E, self.cuda, self.design, self.n_blocks, self.L, self.step = H * BS * D, kv.is_cuda, design, nb, L, 0
-        self.kv, raw = kv, (lambda t: t.data_ptr()) if kv.is_cuda else (lambda t: t)
-        self.overlap_from = overlap_from(L, E, kv.element_size())
-        width = -(-2 * nb // 4) * 4       # 每份 16 字节对齐：kernel 按第 0 份的地址编译，假定下标地址是 16 的倍数
-        self.host = torch.empty((self.SLOTS + 1, width), dtype=torch.int32, pin_memory=self.cuda)  # 最后一份给 fixed
-        self.rows, self.dev = self.host.numpy(), self.host.to(kv.device, copy=True)      # 每份 [src(N) | dst(N)]
-        self.host_idx, self.dev_idx = [raw(t) for t in self.host], [raw(t) for t in self.dev]
-        full = triton.next_power_of_2(E)
-        if design == "E":
-            self.head = [torch.tensor([kv[l, j].data_ptr() for l in range(L)], device=kv.device) for j in (0, 1)]
-            w, block = warps or E_WARPS, min(block or E_BLOCK, full)
-            self.kernel, self.warps, self.tail = copy_blocks_kernel, {"t": w, "w": w}, {k: (kv, E, block) for k in "tw"}
-        else:       # "t"：一个 program 一个 tile（块号在显存）；"w"：零拷贝时一个 program 一整块
-            self.kernel, self.head, self.warps = clone_all_kernel, [kv], {"t": warps or WARPS, "w": 4}
-            self.tail = {k: (E, b, triton.cdiv(E, b)) for k, b in (("t", min(block or TILE, full)), ("w", full))}
-        self.launch = {k: launcher(self.kernel, *self._args(k, 1, self.dev[0]), w, self.cuda)
-                       for k, w in self.warps.items()}
-        self.launch["i"] = launcher(copy_ints_kernel, (1,), (self.host[0], self.dev[0], 2, 1024), 4, self.cuda)
+        (L, _, nb, H, BS, D), self.kv, self.cuda, self.design, self.step = kv.shape, kv, kv.is_cuda, design, 0
+        E, self.n_blocks, self.L = H * BS * D, nb, L
+        self.args_max = (ARGS_MAX if args_max is None else args_max) if design == "C" else 0
+        self.overlap_from = overlap_from(L, E, kv.element_size(), overlap_mb)
+        self.host = torch.empty((self.SLOTS + 1, -(-2 * nb // 4) * 4), dtype=torch.int32, pin_memory=self.cuda)  # 16 字节对齐
+        self.dev, self.rows = self.host.to(kv.device, copy=True), list(self.host.numpy())
+        self.host_idx, self.dev_idx = ([t.data_ptr() if self.cuda else t for t in x] for x in (self.host, self.dev))
+        block = min(block or (TILE if design == "C" else E_BLOCK), triton.next_power_of_2(E))
+        self.programs, self.stride = 2 * L * triton.cdiv(E, block), nb * E      # C：每个块对几个 program；段长
+        self.head, self.tail, kernel, warps = kv, (E, block), copy_blocks_kernel, E_WARPS
+        if design == "C":
+            self.tail, kernel, warps = (E, block, triton.cdiv(E, block)), clone_all_kernel, WARPS
+            self.by_args = launcher(kernel, *self._args(1, self.dev[0], ZEROS * 2), warps, self.cuda)
+        self.kernel = launcher(kernel, *self._args(1, self.dev[0]), warps, self.cuda)
+        self.loader = launcher(copy_ints_kernel, (1, 1), (self.host[0], self.dev[0], 2, 1024), 4, self.cuda)
         self.stream = lambda: 0
-        if self.cuda:
-            self.side = torch.cuda.Stream(kv.device, priority=-1)
-            self.done = [torch.cuda.Event() for _ in range(self.SLOTS // self.GROUP)]
-            self.uploaded = [torch.cuda.Event() for _ in range(self.SLOTS)]
-            self.tables, self.head = self.head, [t.data_ptr() for t in self.head]   # E 的地址表：留着，否则显存被收回
-            self.tail = {k: tuple(raw(x) if torch.is_tensor(x) else x for x in t) for k, t in self.tail.items()}
+        if self.cuda:                                       # 编译完了：之后只传裸地址
+            self.head, self.side = kv.data_ptr(), torch.cuda.Stream(kv.device, priority=-1)
+            self.done, self.uploaded = ([torch.cuda.Event() for _ in range(k)] for k in (self.SLOTS // self.GROUP, self.SLOTS))
             self.stream = lambda: torch._C._cuda_getCurrentRawStream(kv.device.index)
 
-    def _args(self, key, n, idx):
-        """(grid, 参数)：前 n 个块对，块号在 idx（显存或锁页内存的地址）。"""
+    def _args(self, n, idx, pairs=None):
+        """(grid, 参数)：前 n 个块对，块号在 idx（显存）或 pairs（src、dst 各补到 8 个）里。"""
         if self.design == "E":
-            return (self.L, n), (*self.head, idx, n, *self.tail[key])
-        E, block, tiles = self.tail[key]
-        return (n * 2 * self.L * tiles, 1), (*self.head, idx, self.n_blocks * E, n, E, block, tiles)
+            return (self.L, n), (self.head, idx, self.stride, n, *self.tail)
+        return (n * self.programs, 1), (self.head, idx, self.stride, n, *(pairs or ZEROS * 2), *self.tail, bool(pairs))
 
-    def run(self, key, n, idx):
-        grid, args = self._args(key, n, idx)
-        self.launch[key](*grid, self.stream(), *args)
-
-    def upload(self, n, host, dev, stream):              # 2N 个 int32：锁页内存 → 显存
-        self.launch["i"](-(-2 * n // 1024), 1, stream, host, dev, 2 * n, 1024)
-
-    def write(self, i, src, dst):
-        """块对写进第 i 份锁页内存并检查（GPU 上越界的块号不报错，只会悄悄写坏别处的显存）：整数、在 [0, n_blocks) 里、
-        dst 不重复、不与 src 重叠（src 可以重复：几个请求从同一块 COW）；每项是 C 里的一个循环（struct、numpy、set）。
-        旁路上传时按目的块排序：写出去的地址接近顺序，只量 kernel 快约 1.5%。返回 N。"""
+    def check(self, i, src, dst):
+        """写进第 i 份锁页内存并检查：struct 转 uint32、max、set，每项是 C 里的一个循环（src 可以重复：同一块 COW 几次）。"""
         src, dst = (x.tolist() if hasattr(x, "tolist") else x for x in (src, dst))     # numpy、torch：先变成列表
         n = len(src)
         if len(dst) != n:
             raise ValueError(f"src 有 {n} 个块号，dst 有 {len(dst)} 个：长度必须相同")
         try:
-            struct.pack_into(f"{2 * n}i", self.rows[i], 0, *src, *dst)
-        except (struct.error, TypeError) as exc:
-            raise ValueError(f"src、dst 必须是一维的整数块号（{exc}）") from None
-        x = self.rows[i, :2 * n]
-        if n and x.view(np.uint32).max() >= self.n_blocks:     # 负数当成很大的无符号数：一次比较查两头
-            raise ValueError(f"块号 {x[(x < 0) | (x >= self.n_blocks)][0]} 越界：合法范围是 [0, {self.n_blocks})")
+            struct.pack_into(f"{2 * n}I", self.rows[i], 0, *src, *dst)
+            bad = n and max(max(src), max(dst)) >= self.n_blocks
+        except (struct.error, TypeError):
+            bad = True
+        if bad:
+            raise ValueError(f"src、dst 必须是一维的、[0, {self.n_blocks}) 里的整数块号，收到 {src[:4]}、{dst[:4]}…")
         d = set(dst)
-        if len(d) < n:
-            raise ValueError("dst 有重复的块号：两个 program 会写同一块")
-        if not d.isdisjoint(src):
-            raise ValueError(f"块 {min(d.intersection(src))} 同时是 src 和 dst：读写会互相竞争")
-        if n >= self.overlap_from:
-            order = x[n:].argsort(kind="stable")
+        if len(d) < n or not d.isdisjoint(src):
+            raise ValueError("dst 有重复的块号，或者和 src 重叠：两个 program 会写同一块，或者读写互相竞争")
+        if n >= SORT_MIN:                                   # 写出去的地址接近顺序
+            x, order = self.rows[i][:2 * n], self.rows[i][n:2 * n].argsort(kind="stable")
             x[:n], x[n:] = x[:n][order], x[n:][order]
-        return n
+        return src, dst, n
 
     def __call__(self, src, dst):
         """一步克隆：src[j] → dst[j]，所有层、K 和 V。"""
+        if len(src) <= self.args_max:                       # 一次 launch：块号在参数里（检查时写进草稿，没用上）
+            src, dst, n = self.check(self.SLOTS, src, dst)
+            if n:
+                z = ZEROS[n:]
+                self.by_args(n * self.programs, 1, self.stream(), self.head, self.dev_idx[0], self.stride, n, *src, *z, *dst,
+                             *z, *self.tail, True)
+            return
         i = self.step % self.SLOTS
         if self.cuda and i % self.GROUP == 0:
             self.done[i // self.GROUP].synchronize()        # 这一组上一轮的活早就完成了：立刻返回
-        n = self.write(i, src, dst)
-        if n == 0:
-            return
-        self.step += 1
+        n, self.step = self.check(i, src, dst)[2], self.step + 1
         if n < self.overlap_from:
-            self.run("w", n, self.host_idx[i])
+            self.loader(-(-n // 512), 1, self.stream(), self.host_idx[i], self.dev_idx[i], 2 * n, 1024)   # 上传 2N 个数
         else:
-            self.upload(n, self.host_idx[i], self.dev_idx[i], self.side.cuda_stream if self.cuda else 0)
+            self.loader(-(-n // 512), 1, self.side.cuda_stream if self.cuda else 0, self.host_idx[i], self.dev_idx[i], 2 * n, 1024)
             if self.cuda:
                 self.uploaded[i].record(self.side)
-                torch.cuda.current_stream(self.kv.device).wait_event(self.uploaded[i])
-            self.run("t", n, self.dev_idx[i])
+                self.uploaded[i].wait()                     # 主 stream（当前 stream）等块号到了再拷
+        grid, args = self._args(n, self.dev_idx[i])
+        self.kernel(*grid, self.stream(), *args)
         if self.cuda and i % self.GROUP == self.GROUP - 1:
             self.done[i // self.GROUP].record()
 
     def fixed(self, src, dst, upload=True):
-        """一组固定的块对 → 无参函数：GPU 上的一步（上传块号 + launch，都在当前 stream 上），可以捕获进 CUDA graph。
-        upload=False：块号已在显存，只 launch（"只量 kernel"）。"""
-        n = self.write(self.SLOTS, src, dst)
-        host = torch.tensor(self.rows[self.SLOTS, :2 * n], dtype=torch.int32)
-        host = host.pin_memory() if self.cuda else host
-        dev = host.to(self.kv.device, copy=True)
-        hp, dp = (host.data_ptr(), dev.data_ptr()) if self.cuda else (host, dev)
+        """固定的块对 → 无参函数：一步（同一 stream 上搬块号 + launch），可以捕获进 CUDA graph；upload=False：只 launch。"""
+        n, host = self.check(self.SLOTS, src, dst)[2], torch.empty_like(self.host[-1:], pin_memory=self.cuda)
+        dev = host.copy_(self.host[-1:]).to(self.kv.device, copy=True)
+        hp, dp = (host.data_ptr(), dev.data_ptr()) if self.cuda else (host[0], dev[0])
+        grid, args = self._args(n, dp)
 
         def step():
             if upload:
-                self.upload(n, hp, dp, self.stream())
-            self.run("t", n, dp)
+                self.loader(-(-n // 512), 1, self.stream(), hp, dp, 2 * n, 1024)
+            self.kernel(*grid, self.stream(), *args)
         step.keep = (host, dev)                            # graph 只记住地址：张量要和它活得一样久
         return step
