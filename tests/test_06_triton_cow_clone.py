@@ -71,7 +71,7 @@ def test_every_claim_holds_on_the_saved_run(monkeypatch, capsys):
 
 @needs_json
 def test_saved_run_meets_the_targets():
-    """issue 40 的目标：逐位正确；C/D 在 N = 2,048 时 ≥ 95%、N ≥ 256 时 ≥ 90%；主机多花的（整步 C − 只量 kernel 的 C）
+    """保存的一次运行要做到：逐位正确；C/D 在 N = 2,048 时 ≥ 95%、N ≥ 256 时 ≥ 90%；主机多花的（整步 C − 只量 kernel 的 C）
     每个 N 都 ≤ 10 µs；N ≥ 64 时每一格各轮之间的差都 ≤ 10%，演示 4 的各轮也是。"""
     assert DATA["validation"]["wrong"] == 0 and DATA["validation"]["cases"] >= 30
     for s in SHAPES:
