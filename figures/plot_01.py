@@ -10,12 +10,12 @@ from lab_common.show import num, value
 
 s01 = figlib.script("01_kv_cache_memory")
 plt = figlib.plt
-PARTS = ((1, "token 状态", "tab:green"), (3, "预留（将来的 token）", "tab:olive"), (4, "内部碎片", "tab:red"),
+PARTS = ((1, "存着 token", "tab:green"), (3, "预留（将来的 token）", "tab:olive"), (4, "内部碎片", "tab:red"),
          (5, "外部碎片 / 空闲", "0.7"))     # (表里的第几列, 图例, 颜色)
 
 
 def plot_breakdown(d):
-    """演示 2：每个系统一根横条，KV 池被 token 状态、预留、内部碎片、外部碎片 / 空闲各占多少。"""
+    """演示 2：每个系统一根横条，KV 池被存着 token 的、预留、内部碎片、外部碎片 / 空闲各占多少。"""
     rows = [r for r in d["rows"].values() if r[1] != "-"]      # 从没满载的系统没有占比可画
     fig, ax = plt.subplots(figsize=figlib.SLIDE)
     y = list(range(len(rows)))[::-1]

@@ -114,7 +114,7 @@ _UNITS = {"ms", "s", "µs", "GB/s", "Gbps", "GiB", "MiB", "KiB", "TiB", "GB", "M
 def _words(text):
     """折行的单位：一串英文 / 数字（连同后面的一个空格），或一个别的字。'b = 22'、'64.2 ms' 粘成一个，不拆开。"""
     out = []
-    for w in re.findall(r"[A-Za-z0-9_.,%×/+\-−:()'~§]+ ?|.", text):
+    for w in re.findall(r"[A-Za-zµ0-9²_.,%×/+\-−:()'~§=]+ ?|.", text):
         prev = out[-1].rstrip() if out else ""
         glue = out and out[-1].endswith(" ") and (
             w.rstrip() == "=" or prev.endswith("=") or prev[-1:].isdigit() and w.rstrip() in _UNITS)

@@ -81,9 +81,11 @@ def demo_bytes_per_token():
         rows[name] = [name, f"{m.n_layers}×{m.n_kv_heads}×{m.head_dim}", kib(kv), show.num(m.n_params * 2 / GiB, 1)]
         rows[name] += [tokens_fit(m, kv, cap, n) for _, cap in GPUS]
     headers = ["模型", "形状", "KV KiB", "权重 GiB"] + [g for g, _ in GPUS]
-    caption = (f"形状 = 层 × KV 头 × 头维度；KV：每个 token，fp16。GPU 列：一张卡（×{TP_GPUS} 张：张量并行）用 "
-               f"{show.pct(GPU_MEM_UTIL)} 的显存、放完 fp16 权重后能放的 token；- = 放不下权重。LLaMA2-70B 按标称 "
-               "70B 个参数（发布的权重 68.98B 个、128.5 GiB）。FAST'25 §5.3.1：同形状的 LLaMA3-70B 每个 token \"320 KB\"。")
+    caption = (f"形状 = 层 × KV 头 × 头维度；KV：每个 token，fp16。GPU 列（名字后是显存）：一张卡用 "
+               f"{show.pct(GPU_MEM_UTIL)} 的显存、放完 fp16 权重后能放的 token；×{TP_GPUS} 张：张量并行，每层平分到 "
+               f"{TP_GPUS} 张卡上；- = 放不下权重。LLaMA2-70B 按标称 70B 个参数（发布的 68.98B 个、128.5 GiB）。论文："
+               "vLLM（SOSP'23，分页管理 KV 的服务系统）；Mooncake（FAST'25，Kimi 的服务系统）§5.3.1：同形状的 "
+               "LLaMA3-70B 每个 token \"320 KB\"。")
     show.table(headers, list(rows.values()), caption)
     opt, l70, tp, gpu0 = rows[OPT_13B.name], rows[LLAMA2_70B.name], rows[f"{LLAMA2_70B.name} ×{TP_GPUS} 张"], GPUS[0][0]
     per_request = int(show.value(opt[4]) // 2048) if opt[4] != "-" else 0    # 放得下几个 2,048 token 的请求
@@ -113,15 +115,17 @@ def demo_fragmentation():
     for name, (share, running) in runs.items():
         cells = ["-"] * 5 if share is None else [show.pct(x, 1) for x in share] + [show.num(running, 1)]
         rows[name] = [name, cells[0], VLLM_FIG2[name] if paper else "-"] + cells[1:]
-    source = "vLLM 论文表 1 写作 \"12 GB\"、15.7K 个 slot" if KV_POOL_GIB == 12 else "你设的值"
+    source = "vLLM 论文表 1 写作 \"12 GB\"、15.7K 个位置" if KV_POOL_GIB == 12 else "你设的值"
     figure = "论文列：vLLM 图 2，§6.2 实验的平均" if paper else "论文列（vLLM 图 2）只在演示 2 的设置都是默认值时并排"
-    caption = (f"KV 池 {KV_POOL_GIB:g} GiB = {show.num(pool)} 个 OPT-13B 的 token（{source}）；"
-               f"{show.num(N_REQUESTS)} 个请求一开始就排队，长度仿 ShareGPT（种子 {SEQ_SEED}）。满载时的时间平均；并发 = 平均在跑几个请求；"
-               f"- = 从没满载。Orca（vLLM §6.1 的基线）每个请求预留 (Max) {show.num(MAX_SEQ)} 个位置；(Pow2) "
-               f"输入 + 不小于输出的 2 的幂；(Oracle) 输入 + 输出。{figure}。")
+    caption = (f"KV 池（显存里放 KV 的部分）{KV_POOL_GIB:g} GiB = {show.num(pool)} 个 OPT-13B 的 token（{source}）；"
+               f"{show.num(N_REQUESTS)} 个请求一开始就排队，长度仿 ShareGPT（网友分享的 ChatGPT 对话；种子 {SEQ_SEED}）。"
+               "各列占 KV 池的比例，满载（还有请求在排队）时的时间平均：预留 = 分给请求、留给它以后的 token；内部碎片 = 分出去了、到结束也"
+               "用不上；外部/空闲 = 没分出去的空隙。并发 = 平均在跑几个请求；- = 从没满载。Orca（OSDI'22，"
+               f"vLLM §6.1 的基线）给每个请求预留一段连续的位置：(Max) {show.num(MAX_SEQ)} 个；(Pow2) 输入 + 不小于输出"
+               f"的 2 的幂；(Oracle) 输入 + 输出。{figure}。")
     show.table(headers, list(rows.values()), caption)
     mx, pg, stored = rows["Orca (Max)"], rows["vLLM"], [rows[k][1] for k in runs]
-    show.claim(f"KV 池里存着 token 的比例：分页（块 {BLOCK_SIZE}）{pg[1]}，Orca (Max) 只有 {mx[1]}；平均同时在跑 {pg[-1]} "
+    show.claim(f"KV 池里存着 token 的比例：分页（每块 {BLOCK_SIZE} 个 token）{pg[1]}，Orca (Max) 只有 {mx[1]}；平均同时在跑 {pg[-1]} "
                f"个请求对 {mx[-1]} 个：按需分小块，同样的显存能批更多请求。", "-" not in (mx[1], pg[1])
                and show.value(pg[1]) > show.value(mx[1]) and show.value(pg[-1]) > show.value(mx[-1]),
                f"存着 token：分页 {pg[1]}，Orca (Max) {mx[1]}；并发 {pg[-1]} 对 {mx[-1]}")
@@ -141,13 +145,16 @@ def demo_smaller_kv():
         rows[name] = [name, show.num(kv[name][0] // (2 * m.n_layers)), kib(kv[name][0]), kib(kv[name][1]),
                       show.pct(kv[name][0] / kv["MHA"][0], 1)] + [tokens_fit(m, kv[name][0], cap) for _, cap in GPUS]
     headers = ["方式", "每层的数", "KV KiB", "FP8 KiB", "相对 MHA"] + [g for g, _ in GPUS]
-    caption = (f"{m.name} 的形状（{m.n_layers} 层、{m.n_heads} 个查询头 × {m.head_dim} 维）；每层的数：每层每个 token "
-               "存几个数；KV 按 bf16；GPU 列同演示 1。DeepSeek-V2 表 1：能力 MHA 强、GQA 中、MQA 弱、MLA 更强；"
-               f"摘要：KV 比 DeepSeek 67B 少 93.3%，按 config.json 重构（{show.size(DS67_KV)} 对 MLA 平均 6 bit 的 "
-               f"{show.size(DSV2_KV_6BIT)}）是少 {show.pct(1 - DSV2_KV_6BIT / DS67_KV, 1)}。")
+    caption = (f"{m.name} 的形状（{m.n_layers} 层、{m.n_heads} 个查询头 × {m.head_dim} 维）。MHA：每个查询头一组 K、V；"
+               f"GQA-{GQA_GROUPS}：查询头分成 {GQA_GROUPS} 组，每组共用一组 K、V；MQA：全部头共用一组；MLA（DeepSeek-V2 的"
+               f"多头潜在注意力）：每层只存一个 {MLA_KV_LORA_RANK} 维的压缩向量和一个 {MLA_ROPE_DIM} 维、带位置编码的 K。"
+               "每层的数：每层每个 token 存几个数；KV 按 bf16，FP8：每个数 1 字节；GPU 列同演示 1。DeepSeek-V2 表 1：能力 "
+               "MHA 强、GQA 中、MQA 弱、MLA 更强；摘要说 KV 比 DeepSeek 67B 少 93.3%：按两者公开的配置，"
+               f"{show.size(DS67_KV)} 对 MLA 按平均 6 bit 存的 {show.size(DSV2_KV_6BIT)}，"
+               f"正是少 {show.pct(1 - DSV2_KV_6BIT / DS67_KV, 1)}。")
     show.table(headers, list(rows.values()), caption)
     mha, gqa, mla, gpu = rows["MHA"], rows[f"GQA-{GQA_GROUPS}"], rows["MLA"], GPUS[-1][0]
-    show.claim(f"MLA 每层只存 d_c + d_h^R = {mla[1]} 个数，每个 token {mla[2]} KiB，是 MHA 的 {mla[4]}：一张 {gpu} 能放的"
+    show.claim(f"MLA 每层只存 {mla[1]} 个数，每个 token {mla[2]} KiB，是 MHA 的 {mla[4]}：一张 {gpu} 能放的"
                f" token 从 {mha[-1]} 个变成 {mla[-1]} 个。", "-" not in (mha[-1], mla[-1])
                and show.value(mla[2]) < show.value(mha[2]) and show.value(mla[-1]) > show.value(mha[-1]),
                f"每个 token：MLA {mla[2]} KiB，MHA {mha[2]} KiB；一张 {gpu}：MLA {mla[-1]}，MHA {mha[-1]}")
@@ -165,17 +172,18 @@ def demo_preemption():
     rows = {b: [str(b), show.num(swap_seconds(m, SWAP_LEN, b, 1, us)[0]), show.num(recompute * 1e3, 1)]
             + [show.num(2 * swap_seconds(m, SWAP_LEN, b, g, us)[1] * 1e3, 1) for g in PCIE_GBPS]   # 来回 = 2 × 换出
             for b in SWAP_BLOCK_SIZES}
-    headers = ["块", "拷贝次数", "重算 ms"] + [f"{g:g} GB/s 来回 ms" for g in PCIE_GBPS]
+    headers = ["块大小", "拷贝数", "重算 ms"] + [f"{g:g} GB/s 来回 ms" for g in PCIE_GBPS]
     fast25 = "（16 = FAST'25 表 1 整机的 128 GB/s ÷ 8 卡；25–32 ≈ 独占 PCIe 4.0 ×16）" if PCIE_GBPS == (16, 25, 32) else ""
-    caption = (f"{m.name}、A100、一条 {show.num(SWAP_LEN)} token 的序列。重算 = FAST'25 式 1 的 FLOPs（a = {EQ1_A}、b = {EQ1_B} "
-               f"取自它的表 1，这里用在 OPT-13B 上）÷（{A100_TFLOPS} TFLOPS × {show.pct(MFU)}），与块大小无关；来回 = "
-               f"换出 + 换入，每层 K、V 每块各拷一次：{COPY_OVERHEAD_US:g} µs + 字节 ÷ 带宽。{show.pct(MFU)}、"
+    caption = (f"{m.name}、A100、一条 {show.num(SWAP_LEN)} token 的序列被抢占（显存不够时暂停它、腾出它的 KV）。"
+               f"重算 = Mooncake FAST'25 式 1 的计算量 l(an²d + bnd²)（l 层、n 个 token、隐藏维度 d；a = {EQ1_A}"
+               f"、b = {EQ1_B} 取自它的表 1）÷（峰值 {A100_TFLOPS} TFLOPS × {show.pct(MFU)}），与块大小无关；来回 = 换出到 CPU 内存"
+               f" + 换回，每层 K、V 每块各拷一次（拷贝数）：每次 {COPY_OVERHEAD_US:g} µs + 字节 ÷ 带宽。{show.pct(MFU)}、"
                f"{COPY_OVERHEAD_US:g} µs 和带宽都是我们的假设{fast25}。vLLM §7.3：块 16–64 时两者端到端相当。")
     show.table(headers, list(rows.values()), caption)
     cut = simulate_paged(*simulate(), BLOCK_SIZE)[2]      # 演示 2 的负载：[(请求号, 被抢占时已有几个 token)]
     all_recompute = show.num(sum(m.prefill_flops(n) for _, n in cut) / flops, 1)
     all_swap = show.num(sum(2 * swap_seconds(m, n, BLOCK_SIZE, PCIE_GBPS[0], us)[1] for _, n in cut), 1)
-    show.claim(f"演示 2 的负载下，分页（块 {BLOCK_SIZE}）抢占了 {show.num(len(cut))} 次（"
+    show.claim(f"演示 2 的负载下，分页（每块 {BLOCK_SIZE} 个 token）抢占了 {show.num(len(cut))} 次（"
                f"{show.num(len({r for r, _ in cut}))} 个请求）：全部重算要 {all_recompute} s，"
                f"全部换出再换入要 {all_swap} s（{PCIE_GBPS[0]:g} GB/s），重算更快。",
                len(cut) > 0 and show.value(all_recompute) < show.value(all_swap),

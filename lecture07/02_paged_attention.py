@@ -93,8 +93,10 @@ def demo_block_table():
     show.table(["步", "分配", *(f"{n} 块表 长度" for n in seqs), "空闲"],
                [[st["step"], st["got"], *(f"{st['tables'][n]} {st['lengths'][n]}" for n in seqs), st["free"]]
                 for st in steps],
-               caption=f"[..]：物理块号，按逻辑块的顺序，后面是序列长度；空闲：块池（共 {pool.n_blocks} 块）还剩几块。"
-                       f"块大小 {bs}，模型种子 {MODEL_SEED}、输入种子 {PROMPT_SEED}。")
+               caption=f"块：{bs} 个 token 的 KV；块池：显存里的全部块（共 {pool.n_blocks} 块，编号是物理块号）；块表：一条"
+                       "序列的第 1、2、3…… 个逻辑块各存在哪个物理块。prefill：一次写入整段输入；解码：每条写一个 token。"
+                       "分配：这一步给谁新分了几块；[..] 后面是序列长度；空闲：块池还剩几块。"
+                       f"模型种子 {MODEL_SEED}、输入种子 {PROMPT_SEED}。")
     split = [n for n, s in seqs.items() if s.blocks != list(range(s.blocks[0], s.blocks[0] + len(s.blocks)))]
     who = (split + list(seqs))[0]                  # 第一条物理块不相邻的序列
     show.claim(f"同一条序列的物理块并不相邻（{who} 的块表 {seqs[who].blocks}）：逻辑上连续、物理上分散，全靠块表对应。",
@@ -107,7 +109,7 @@ def demo_block_table():
 
 
 def demo_equivalence():
-    """按块表拼回来的 K/V 做注意力，和连续存放的 KVCache 算出的 logits 一样吗？"""
+    """按块表拼回来的 K/V 做注意力，和连续存放的 KV 缓存算出的 logits 一样吗？"""
     bs = EQ_BLOCK_SIZE
     cfg = config_like(TINY, max_seq=max(EQ_PROMPTS) + EQ_DECODE)
     params = init_params(cfg, seed=MODEL_SEED)
@@ -126,9 +128,10 @@ def demo_equivalence():
     rows = [[i, n, s.length, len(s.blocks), s.blocks, "0.0" if d == 0 else f"{d:.1e}"]
             for i, (n, s, d) in enumerate(zip(EQ_PROMPTS, seqs, diff))]
     show.table(["序列", "输入", "最终长度", "块数", "块表", "最大差"], rows,
-               caption=f"最大差：prefill 和每步解码的全部 logits 与连续版的 max |diff|（块大小 {bs}，模型种子 {MODEL_SEED}、"
-                       f"输入种子 {PROMPT_SEED}）。两边共用同一份层计算 run_layers，只有 K/V 存在哪、从哪取不同。这里按块表"
-                       "把块拼回连续的 K/V（gather_kv）再算；vLLM 的 kernel 不拼，按块表逐块读进来直接算（vLLM 论文 §5.1）。")
+               caption=f"输入：输入的 token 数；最大差：prefill（一次处理整段输入）和之后每步解码的全部 logits 与连续存放时的最大绝对差（块大小 "
+                       f"{bs}，模型种子 {MODEL_SEED}、输入种子 {PROMPT_SEED}）。两边每层的计算是同一份代码，只有 K/V 存在哪、"
+                       "从哪取不同。这里按块表把块拼回连续的 K/V 再算（练习 2）；vLLM 的 GPU kernel 不拼，按块表逐块读进来"
+                       "直接算（vLLM 论文 §5.1）。")
     show.claim(f"{len(seqs)} 条序列、{EQ_DECODE + 1} 轮（prefill 加 {EQ_DECODE} 步解码）的 logits 与连续存放逐位相同"
                "（最大差都是 0.0）：K/V 放在哪些块里，不改变算出的任何一位。",
                all(show.value(r[5]) == 0 for r in rows), "最大差 " + "、".join(r[5] for r in rows))
@@ -165,12 +168,13 @@ def demo_block_size():
                     + [show.num(nb[n].mean(), 1) for n in lens] + [show.size(seg_bytes), show.num(segs)])
     segs, seg_bytes = read_segments(READ_LEN, READ_LEN)
     rows.append(["连续", "-", "-", "-", "-", "-", show.size(seg_bytes), show.num(segs)])
-    show.table(["块", "S 浪费/条", "S 浪费", "A 浪费", "S 块表", "A 块表", "每段", "一步读几段"], rows,
-               caption=f"S / A：ShareGPT / Alpaca 式长度，各 {N_LENGTHS:,} 条（种子 {LEN_SEED}；均值取 vLLM 论文图 11，"
-                       "对数正态，总长截在 2,048）。浪费：最后一块空着的位置。每段、一步读几段：LLaMA2-70B 上 "
+    show.table(["块大小", "S 浪费/条", "S 浪费", "A 浪费", "S 块表", "A 块表", "每段", "一步读几段"], rows,
+               caption=f"S / A：仿 ShareGPT（长对话）/ Alpaca（短指令）的序列长度，各 {N_LENGTHS:,} 条（种子 {LEN_SEED}；"
+                       "均值取 vLLM 论文图 11，对数正态，总长截在 2,048）。浪费：最后一块空着的位置，每条平均几个、占全部"
+                       "位置的比例；块表：每条平均几块。每段、一步读几段：LLaMA2-70B 上 "
                        f"{READ_LEN:,} 个 token 解码一步按块表读的连续段。vLLM 论文 §7.2、图 18b：ShareGPT 上块 16–128 最好，"
-                       "Alpaca 上 16、32 好、更大明显变差，默认 16；§7.1、图 18a：注意力 kernel 比 FasterTransformer 慢 "
-                       "20–26%，是查块表、多出的分支、处理变长序列三项开销合起来。")
+                       "Alpaca 上 16、32 好、更大明显变差，默认 16；§7.1、图 18a：注意力 kernel 比 FasterTransformer（KV "
+                       "连续存放的推理库）慢 20–26%，是查块表、多出的分支、处理变长序列三项开销合起来。")
     s_waste, a_waste = [show.value(r[2]) for r in rows[:-1]], [show.value(r[3]) for r in rows[:-1]]
     first, big = rows[0], rows[-2]
     show.claim(f"块从 {first[0]} 到 {big[0]}，ShareGPT 的浪费从 {first[2]} 升到 {big[2]}，Alpaca 从 {first[3]} 升到 "
@@ -184,7 +188,7 @@ def demo_block_size():
     return dict(rows=rows, block_sizes=BLOCK_SIZES)
 
 
-DEMOS = [("演示 1：块表——序列变长时物理块怎样分配", demo_block_table),
+DEMOS = [("演示 1：块表——一条序列的 KV 存在哪些物理块，序列变长时怎样分配", demo_block_table),
          ("演示 2：分页与连续存放的 logits 逐位比较", demo_equivalence),
          ("演示 3：块大小的取舍——最后一块的浪费、块表长度、每步读几段", demo_block_size)]
 

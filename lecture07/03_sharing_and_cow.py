@@ -150,12 +150,13 @@ def demo_savings():
             rows.append([w, kind, lengths, show.num(private), show.num(shared), show.pct(1 - shared / private, 1),
                          show.num(sum(steps[-1][2] for steps in per_req)), paper])
     show.table(["n", "方式", "长度", "不共享", "共享", "省下", "COW", "论文"], rows,
-               caption=f"{N_REQUESTS} 个请求（长度种子 {LEN_SEED}）：Alpaca 式平均输入 "
-                       f"{np.mean([r[0] for r in reqs]):.0f}、ShareGPT 式 {np.mean([r[0] for r in long]):.0f} 个 token"
-                       "（均值取 vLLM 论文图 11）。不共享 / 共享：每一步占用的 KV 块加起来（块·步）；省下 = 1 − 共享 / 不共享；"
-                       "COW：写时复制的次数。束搜索在 TINY 模型上真的解码；并行采样的块数只取决于长度，只在块池里重放。"
-                       "论文：vLLM 论文 §6.3，OPT-13B，n、束宽 2、4、6 合起来的范围（Alpaca 见图 15，ShareGPT 在正文），"
-                       f"块 16；这里是随机权重的小模型、没有 EOS、块 {BLOCK_SIZE}：只比量级。")
+               caption=f"n：并行采样（一个提示要 n 个回答）或束搜索（每步留得分最高的 n 条候选）的宽度。长度：仿 Alpaca"
+                       f"（短指令）/ ShareGPT（长对话），{N_REQUESTS} 个请求（种子 {LEN_SEED}），平均输入 "
+                       f"{np.mean([r[0] for r in reqs]):.0f} / {np.mean([r[0] for r in long]):.0f} 个 token（vLLM 图 11 "
+                       f"的均值）。不共享 / 共享：逐步占的块（每块 {BLOCK_SIZE} 个 token）之和；"
+                       "COW：写时复制（写共享的、没写满的块之前先复制它）的次数。束搜索在小模型上真的解码，并行采样只在"
+                       "块池里重放。论文：vLLM §6.3、图 15，OPT-13B、块 16，n = 2、4、6 的范围；这里权重随机、"
+                       "不提前结束：只比量级。")
     beam = {r[0]: r[5] for r in rows if r[1] == "束搜索"}                  # n → 表里印的"省下"
     par = {r[0]: r[5] for r in rows if r[1:3] == ["并行采样", "Alpaca"]}
     w = WIDTHS[-1]
@@ -202,9 +203,11 @@ def demo_cow():
     show.table(["步", "a 块表", "b 块表", "ref_count", "空闲", "COW"],
                [[st["step"], st["tables"]["a"], st["tables"].get("b", "-"), st["ref_count"], st["free"], st["cow"]]
                 for st in steps],
-               caption=f"ref_count：物理块 0–{pool.n_blocks - 1} 的引用计数；COW：累计写时复制次数。块大小 {bs}，"
-                       f"种子 {MODEL_SEED}/{COW_SEED}。GPU 版：lecture07/gpu/paged_decode.py 的 PagedKVCache.reserve 用"
-                       "同一个 BlockPool、PagedSequence 记账，把一步里要复制的块一次拷完（06_triton_cow_clone.py）。")
+               caption=f"prefill：一次写入整段输入；块表：序列的 KV 依次存在哪些物理块（每块 {bs} 个 token）。a.fork()："
+                       f"新序列 b 共用 a 的块表，不复制 KV；ref_count（引用计数）：物理块 0–{pool.n_blocks - 1} 各有几条序列"
+                       "在用；空闲：块池还剩几块；COW：累计写时复制（写共享的块之前先复制它）的次数。模型种子 "
+                       f"{MODEL_SEED}、输入种子 {COW_SEED}。GPU 版（06，lecture07/gpu/paged_decode.py）同样记账，一步里要"
+                       "复制的块一次拷完。")
     show.claim(f"b 写第 {L + 1} 个 token 时，共享的最后一块 {last} 只写了 {pos}/{bs}：先整块复制成块 {new}（{cfg.n_layers} 层 "
                f"× K、V），再写位置 {pos}；块 {last} 一位也没变，ref_count 从 2 降到 {rc_last}。",
                new != last and cow_b == 1 and untouched and rc_last == 1,

@@ -92,7 +92,7 @@ def shared_prompts():       # 04 演示 2 的请求：{(前缀名, 前缀长): [
 
 
 def demo_tree():
-    """04 演示 2 的请求依次插入一棵基数树：它长什么样，存了多少个 token？"""
+    """04 演示 2 的请求依次插入一棵基数树（开头相同的 token 只存一次的前缀树）：它长什么样，存了多少个 token？"""
     reqs, tree, rows = [t for group in shared_prompts().values() for t in group], RadixCache(), []
     for toks in reqs:
         tree.insert(toks, lock=True)             # 请求都还在跑：走过的节点 ref + 1
@@ -109,8 +109,10 @@ def demo_tree():
     total = sum(map(len, reqs))
     n, tokens, stored, splits = map(show.num, (len(reqs), total, tree.size, tree.n_splits))
     show.table(["树（[起点, 终点) 是节点在请求里的 token 区间）", "长度", "ref"], rows,
-               caption=f"ref：几个还在跑的请求用着它（SGLang 的 lock_ref）。{n} 个请求共 {tokens} 个 token；树里 "
-                       f"{len(tree.nodes())} 个节点存 {stored} 个，拆过 {splits} 次节点。")
+               caption=f"基数树（推理服务系统 SGLang 用它找前缀）：每个节点存一段 token，从根往下读是一个请求的开头，在"
+                       f"分叉处拆开节点。长度：节点的 token 数；ref：几个还在跑的请求用着这个节点。请求：{len(FEW_SHOT)} 段 "
+                       f"few-shot 前缀各被 {N_SHARING} 个请求共用，后面各接一段随机的 token，共 {n} 个请求、{tokens} 个 "
+                       f"token；树里 {len(tree.nodes())} 个节点存 {stored} 个，拆过 {splits} 次节点。")
     show.claim(f"{n} 个请求共 {tokens} 个 token，树里只存 {stored} 个（{show.pct(tree.size / total)}）：共用的前缀各是"
                "根下的一个节点，KV 只存一份。", show.value(stored) < show.value(tokens), f"树里存 {stored} 个，没省")
     lengths = [r[1] for r in rows if r[1] != "-"]                        # 表里印出的节点长度
@@ -121,7 +123,7 @@ def demo_tree():
 
 
 def demo_granularity():
-    """按 token 匹配（基数树）比按块匹配（链式块哈希）少算多少 token，代价是什么？"""
+    """按 token 匹配（基数树）比按块匹配（04 的链式块哈希，只认整块）少算多少 token，代价是什么？"""
     bs, rows, sums = BLOCK_SIZE, [], np.zeros(6, dtype=np.int64)
     for (name, plen), reqs in shared_prompts().items():    # 每段前缀单独一棵树、一张哈希表（同 04 演示 2）
         seen, tree, r = set(), RadixCache(), np.zeros(6, dtype=np.int64)
@@ -138,19 +140,21 @@ def demo_granularity():
         rows.append([cut(name, 10), f"{plen} = {plen // bs}×{bs}+{plen % bs}", *map(show.num, r)])
     rows.append(["合计", "-", *map(show.num, sums)])
     show.table(["前缀", "前缀长", "按块", "按 token", "零头", "碰巧", "块表项", "token 项"], rows,
-               caption=f"按块、按 token：要算的 token。零头：前缀不满一块（{bs} 个）的；碰巧：后缀开头碰巧相同的。")
+               caption=f"同演示 1 的请求，每段前缀单独一棵树、一张哈希表。前缀长 = 整块数 × 块大小（{bs}）+ 零头。按块、"
+                       "按 token：要算的 token 数；按 token 少算的来自两处——零头：前缀不满一块的 token；碰巧：后缀开头碰巧"
+                       "和别的请求相同的 token。块表项、token 项：索引要记几项（按块每块一项，按 token 每个 token 一项）。")
     t = rows[-1]
     show.claim(f"按 token 匹配少算 {show.num(show.value(t[2]) - show.value(t[3]))} 个 token（{t[2]} → {t[3]}）："
                f"{t[4]} 个是前缀不满一块的零头，{t[5]} 个是后缀开头碰巧相同的——块哈希只认整块。",
                show.value(t[3]) < show.value(t[2]), f"按块 {t[2]} 个、按 token {t[3]} 个")
-    show.claim(f"代价：按 token 的索引每个 token 一项（{t[7]} 项），按块只要 {t[6]} 项；SGLang 今天也可以设 "
-               "page_size > 1，那时只匹配整页，和按块一样。", show.value(t[7]) > show.value(t[6]),
+    show.claim(f"代价：按 token 的索引每个 token 一项（{t[7]} 项），按块只要 {t[6]} 项；SGLang 今天也可以把一页设成"
+               "多个 token，那时只匹配整页，和按块一样。", show.value(t[7]) > show.value(t[6]),
                f"块表项 {t[6]}、token 项 {t[7]}")
     return dict(rows=rows)
 
 
 def demo_trace():
-    """在 trace 上，按叶子淘汰的基数树和按块淘汰的 LRU 命中一样吗？SGLang 自己的规则呢？"""
+    """在一小时的请求记录上，只从叶子淘汰的基数树和淘汰最久没用的块（块 LRU）命中一样吗？SGLang 自己的规则呢？"""
     trace = make_trace(TRACE_SEED)
     total = sum(len(r.blocks) for r in trace)
     caches = [c for cap in CAPACITIES for c in (LRUCache(cap), RadixCache(cap, "trim"), RadixCache(cap, "sglang"))]
@@ -160,14 +164,17 @@ def demo_trace():
              show.num(sum(int(a != b) for a, b in zip(lru, trim))), show.num(sum(sglang) - sum(lru))]
             for cap, lru, trim, sglang in zip(CAPACITIES, hits[0::3], hits[1::3], hits[2::3])]
     show.table(["容量（块）", "块 LRU", "修剪", "SGLang", "修剪≠LRU 的请求", "SGLang − LRU（块）"], rows,
-               caption=f"命中率 = 用得上的命中块 / 全部 {show.num(total)} 次块访问（同 04 演示 4）。"
-                       "SGLang 的规则照 0.5.23 的 RadixCache。")
+               caption=f"trace（请求记录）同 04 演示 4：仿 Mooncake（Kimi 的服务系统）公开负载的合成 trace，每块 512 个 "
+                       f"token，树里一个单位是一块。前三列是命中率 = 用得上的命中块 / 全部 {show.num(total)} 次块访问。"
+                       "块 LRU：淘汰最久没用的块；修剪：从最久没用的叶子尾巴一块一块地剪，删到正好满；SGLang 的规则（照 "
+                       "SGLang 0.5.23 的代码）：整片删最久没用的叶子，删够为止。后两列：命中和块 LRU 不同的请求数、"
+                       "SGLang 比块 LRU 多命中的块数。")
     differ = [r[0] for r in rows if show.value(r[4]) != 0]
-    show.claim(f"修剪规则在 {len(rows)} 个容量下给每个请求的命中都和块 LRU 相同：链式块 id 下，LRU 最久没用的块总是"
-               "某片叶子的最后一块，修剪每步删的正是它。", not differ, f"在 {'、'.join(differ)} 块时有请求的命中不同")
+    show.claim(f"修剪规则在 {len(rows)} 个容量下给每个请求的命中都和块 LRU 相同：块号由前缀决定（同一个号代表同一段"
+               "开头）时，LRU 最久没用的块总是某片叶子的最后一块，修剪每步删的正是它。", not differ, f"在 {'、'.join(differ)} 块时有请求的命中不同")
     gaps = [r[5] for r in rows]                  # 印出来的 SGLang − LRU
     show.claim("SGLang 的规则从不比块 LRU 多命中，容量小了还少命中（表的最后一列）：它整片删叶子、删够为止，树常停在"
-               "容量以下；拆开没用到的尾巴也记成刚用过。", max(map(show.value, gaps)) <= 0 > min(map(show.value, gaps)),
+               "容量以下；拆节点时，没用到的尾巴也记成刚用过。", max(map(show.value, gaps)) <= 0 > min(map(show.value, gaps)),
                f"SGLang − LRU：{'、'.join(gaps)} 块")
     return dict(rows=rows, total=total)
 
@@ -193,10 +200,15 @@ def run_steps(rule):
 def demo_steps():
     """插入、拆开、整段命中、超出容量：每一步树怎么变？SGLang 的规则删掉整片叶子，修剪（只从叶子尾巴上剪掉刚好够的 token）又删哪些？"""
     steps, trim = run_steps("sglang"), run_steps("trim")
-    rows = [[cut(s["name"], 10), s["n"], s["hit"], s["usable"], s["splits"], cut("、".join(s["evicted"]) or "-", 16),
-             s["size"], t["size"]] for s, t in zip(steps, trim)]
+    rows = [[cut(s["name"], 10), s["n"], s["hit"], s["usable"], s["splits"],
+             cut("".join(f"「{e}」" for e in s["evicted"]) or "-", 18), s["size"], t["size"]] for s, t in zip(steps, trim)]
+    name, text = STEP_REQUESTS[0]
+    arrow = "（=> 也是词）" if "=>" in text.split() else ""
     show.table(["请求", "token", "已在树里", "用得上", "拆", "SGLang 淘汰", "树里", "修剪时"], rows,
-               caption=f"树最多存 {STEP_CAPACITY} 个 token，一个词一个 token；用得上：最后一个 token 总要重算。")
+               caption=f"每个请求是一句英译法的提示，一个词算一个 token，如{cut(name, 10)}：「{cut(text, 150)}」"
+                       f"{arrow}。树最多存 {STEP_CAPACITY} 个 token。已在树里：开头有几个 token 树里已有；用得上："
+                       "其中能不重算的（最后一个 token 总要重算）；拆：拆开几个节点；SGLang 淘汰：SGLang 的规则这一步删掉"
+                       "的叶子上的词；树里、修剪时：这一步之后树里存几个 token（SGLang 的规则、修剪）。")
     x = ([r for r in rows if r[2] == r[1]] + rows)[0]      # 第一个整段命中的请求（没有就是第一行）
     show.claim(f"整段命中也要重算最后一个 token（{x[0]}：{x[1]} 个 token 里 {x[2]} 个在树里，用得上 {x[3]} 个）。",
                x[2] == x[1] and x[3] == x[1] - 1, "没有哪个请求整段都在树里")
@@ -207,7 +219,7 @@ def demo_steps():
 
 
 DEMOS = [("演示 1：一棵基数树", demo_tree), ("演示 2：按 token 匹配还是按块匹配", demo_granularity),
-         ("演示 3：trace 上的修剪、SGLang 的规则和块 LRU", demo_trace), ("演示 4：一步一步看基数树", demo_steps)]
+         ("演示 3：一小时的负载上：基数树的两种淘汰规则与块 LRU", demo_trace), ("演示 4：一步一步看基数树", demo_steps)]
 
 
 def main(argv=None):
