@@ -23,6 +23,7 @@ from lab_common.transformer_lab import TINY, KVCache, config_like, forward, init
 from kv_store.belady import min_hits  # noqa: E402
 from kv_store.policies import LFUCache, LengthAwareCache, S3FIFOCache, hit_blocks, usable_tokens  # noqa: E402,F401
 from kv_store.tiers import A800_X8, EQ1_A, EQ1_B, LLAMA3_70B, TIERS, hit_tier, trace_prefill_time  # noqa: E402
+from kv_store.mooncake_paper import PAPER_ROWS, PAPER_TABLE1, PAPER_TRACES  # noqa: E402
 from kv_store.trace import BLOCK_SIZE as TRACE_BLOCK, load_trace, make_trace  # noqa: E402
 from paged_kv import BlockPool, PagedSequence, paged_step  # noqa: E402
 
@@ -48,23 +49,6 @@ HOT_ACCESSES = 1_000        # 演示 3：最热的块至少被访问这么多次
 SAVED_CAPS = (None, 10_000, 1_000)   # 演示 5：LRU 缓存的容量（块）
 LOCAL_KV_BYTES = 10 ** 12   # 演示 5：一台机器放前缀缓存的 DRAM（FAST'25 §5.3.1：约 1 TB）；超出的在别的机器上
 
-# ---- 论文的数（只用来对照）----
-PAPER_TABLE1 = {   # Mooncake arXiv v3 表 1（§4.2）的命中率，按容量（块；None = 论文的 Inf）
-    "LRU": {None: 0.51, 100_000: 0.51, 50_000: 0.50, 30_000: 0.48, 10_000: 0.40, 1_000: 0.30},
-    "LFU": {None: 0.51, 100_000: 0.51, 50_000: 0.49, 30_000: 0.43, 10_000: 0.35, 1_000: 0.30},
-    "LengthAware": {None: 0.51, 100_000: 0.50, 50_000: 0.48, 30_000: 0.42, 10_000: 0.35, 1_000: 0.30},
-}
-PAPER_TRACES = ("arXiv v3", "Tool&Agent", "对话", "合成")   # arXiv v3 §4、§4.2；FAST'25 表 2 的三个负载
-PAPER_ROWS = {     # 演示 3 的行 → 四个 trace 的数。前三个是 Kimi 线上一小时的采样（arXiv v3 §4、FAST'25 §5.2.1），
-    "请求数": ("23,608", "23,608", "12,031", "3,993"),   # "合成"（Synthetic）由公开数据集拼成、泊松到达
-    "分钟": ("60", "60", "60", "-"),
-    "平均输入 token": ("7,590", "8,596", "12,035", "15,325"),
-    "平均输出 token": ("182", "182", "343", "149"),
-    "cache ratio": ("-", "59%", "40%", "66%"),
-    "只用过一次的块": ("超过 50%", "-", "-", "-"),
-    "最热的块的访问次数": ("数万次", "-", "-", "-"),
-    "最热 1% 的块占的访问": ("-", "-", "-", "-"),
-}
 TRACE = None      # 演示 3–5 的 (名字, 请求列表)：main 读一次
 
 
@@ -83,7 +67,8 @@ def demo1_hashing():
     h = {k: block_hashes(t, 4) for k, t in reqs.items()}
     show.table(["请求", "token 数", "每个完整块的哈希（前 8 位）"],
                [[k, len(reqs[k]), " ".join(x[:8] for x in h[k])] for k in reqs],
-               caption="A 最后 1 个 token 不满一块，不算哈希（vLLM 只缓存完整的块；Mooncake 的 trace 给它也编了号）。")
+               caption="块大小 4。A 最后 1 个 token 不满一块，不算哈希：vLLM 只缓存完整的块（Mooncake 公开的请求记录"
+                       "给不满的块也编了号）。")
     a, b, c = h.values()
     same_ab = match_prefix(b, set(a))
     same_c = [i + 1 for i, (x, y) in enumerate(zip(a, c)) if x == y]
@@ -135,8 +120,10 @@ def demo2_shared_prefix():
     rows = [[k, show.num(n), show.num(r["total"]), show.num(r["computed"]), show.pct(1 - r["computed"] / r["total"]),
              show.num(r["cached"]), show.num(r["private"]), show.num(r["shared"]), show.num(r["worst"], 1)]
             for (k, n), r in zip(FEW_SHOT, res.values())]
-    show.table(head, rows, caption=f"{N_SHARING} 个请求、块大小 {BLOCK_SIZE}、TINY 模型（权重种子 {MODEL_SEED}、token 种子 "
-               f"{PROMPT_SEED}）。不共享 / 共享：同时在场时占的物理块；最大差：最后一个 token 的 logits 和从头算的差。")
+    show.table(head, rows, caption=f"每行 {N_SHARING} 个请求共用一段 few-shot 前缀，各接 {SUFFIX_LEN[0]}–"
+               f"{SUFFIX_LEN[1] - 1} 个随机 token；块大小 {BLOCK_SIZE}，第 2 讲的小模型（权重种子 {MODEL_SEED}、token 种子 "
+               f"{PROMPT_SEED}）。总输入、实际算：全部的、真正算了的 token；缓存块：缓存里登记的块；不共享 / 共享：请求都还"
+               "在时占的物理块；最大差：最后一个 token 的 logits 和从头算的最大绝对差。")
     last = dict(zip(head, rows[-1]))                            # 最长的前缀那一行
     k, saved, private, shared, worst = (last[x] for x in ("前缀", "省下", "不共享", "共享", "最大差"))
     show.claim(f"{k} 省下 {saved} 的计算，logits 和从头算逐位相同（最大差 {worst}）：后来的请求把前缀的满块映射到缓存里"
@@ -157,8 +144,9 @@ def demo3_block_heat():
             show.pct(sum(counts[:len(counts) // 100]) / sum(counts))]
     show.table(["", "本实验"] + list(PAPER_TRACES), [[k, x, *p] for (k, p), x in zip(PAPER_ROWS.items(), ours)],
                caption=f"本实验：{name}，{show.num(sum(counts))} 次块访问、{show.num(len(counts))} 个不同的块（每块 "
-                       f"{TRACE_BLOCK} token）。论文列：arXiv v3 §4、§4.2；FAST'25 表 2（cache ratio：它的名字，§5.2.1 叫 "
-                       "prefix caching ratio，即输入里能从前缀缓存复用的比例）。")
+                       f"{TRACE_BLOCK} token）；trace 是请求记录：每个请求的到达时间、长度、用到的块。论文列：Mooncake（Kimi 的"
+                       "服务系统）arXiv v3 §4、§4.2；FAST'25 表 2 的三个负载（cache ratio：它的名字，§5.2.1 叫 prefix "
+                       "caching ratio，即输入里能从前缀缓存复用的比例）。")
     once, hottest, top = ours[5:]
     show.claim(f"{once} 的块只用过一次（论文：超过 50%），最热 1% 的块却占了 {top} 的块访问：热度极不均匀。",
                show.value(once) > 0.5 and show.value(top) >= 0.1, f"只用过一次的块 {once}，最热 1% 占 {top}")
@@ -166,12 +154,6 @@ def demo3_block_heat():
                "（arXiv v3 §4.2；05 演示 2）。", show.value(hottest) >= HOT_ACCESSES,
                f"最热的块只被访问了 {hottest} 次（不到 {HOT_ACCESSES:,}）")
     return dict(name=name, counts=counts, cells=ours)
-
-
-def cap_name(c):
-    if c is None:
-        return "无限"
-    return f"{c:,}"
 
 
 def capacity(c):
@@ -197,10 +179,11 @@ def demo4_policies():
     for cls in [p for p in POLICIES if p.NAME in PAPER_TABLE1]:         # 论文表 1 有的策略、有的容量
         rows.append([f"论文 {cls.NAME}"] + [f"{PAPER_TABLE1[cls.NAME][c]:.2f}" if c in PAPER_TABLE1[cls.NAME] else "-"
                                              for c in CAPACITIES])
-    show.table(["策略 \\ 容量（块）"] + [cap_name(c) for c in CAPACITIES], rows,
-               caption="前缀命中率 = 用得上的命中块 / 全部块访问。MIN：Belady 的离线最优，数逐块命中（不要求从第一块起"
-                       "连续，也不扣最后一个 token），是上界，真实系统做不到。论文行：Mooncake arXiv v3 表 1，在另一个 "
-                       "trace 上算的。")
+    show.table(["策略 \\ 容量（块）"] + [f"{c:,}" if c else "无限" for c in CAPACITIES], rows,
+               caption="前缀命中率 = 用得上的命中块（从第一块起连续命中，最后一个 token 总要重算）/ 全部块访问。LRU："
+                       "淘汰最久没用的块；LFU：淘汰用得最少的；LengthAware（Mooncake 的）：像 LFU，次数相同时先淘汰请求里"
+                       "靠后的块。MIN：Belady 的离线最优，数逐块命中（不要求从第一块起连续，也不扣最后一个 token），是上界，"
+                       "真实系统做不到。论文行：Mooncake arXiv v3 表 1，在另一个 trace 上算的。")
     lru = dict(zip(CAPACITIES, rows[POLICIES.index(LRUCache)][1:]))
     small, big = min(CAPACITIES, key=lambda c: c or float("inf")), max(CAPACITIES, key=lambda c: c or float("inf"))
     kept = show.pct(show.value(lru[small]) / show.value(lru[big]))
@@ -215,7 +198,7 @@ def demo4_policies():
     _, c, name, theirs = max(gaps, key=lambda g: g[0])        # LRU 领先最多的一格（都用印出来的值）
     below = [f"{n} 在{capacity(c)}时 {x}（LRU {lru[c]}）" for g, c, n, x in gaps if g < 0]
     show.claim(f"LRU 在每个容量都不低于 {'、'.join(row[0] for row in others)}，{capacity(c)}时比 {name} 高得最多"
-               f"（{lru[c]} 对 {theirs}）：复用多在时间上相近的请求之间（论文表 1：LRUCache performs best）。",
+               f"（{lru[c]} 对 {theirs}）：复用多在时间上相近的请求之间（同论文表 1）。",
                not below, "；".join(below))
     return dict(capacities=CAPACITIES, rows=rows, hits=hits, min_hits=best, accesses=accesses)
 
@@ -238,11 +221,12 @@ def demo5_prefill_time():
                   show.num(hours, 2), show.times(base / hours, 2)]
         rows.append(row[c])
     show.table(["缓存", "存储", "命中的 token", "GPU 时间（小时）", "快了"], rows,
-               caption=f"{len(trace):,} 个请求的 prefill 在一台 {node.name} 上的总时间（{model.name}）。计算量按 FAST'25 "
-                       f"式 1（a = {EQ1_A}、b = {EQ1_B}，表 1）；算力按峰值（表 1：{node.n_gpus}×{node.tflops_per_gpu:g} "
-                       f"TFLOPS）的 {show.pct(node.mfu)} 算，这是本实验的假设。命中的 KV 从{TIERS[1].name}读"
+               caption=f"{len(trace):,} 个请求的 prefill 在一台 {node.name} 上的总时间（{model.name}）。计算量按 Mooncake "
+                       f"FAST'25 式 1：l(an²d + bnd²)（l 层、n 个 token、隐藏维度 d；a = {EQ1_A}、b = {EQ1_B}，表 1）；"
+                       f"算力按峰值（表 1：{node.n_gpus}×{node.tflops_per_gpu:g} TFLOPS）的 {show.pct(node.mfu)} 算，这是本实验的假设。命中的 KV 从{TIERS[1].name}读"
                        f"（{TIERS[1].bandwidth()}，表 1），超过 {LOCAL_KV_BYTES / 1e12:g} TB 的部分按比例从"
-                       f"{TIERS[2].name}读（{TIERS[2].bandwidth()}，表 1）；读和算按层重叠，见 arXiv v3 §5.2。")
+                       f"{TIERS[2].name}读（{TIERS[2].bandwidth()}，表 1；RDMA：经网卡直接读别的机器的内存）；读和算逐层"
+                       "重叠，见 arXiv v3 §5.2。")
     big = max(SAVED_CAPS, key=lambda c: c or float("inf"))
     _, _, frac, hours, _ = row[big]
     show.claim(f"{capacity(big)}的缓存命中 {frac} 的输入 token，prefill 的 GPU 时间从 {rows[0][3]} 降到 {hours} 小时"
@@ -250,8 +234,8 @@ def demo5_prefill_time():
                show.value(hours) < show.value(rows[0][3]), f"{capacity(big)}：{hours} 小时，不缓存 {rows[0][3]} 小时")
     c = max(c for c in SAVED_CAPS if c is not None)
     times_hbm, hbm = show.num(stored[c] / node.hbm_bytes, 1), show.size(node.hbm_bytes)
-    show.claim(f"{capacity(c)}的缓存存 {row[c][1]}，是一台 8 卡机器全部 HBM（{hbm}）的 {times_hbm} 倍：前缀缓存得放进 "
-               "CPU 内存、SSD 或整个集群的内存池（05 的 Mooncake 就这样做）。", show.value(times_hbm) > 1,
+    show.claim(f"{capacity(c)}的缓存存 {row[c][1]}，是一台 8 卡机器全部显存（HBM，{hbm}）的 {times_hbm} 倍："
+               "前缀缓存得放进 CPU 内存、SSD 或整个集群的内存池（05 的 Mooncake 就这样做）。", show.value(times_hbm) > 1,
                f"{capacity(c)}的缓存存 {row[c][1]}，一台机器的 HBM 有 {hbm}")
     return dict(base=base, rows=rows, stored=stored)
 
@@ -287,7 +271,7 @@ def check_settings():
         show.check(f"{cls.__name__}（容量 2）放进 3 块以后的块数", len(cache.entries), len(cache.entries) <= 2, "至多 2")
 
 
-DEMOS = [("演示 1：链式哈希——每块的哈希 = hash(前一块的哈希 ‖ 这一块的 token)，块大小 4", demo1_hashing),
+DEMOS = [("演示 1：链式哈希——每块的哈希由前一块的哈希和这一块的 token 一起算出", demo1_hashing),
          ("演示 2：在小模型上复用 few-shot 前缀（vLLM 论文 §6.4 图 16 的前缀长度）", demo2_shared_prefix),
          ("演示 3：块的热度（Mooncake arXiv v3 §4.2）", demo3_block_heat),
          ("演示 4：缓存容量与淘汰策略——命中率（Mooncake arXiv v3 表 1 的实验）", demo4_policies),

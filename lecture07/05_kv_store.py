@@ -30,8 +30,8 @@ from lab_common import show  # noqa: E402
 from kv_store.cluster import (BLOCK_BYTES, LOCAL_DRAM, MODEL, NODE, SCHEDULERS, first_seen, nic_queue,  # noqa: E402
                               pull_groups, schedule)
 from kv_store.policies import hit_blocks, usable_tokens  # noqa: E402
-from kv_store.tiers import (TIERS, Node, layer_overlap, load_time, prefill_compute_time, prefill_time,  # noqa: E402
-                            trace_prefill_time)
+from kv_store.tiers import (EQ1_A, EQ1_B, TIERS, Node, layer_overlap, load_time, prefill_compute_time,  # noqa: E402
+                            prefill_time, trace_prefill_time)
 from kv_store.trace import load_trace, make_trace  # noqa: E402
 
 # --mine：用你在 exercises/ 里写的（见 exercises/README.md）；不加就用讲义的实现
@@ -72,20 +72,22 @@ def min_bandwidth(node, n=PAPER_PREFIX):
 
 
 def demo_load_or_recompute():
-    """前缀的 KV 不在 HBM 里：从哪一层读比重算快？读和算按层重叠以后还剩多少？"""
+    """前缀的 KV 不在显存（HBM）里：从哪一级存储读比重算快？读和算逐层重叠以后，还多花多少时间？"""
     recompute = prefill_compute_time(MODEL, PREFIX, 0, NODE)
     compute = prefill_compute_time(MODEL, PREFIX + SUFFIX, PREFIX, NODE)      # 只算后面 SUFFIX 个新 token
     rows = [[t.name, f"{t.gb_per_s:,g}", ms(load_time(MODEL, PREFIX, t)),
              ms(prefill_time(MODEL, PREFIX + SUFFIX, PREFIX, t, NODE) - compute), t.source] for t in TIERS]
     rows.append(["重算（式 1）", "-", ms(recompute), "-", f"FAST'25 式 1；{show.pct(NODE.mfu)} 峰值是假设"])
     a800, h800 = show.num(min_bandwidth(NODE), 2), show.num(min_bandwidth(H800_X8), 2)
-    caption = (f"{MODEL.name}、{NODE.name}。远端 DRAM 的 100 GB/s = 网卡带宽 B_nic 800 Gbps ÷ 8，是一台节点全部网卡的合计。"
-               f"没盖住：读前缀与算 {SUFFIX:,} 个新 token 按层流水（arXiv v3 §5.2），比只算（{ms(compute)} ms）多出的"
-               f"时间。式 2 的最低带宽（{PAPER_PREFIX:,} token、峰值算力）：{NODE.name} {a800}、{H800_X8.name} {h800} "
-               f"GB/s；FAST'25 §2.2：{PAPER_MIN_BW[0]}、{PAPER_MIN_BW[1]} GB/s。")
+    caption = (f"{MODEL.name}、{NODE.name}。式 1：Mooncake FAST'25 的 prefill 计算量 l(an²d + bnd²)，a = {EQ1_A}、"
+               f"b = {EQ1_B} 取自它的表 1。远端 DRAM 经 RDMA（网卡直接读别的机器的内存）：100 GB/s = 一台节点全部网卡"
+               f"合计 800 Gbps ÷ 8。没盖住：读前缀与算 {SUFFIX:,} 个新 token 逐层流水（Mooncake arXiv v3 §5.2），比只算"
+               f"（{ms(compute)} ms）多出的时间。读比重算快要的最低带宽（FAST'25 式 2 = KV 字节 ÷ 按峰值算力重算的时间，"
+               f"{PAPER_PREFIX:,} token）：{NODE.name} {a800}、{H800_X8.name} {h800} GB/s；FAST'25 §2.2："
+               f"{PAPER_MIN_BW[0]}、{PAPER_MIN_BW[1]} GB/s。")
     show.table([f"{PREFIX:,} token 的 KV", "带宽 GB/s", "读 ms", "没盖住 ms", "出处"], rows, caption)
     tiers, rec, slow = rows[:-1], rows[-1][2], max(rows[:-1], key=lambda r: show.value(r[2]))
-    show.claim(f"读 {PREFIX:,} token 的 KV，{len(tiers)} 个层级都比重算（{rec} ms）快：最慢的{slow[0]}也只要 {slow[2]} ms。",
+    show.claim(f"读 {PREFIX:,} token 的 KV，{len(tiers)} 级存储都比重算（{rec} ms）快：最慢的{slow[0]}也只要 {slow[2]} ms。",
                all(show.value(r[2]) < show.value(rec) for r in tiers),
                f"重算 {rec} ms；读：" + "、".join(f"{r[0]} {r[2]} ms" for r in tiers))
     show.claim(f"GPU 越快，读 KV 要的带宽越高：{NODE.name} 至少 {a800}、{H800_X8.name} 至少 {h800} GB/s，取整就是"
@@ -155,9 +157,10 @@ def demo_scheduling(trace, source):
                      show.pct(sum(r["service"]) / (SCHED_NODES * span / scale)), show.num(PAPER_FIG5[s], 2)])
     show.note(f"{source}，请求率 × {scale:,.2f}：不用缓存时要 {SCHED_NODES:,} 台的 {show.pct(SCHED_LOAD)}。每台本地缓存 "
               f"{show.size(SCHED_CAPACITY * BLOCK_BYTES)}（FAST'25 §5.3.1：每台留约 1 TB DRAM 给本地缓存，约 300 万 token）。")
-    caption = ("TTFT：从到达到第一个输出 token，含排队和拉 KV；命中：用得上的命中 token / 全部输入 token。论文：FAST'25 "
-               f"§4.2 图 5，16 台 8×A800 回放 Conversation trace。这里是模拟（{SCHED_NODES:,} 台、每台一次只做一"
-               "个 prefill、排队时间精确已知）：只比顺序，不比数值。")
+    caption = ("TTFT：从到达到第一个输出 token，含排队和拉 KV；命中：用得上的命中 token / 全部输入 token。随机：随便挑"
+               "一台；负载均衡：最早空下来的那台；本地缓存感知：估计排队 + 用本机缓存算完的时间，挑最早的；全局缓存感知："
+               "还考虑从别的节点拉 KV。论文：FAST'25 §4.2 图 5，16 台 8×A800 回放对话 trace。这里是模拟（"
+               f"{SCHED_NODES:,} 台、每台一次只做一个 prefill、排队时间精确已知）：只比顺序，不比数值。")
     show.table(["调度", "平均 TTFT s", "命中", "负载", "论文 TTFT s"], rows, caption)
     ours, paper = (sorted(rows, key=lambda r: -show.value(r[col])) for col in (1, 4))
     show.claim(f"平均 TTFT 从高到低：{' > '.join(r[0] for r in ours)}，与论文图 5 的顺序相同：看缓存的调度更快，"
@@ -183,13 +186,14 @@ def demo_pd_transfer():
         exposed = layer_overlap(prefill, send, MODEL.n_layers) - prefill    # 算一层、发一层
         rows.append([f"{n:,}", ms(prefill), ms(send), ms(exposed), show.num(kv_bits / prefill / 1e9, 1),
                      show.num(kv_bits / hit_prefill / 1e9, 1)])
-    show.note(f"{MODEL.name}、{NODE.name}：prefill 节点每算完一层，就把这一层的 KV 经网卡（合计 {PD_NIC_GBPS:,g} Gbps）"
+    show.note(f"{MODEL.name}、{NODE.name}：prefill（算完整个输入的 KV）和 decode（逐个生成输出）分在两台机器上，"
+              f"prefill 节点每算完一层，就把这一层的 KV 经网卡（合计 {PD_NIC_GBPS:,g} Gbps）"
               f"发给 decode 节点（FAST'25 §3.1 第 3 步）。每 token 的 KV {show.size(MODEL.kv_bytes_per_token())}："
               f"{PD_LENS[-1]:,} token 是 {show.size(PD_LENS[-1] * MODEL.kv_bytes_per_token())}"
               "（FAST'25 §5.4.1：128k token 40 GB）。")
     caption = (f"需要：藏得住所需的带宽 = KV / prefill（Gbps）；末列：前缀命中 {show.pct(PD_HIT)} 时（命中的从本机 DRAM "
                "读），要算的少了，要发的 KV 一样多。没盖住：按层流水比 prefill 多出的时间。")
-    show.table(["prompt", "prefill ms", "发 KV ms", "没盖住 ms", "需要 Gbps", f"命中 {show.pct(PD_HIT)} 需要 Gbps"], rows,
+    show.table(["输入 token", "prefill ms", "发 KV ms", "没盖住 ms", "需要 Gbps", f"命中 {show.pct(PD_HIT)} 需要 Gbps"], rows,
                caption)
     last = rows[-1]
     show.claim(f"{last[0]} token 的 KV 经 {PD_NIC_GBPS:,g} Gbps 发完要 {last[2]} ms，prefill 要 {last[1]} ms：每个长度都"
@@ -203,9 +207,9 @@ def demo_pd_transfer():
     return dict(rows=rows, caption=caption)
 
 
-DEMOS = [("演示 1：读还是重算——前缀的 KV 从哪一层读", demo_load_or_recompute),
+DEMOS = [("演示 1：读还是重算——前缀的 KV 从哪一级存储读", demo_load_or_recompute),
          ("演示 2：热门前缀与网卡：集群变大时最忙的网卡", demo_hot_blocks),
-         ("演示 3：以 KV 为中心的调度，比较 TTFT", demo_scheduling),
+         ("演示 3：以 KV 为中心的调度：首个 token 要等多久（TTFT）", demo_scheduling),
          ("演示 4：prefill/decode 分离——把 KV 送到 decode 节点", demo_pd_transfer)]
 
 
@@ -237,7 +241,9 @@ def check_settings():
 def the_trace(path):
     """(trace, 它的说明)：path 是 None 就生成合成 trace，否则读这个 Mooncake JSONL 文件（坏文件：一行拒绝）。"""
     trace = make_trace(TRACE_SEED) if path is None else load_trace(path)
-    source = f"合成 trace（仿 Tool&Agent，种子 {TRACE_SEED}）" if path is None else f"文件 {os.path.basename(path)}"
+    source = f"合成 trace（请求记录，仿 Mooncake 的 Tool&Agent 负载，种子 {TRACE_SEED}）"
+    if path is not None:
+        source = f"文件 {os.path.basename(path)}"
     if trace[-1].arrival <= trace[0].arrival:
         show.fail(f"{source} 的请求都在同一时刻到达：算不出请求率（演示 2、3 要一段时间上的 trace）")
     return trace, source

@@ -7,4 +7,5 @@
     radix_tree.py  SGLang 式的基数树前缀缓存（RadixCache）
     tiers.py       模型的 KV 大小、存储层级和带宽、prefill 要算多久（FAST'25 式 1）
     cluster.py     05 的集群：网卡队列、热点块复制、调度
+    mooncake_paper.py  Mooncake 论文的数（04 印在本实验的数旁边对照）
 """
