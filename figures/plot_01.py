@@ -29,7 +29,7 @@ def plot_breakdown(d):
         left = [a + b for a, b in zip(left, width)]
     ticks = []
     for r in rows:
-        tick = f"{r[0]}\n并发 {r[-1]}"
+        tick = f"{r[0]}\n平均并发 {r[-1]}"
         if r[2] != "-":
             tick += f"\n论文 {r[2]}"
         ticks.append(tick)
@@ -80,7 +80,7 @@ def plot_recompute_vs_swap(d):
     fig, ax = plt.subplots(figsize=figlib.SLIDE)
     ax.plot(x, [value(r[2]) for r in rows], "s-", color="tab:blue", lw=3, label="重算")
     for k, (name, color) in enumerate(zip(bandwidths, ("tab:red", "tab:orange", "tab:purple"))):
-        ax.plot(x, [value(r[3 + k]) for r in rows], "o-", color=color, lw=2, label=f"换出 + 换入，{name.split(' 来回')[0]}")
+        ax.plot(x, [value(r[3 + k]) for r in rows], "o-", color=color, lw=2, label=f"换出再换回，{name.split(' 来回')[0]}")
     for xi, r in zip(x, rows):                  # 第一种带宽的来回时间：在重算线上方的写在点上方，下方的写在点下方
         below = value(r[3]) < value(r[2])
         ax.annotate(r[3], (xi, value(r[3])), textcoords="offset points", xytext=(0, -22 if below else 8), ha="center",
@@ -93,7 +93,7 @@ def plot_recompute_vs_swap(d):
     ax.set_ylabel("毫秒（对数刻度）")
     ax.legend(loc="upper right", frameon=False)
     first, last = rows[0], rows[-1]
-    title = (f"重算 {first[2]} ms，与块大小无关；{bandwidths[0].split(' 来回')[0]} 时换出再换入从块 {first[0]} 的 "
+    title = (f"重算 {first[2]} ms，与块大小无关；{bandwidths[0].split(' 来回')[0]} 时换出再换回从块 {first[0]} 的 "
              f"{first[3]} ms 降到块 {last[0]} 的 {last[3]} ms")
     return figlib.save(fig, "01_recompute_vs_swap", title, d["caption"])
 

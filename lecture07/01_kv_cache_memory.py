@@ -27,7 +27,7 @@ if "--mine" in sys.argv[1:]:
 else:
     from paged_kv import kv_bytes_per_token
 
-KiB, MiB, GiB = 1024, 1024 ** 2, 1024 ** 3    # 字节数一律按 1024 进位（论文的 "800 KB""12 GB" 也是）
+KiB, MiB, GiB = 1024, 1024 ** 2, 1024 ** 3    # 字节数一律按 1024 进位（论文的“800 KB”“12 GB”也是）
 # ---- 设置（演示运行时才读）----
 GPUS = (("A800 80GB", 81_920 * MiB), ("H200 141GB", 143_771 * MiB))   # (名字, 显存字节数)：nvidia-smi 显示的
 GPU_MEM_UTIL = 0.9       # 显存里给"权重 + KV"用的比例（vLLM 的 gpu_memory_utilization 默认 0.9）
@@ -65,6 +65,12 @@ def kib(nbytes):
     return show.num(nbytes / KiB, 2).rstrip("0").rstrip(".")
 
 
+def gpu_headers():
+    """GPU 列的表头：'A800 token 数'（名字的第一个词；两种卡的第一个词相同时用全名）。"""
+    short = [g.split()[0] for g, _ in GPUS]
+    return [f"{n} token 数" for n in (short if len(set(short)) == len(short) else [g for g, _ in GPUS])]
+
+
 def tokens_fit(model, kv_bytes, hbm_bytes, n_gpus=1):
     """n_gpus 张卡各用 GPU_MEM_UTIL 的显存，放完 fp16 权重（每个参数 2 字节）能放几个 token；'-'：放不下。"""
     free = n_gpus * hbm_bytes * GPU_MEM_UTIL - model.n_params * 2
@@ -80,17 +86,19 @@ def demo_bytes_per_token():
         name = m.name if n == 1 else f"{m.name} ×{n} 张"
         rows[name] = [name, f"{m.n_layers}×{m.n_kv_heads}×{m.head_dim}", kib(kv), show.num(m.n_params * 2 / GiB, 1)]
         rows[name] += [tokens_fit(m, kv, cap, n) for _, cap in GPUS]
-    headers = ["模型", "形状", "KV KiB", "权重 GiB"] + [g for g, _ in GPUS]
-    caption = (f"形状 = 层 × KV 头 × 头维度；KV：每个 token，fp16。GPU 列（名字后是显存）：一张卡用 "
-               f"{show.pct(GPU_MEM_UTIL)} 的显存、放完 fp16 权重后能放的 token；×{TP_GPUS} 张：张量并行，每层平分到 "
-               f"{TP_GPUS} 张卡上；- = 放不下权重。LLaMA2-70B 按标称 70B 个参数（发布的 68.98B 个、128.5 GiB）。论文："
-               "vLLM（SOSP'23，分页管理 KV 的服务系统）；Mooncake（FAST'25，Kimi 的服务系统）§5.3.1：同形状的 "
-               "LLaMA3-70B 每个 token \"320 KB\"。")
+    headers = ["模型", "形状", "KV KiB", "权重 GiB"] + gpu_headers()
+    gpus = " / ".join(g for g, _ in GPUS)
+    caption = (f"形状 = 层 × KV 头 × 头维度；KV 头少于查询头的（{LLAMA3_8B.n_kv_heads}）是 GQA：几个查询头共用一组 K、V，"
+               f"见演示 3。KV：每个 token，fp16。token 数：一张 {gpus}（名字后是显存）用 {show.pct(GPU_MEM_UTIL)} 的"
+               f"显存、放完 fp16 权重后能放的 token；×{TP_GPUS} 张：张量并行，每层平分到 {TP_GPUS} 张卡上；- = 放不下权重。"
+               "LLaMA2-70B 按标称 70B 个参数（发布的 68.98B 个、128.5 GiB）。论文（会议名'年份）：vLLM（SOSP'23，"
+               "分页管理 KV 的服务系统）；Mooncake（FAST'25，Kimi 的服务系统）§5.3.1：同形状的 LLaMA3-70B 每个 token "
+               "写作“320 KB”。")
     show.table(headers, list(rows.values()), caption)
     opt, l70, tp, gpu0 = rows[OPT_13B.name], rows[LLAMA2_70B.name], rows[f"{LLAMA2_70B.name} ×{TP_GPUS} 张"], GPUS[0][0]
     per_request = int(show.value(opt[4]) // 2048) if opt[4] != "-" else 0    # 放得下几个 2,048 token 的请求
     show.claim(f"OPT-13B 每个 token 的 KV 是 {opt[2]} KiB，2,048 个 token（OPT 的上限）的请求要 "
-               f"{show.size(show.value(opt[2]) * KiB * 2048)}（vLLM 论文 §3：\"800 KB\"\"1.6 GB\"）；一张 {gpu0} 放完权重"
+               f"{show.size(show.value(opt[2]) * KiB * 2048)}（vLLM 论文 §3：“800 KB”、“1.6 GB”）；一张 {gpu0} 放完权重"
                f"还能放 {opt[4]} 个 token，只够 {per_request} 个这样的请求：批能开多大，是 KV 的显存说了算。",
                1 <= per_request < 100, f"一张 {gpu0} 放完 OPT-13B 的权重能放的 token：{opt[4]}")
     show.claim(f"LLaMA2-70B 的 fp16 权重 {l70[3]} GiB，一张 {' 或 '.join(g for g, _ in GPUS)} 都放不下；"
@@ -106,29 +114,29 @@ def simulate():
 
 
 def demo_fragmentation():
-    """每个请求按最大长度预留一段连续显存，KV 池里真正存着 token 的有多少？按需分配小块（分页）呢？"""
+    """每个请求按最大长度预留一段连续显存，KV 池（显存里放 KV 的部分）里真正存着 token 的有多少？按需分配小块（分页）呢？"""
     prompts, outputs, pool = simulate()
     runs = {f"Orca ({k})": simulate_contiguous(k, prompts, outputs, pool, MAX_SEQ) for k in ("Max", "Pow2", "Oracle")}
     runs["vLLM"] = simulate_paged(prompts, outputs, pool, BLOCK_SIZE)[:2]
     paper = (N_REQUESTS, SEQ_SEED, LEN_SIGMA, MAX_SEQ, KV_POOL_GIB, BLOCK_SIZE) == (400, 0, 1, 2048, 12, 16)  # 都是默认值
-    headers, rows = ["系统", "存着 token", "论文", "预留", "内部碎片", "外部/空闲", "并发"], {}
+    headers, rows = ["系统", "存着 token", "论文", "预留", "内部碎片", "外部/空闲", "平均并发"], {}
     for name, (share, running) in runs.items():
         cells = ["-"] * 5 if share is None else [show.pct(x, 1) for x in share] + [show.num(running, 1)]
         rows[name] = [name, cells[0], VLLM_FIG2[name] if paper else "-"] + cells[1:]
     source = "vLLM 论文表 1 写作 \"12 GB\"、15.7K 个位置" if KV_POOL_GIB == 12 else "你设的值"
     figure = "论文列：vLLM 图 2，§6.2 实验的平均" if paper else "论文列（vLLM 图 2）只在演示 2 的设置都是默认值时并排"
-    caption = (f"KV 池（显存里放 KV 的部分）{KV_POOL_GIB:g} GiB = {show.num(pool)} 个 OPT-13B 的 token（{source}）；"
+    caption = (f"KV 池 {KV_POOL_GIB:g} GiB = {show.num(pool)} 个 OPT-13B 的 token（{source}）；"
                f"{show.num(N_REQUESTS)} 个请求一开始就排队，长度仿 ShareGPT（网友分享的 ChatGPT 对话；种子 {SEQ_SEED}）。"
                "各列占 KV 池的比例，满载（还有请求在排队）时的时间平均：预留 = 分给请求、留给它以后的 token；内部碎片 = 分出去了、到结束也"
-               "用不上；外部/空闲 = 没分出去的空隙。并发 = 平均在跑几个请求；- = 从没满载。Orca（OSDI'22，"
-               f"vLLM §6.1 的基线）给每个请求预留一段连续的位置：(Max) {show.num(MAX_SEQ)} 个；(Pow2) 输入 + 不小于输出"
-               f"的 2 的幂；(Oracle) 输入 + 输出。{figure}。")
+               "用不上；外部/空闲 = 没分出去的空隙。平均并发 = 平均同时在跑几个请求；- = 从没满载。Orca（OSDI'22，"
+               f"vLLM §6.1 的基线）给每个请求预留一段连续的位置：(Max) {show.num(MAX_SEQ)} 个；(Pow2) 输入 + 不小于输出长度"
+               f"的最小 2 的幂；(Oracle) 输入 + 输出。vLLM：分页，每块 {BLOCK_SIZE} 个 token，用到才分。{figure}。")
     show.table(headers, list(rows.values()), caption)
     mx, pg, stored = rows["Orca (Max)"], rows["vLLM"], [rows[k][1] for k in runs]
     show.claim(f"KV 池里存着 token 的比例：分页（每块 {BLOCK_SIZE} 个 token）{pg[1]}，Orca (Max) 只有 {mx[1]}；平均同时在跑 {pg[-1]} "
-               f"个请求对 {mx[-1]} 个：按需分小块，同样的显存能批更多请求。", "-" not in (mx[1], pg[1])
+               f"个请求对 {mx[-1]} 个：按需分小块，同样的显存能同时跑更多请求。", "-" not in (mx[1], pg[1])
                and show.value(pg[1]) > show.value(mx[1]) and show.value(pg[-1]) > show.value(mx[-1]),
-               f"存着 token：分页 {pg[1]}，Orca (Max) {mx[1]}；并发 {pg[-1]} 对 {mx[-1]}")
+               f"存着 token：分页 {pg[1]}，Orca (Max) {mx[1]}；平均并发 {pg[-1]} 对 {mx[-1]}")
     same = "，和 vLLM 论文图 2 的顺序一样" if paper else ""
     show.claim("预留得越准，存着 token 的比例越高：" + " < ".join(f"{k} {c}" for k, c in zip(runs, stored)) + same + "。",
                "-" not in stored and all(show.value(a) < show.value(b) for a, b in zip(stored, stored[1:])),
@@ -144,24 +152,25 @@ def demo_smaller_kv():
                                        kv_lora_rank=MLA_KV_LORA_RANK, rope_dim=MLA_ROPE_DIM) for b in (2, 1)]
         rows[name] = [name, show.num(kv[name][0] // (2 * m.n_layers)), kib(kv[name][0]), kib(kv[name][1]),
                       show.pct(kv[name][0] / kv["MHA"][0], 1)] + [tokens_fit(m, kv[name][0], cap) for _, cap in GPUS]
-    headers = ["方式", "每层的数", "KV KiB", "FP8 KiB", "相对 MHA"] + [g for g, _ in GPUS]
-    caption = (f"{m.name} 的形状（{m.n_layers} 层、{m.n_heads} 个查询头 × {m.head_dim} 维）。MHA：每个查询头一组 K、V；"
-               f"GQA-{GQA_GROUPS}：查询头分成 {GQA_GROUPS} 组，每组共用一组 K、V；MQA：全部头共用一组；MLA（DeepSeek-V2 的"
-               f"多头潜在注意力）：每层只存一个 {MLA_KV_LORA_RANK} 维的压缩向量和一个 {MLA_ROPE_DIM} 维、带位置编码的 K。"
-               "每层的数：每层每个 token 存几个数；KV 按 bf16，FP8：每个数 1 字节；GPU 列同演示 1。DeepSeek-V2 表 1：能力 "
-               "MHA 强、GQA 中、MQA 弱、MLA 更强；摘要说 KV 比 DeepSeek 67B 少 93.3%：按两者公开的配置，"
-               f"{show.size(DS67_KV)} 对 MLA 按平均 6 bit 存的 {show.size(DSV2_KV_6BIT)}，"
+    headers = ["方式", "每层几个数", "KV KiB", "FP8 KiB", "相对 MHA"] + gpu_headers()
+    caption = (f"MHA（多头注意力）：每个查询头一组 K、V；GQA-{GQA_GROUPS}（分组查询注意力）：查询头分成 {GQA_GROUPS} 组，"
+               f"每组共用一组 K、V；MQA（多查询注意力）：全部查询头共用一组；MLA（DeepSeek-V2 的多头潜在注意力）：每层只存"
+               f"一个 {MLA_KV_LORA_RANK} 维的压缩向量和一个 {MLA_ROPE_DIM} 维、带位置编码的 K。形状取 {m.name}（"
+               f"{m.n_layers} 层、{m.n_heads} 个查询头 × {m.head_dim} 维）。每层几个数：每层每个 token 存几个数；KV 按 bf16"
+               "（和 fp16 一样 2 字节），FP8：每个数 1 字节；token 数同演示 1。DeepSeek-V2 表 1：能力 MHA 强、GQA 中、"
+               "MQA 弱、MLA 更强；摘要说 KV 比 DeepSeek 67B 少 93.3%：按两者公开的配置，"
+               f"{show.size(DS67_KV)} 对 MLA 的 {show.size(DSV2_KV_6BIT)}（量化到平均 6 bit），"
                f"正是少 {show.pct(1 - DSV2_KV_6BIT / DS67_KV, 1)}。")
     show.table(headers, list(rows.values()), caption)
-    mha, gqa, mla, gpu = rows["MHA"], rows[f"GQA-{GQA_GROUPS}"], rows["MLA"], GPUS[-1][0]
+    mha, gqa, mqa, mla, gpu = rows["MHA"], rows[f"GQA-{GQA_GROUPS}"], rows["MQA"], rows["MLA"], GPUS[-1][0]
     show.claim(f"MLA 每层只存 {mla[1]} 个数，每个 token {mla[2]} KiB，是 MHA 的 {mla[4]}：一张 {gpu} 能放的"
                f" token 从 {mha[-1]} 个变成 {mla[-1]} 个。", "-" not in (mha[-1], mla[-1])
                and show.value(mla[2]) < show.value(mha[2]) and show.value(mla[-1]) > show.value(mha[-1]),
                f"每个 token：MLA {mla[2]} KiB，MHA {mha[2]} KiB；一张 {gpu}：MLA {mla[-1]}，MHA {mha[-1]}")
     paper = "；DeepSeek-V2 §2.1.4 表 1 也说 2.25 组" if (MLA_KV_LORA_RANK, MLA_ROPE_DIM) == (512, 64) else ""
     show.claim(f"MLA 每层的 {mla[1]} 个数比 GQA-{GQA_GROUPS} 每层的 {gqa[1]} 个还少，相当于 "
-               f"{show.num(show.value(mla[1]) / (2 * m.head_dim), 2)} 组 GQA{paper}。",
-               show.value(mla[1]) < show.value(gqa[1]), f"每层的数：MLA {mla[1]}，GQA-{GQA_GROUPS} {gqa[1]}")
+               f"{show.num(show.value(mla[1]) / show.value(mqa[1]), 2)} 组 K、V（一组 = MQA 行的 {mqa[1]} 个数）{paper}。",
+               show.value(mla[1]) < show.value(gqa[1]), f"每层几个数：MLA {mla[1]}，GQA-{GQA_GROUPS} {gqa[1]}")
     return dict(headers=headers, rows=rows, caption=caption)
 
 
@@ -174,22 +183,26 @@ def demo_preemption():
             for b in SWAP_BLOCK_SIZES}
     headers = ["块大小", "拷贝数", "重算 ms"] + [f"{g:g} GB/s 来回 ms" for g in PCIE_GBPS]
     fast25 = "（16 = FAST'25 表 1 整机的 128 GB/s ÷ 8 卡；25–32 ≈ 独占 PCIe 4.0 ×16）" if PCIE_GBPS == (16, 25, 32) else ""
-    caption = (f"{m.name}、A100、一条 {show.num(SWAP_LEN)} token 的序列被抢占（显存不够时暂停它、腾出它的 KV）。"
-               f"重算 = Mooncake FAST'25 式 1 的计算量 l(an²d + bnd²)（l 层、n 个 token、隐藏维度 d；a = {EQ1_A}"
-               f"、b = {EQ1_B} 取自它的表 1）÷（峰值 {A100_TFLOPS} TFLOPS × {show.pct(MFU)}），与块大小无关；来回 = 换出到 CPU 内存"
-               f" + 换回，每层 K、V 每块各拷一次（拷贝数）：每次 {COPY_OVERHEAD_US:g} µs + 字节 ÷ 带宽。{show.pct(MFU)}、"
-               f"{COPY_OVERHEAD_US:g} µs 和带宽都是我们的假设{fast25}。vLLM §7.3：块 16–64 时两者端到端相当。")
-    show.table(headers, list(rows.values()), caption)
     cut = simulate_paged(*simulate(), BLOCK_SIZE)[2]      # 演示 2 的负载：[(请求号, 被抢占时已有几个 token)]
     all_recompute = show.num(sum(m.prefill_flops(n) for _, n in cut) / flops, 1)
     all_swap = show.num(sum(2 * swap_seconds(m, n, BLOCK_SIZE, PCIE_GBPS[0], us)[1] for _, n in cut), 1)
-    show.claim(f"演示 2 的负载下，分页（每块 {BLOCK_SIZE} 个 token）抢占了 {show.num(len(cut))} 次（"
-               f"{show.num(len({r for r, _ in cut}))} 个请求）：全部重算要 {all_recompute} s，"
-               f"全部换出再换入要 {all_swap} s（{PCIE_GBPS[0]:g} GB/s），重算更快。",
+    n_cut, n_req = show.num(len(cut)), show.num(len({r for r, _ in cut}))
+    mean_len = show.num(sum(n for _, n in cut) / len(cut)) if cut else "-"
+    caption = (f"{m.name}、A100、一条 {show.num(SWAP_LEN)} token 的序列被抢占（显存不够时暂停它、腾出它的 KV）。"
+               "块大小：每块几个 token。"
+               f"重算 = Mooncake FAST'25 式 1 的计算量 l(an²d + bnd²)（l 层、n 个 token、隐藏维度 d；a = {EQ1_A}"
+               f"、b = {EQ1_B} 取自它的表 1）÷（峰值 {A100_TFLOPS} TFLOPS × {show.pct(MFU)}），与块大小无关；来回 = 换出到 CPU 内存"
+               f"再换回，每层 K、V 每块各拷一次（拷贝数）：每次 {COPY_OVERHEAD_US:g} µs + 字节 ÷ 带宽。{show.pct(MFU)}、"
+               f"{COPY_OVERHEAD_US:g} µs 和带宽都是我们的假设{fast25}。vLLM §7.3：块 16–64 时两者端到端相当。"
+               f"演示 2 的负载下，分页（每块 {BLOCK_SIZE} 个 token）抢占 {n_cut} 次（{n_req} 个请求），被抢占时平均已有 "
+               f"{mean_len} 个 token：合计重算 {all_recompute} s，{PCIE_GBPS[0]:g} GB/s 来回 {all_swap} s。")
+    show.table(headers, list(rows.values()), caption)
+    show.claim(f"演示 2 的负载下，分页抢占了 {n_cut} 次（{n_req} 个请求）：全部重算合计 {all_recompute} s，"
+               f"全部换出再换回（{PCIE_GBPS[0]:g} GB/s）合计 {all_swap} s，重算更快。",
                len(cut) > 0 and show.value(all_recompute) < show.value(all_swap),
-               f"抢占 {show.num(len(cut))} 次，重算 {all_recompute} s，换出再换入 {all_swap} s")
+               f"抢占 {n_cut} 次，重算 {all_recompute} s，换出再换回 {all_swap} s")
     one, big = rows[SWAP_BLOCK_SIZES[0]], rows[SWAP_BLOCK_SIZES[-1]]
-    show.claim(f"块小时重算更快，块大时换出再换入更快（vLLM §7.3）：{PCIE_GBPS[0]:g} GB/s 时，块 {one[0]} 重算 {one[2]} ms、"
+    show.claim(f"块小时重算更快，块大时换出再换回更快（vLLM §7.3）：{PCIE_GBPS[0]:g} GB/s 时，块 {one[0]} 重算 {one[2]} ms、"
                f"来回 {one[3]} ms；块 {big[0]} 重算 {big[2]} ms、来回 {big[3]} ms。",
                show.value(one[2]) < show.value(one[3]) and show.value(big[2]) > show.value(big[3]),
                f"块 {one[0]}：重算 {one[2]} ms，来回 {one[3]} ms；块 {big[0]}：重算 {big[2]} ms，来回 {big[3]} ms")
@@ -197,8 +210,8 @@ def demo_preemption():
 
 
 DEMOS = [("演示 1：每个 token 的 KV 有多大，一张卡放得下多少", demo_bytes_per_token),
-         ("演示 2：连续预留（Orca）与分页（vLLM）：KV 池里多少存着 token", demo_fragmentation),
-         ("演示 3：MHA、GQA、MQA、MLA 与 FP8：让每个 token 的 KV 变小", demo_smaller_kv),
+         ("演示 2：连续预留（Orca）与分页（vLLM）：放 KV 的显存里多少存着 token", demo_fragmentation),
+         ("演示 3：少存几组 K、V（GQA、MQA、MLA）或存成 FP8：让每个 token 的 KV 变小", demo_smaller_kv),
          ("演示 4：抢占时重算，还是换出到 CPU 内存再换回", demo_preemption)]
 
 

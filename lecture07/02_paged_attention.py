@@ -90,12 +90,12 @@ def demo_block_table():
         outs = paged_step(params, cfg, list(seqs.values()), [[int(np.argmax(last[n]))] for n in seqs], gather_kv)
         last = {name: out[-1] for name, out in zip(seqs, outs)}
         record(f"解码 {t}")
-    show.table(["步", "分配", *(f"{n} 块表 长度" for n in seqs), "空闲"],
+    show.table(["步", "分配", *(f"{n} 块表 长度" for n in seqs), "空闲块"],
                [[st["step"], st["got"], *(f"{st['tables'][n]} {st['lengths'][n]}" for n in seqs), st["free"]]
                 for st in steps],
                caption=f"块：{bs} 个 token 的 KV；块池：显存里的全部块（共 {pool.n_blocks} 块，编号是物理块号）；块表：一条"
                        "序列的第 1、2、3…… 个逻辑块各存在哪个物理块。prefill：一次写入整段输入；解码：每条写一个 token。"
-                       "分配：这一步给谁新分了几块；[..] 后面是序列长度；空闲：块池还剩几块。"
+                       "分配：这一步给谁新分了几块；[..] 后面是序列长度；空闲块：块池还剩几块。"
                        f"模型种子 {MODEL_SEED}、输入种子 {PROMPT_SEED}。")
     split = [n for n, s in seqs.items() if s.blocks != list(range(s.blocks[0], s.blocks[0] + len(s.blocks)))]
     who = (split + list(seqs))[0]                  # 第一条物理块不相邻的序列
@@ -128,9 +128,9 @@ def demo_equivalence():
     rows = [[i, n, s.length, len(s.blocks), s.blocks, "0.0" if d == 0 else f"{d:.1e}"]
             for i, (n, s, d) in enumerate(zip(EQ_PROMPTS, seqs, diff))]
     show.table(["序列", "输入", "最终长度", "块数", "块表", "最大差"], rows,
-               caption=f"输入：输入的 token 数；最大差：prefill（一次处理整段输入）和之后每步解码的全部 logits 与连续存放时的最大绝对差（块大小 "
+               caption=f"输入、最终长度：输入、prefill 加解码后的 token 数；最大差：prefill（一次处理整段输入）和之后每步解码的全部 logits 与连续存放时的最大绝对差（块大小 "
                        f"{bs}，模型种子 {MODEL_SEED}、输入种子 {PROMPT_SEED}）。两边每层的计算是同一份代码，只有 K/V 存在哪、"
-                       "从哪取不同。这里按块表把块拼回连续的 K/V 再算（练习 2）；vLLM 的 GPU kernel 不拼，按块表逐块读进来"
+                       "从哪取不同。这里按块表把块拼回连续的 K/V 再算（练习 2）；vLLM 的 GPU kernel（在 GPU 上并行跑的函数）不拼，按块表逐块读进来"
                        "直接算（vLLM 论文 §5.1）。")
     show.claim(f"{len(seqs)} 条序列、{EQ_DECODE + 1} 轮（prefill 加 {EQ_DECODE} 步解码）的 logits 与连续存放逐位相同"
                "（最大差都是 0.0）：K/V 放在哪些块里，不改变算出的任何一位。",
@@ -168,13 +168,16 @@ def demo_block_size():
                     + [show.num(nb[n].mean(), 1) for n in lens] + [show.size(seg_bytes), show.num(segs)])
     segs, seg_bytes = read_segments(READ_LEN, READ_LEN)
     rows.append(["连续", "-", "-", "-", "-", "-", show.size(seg_bytes), show.num(segs)])
-    show.table(["块大小", "S 浪费/条", "S 浪费", "A 浪费", "S 块表", "A 块表", "每段", "一步读几段"], rows,
-               caption=f"S / A：仿 ShareGPT（长对话）/ Alpaca（短指令）的序列长度，各 {N_LENGTHS:,} 条（种子 {LEN_SEED}；"
-                       "均值取 vLLM 论文图 11，对数正态，总长截在 2,048）。浪费：最后一块空着的位置，每条平均几个、占全部"
-                       "位置的比例；块表：每条平均几块。每段、一步读几段：LLaMA2-70B 上 "
-                       f"{READ_LEN:,} 个 token 解码一步按块表读的连续段。vLLM 论文 §7.2、图 18b：ShareGPT 上块 16–128 最好，"
-                       "Alpaca 上 16、32 好、更大明显变差，默认 16；§7.1、图 18a：注意力 kernel 比 FasterTransformer（KV "
-                       "连续存放的推理库）慢 20–26%，是查块表、多出的分支、处理变长序列三项开销合起来。")
+    m = LLAMA2_70B
+    show.table(["块大小", "S 浪费/条", "S 浪费", "A 浪费", "S 块/条", "A 块/条", "每段", "一步读几段"], rows,
+               caption=f"块大小：每块几个 token。S / A：仿 ShareGPT（长对话）/ Alpaca（短指令）的序列长度，各 "
+                       f"{N_LENGTHS:,} 条（种子 {LEN_SEED}；均值取 vLLM 论文图 11，对数正态，总长截在 2,048）。浪费：最后"
+                       "一块空着的位置，每条平均几个、占全部位置的比例；块/条：每条平均几块。每段、一步读几段：LLaMA2-70B 上 "
+                       f"{READ_LEN:,} 个 token 解码一步按块表读的连续段；每层、每个 KV 头的 K、V 各自连续：连续存放也要读 "
+                       f"{m.n_layers} × {m.n_kv_heads} × 2 = {show.num(m.n_layers * m.n_kv_heads * 2)} 段。vLLM 论文 §7.2、"
+                       "图 18b：ShareGPT 上块 16–128 最好，Alpaca 上 16、32 好、更大明显变差，默认 16；§7.1、图 18a："
+                       "注意力 kernel 比 FasterTransformer（KV 连续存放的推理库）慢 20–26%，来自查块表、多出的分支、处理变长"
+                       "序列三项开销之和。")
     s_waste, a_waste = [show.value(r[2]) for r in rows[:-1]], [show.value(r[3]) for r in rows[:-1]]
     first, big = rows[0], rows[-2]
     show.claim(f"块从 {first[0]} 到 {big[0]}，ShareGPT 的浪费从 {first[2]} 升到 {big[2]}，Alpaca 从 {first[3]} 升到 "

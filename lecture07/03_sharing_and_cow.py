@@ -149,14 +149,17 @@ def demo_savings():
                 paper = VLLM_63[(kind, lengths)]
             rows.append([w, kind, lengths, show.num(private), show.num(shared), show.pct(1 - shared / private, 1),
                          show.num(sum(steps[-1][2] for steps in per_req)), paper])
-    show.table(["n", "方式", "长度", "不共享", "共享", "省下", "COW", "论文"], rows,
-               caption=f"n：并行采样（一个提示要 n 个回答）或束搜索（每步留得分最高的 n 条候选）的宽度。长度：仿 Alpaca"
+    outside = any(r[7] != "-" and not show.value(r[7].split("–")[0] + "%") <= show.value(r[5])
+                  <= show.value(r[7].split("–")[1]) for r in rows)      # 有省下落在论文范围外的行
+    show.table(["n", "方式", "负载", "不共享 块·步", "共享 块·步", "省下", "COW", "论文"], rows,
+               caption=f"n：并行采样（一个提示要 n 个回答）或束搜索（每步留得分最高的 n 条候选）的宽度。负载：仿 Alpaca"
                        f"（短指令）/ ShareGPT（长对话），{N_REQUESTS} 个请求（种子 {LEN_SEED}），平均输入 "
                        f"{np.mean([r[0] for r in reqs]):.0f} / {np.mean([r[0] for r in long]):.0f} 个 token（vLLM 图 11 "
-                       f"的均值）。不共享 / 共享：逐步占的块（每块 {BLOCK_SIZE} 个 token）之和；"
-                       "COW：写时复制（写共享的、没写满的块之前先复制它）的次数。束搜索在小模型上真的解码，并行采样只在"
-                       "块池里重放。论文：vLLM §6.3、图 15，OPT-13B、块 16，n = 2、4、6 的范围；这里权重随机、"
-                       "不提前结束：只比量级。")
+                       f"的均值）。块·步：每步占的块（每块 {BLOCK_SIZE} 个 token）逐步相加；"
+                       "COW：写时复制（写共享的、没写满的块之前先复制它）的次数。束搜索在小模型上真的解码，并行采样不跑"
+                       "模型，只模拟块的分配。论文：vLLM §6.3、图 15，OPT-13B、块 16，n = 2、4、6 的范围；这里权重随机、"
+                       "束不提前结束（一个请求的束都解码同样多步），和论文不同：只比量级"
+                       + ("，有的行在论文的范围外。" if outside else "。"))
     beam = {r[0]: r[5] for r in rows if r[1] == "束搜索"}                  # n → 表里印的"省下"
     par = {r[0]: r[5] for r in rows if r[1:3] == ["并行采样", "Alpaca"]}
     w = WIDTHS[-1]
@@ -195,26 +198,29 @@ def demo_cow():
     out_b = paged_step(params, cfg, [b], [[tok_b]], gather_kv)[0][-1]
     record(f"b 写第 {L + 1} 个 token", a, b)
     new, cow_b, rc_last = b.blocks[-1], pool.n_cow, int(pool.ref_count[last])
-    untouched = np.array_equal(pool.k[:, last], before[0]) and np.array_equal(pool.v[:, last], before[1])
+    d_block = max(float(np.max(np.abs(x[:, last] - x0))) for x, x0 in zip((pool.k, pool.v), before))   # 块 last 变了多少
     out_a = paged_step(params, cfg, [a], [[tok_a]], gather_kv)[0][-1]
     record(f"a 写第 {L + 1} 个 token", a, b)
-    same = all(np.array_equal(out, forward(params, cfg, np.append(prompt, tok)[None], cache=KVCache(cfg, 1))[0, -1])
-               for out, tok in ((out_a, tok_a), (out_b, tok_b)))   # 和各自从头算（连续 KVCache）比
-    show.table(["步", "a 块表", "b 块表", "ref_count", "空闲", "COW"],
+    d_logits = max(float(np.max(np.abs(out - forward(params, cfg, np.append(prompt, tok)[None], cache=KVCache(cfg, 1))
+                                       [0, -1]))) for out, tok in ((out_a, tok_a), (out_b, tok_b)))   # 和各自从头算比
+    s_block, s_logits = ("0.0" if d == 0 else f"{d:.1e}" for d in (d_block, d_logits))      # 印出来的最大差
+    show.table(["步", "a 块表", "b 块表", "ref_count", "空闲块", "COW"],
                [[st["step"], st["tables"]["a"], st["tables"].get("b", "-"), st["ref_count"], st["free"], st["cow"]]
                 for st in steps],
                caption=f"prefill：一次写入整段输入；块表：序列的 KV 依次存在哪些物理块（每块 {bs} 个 token）。a.fork()："
                        f"新序列 b 共用 a 的块表，不复制 KV；ref_count（引用计数）：物理块 0–{pool.n_blocks - 1} 各有几条序列"
-                       "在用；空闲：块池还剩几块；COW：累计写时复制（写共享的块之前先复制它）的次数。模型种子 "
-                       f"{MODEL_SEED}、输入种子 {COW_SEED}。GPU 版（06，lecture07/gpu/paged_decode.py）同样记账，一步里要"
-                       "复制的块一次拷完。")
-    show.claim(f"b 写第 {L + 1} 个 token 时，共享的最后一块 {last} 只写了 {pos}/{bs}：先整块复制成块 {new}（{cfg.n_layers} 层 "
-               f"× K、V），再写位置 {pos}；块 {last} 一位也没变，ref_count 从 2 降到 {rc_last}。",
-               new != last and cow_b == 1 and untouched and rc_last == 1,
-               f"b 的最后一块 {last} → {new}，COW {cow_b} 次，块 {last} 的 ref_count {rc_last}")
-    show.claim(f"a 再写时块 {last} 只剩它一个使用者，原地写，COW 仍是 {pool.n_cow}；a、b 的 logits 都和各自从头算"
-               "逐位相同：写时复制从不写别的序列的块。", a.blocks[-1] == last and pool.n_cow == cow_b and same,
-               f"a 的最后一块 {a.blocks[-1]}，COW {pool.n_cow} 次，logits 与从头算逐位相同：{same}")
+                       "在用；空闲块：块池还剩几块；COW：累计写时复制（写共享的块之前先复制它）的次数。模型 "
+                       f"{cfg.n_layers} 层、种子 {MODEL_SEED}，输入种子 {COW_SEED}。块 {last} 在 b 写前后的最大差 {s_block}；"
+                       f"a、b 写第 {L + 1} 个 token 的 logits 与各自从头算（连续存放）的最大差 {s_logits}。GPU 版（06，"
+                       "lecture07/gpu/paged_decode.py）做法相同，一步里要复制的块一次拷完。")
+    show.claim(f"b 写第 {L + 1} 个 token 时，共享的最后一块（块 {last}）只写了 {pos}/{bs}：先整块复制成块 {new}（"
+               f"{cfg.n_layers} 层 × K、V），再写进它的第 {pos + 1} 个位置（下标 {pos}）；块 {last} 一位也没变（最大差 "
+               f"{s_block}），ref_count 从 2 降到 {rc_last}。", new != last and cow_b == 1 and d_block == 0 and rc_last == 1,
+               f"b 的最后一块 {last} → {new}，COW {cow_b} 次，块 {last} 的最大差 {s_block}、ref_count {rc_last}")
+    show.claim(f"a 再写时块 {last} 只剩它一个使用者，原地写，COW 仍是 {pool.n_cow}；a、b 的 logits 与各自从头算的"
+               f"最大差是 {s_logits}，逐位相同：写时复制从不写别的序列的块。",
+               a.blocks[-1] == last and pool.n_cow == cow_b and d_logits == 0,
+               f"a 的最后一块 {a.blocks[-1]}，COW {pool.n_cow} 次，logits 与从头算的最大差 {s_logits}")
     return dict(steps=steps, block_size=bs, n_pool=pool.n_blocks, mark=last)
 
 

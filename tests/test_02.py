@@ -44,7 +44,7 @@ def test_block_size_rows(capsys):
     rows = {r[0]: r for r in d["rows"]}
     assert rows[16][1:4] == ["7.4", "1.5%", "8.8%"] and rows[128][2:4] == ["11.5%", "49.3%"]
     assert rows[16][6:] == ["4.00 KiB", "81,920"] and rows["连续"][6:] == ["256 KiB", "1,280"]
-    assert "20–26%，是查块表、多出的分支、处理变长序列三项开销合起来" in out.replace("\n  ", "")
+    assert "20–26%，来自查块表、多出的分支、处理变长序列三项开销之和" in out.replace("\n  ", "")
 
 
 def test_reads_claim_fails_when_the_sequence_is_shorter_than_every_block(capsys):
