@@ -71,8 +71,8 @@ def plot_prefill(d, out):
     ax.set(ylabel="prefill 的 GPU 时间（小时）", ylim=(0, value(rows[0][3]) * 1.2))
     ax.grid(True, axis="y", alpha=0.3)
     return finish(fig, f"{rows[1][0]}：prefill 的 GPU 时间从 {rows[0][3]} 降到 {rows[1][3]} 小时",
-                  "LLaMA3-70B、8×A800；FAST'25 式 1，算力按峰值的 60%（本实验的假设）；命中的 KV 从本机 DRAM 读，"
-                  "超过 1 TB 的部分从远端 DRAM 读。", out)
+                  "命中：用得上的命中 token / 全部输入 token。LLaMA3-70B、8×A800；FAST'25 式 1，算力按峰值的 60%（本实验的假设）；命中的 KV 从本机 DRAM 读；"
+                  "缓存超出本机 1 TB DRAM 的部分放在远端，命中按这个比例从远端 DRAM 读。", out)
 
 
 def main():

@@ -74,7 +74,7 @@ def step_frames(d):
         note = f"树里 {s['size']} 个 token（最多 {d['capacity']} 个）。"
         if s["marks"]:
             frames.append(Frame(title, rows(s["before"], s["marks"]), f"超出 {d['capacity']} 个 token：SGLang 的"
-                                f"规则从最旧的叶子起整片删，橙框的「{'」「'.join(s['evicted'])}」要被淘汰。"))
+                                f"规则从最旧的叶子起，整个叶子节点一起删，橙框的「{'」「'.join(s['evicted'])}」要被淘汰。"))
             note = f"淘汰了「{'」「'.join(s['evicted'])}」：" + note
         frames.append(Frame(title, rows(s["after"], {}), note))
     return frames

@@ -30,7 +30,7 @@ def plot_load_vs_recompute(d):
 
 
 def plot_hot_nic(d):
-    """演示 2：最忙那块网卡的负载随节点数，不复制和复制几份（至多 3 条），加全部网卡的平均；100% 处一条线。"""
+    """演示 2：最忙那台的网卡负载随节点数，不复制和复制几份（至多 3 条），加全部网卡的平均；100% 处一条线。"""
     headers, rows = d["headers"], d["rows"]
     nodes = headers[1:-1]
     fig, ax = plt.subplots(figsize=figlib.SLIDE)
@@ -45,11 +45,11 @@ def plot_hot_nic(d):
     ax.set_ylim(0, max([100] + [value(c) * 100 for c in rows[0][1:-1]]) * 1.15)
     ax.set_xticks(x, nodes)
     ax.set_xlabel("集群的节点数（请求率跟着放大）")
-    ax.set_ylabel("最忙那块网卡的负载（%）")
+    ax.set_ylabel("最忙那台的网卡负载（%）")
     ax.legend(loc="upper left", frameon=False)
     k1, k2 = rows[0], rows[1]
     return figlib.save(fig, "05_hot_nic", f"不复制时最忙的网卡从 {k1[1]} 升到 {k1[-2]}（平均 {rows[-1][-2]}）；"
-                       f"热点块复制 {k2[0]} 份：{k2[-2]}", d["caption"])
+                       f"热点块存 {k2[0]} 份：{k2[-2]}", d["caption"])
 
 
 def plot_ttft(d):

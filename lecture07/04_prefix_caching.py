@@ -63,9 +63,9 @@ def demo1_hashing():
     prompt = [101, 7, 7, 3, 55, 2, 9, 14]                      # 两块长的"系统提示"（块大小 4）
     reqs = {"A": prompt + [21, 22, 23, 24, 25, 26, 27, 28, 29],  # 4 个满块 + 1 个零头
             "B": prompt + [21, 22, 23, 24, 31, 32, 33, 34],
-            "C（改了系统提示）": prompt[:7] + [99, 21, 22, 23, 24, 25, 26, 27, 28]}
+            "C（第 2 块改 1 个 token）": prompt[:7] + [99, 21, 22, 23, 24, 25, 26, 27, 28]}
     h = {k: block_hashes(t, 4) for k, t in reqs.items()}
-    show.table(["请求", "token 数", "每个完整块的哈希（前 8 位）"],
+    show.table(["请求", "token 数", "每个完整块的哈希（前 8 个十六进制位）"],
                [[k, len(reqs[k]), " ".join(x[:8] for x in h[k])] for k in reqs],
                caption="块大小 4。A 最后 1 个 token 不满一块，不算哈希：vLLM 只缓存完整的块（Mooncake 公开的请求记录"
                        "给不满的块也编了号）。")
@@ -126,7 +126,7 @@ def demo2_shared_prefix():
                "在时占的物理块；最大差：最后一个 token 的 logits 和从头算的最大绝对差。")
     last = dict(zip(head, rows[-1]))                            # 最长的前缀那一行
     k, saved, private, shared, worst = (last[x] for x in ("前缀", "省下", "不共享", "共享", "最大差"))
-    show.claim(f"{k} 省下 {saved} 的计算，logits 和从头算逐位相同（最大差 {worst}）：后来的请求把前缀的满块映射到缓存里"
+    show.claim(f"{k} 省下 {saved} 要算的 token，logits 和从头算逐位相同（最大差 {worst}）：后来的请求把前缀的满块映射到缓存里"
                "的物理块，只加引用计数。", show.value(saved) > 0 and show.value(worst) == 0,
                f"{k} 省下 {saved}，最大差 {worst}")
     show.claim(f"显存也省了：{k} 不共享要 {private} 块，共享只要 {shared} 块——前缀的块只存一份。",
@@ -135,7 +135,7 @@ def demo2_shared_prefix():
 
 
 def demo3_block_heat():
-    """少数块被反复用到、多数块只用一次吗？和论文的 trace 比呢？"""
+    """少数块被反复用到、多数块只用一次吗？和论文的请求记录（trace）比呢？"""
     name, trace = the_trace()
     counts = sorted(Counter(b for r in trace for b in r.blocks).values(), reverse=True)   # 每个块被访问几次
     ours = [show.num(len(trace)), show.num((trace[-1].arrival - trace[0].arrival) / 60),
@@ -145,8 +145,8 @@ def demo3_block_heat():
     show.table(["", "本实验"] + list(PAPER_TRACES), [[k, x, *p] for (k, p), x in zip(PAPER_ROWS.items(), ours)],
                caption=f"本实验：{name}，{show.num(sum(counts))} 次块访问、{show.num(len(counts))} 个不同的块（每块 "
                        f"{TRACE_BLOCK} token）；trace 是请求记录：每个请求的到达时间、长度、用到的块。论文列：Mooncake（Kimi 的"
-                       "服务系统）arXiv v3 §4、§4.2；FAST'25 表 2 的三个负载（cache ratio：它的名字，§5.2.1 叫 prefix "
-                       "caching ratio，即输入里能从前缀缓存复用的比例）。")
+                       "服务系统）arXiv v3 §4、§4.2；FAST'25 表 2 的三个负载。cache ratio（FAST'25 表 2 的叫法，§5.2.1 称 "
+                       "prefix caching ratio）：输入里能从前缀缓存复用的比例。")
     once, hottest, top = ours[5:]
     show.claim(f"{once} 的块只用过一次（论文：超过 50%），最热 1% 的块却占了 {top} 的块访问：热度极不均匀。",
                show.value(once) > 0.5 and show.value(top) >= 0.1, f"只用过一次的块 {once}，最热 1% 占 {top}")
@@ -184,14 +184,14 @@ def demo4_policies():
                        "淘汰最久没用的块；LFU：淘汰用得最少的；LengthAware（Mooncake 的）：像 LFU，次数相同时先淘汰请求里"
                        "靠后的块。MIN：Belady 的离线最优，数逐块命中（不要求从第一块起连续，也不扣最后一个 token），是上界，"
                        "真实系统做不到。论文行：Mooncake arXiv v3 表 1，在另一个 trace 上算的。")
-    lru = dict(zip(CAPACITIES, rows[POLICIES.index(LRUCache)][1:]))
+    lru, best_row = (dict(zip(CAPACITIES, rows[i][1:])) for i in (POLICIES.index(LRUCache), len(POLICIES)))   # LRU、MIN
     small, big = min(CAPACITIES, key=lambda c: c or float("inf")), max(CAPACITIES, key=lambda c: c or float("inf"))
     kept = show.pct(show.value(lru[small]) / show.value(lru[big]))
     paper, t1 = "", PAPER_TABLE1["LRU"]
     if small in t1 and big in t1:             # 论文表 1 也有这两个容量
         paper = f"（论文 {t1[small]:.2f} / {t1[big]:.2f} = {show.pct(t1[small] / t1[big])}）"
-    show.claim(f"{capacity(big)}时，LRU 的命中率是 {lru[big]}；{capacity(small)}时降到 {lru[small]}，保住了 {kept}{paper}。",
-               show.value(lru[small]) < show.value(lru[big]),
+    show.claim(f"{capacity(big)}时，LRU 的命中率是 {lru[big]}；{capacity(small)}时降到 {lru[small]}，保住了 {kept}{paper}；"
+               f"知道未来的 MIN 这时还有 {best_row[small]}。", show.value(lru[small]) < show.value(lru[big]),
                f"LRU {capacity(big)}时 {lru[big]}，{capacity(small)}时 {lru[small]}")
     others = [row for row in rows[:len(POLICIES)] if row[0] != LRUCache.NAME]
     gaps = [(show.value(lru[c]) - show.value(x), c, row[0], x) for row in others for c, x in zip(CAPACITIES, row[1:])]
@@ -221,12 +221,12 @@ def demo5_prefill_time():
                   show.num(hours, 2), show.times(base / hours, 2)]
         rows.append(row[c])
     show.table(["缓存", "存储", "命中的 token", "GPU 时间（小时）", "快了"], rows,
-               caption=f"{len(trace):,} 个请求的 prefill 在一台 {node.name} 上的总时间（{model.name}）。计算量按 Mooncake "
-                       f"FAST'25 式 1：l(an²d + bnd²)（l 层、n 个 token、隐藏维度 d；a = {EQ1_A}、b = {EQ1_B}，表 1）；"
-                       f"算力按峰值（表 1：{node.n_gpus}×{node.tflops_per_gpu:g} TFLOPS）的 {show.pct(node.mfu)} 算，这是本实验的假设。命中的 KV 从{TIERS[1].name}读"
-                       f"（{TIERS[1].bandwidth()}，表 1），超过 {LOCAL_KV_BYTES / 1e12:g} TB 的部分按比例从"
-                       f"{TIERS[2].name}读（{TIERS[2].bandwidth()}，表 1；RDMA：经网卡直接读别的机器的内存）；读和算逐层"
-                       "重叠，见 arXiv v3 §5.2。")
+               caption=f"{len(trace):,} 个请求的 prefill 在一台 {node.name} 上的总时间（{model.name}）。命中的 token：用得上的命中 "
+                       "token / 全部输入 token（按 token 数，所以和演示 4 按块数的命中率略有不同）。计算量按 Mooncake FAST'25 式 1："
+                       f"l(an²d + bnd²)（l 层、n 个 token、隐藏维度 d；a = {EQ1_A}、b = {EQ1_B}，表 1）；算力按峰值（表 1：{node.n_gpus}×"
+                       f"{node.tflops_per_gpu:g} TFLOPS）的 {show.pct(node.mfu)} 算，这是本实验的假设。命中的 KV 从{TIERS[1].name}读（"
+                       f"{TIERS[1].bandwidth()}，表 1）；缓存超出本机 {LOCAL_KV_BYTES / 1e12:g} TB DRAM 的部分放在远端，命中按这个比例从"
+                       f"{TIERS[2].name}读（{TIERS[2].bandwidth()}，表 1；RDMA：经网卡直接读别的机器的内存）；读和算逐层重叠，见 arXiv v3 §5.2。")
     big = max(SAVED_CAPS, key=lambda c: c or float("inf"))
     _, _, frac, hours, _ = row[big]
     show.claim(f"{capacity(big)}的缓存命中 {frac} 的输入 token，prefill 的 GPU 时间从 {rows[0][3]} 降到 {hours} 小时"

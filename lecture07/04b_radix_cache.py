@@ -142,13 +142,14 @@ def demo_granularity():
     show.table(["前缀", "前缀长", "按块", "按 token", "零头", "碰巧", "块表项", "token 项"], rows,
                caption=f"同演示 1 的请求，每段前缀单独一棵树、一张哈希表。前缀长 = 整块数 × 块大小（{bs}）+ 零头。按块、"
                        "按 token：要算的 token 数；按 token 少算的来自两处——零头：前缀不满一块的 token；碰巧：后缀开头碰巧"
-                       "和别的请求相同的 token。块表项、token 项：索引要记几项（按块每块一项，按 token 每个 token 一项）。")
+                       f"和别的请求相同的 token。块表项、token 项：{len(FEW_SHOT) * N_SHARING} 个请求各自记 KV 在哪，共几项"
+                       "（块表每块一项；按 token 每个 token 一项）。")
     t = rows[-1]
     show.claim(f"按 token 匹配少算 {show.num(show.value(t[2]) - show.value(t[3]))} 个 token（{t[2]} → {t[3]}）："
                f"{t[4]} 个是前缀不满一块的零头，{t[5]} 个是后缀开头碰巧相同的——块哈希只认整块。",
                show.value(t[3]) < show.value(t[2]), f"按块 {t[2]} 个、按 token {t[3]} 个")
-    show.claim(f"代价：按 token 的索引每个 token 一项（{t[7]} 项），按块只要 {t[6]} 项；SGLang 今天也可以把一页设成"
-               "多个 token，那时只匹配整页，和按块一样。", show.value(t[7]) > show.value(t[6]),
+    show.claim(f"代价：按 token 时每个请求逐 token 记 KV 位置（共 {t[7]} 项），按块只要 {t[6]} 项；SGLang 现在也能把"
+               "一页设成多个 token，那时只匹配整页，和按块一样。", show.value(t[7]) > show.value(t[6]),
                f"块表项 {t[6]}、token 项 {t[7]}")
     return dict(rows=rows)
 
@@ -165,16 +166,16 @@ def demo_trace():
             for cap, lru, trim, sglang in zip(CAPACITIES, hits[0::3], hits[1::3], hits[2::3])]
     show.table(["容量（块）", "块 LRU", "修剪", "SGLang", "修剪≠LRU 的请求", "SGLang − LRU（块）"], rows,
                caption=f"trace（请求记录）同 04 演示 4：仿 Mooncake（Kimi 的服务系统）公开负载的合成 trace，每块 512 个 "
-                       f"token，树里一个单位是一块。前三列是命中率 = 用得上的命中块 / 全部 {show.num(total)} 次块访问。"
-                       "块 LRU：淘汰最久没用的块；修剪：从最久没用的叶子尾巴一块一块地剪，删到正好满；SGLang 的规则（照 "
-                       "SGLang 0.5.23 的代码）：整片删最久没用的叶子，删够为止。后两列：命中和块 LRU 不同的请求数、"
+                       f"token，树里一个单位是一块。块 LRU、修剪、SGLang 三列是命中率 = 用得上的命中块 / 全部 {show.num(total)} "
+                       "次块访问。块 LRU：淘汰最久没用的块；修剪：从最久没用的叶子尾巴一块一块地剪，删到正好满；SGLang 的规则（照 "
+                       "SGLang 0.5.23 的代码）：从最久没用的起，整个叶子节点一起删，删够为止。后两列：命中和块 LRU 不同的请求数、"
                        "SGLang 比块 LRU 多命中的块数。")
     differ = [r[0] for r in rows if show.value(r[4]) != 0]
     show.claim(f"修剪规则在 {len(rows)} 个容量下给每个请求的命中都和块 LRU 相同：块号由前缀决定（同一个号代表同一段"
-               "开头）时，LRU 最久没用的块总是某片叶子的最后一块，修剪每步删的正是它。", not differ, f"在 {'、'.join(differ)} 块时有请求的命中不同")
+               "开头）时，LRU 最久没用的块总是某个叶子节点的最后一块，修剪每步删的正是它。", not differ, f"在 {'、'.join(differ)} 块时有请求的命中不同")
     gaps = [r[5] for r in rows]                  # 印出来的 SGLang − LRU
-    show.claim("SGLang 的规则从不比块 LRU 多命中，容量小了还少命中（表的最后一列）：它整片删叶子、删够为止，树常停在"
-               "容量以下；拆节点时，没用到的尾巴也记成刚用过。", max(map(show.value, gaps)) <= 0 > min(map(show.value, gaps)),
+    show.claim("SGLang 的规则从不比块 LRU 多命中，容量小了还少命中（表的最后一列）。原因在规则里（kv_store/radix_tree.py）："
+               "整个叶子节点一起删、删够为止，树常停在容量以下；拆节点时，没用到的尾巴也被记成刚用过。", max(map(show.value, gaps)) <= 0 > min(map(show.value, gaps)),
                f"SGLang − LRU：{'、'.join(gaps)} 块")
     return dict(rows=rows, total=total)
 
@@ -198,23 +199,23 @@ def run_steps(rule):
 
 
 def demo_steps():
-    """插入、拆开、整段命中、超出容量：每一步树怎么变？SGLang 的规则删掉整片叶子，修剪（只从叶子尾巴上剪掉刚好够的 token）又删哪些？"""
+    """插入、拆开、整段命中、超出容量：每一步树怎么变？SGLang 的规则删掉整个叶子节点，修剪（只从叶子尾巴上剪掉刚好够的 token）又删哪些？"""
     steps, trim = run_steps("sglang"), run_steps("trim")
-    rows = [[cut(s["name"], 10), s["n"], s["hit"], s["usable"], s["splits"],
-             cut("".join(f"「{e}」" for e in s["evicted"]) or "-", 18), s["size"], t["size"]] for s, t in zip(steps, trim)]
+    rows = [[cut(s["name"], 7), s["n"], s["hit"], s["usable"], s["splits"],
+             cut("".join(f"「{e}」" for e in s["evicted"]) or "-", 17), s["size"], t["size"]] for s, t in zip(steps, trim)]
     name, text = STEP_REQUESTS[0]
     arrow = "（=> 也是词）" if "=>" in text.split() else ""
-    show.table(["请求", "token", "已在树里", "用得上", "拆", "SGLang 淘汰", "树里", "修剪时"], rows,
+    show.table(["请求", "token 数", "命中", "用得上", "拆", "SGLang 淘汰", "SGLang 后", "修剪后"], rows,
                caption=f"每个请求是一句英译法的提示，一个词算一个 token，如{cut(name, 10)}：「{cut(text, 150)}」"
-                       f"{arrow}。树最多存 {STEP_CAPACITY} 个 token。已在树里：开头有几个 token 树里已有；用得上："
+                       f"{arrow}。树最多存 {STEP_CAPACITY} 个 token。命中：开头有几个 token 已在树里；用得上："
                        "其中能不重算的（最后一个 token 总要重算）；拆：拆开几个节点；SGLang 淘汰：SGLang 的规则这一步删掉"
-                       "的叶子上的词；树里、修剪时：这一步之后树里存几个 token（SGLang 的规则、修剪）。")
+                       "的叶子上的词；SGLang 后、修剪后：这一步之后树里存几个 token（按 SGLang 的规则、按修剪）。")
     x = ([r for r in rows if r[2] == r[1]] + rows)[0]      # 第一个整段命中的请求（没有就是第一行）
     show.claim(f"整段命中也要重算最后一个 token（{x[0]}：{x[1]} 个 token 里 {x[2]} 个在树里，用得上 {x[3]} 个）。",
                x[2] == x[1] and x[3] == x[1] - 1, "没有哪个请求整段都在树里")
     y = ([r for r in rows if r[6] < r[7]] + rows)[0]       # 第一个两种规则留下的不一样多的请求
-    show.claim(f"SGLang 的规则整片删叶子，树常停在容量（{STEP_CAPACITY}）以下，修剪删到正好满：{y[0]} 之后树里 {y[6]} "
-               f"个，修剪时 {y[7]} 个。", y[6] < y[7], f"每一步两种规则的树里都一样多（最后 {rows[-1][6]} 个）")
+    show.claim(f"SGLang 的规则把整个叶子节点一起删，树常停在容量（{STEP_CAPACITY}）以下，修剪删到正好满：{y[0]} 之后 "
+               f"SGLang 的树里 {y[6]} 个，修剪的 {y[7]} 个。", y[6] < y[7], f"每一步两种规则的树里都一样多（最后 {rows[-1][6]} 个）")
     return dict(steps=steps, capacity=STEP_CAPACITY)
 
 

@@ -79,13 +79,13 @@ def demo_load_or_recompute():
              ms(prefill_time(MODEL, PREFIX + SUFFIX, PREFIX, t, NODE) - compute), t.source] for t in TIERS]
     rows.append(["重算（式 1）", "-", ms(recompute), "-", f"FAST'25 式 1；{show.pct(NODE.mfu)} 峰值是假设"])
     a800, h800 = show.num(min_bandwidth(NODE), 2), show.num(min_bandwidth(H800_X8), 2)
-    caption = (f"{MODEL.name}、{NODE.name}。式 1：Mooncake FAST'25 的 prefill 计算量 l(an²d + bnd²)，a = {EQ1_A}、"
+    caption = (f"{MODEL.name}、{NODE.name}，读 {PREFIX:,} 个 token 的 KV。式 1：Mooncake FAST'25 的 prefill 计算量 l(an²d + bnd²)，a = {EQ1_A}、"
                f"b = {EQ1_B} 取自它的表 1。远端 DRAM 经 RDMA（网卡直接读别的机器的内存）：100 GB/s = 一台节点全部网卡"
                f"合计 800 Gbps ÷ 8。没盖住：读前缀与算 {SUFFIX:,} 个新 token 逐层流水（Mooncake arXiv v3 §5.2），比只算"
                f"（{ms(compute)} ms）多出的时间。读比重算快要的最低带宽（FAST'25 式 2 = KV 字节 ÷ 按峰值算力重算的时间，"
                f"{PAPER_PREFIX:,} token）：{NODE.name} {a800}、{H800_X8.name} {h800} GB/s；FAST'25 §2.2："
                f"{PAPER_MIN_BW[0]}、{PAPER_MIN_BW[1]} GB/s。")
-    show.table([f"{PREFIX:,} token 的 KV", "带宽 GB/s", "读 ms", "没盖住 ms", "出处"], rows, caption)
+    show.table(["存储级", "带宽 GB/s", "读 ms", "没盖住 ms", "出处"], rows, caption)
     tiers, rec, slow = rows[:-1], rows[-1][2], max(rows[:-1], key=lambda r: show.value(r[2]))
     show.claim(f"读 {PREFIX:,} token 的 KV，{len(tiers)} 级存储都比重算（{rec} ms）快：最慢的{slow[0]}也只要 {slow[2]} ms。",
                all(show.value(r[2]) < show.value(rec) for r in tiers),
@@ -125,17 +125,17 @@ def demo_hot_blocks(trace, source):
     rows.append(["全部网卡平均"] + [show.pct(sum(load[(n, 1)]) / n, 1) for n in NET_NODES] + ["-"])
     show.note(f"{source}：{len(trace):,} 个请求、{span / 60:,.1f} 分钟。热点块（被至少 {need:,} 个请求用到）"
               f"{len(hot):,} 块，占块访问的 {show.pct(sum(uses[b] for b in hot) / sum(uses.values()))}。")
-    caption = ("格子：最忙那块网卡的负载 = 要发的字节 / (800 Gbps × 时长)，> 100% 即超载；末列：平均排队。请求轮流分给"
-               f"各台，块存在第一次算出它的那台上，热点块复制到 k 台；请求率放大 {scale[NET_NODES[0]]:,.1f}–"
-               f"{scale[big]:,.1f} 倍，使 GPU 忙到 {show.pct(NET_GPU_UTIL)}。")
-    headers = ["副本数 k"] + [f"{n:,} 台" for n in NET_NODES] + [f"{big:,} 台排队 ms"]
+    caption = ("格子：最忙那台的网卡负载 = 要发的字节 / (800 Gbps × 时长)，> 100% 即超载；末列：平均排队。请求轮流分给"
+               f"各台，块存在第一次算出它的那台上，热点块复制到 k 台；请求率随台数放大（{NET_NODES[0]:,} 台 "
+               f"{scale[NET_NODES[0]]:,.1f} 倍…{big:,} 台 {scale[big]:,.1f} 倍），使 GPU 忙到 {show.pct(NET_GPU_UTIL)}。")
+    headers = ["副本数 k"] + [f"{n:,} 台" for n in NET_NODES] + [f"{big:,} 台平均排队 ms"]
     show.table(headers, rows, caption)
     k1, k2, avg = rows[0], rows[min(1, len(REPLICAS) - 1)], rows[-1]
-    show.claim(f"不复制时，最忙那块网卡的负载随集群变大从 {k1[1]} 升到 {k1[-2]}，全部网卡平均却只有 {avg[-2]}："
+    show.claim(f"不复制时，最忙那台的网卡负载随集群变大从 {k1[1]} 升到 {k1[-2]}，全部网卡平均却只有 {avg[-2]}："
                "不是总带宽不够，是流量挤在少数几台上。", k1[1:-1] == sorted(k1[1:-1], key=show.value)
                and show.value(k1[-2]) >= 5 * show.value(avg[-2]) > 0,
                f"最忙的 {'、'.join(k1[1:-1])}，平均 {avg[-2]}")
-    show.claim(f"挤的是持有热门前缀的几台：{big:,} 台时把热点块复制 {k2[0]} 份，平均排队从 {k1[-1]} ms 降到 {k2[-1]} ms，"
+    show.claim(f"挤的是持有热门前缀的几台：{big:,} 台时热点块存 {k2[0]} 份（k = {k2[0]}），平均排队从 {k1[-1]} ms 降到 {k2[-1]} ms，"
                f"最忙的网卡从 {k1[-2]} 降到 {k2[-2]}。",
                show.value(k2[-1]) < show.value(k1[-1]) and show.value(k2[-2]) < show.value(k1[-2]),
                f"热点块 {len(hot):,} 块；k = {k2[0]}：排队 {k2[-1]} ms、最忙 {k2[-2]}，k = 1：{k1[-1]} ms、{k1[-2]}")
@@ -143,7 +143,7 @@ def demo_hot_blocks(trace, source):
 
 
 def demo_scheduling(trace, source):
-    """请求该发给哪台 prefill 节点：排队最短的，还是缓存命中最多的？"""
+    """一个请求的 prefill 该交给哪台机器：排队最短的，还是缓存命中最多的？"""
     span = trace[-1].arrival - trace[0].arrival
     busy = trace_prefill_time(MODEL, [r.input_len for r in trace], [0] * len(trace), LOCAL_DRAM, NODE) / span
     scale = SCHED_LOAD * SCHED_NODES / busy           # 不用缓存时，要集群 SCHED_LOAD 的算力
@@ -155,13 +155,14 @@ def demo_scheduling(trace, source):
         used = sum(usable_tokens(h, q.input_len) for h, q in zip(r["hits"], trace))
         rows.append([SCHEDULERS[s], show.num(sum(r["ttft"]) / len(trace), 2), show.pct(used / tokens),
                      show.pct(sum(r["service"]) / (SCHED_NODES * span / scale)), show.num(PAPER_FIG5[s], 2)])
-    show.note(f"{source}，请求率 × {scale:,.2f}：不用缓存时要 {SCHED_NODES:,} 台的 {show.pct(SCHED_LOAD)}。每台本地缓存 "
+    show.note(f"{source}，请求率 × {scale:,.2f}：不用缓存时要 {SCHED_NODES:,} 台算力的 {show.pct(SCHED_LOAD)}（超载）。每台本地缓存 "
               f"{show.size(SCHED_CAPACITY * BLOCK_BYTES)}（FAST'25 §5.3.1：每台留约 1 TB DRAM 给本地缓存，约 300 万 token）。")
-    caption = ("TTFT：从到达到第一个输出 token，含排队和拉 KV；命中：用得上的命中 token / 全部输入 token。随机：随便挑"
+    caption = ("TTFT：从到达到第一个输出 token，含排队和拉 KV；命中：用得上的命中 token / 全部输入 token；平均负载："
+               f"{SCHED_NODES:,} 台平均有多少时间在做 prefill。随机：随便挑"
                "一台；负载均衡：最早空下来的那台；本地缓存感知：估计排队 + 用本机缓存算完的时间，挑最早的；全局缓存感知："
                "还考虑从别的节点拉 KV。论文：FAST'25 §4.2 图 5，16 台 8×A800 回放对话 trace。这里是模拟（"
                f"{SCHED_NODES:,} 台、每台一次只做一个 prefill、排队时间精确已知）：只比顺序，不比数值。")
-    show.table(["调度", "平均 TTFT s", "命中", "负载", "论文 TTFT s"], rows, caption)
+    show.table(["调度", "平均 TTFT s", "命中", "平均负载", "论文 TTFT s"], rows, caption)
     ours, paper = (sorted(rows, key=lambda r: -show.value(r[col])) for col in (1, 4))
     show.claim(f"平均 TTFT 从高到低：{' > '.join(r[0] for r in ours)}，与论文图 5 的顺序相同：看缓存的调度更快，"
                "能从别的节点拉 KV 的全局调度最快。", [r[0] for r in ours] == [r[0] for r in paper]
@@ -169,14 +170,14 @@ def demo_scheduling(trace, source):
                f"本实验 {'、'.join(r[0] + ' ' + r[1] for r in ours)} s；论文 {' > '.join(r[0] for r in paper)}")
     lb, glo = rows[1], rows[3]                                        # 负载均衡、全局缓存感知
     show.claim(f"看缓存的调度把请求送回有它前缀的节点：命中从 {lb[2]} 升到 {glo[2]}（负载均衡 → 全局），"
-               f"要算的少了，负载从 {lb[3]} 降到 {glo[3]}。",
+               f"要算的少了，平均负载从 {lb[3]} 降到 {glo[3]}。",
                show.value(glo[2]) > show.value(lb[2]) and show.value(glo[3]) < show.value(lb[3]),
                f"命中 {lb[2]} → {glo[2]}，负载 {lb[3]} → {glo[3]}")
     return dict(rows=rows, caption=caption)
 
 
 def demo_pd_transfer():
-    """prefill 和 decode 分在两台机器上：整个请求的 KV 要经网卡送到 decode 节点，藏得住吗？"""
+    """prefill 和 decode 分在两台机器上：整个请求的 KV 要经网卡送到 decode 节点，发 KV 的时间能被 prefill 的计算盖住吗？"""
     rows = []
     for n in PD_LENS:
         kv_bits = n * MODEL.kv_bytes_per_token() * 8
