@@ -1,5 +1,7 @@
 """课堂上的 --step：在 80 列 × 30 行的伪终端里跑每个脚本、每次提示都按回车。每一屏（清屏到"回车看下一个演示"）
-不超过 30 行、每行不超过 80 列；回车之前的一屏（标题和"想一想"）不含这个演示的观察里说的数。"""
+不超过 30 行、每行不超过 80 列；回车之前的一屏（标题和"想一想"）不含这个演示的观察里说的数；去掉只在终端上才有的
+（清屏、问题和它的回车、"计算中…"），剩下的和管道里的输出——tests/golden/ 里的标准文件——逐字相同。"""
+import difflib
 import os
 import re
 import select
@@ -10,7 +12,7 @@ import time
 import pytest
 
 from conftest import LECTURE
-from golden import SCRIPTS
+from golden import SCRIPTS, path
 from lab_common.show import cols
 
 pty = pytest.importorskip("pty", reason="没有伪终端（Windows）")
@@ -73,9 +75,20 @@ def screens(text):
     return out
 
 
+def piped(text):
+    """终端记录去掉只在终端上才有的：清屏、"想一想"到它的回车、"（计算中…）"、"（回车看下一个演示）"和它的回车。"""
+    text = re.sub(r"想一想：.*?（回车看结果）\n", "", text.replace("\r\n", "\n"), flags=re.S)
+    return text.replace(CLEAR, "").replace("（计算中…）\r", "").replace("（回车看下一个演示）\n", "")
+
+
 @pytest.mark.parametrize("script", SCRIPTS)
 def test_step_screens_fit_the_room_and_keep_the_answer_for_after_enter(script):
-    shown = screens(step_transcript(script))
+    transcript = step_transcript(script)
+    with open(path(script), encoding="utf-8") as f:
+        want = f.read()
+    diff = "".join(list(difflib.unified_diff(want.splitlines(True), piped(transcript).splitlines(True), "标准", "现在"))[:60])
+    assert piped(transcript) == want, "输出和标准文件不同（改了句子就 make golden）：\n" + diff
+    shown = screens(transcript)
     assert shown, f"{script} --step 没有清屏"
     leaks = {}
     for i, lines in enumerate(shown, 1):
