@@ -124,7 +124,7 @@ def demo_fragmentation():
         cells = ["-"] * 5 if share is None else [show.pct(x, 1) for x in share] + [show.num(running, 1)]
         rows[name] = [name, cells[0], VLLM_FIG2[name] if paper else "-"] + cells[1:]
     source = "vLLM 论文表 1 写作 \"12 GB\"、15.7K 个位置" if KV_POOL_GIB == 12 else "你设的值"
-    figure = "论文列：vLLM 图 2，§6.2 实验的平均" if paper else "论文列（vLLM 图 2）只在演示 2 的设置都是默认值时并排"
+    figure = "论文列：vLLM 图 2 里存着 token 的比例（§6.2 实验的平均）" if paper else "论文列（vLLM 图 2）只在演示 2 的设置都是默认值时并排"
     caption = (f"KV 池 {KV_POOL_GIB:g} GiB = {show.num(pool)} 个 OPT-13B 的 token（{source}）；"
                f"{show.num(N_REQUESTS)} 个请求一开始就排队，长度仿 ShareGPT（网友分享的 ChatGPT 对话；种子 {SEQ_SEED}）。"
                "各列占 KV 池的比例，满载（还有请求在排队）时的时间平均：预留 = 分给请求、留给它以后的 token；内部碎片 = 分出去了、到结束也"
@@ -188,10 +188,10 @@ def demo_preemption():
     all_swap = show.num(sum(2 * swap_seconds(m, n, BLOCK_SIZE, PCIE_GBPS[0], us)[1] for _, n in cut), 1)
     n_cut, n_req = show.num(len(cut)), show.num(len({r for r, _ in cut}))
     mean_len = show.num(sum(n for _, n in cut) / len(cut)) if cut else "-"
-    caption = (f"{m.name}、A100、一条 {show.num(SWAP_LEN)} token 的序列被抢占（显存不够时暂停它、腾出它的 KV）。"
+    caption = (f"{m.name}、一张 A100（vLLM 论文用的 GPU）、一条 {show.num(SWAP_LEN)} token 的序列被抢占（显存不够时暂停它、腾出它的 KV）。"
                "块大小：每块几个 token。"
-               f"重算 = Mooncake FAST'25 式 1 的计算量 l(an²d + bnd²)（l 层、n 个 token、隐藏维度 d；a = {EQ1_A}"
-               f"、b = {EQ1_B} 取自它的表 1）÷（峰值 {A100_TFLOPS} TFLOPS × {show.pct(MFU)}），与块大小无关；来回 = 换出到 CPU 内存"
+               f"重算 = Mooncake FAST'25 式 1 的计算量 l(an²d + bnd²)（l 层、n 个 token、隐藏维度 d；注意力项和线性层项的系数 "
+               f"a = {EQ1_A}、b = {EQ1_B} 取自它的表 1）÷（峰值 {A100_TFLOPS} TFLOPS × {show.pct(MFU)}），与块大小无关；来回 = 换出到 CPU 内存"
                f"再换回，每层 K、V 每块各拷一次（拷贝数）：每次 {COPY_OVERHEAD_US:g} µs + 字节 ÷ 带宽。{show.pct(MFU)}、"
                f"{COPY_OVERHEAD_US:g} µs 和带宽都是我们的假设{fast25}。vLLM §7.3：块 16–64 时两者端到端相当。"
                f"演示 2 的负载下，分页（每块 {BLOCK_SIZE} 个 token）抢占 {n_cut} 次（{n_req} 个请求），被抢占时平均已有 "

@@ -149,7 +149,7 @@ def demo_granularity():
                f"{t[4]} 个是前缀不满一块的零头，{t[5]} 个是后缀开头碰巧相同的——块哈希只认整块。",
                show.value(t[3]) < show.value(t[2]), f"按块 {t[2]} 个、按 token {t[3]} 个")
     show.claim(f"代价：按 token 时每个请求逐 token 记 KV 位置（共 {t[7]} 项），按块只要 {t[6]} 项；SGLang 现在也能把"
-               "一页设成多个 token，那时只匹配整页，和按块一样。", show.value(t[7]) > show.value(t[6]),
+               "一页（SGLang 对块的叫法）设成多个 token，那时只匹配整页，和按块一样。", show.value(t[7]) > show.value(t[6]),
                f"块表项 {t[6]}、token 项 {t[7]}")
     return dict(rows=rows)
 

@@ -79,8 +79,8 @@ def demo_load_or_recompute():
              ms(prefill_time(MODEL, PREFIX + SUFFIX, PREFIX, t, NODE) - compute), t.source] for t in TIERS]
     rows.append(["重算（式 1）", "-", ms(recompute), "-", f"FAST'25 式 1；{show.pct(NODE.mfu)} 峰值是假设"])
     a800, h800 = show.num(min_bandwidth(NODE), 2), show.num(min_bandwidth(H800_X8), 2)
-    caption = (f"{MODEL.name}、{NODE.name}，读 {PREFIX:,} 个 token 的 KV。式 1：Mooncake FAST'25 的 prefill 计算量 l(an²d + bnd²)，a = {EQ1_A}、"
-               f"b = {EQ1_B} 取自它的表 1。远端 DRAM 经 RDMA（网卡直接读别的机器的内存）：100 GB/s = 一台节点全部网卡"
+    caption = (f"{MODEL.name}、{NODE.name}，读 {PREFIX:,} 个 token 的 KV。式 1：Mooncake FAST'25 的 prefill 计算量 l(an²d + bnd²)，注意力项和线性层项的"
+               f"系数 a = {EQ1_A}、b = {EQ1_B} 取自它的表 1。远端 DRAM 经 RDMA（网卡直接读别的机器的内存）：100 GB/s = 一台节点全部网卡"
                f"合计 800 Gbps ÷ 8。没盖住：读前缀与算 {SUFFIX:,} 个新 token 逐层流水（Mooncake arXiv v3 §5.2），比只算"
                f"（{ms(compute)} ms）多出的时间。读比重算快要的最低带宽（FAST'25 式 2 = KV 字节 ÷ 按峰值算力重算的时间，"
                f"{PAPER_PREFIX:,} token）：{NODE.name} {a800}、{H800_X8.name} {h800} GB/s；FAST'25 §2.2："
