@@ -107,14 +107,14 @@ class Cloner:
     的倍数：kernel 按第 0 份的地址编译）；每 GROUP 步在主 stream 上记一个 event，改写这一组之前先等它（早就完成了）。"""
     SLOTS, GROUP = 64, 32
 
-    def __init__(self, kv, design="C", block=None, args_max=None, overlap_mb=None):
+    def __init__(self, kv, design="C", block=None, args_max=ARGS_MAX, overlap_mb=None):
         if not (torch.is_tensor(kv) and kv.is_floating_point() and kv.dim() == 6 and kv.shape[1] == 2 and kv.is_contiguous()
                 and (kv.is_cuda or os.environ.get("TRITON_INTERPRET") == "1")):
             raise ValueError(f"kv 必须是 contiguous 的 [L, 2, n_blocks, H, BS, D] 浮点张量，在 GPU 上（CPU 上要先设 "
                              f"TRITON_INTERPRET=1），收到 {getattr(kv, 'shape', type(kv).__name__)}")
         (L, _, nb, H, BS, D), self.kv, self.cuda, self.design, self.step = kv.shape, kv, kv.is_cuda, design, 0
         E, self.n_blocks, self.L = H * BS * D, nb, L
-        self.args_max = (ARGS_MAX if args_max is None else args_max) if design == "C" else 0
+        self.args_max = args_max if design == "C" else 0      # E 总是先上传块号（vLLM 也这样）
         self.overlap_from = overlap_from(L, E, kv.element_size(), overlap_mb)
         self.host = torch.empty((self.SLOTS + 1, -(-2 * nb // 4) * 4), dtype=torch.int32, pin_memory=self.cuda)  # 16 字节对齐
         self.dev, self.rows = self.host.to(kv.device, copy=True), list(self.host.numpy())
