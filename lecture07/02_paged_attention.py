@@ -96,7 +96,7 @@ def demo_block_table():
                caption=f"块：{bs} 个 token 的 KV；块池：显存里的全部块（共 {pool.n_blocks} 块，编号是物理块号）；块表：一条"
                        "序列的第 1、2、3…… 个逻辑块各存在哪个物理块。prefill：一次写入整段输入；解码：每条写一个 token。"
                        "分配：这一步给谁新分了几块；[..] 后面是序列长度；空闲块：块池还剩几块。"
-                       f"模型种子 {MODEL_SEED}、输入种子 {PROMPT_SEED}。")
+                       f"第 2 讲的小模型（权重随机），模型种子 {MODEL_SEED}、输入种子 {PROMPT_SEED}。")
     split = [n for n, s in seqs.items() if s.blocks != list(range(s.blocks[0], s.blocks[0] + len(s.blocks)))]
     who = (split + list(seqs))[0]                  # 第一条物理块不相邻的序列
     show.claim(f"同一条序列的物理块并不相邻（{who} 的块表 {seqs[who].blocks}）：逻辑上连续、物理上分散，全靠块表对应。",
@@ -130,7 +130,7 @@ def demo_equivalence():
     show.table(["序列", "输入", "最终长度", "块数", "块表", "最大差"], rows,
                caption=f"输入、最终长度：输入、prefill 加解码后的 token 数；最大差：prefill（一次处理整段输入）和之后每步解码的全部 logits 与连续存放时的最大绝对差（块大小 "
                        f"{bs}，模型种子 {MODEL_SEED}、输入种子 {PROMPT_SEED}）。两边每层的计算是同一份代码，只有 K/V 存在哪、"
-                       "从哪取不同。这里按块表把块拼回连续的 K/V 再算（练习 2）；vLLM 的 GPU kernel（在 GPU 上并行跑的函数）不拼，按块表逐块读进来"
+                       "从哪取不同。这里按块表把块拼回连续的 K/V 再算（本讲练习 2 要写的就是它）；vLLM 的 GPU kernel（在 GPU 上并行跑的函数）不拼，按块表逐块读进来"
                        "直接算（vLLM 论文 §5.1）。")
     show.claim(f"{len(seqs)} 条序列、{EQ_DECODE + 1} 轮（prefill 加 {EQ_DECODE} 步解码）的 logits 与连续存放逐位相同"
                "（最大差都是 0.0）：K/V 放在哪些块里，不改变算出的任何一位。",

@@ -156,9 +156,9 @@ def demo_savings():
                        f"（短指令）/ ShareGPT（长对话），{N_REQUESTS} 个请求（种子 {LEN_SEED}），平均输入 "
                        f"{np.mean([r[0] for r in reqs]):.0f} / {np.mean([r[0] for r in long]):.0f} 个 token（vLLM 图 11 "
                        f"的均值）。块·步：每步占的块（每块 {BLOCK_SIZE} 个 token）逐步相加；"
-                       "COW：写时复制（写共享的、没写满的块之前先复制它）的次数。束搜索在小模型上真的解码，并行采样不跑"
+                       "省下 = 1 − 共享 / 不共享；COW：写时复制（写共享的、没写满的块之前先复制它）的次数。束搜索在第 2 讲的小模型上真的解码，并行采样不跑"
                        "模型，只模拟块的分配。论文：vLLM §6.3、图 15，OPT-13B、块 16，n = 2、4、6 的范围；这里权重随机、"
-                       "束不提前结束（一个请求的束都解码同样多步），和论文不同：只比量级"
+                       "束不提前结束，和论文不同：只比量级"
                        + ("，有的行在论文的范围外。" if outside else "。"))
     beam = {r[0]: r[5] for r in rows if r[1] == "束搜索"}                  # n → 表里印的"省下"
     par = {r[0]: r[5] for r in rows if r[1:3] == ["并行采样", "Alpaca"]}
@@ -211,7 +211,7 @@ def demo_cow():
                        f"新序列 b 共用 a 的块表，不复制 KV；ref_count（引用计数）：物理块 0–{pool.n_blocks - 1} 各有几条序列"
                        "在用；空闲块：块池还剩几块；COW：累计写时复制（写共享的块之前先复制它）的次数。模型 "
                        f"{cfg.n_layers} 层、种子 {MODEL_SEED}，输入种子 {COW_SEED}。块 {last} 在 b 写前后的最大差 {s_block}；"
-                       f"a、b 写第 {L + 1} 个 token 的 logits 与各自从头算（连续存放）的最大差 {s_logits}。GPU 版（06，"
+                       f"a、b 写第 {L + 1} 个 token 的 logits 与各自从头算（连续存放）的最大差 {s_logits}。GPU 版（脚本 06，"
                        "lecture07/gpu/paged_decode.py）做法相同，一步里要复制的块一次拷完。")
     show.claim(f"b 写第 {L + 1} 个 token 时，共享的最后一块（块 {last}）只写了 {pos}/{bs}：先整块复制成块 {new}（"
                f"{cfg.n_layers} 层 × K、V），再写进它的第 {pos + 1} 个位置（下标 {pos}）；块 {last} 一位也没变（最大差 "

@@ -122,7 +122,7 @@ def demo2_shared_prefix():
             for (k, n), r in zip(FEW_SHOT, res.values())]
     show.table(head, rows, caption=f"每行 {N_SHARING} 个请求共用一段 few-shot 前缀，各接 {SUFFIX_LEN[0]}–"
                f"{SUFFIX_LEN[1] - 1} 个随机 token；块大小 {BLOCK_SIZE}，第 2 讲的小模型（权重种子 {MODEL_SEED}、token 种子 "
-               f"{PROMPT_SEED}）。长度：前缀的 token 数；总输入、实际算：全部的、真正算了的 token；缓存块：缓存里登记的块；不共享 / 共享：请求都还"
+               f"{PROMPT_SEED}）。长度：前缀的 token 数；总输入、实际算：全部的、真正算了的 token；省下 = 1 − 实际算 / 总输入；缓存块：缓存里登记的块；不共享 / 共享：请求都还"
                "在时占的物理块；最大差：最后一个 token 的 logits 和从头算的最大绝对差。")
     last = dict(zip(head, rows[-1]))                            # 最长的前缀那一行
     k, saved, private, shared, worst = (last[x] for x in ("前缀", "省下", "不共享", "共享", "最大差"))
@@ -145,7 +145,7 @@ def demo3_block_heat():
     show.table(["", "本实验"] + list(PAPER_TRACES), [[k, x, *p] for (k, p), x in zip(PAPER_ROWS.items(), ours)],
                caption=f"本实验：{name}，{show.num(sum(counts))} 次块访问、{show.num(len(counts))} 个不同的块（每块 "
                        f"{TRACE_BLOCK} token）；trace 是请求记录：每个请求的到达时间、长度、用到的块。论文列：Mooncake（Kimi 的"
-                       "服务系统）arXiv v3 §4、§4.2；FAST'25 表 2 的三个负载。cache ratio（FAST'25 表 2 的叫法，§5.2.1 称 "
+                       "服务系统）论文的 arXiv 第 3 版 §4、§4.2，和它的会议版 FAST'25 表 2 的三个负载（Tool&Agent：调用工具的智能体请求）。cache ratio（FAST'25 表 2 的叫法，§5.2.1 称 "
                        "prefix caching ratio）：输入里能从前缀缓存复用的比例。-：论文没给。")
     once, hottest, top = ours[5:]
     show.claim(f"{once} 的块只用过一次（论文：超过 50%），最热 1% 的块却占了 {top} 的块访问：热度极不均匀。",
@@ -182,7 +182,7 @@ def demo4_policies():
     show.table(["策略 \\ 容量（块）"] + [f"{c:,}" if c else "无限" for c in CAPACITIES], rows,
                caption="前缀命中率 = 用得上的命中块（从第一块起连续命中，最后一个 token 总要重算）/ 全部块访问。LRU："
                        "淘汰最久没用的块；LFU：淘汰用得最少的；LengthAware（Mooncake 的）：像 LFU，次数相同时先淘汰请求里"
-                       "靠后的块。MIN：Belady 的离线最优，数逐块命中（不要求从第一块起连续，也不扣最后一个 token），是上界，"
+                       "靠后的块。MIN：Belady 的离线最优（知道以后的全部访问，淘汰下次用到最晚的块），数逐块命中（不要求从第一块起连续，也不扣最后一个 token），是上界，"
                        "真实系统做不到。论文行：Mooncake arXiv v3 表 1，在另一个 trace 上算的。")
     lru, best_row = (dict(zip(CAPACITIES, rows[i][1:])) for i in (POLICIES.index(LRUCache), len(POLICIES)))   # LRU、MIN
     small, big = min(CAPACITIES, key=lambda c: c or float("inf")), max(CAPACITIES, key=lambda c: c or float("inf"))
@@ -222,7 +222,7 @@ def demo5_prefill_time():
         rows.append(row[c])
     show.table(["缓存", "存储", "命中的 token", "GPU 时间（小时）", "快了"], rows,
                caption=f"{len(trace):,} 个请求的 prefill 在一台 {node.name} 上的总时间（{model.name}）。命中的 token：用得上的命中 "
-                       "token / 全部输入 token（按 token 数，所以和演示 4 按块数的命中率略有不同）；存储：缓存里全部 KV 的字节数。计算量按 Mooncake FAST'25 式 1："
+                       "token / 全部输入 token（按 token 数，所以和演示 4 按块数的命中率略有不同）；存储：缓存里全部 KV 的字节数；快了 = 不缓存的时间 ÷ 这一行的时间。计算量按 Mooncake FAST'25 式 1："
                        f"l(an²d + bnd²)（l 层、n 个 token、隐藏维度 d；系数 a = {EQ1_A}、b = {EQ1_B}，表 1）；算力按峰值（表 1：{node.n_gpus}×"
                        f"{node.tflops_per_gpu:g} TFLOPS）的 {show.pct(node.mfu)} 算，这是本实验的假设。命中的 KV 从{TIERS[1].name}读（"
                        f"{TIERS[1].bandwidth()}，表 1）；缓存超出本机 {LOCAL_KV_BYTES / 1e12:g} TB DRAM 的部分放在远端，命中按这个比例从"

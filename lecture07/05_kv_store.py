@@ -125,8 +125,8 @@ def demo_hot_blocks(trace, source):
     rows.append(["全部网卡平均"] + [show.pct(sum(load[(n, 1)]) / n, 1) for n in NET_NODES] + ["-"])
     show.note(f"{source}：{len(trace):,} 个请求、{span / 60:,.1f} 分钟。热点块（被至少 {need:,} 个请求用到）"
               f"{len(hot):,} 块，占块访问的 {show.pct(sum(uses[b] for b in hot) / sum(uses.values()))}。")
-    caption = ("格子：最忙那台的网卡负载 = 要发的字节 / (800 Gbps × 时长)，> 100% 即超载；末列：平均排队。请求轮流分给"
-               f"各台，块存在第一次算出它的那台上，热点块复制到 k 台；请求率随台数放大（{NET_NODES[0]:,} 台 "
+    caption = ("格子：最忙那台的网卡负载 = 要发的字节 / (800 Gbps × 时长)，> 100% 即超载；末列：KV 传输在网卡前的平均排队。请求轮流分给"
+               f"各台，块存在第一次算出它的那台上，热点块复制到 k 台；请求率随台数放大（相对 trace 原来的；{NET_NODES[0]:,} 台 "
                f"{scale[NET_NODES[0]]:,.1f} 倍…{big:,} 台 {scale[big]:,.1f} 倍），使 GPU 忙到 {show.pct(NET_GPU_UTIL)}。")
     headers = ["副本数 k"] + [f"{n:,} 台" for n in NET_NODES] + [f"{big:,} 台平均排队 ms"]
     show.table(headers, rows, caption)
@@ -155,7 +155,7 @@ def demo_scheduling(trace, source):
         used = sum(usable_tokens(h, q.input_len) for h, q in zip(r["hits"], trace))
         rows.append([SCHEDULERS[s], show.num(sum(r["ttft"]) / len(trace), 2), show.pct(used / tokens),
                      show.pct(sum(r["service"]) / (SCHED_NODES * span / scale)), show.num(PAPER_FIG5[s], 2)])
-    show.note(f"{source}，请求率 × {scale:,.2f}：不用缓存时要 {SCHED_NODES:,} 台算力的 {show.pct(SCHED_LOAD)}（超载）。每台本地缓存 "
+    show.note(f"{source}，请求率是 trace 原来的 {scale:,.2f} 倍：不用缓存时要 {SCHED_NODES:,} 台算力的 {show.pct(SCHED_LOAD)}（超载）。每台本地缓存 "
               f"{show.size(SCHED_CAPACITY * BLOCK_BYTES)}（FAST'25 §5.3.1：每台留约 1 TB DRAM 给本地缓存，约 300 万 token）。")
     caption = ("TTFT：从到达到第一个输出 token，含排队和拉 KV；命中：用得上的命中 token / 全部输入 token；平均负载："
                f"{SCHED_NODES:,} 台平均有多少时间在做 prefill。随机：随便挑"

@@ -84,7 +84,7 @@ class Tier:
 
 
 TIERS = [      # 带宽都是整台 8 卡机器的合计；source 是出处（05 的表里一列）
-    Tier("HBM（显存）", 8 * 2039, "8 卡合计；A800 每卡 2,039"),        # A800 80GB SXM 数据手册：每卡 2,039 GB/s
+    Tier("HBM（显存）", 8 * 2039, "8 卡 × 2,039（A800 每卡）"),        # A800 80GB SXM 数据手册：每卡 2,039 GB/s
     Tier("本机 DRAM（PCIe）", 128, "FAST'25 表 1：CPU 到 GPU"),         # host-to-device：B_h2d
     Tier("远端 DRAM（RDMA）", 800 / 8, "FAST'25 表 1：800 Gbps", nic=True),   # B_nic：一台节点全部网卡的合计
     Tier("本机 SSD（NVMe）", 6.9, "本实验的假设（NVMe 顺序读）"),       # 一块 PCIe 4.0 NVMe 的顺序读
