@@ -146,7 +146,7 @@ def demo3_block_heat():
                caption=f"本实验：{name}，{show.num(sum(counts))} 次块访问、{show.num(len(counts))} 个不同的块（每块 "
                        f"{TRACE_BLOCK} token）；trace 是请求记录：每个请求的到达时间、长度、用到的块。论文列：Mooncake（Kimi 的"
                        "服务系统）论文的 arXiv 第 3 版 §4、§4.2，和它的会议版 FAST'25 表 2 的三个负载（Tool&Agent：调用工具的智能体请求）。cache ratio（FAST'25 表 2 的叫法，§5.2.1 称 "
-                       "prefix caching ratio）：输入里能从前缀缓存复用的比例。-：论文没给。")
+                       "prefix caching ratio）：输入里能从前缀缓存复用的比例。-：没有这个数。")
     once, hottest, top = ours[5:]
     show.claim(f"{once} 的块只用过一次（论文：超过 50%），最热 1% 的块却占了 {top} 的块访问：热度极不均匀。",
                show.value(once) > 0.5 and show.value(top) >= 0.1, f"只用过一次的块 {once}，最热 1% 占 {top}")
