@@ -168,8 +168,8 @@ def demo4_policies():
     _, trace = the_trace()
     caches = [cls(c) for cls in POLICIES for c in CAPACITIES]
     k = len(CAPACITIES)
-    with ProcessPoolExecutor(2) as pool:      # 两个核一起算：每格 = hit_blocks(trace, 策略类(容量))；k 格一包，trace 一包传一次
-        hits = pool.map(hit_blocks, [trace] * len(caches), caches, chunksize=k)
+    with ProcessPoolExecutor(2) as pool:      # 两个核一起算：每格 = hit_blocks(trace, 策略类(容量))
+        hits = pool.map(hit_blocks, [trace] * len(caches), caches, chunksize=-(-k // 2))   # 半行一包：trace 一包传一次
         best = pool.submit(min_hits, trace, CAPACITIES)        # MIN：逐块命中的上界，所有容量一包
         hits, best = list(hits), best.result()
     accesses = sum(len(r.blocks) for r in trace)
@@ -210,9 +210,8 @@ def demo5_prefill_time():
     distinct = len({b for r in trace for b in r.blocks})
     base = trace_prefill_time(model, n_in, np.zeros_like(n_in), TIERS[1]) / 3600
     rows, row, stored = [["不缓存", "-", "0%", show.num(base, 2), "1.00×"]], {}, {}
-    with ProcessPoolExecutor(2) as pool:      # 两个核一起算：每格 = hit_blocks(trace, LRUCache(容量))
-        per_cap = list(pool.map(hit_blocks, [trace] * len(SAVED_CAPS), [LRUCache(c) for c in SAVED_CAPS]))
-    for c, hits in zip(SAVED_CAPS, per_cap):
+    for c in SAVED_CAPS:
+        hits = hit_blocks(trace, LRUCache(c))                 # 每个请求用得上的命中块数
         n_hit = np.array([usable_tokens(u, r.input_len) for u, r in zip(hits, trace)])   # 用得上的命中 token
         stored[c] = min(c or distinct, distinct) * TRACE_BLOCK * model.kv_bytes_per_token()
         tier = hit_tier(stored[c], TIERS[1], TIERS[2], LOCAL_KV_BYTES)   # 放不下本机 DRAM 的部分从远端读

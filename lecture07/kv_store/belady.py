@@ -18,12 +18,15 @@ def min_hits(trace, capacities):
     for i in range(n - 1, -1, -1):           # 从后往前：last[b] = 块 b 下一次出现在哪个请求；各个容量共用
         nxt[i] = [last.get(b, n) for b in seqs[i]]
         last.update(dict.fromkeys(seqs[i], i))
-    return [replay(seqs, nxt, c) for c in capacities]
+    unlimited, peak = replay(seqs, nxt, None)
+    # 容量不小于 peak（容量无限时缓存最多有几块）：从不淘汰，和无限一样，不用再回放
+    return [unlimited if c is None or c >= peak else replay(seqs, nxt, c)[0] for c in capacities]
 
 
 def replay(seqs, nxt, capacity):
-    """一个容量的 MIN。cache：块 → 下一次用到它的请求；heap：(−下一次, 块)，可能有过时的记录。"""
-    n, cache, heap, hits = len(seqs), {}, [], []
+    """一个容量的 MIN：返回 (每个请求的逐块命中, 缓存最多时有几块)。cache：块 → 下一次用到它的请求；
+    heap：(−下一次, 块)，可能有过时的记录。"""
+    n, cache, heap, hits, peak = len(seqs), {}, [], [], 0
     for i, blocks in enumerate(seqs):
         hits.append(sum(b in cache for b in blocks))
         for b, when in zip(blocks, nxt[i]):
@@ -33,6 +36,7 @@ def replay(seqs, nxt, capacity):
                 cache[b] = when
                 if heap:                  # 堆在第一次超出容量时才建：从不超出容量就不用堆
                     heapq.heappush(heap, (-when, b))
+        peak = max(peak, len(cache))
         over = capacity is not None and len(cache) > capacity
         if (over and not heap) or len(heap) > 2 * len(cache) + 1000:
             heap = [(-w, b) for b, w in cache.items()]   # 建堆，或清掉太多的过时记录（内存有上限）
@@ -41,4 +45,4 @@ def replay(seqs, nxt, capacity):
             when, b = heapq.heappop(heap)
             if cache.get(b) == -when:     # 不是过时的记录：它就是下一次用到最晚的块
                 del cache[b]
-    return hits
+    return hits, peak
