@@ -50,7 +50,7 @@ demo: $(VENV)/.demo
 	$(VPY) lecture07/04_prefix_caching.py
 
 test: $(TEST_ENV)
-	$(VPY) -m pytest -q -n $(JOBS) tests
+	$(VPY) -m pytest -q -n $(JOBS) --dist worksteal tests
 
 check: $(VENV)/.demo
 	$(VPY) exercises/check.py $(EX)

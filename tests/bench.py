@@ -33,12 +33,12 @@ def timed(cmd, cwd):
     return wall, usage.ru_maxrss / 1024
 
 
-def side_by_side(args, base, runs=RUNS):
-    """新旧交替跑 runs 次：返回 (新的中位秒, 旧的中位秒, 新的峰值 MB)。"""
+def side_by_side(args, base, runs=RUNS, old_args=None):
+    """新旧交替跑 runs 次（旧版本跑 old_args，默认和 args 一样）：返回 (新的中位秒, 旧的中位秒, 新的峰值 MB)。"""
     new, old, mb = [], [], 0
     for _ in range(runs):
-        for tree, out in ((ROOT, new), (base, old)):
-            wall, peak = timed([sys.executable, *args], tree)
+        for tree, out, a in ((ROOT, new, args), (base, old, old_args or args)):
+            wall, peak = timed([sys.executable, *a], tree)
             out.append(wall)
             if tree == ROOT:
                 mb = max(mb, peak)
@@ -83,7 +83,8 @@ def main(argv):
     else:
         print(f"没有 {CONVERSATION}：从 Mooncake 仓库的 FAST25-release/traces/ 拿来放在这里，才测大 trace")
     if "--pytest" in argv:
-        n, o, _ = side_by_side(["-m", "pytest", "-q", "-n", "2", "-p", "no:cacheprovider", "tests"], base, runs=1)
+        cmd = ["-m", "pytest", "-q", "-n", "2", "-p", "no:cacheprovider", "tests"]     # 各自的 make test
+        n, o, _ = side_by_side(cmd[:5] + ["--dist", "worksteal"] + cmd[5:], base, runs=1, old_args=cmd)
         print(f"{'pytest（不含 kernel 测试）':<22}{n:>9.2f}{o:>9.2f}{n / o:>8.2f}")
 
 

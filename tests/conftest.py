@@ -34,3 +34,8 @@ def run(script, *args, env=None, timeout=300):
     p = subprocess.run([sys.executable, os.path.join(LECTURE, script + ".py"), *args], cwd=ROOT, env=e,
                        capture_output=True, text=True, encoding="utf-8", timeout=timeout)
     return p.returncode, p.stdout, p.stderr
+
+
+def pytest_collection_modifyitems(items):
+    """最长的测试（test_room：每个脚本整个跑一遍）先开始，两个进程差不多同时收尾。"""
+    items.sort(key=lambda item: "test_room.py" not in item.nodeid)
