@@ -15,6 +15,7 @@
 """
 import argparse
 import math
+import multiprocessing
 import os
 import re
 import sys
@@ -52,8 +53,7 @@ def pct(frac, nd=0):
     ('46%', '> 99%', '< 1%', '100%', '50.0%')
     """
     s = f"{frac * 100:.{nd}f}"
-    top, low = f"{100:.{nd}f}", f"{0:.{nd}f}"
-    step = f"{10 ** -nd:.{nd}f}"
+    top, low, step = f"{100:.{nd}f}", f"{0:.{nd}f}", f"{10 ** -nd:.{nd}f}"
     if s == top and frac < 1:
         return f"> {100 - 10 ** -nd:.{nd}f}%"
     if s == low and frac > 0:
@@ -62,11 +62,7 @@ def pct(frac, nd=0):
 
 
 def times(x, nd=1):
-    """倍数：'3.4×'。
-
-    >>> times(3.44), times(1234.5, 0)
-    ('3.4×', '1,234×')
-    """
+    """倍数：times(3.44) 是 '3.4×'。"""
     return num(x, nd) + "×"
 
 
@@ -172,8 +168,7 @@ def header(title, question=None):
 
 def note(text):
     """一段说明（设置、单位、出处）：折到 80 列。"""
-    for line in wrap(text, WIDTH):
-        print(line)
+    print("\n".join(wrap(text, WIDTH)))
 
 
 def table(headers, rows, caption=None):
@@ -285,8 +280,13 @@ def quietly(main):
     try:
         sys.exit(main(sys.argv[1:]))
     except KeyboardInterrupt:
-        print(f"\n{os.path.basename(sys.argv[0])}: 已中断（Ctrl-C）", file=sys.stderr)
-        sys.exit(130)
+        for child in multiprocessing.active_children():   # 工作进程不理 Ctrl-C：停下它们，不等它们算完
+            child.kill()
+        try:
+            sys.stdout.flush()                 # 已经印出的写出去（管道、文件里不丢）
+        finally:
+            print(f"\n{os.path.basename(sys.argv[0])}: 已中断（Ctrl-C）", file=sys.stderr)
+            os._exit(130)                      # 不做退出时的收尾：进程池的线程可能在等刚停下的进程，会卡住
     except BrokenPipeError:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())    # 退出时冲缓冲区也不再报错
         sys.exit(0)

@@ -12,6 +12,7 @@
   5. SAVED_CAPS = (1_000, 100)（--demo 5）：缓存只有几百块时，prefill 的 GPU 时间还能省多少？
 """
 import os
+import signal
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -168,10 +169,12 @@ def demo4_policies():
     _, trace = the_trace()
     caches = [cls(c) for cls in POLICIES for c in CAPACITIES]
     k = len(CAPACITIES)
-    with ProcessPoolExecutor(2) as pool:      # 两个核一起算：每格 = hit_blocks(trace, 策略类(容量))
-        hits = pool.map(hit_blocks, [trace] * len(caches), caches, chunksize=-(-k // 2))   # 半行一包：trace 一包传一次
-        best = pool.submit(min_hits, trace, CAPACITIES)        # MIN：逐块命中的上界，所有容量一包
-        hits, best = list(hits), best.result()
+    # 两个核一起算：每格 = hit_blocks(trace, 策略类(容量))。工作进程不理 Ctrl-C：由这个进程停下它们、印一行
+    pool = ProcessPoolExecutor(2, initializer=signal.signal, initargs=(signal.SIGINT, signal.SIG_IGN))
+    hits = pool.map(hit_blocks, [trace] * len(caches), caches, chunksize=-(-k // 2))   # 半行一包：trace 一包传一次
+    best = pool.submit(min_hits, trace, CAPACITIES)        # MIN：逐块命中的上界，所有容量一包
+    hits, best = list(hits), best.result()
+    pool.shutdown()                           # 不用 with：Ctrl-C 时 with 会等剩下的格子都算完
     accesses = sum(len(r.blocks) for r in trace)
     ratio = [show.num(sum(h) / accesses, 2) for h in hits + best]
     rows = [[cls.NAME] + ratio[i * k:(i + 1) * k] for i, cls in enumerate(POLICIES)]

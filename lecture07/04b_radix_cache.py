@@ -11,6 +11,7 @@ token 放进一棵基数树，按 token 匹配、只淘汰叶子。比 04 的链
   3. STEP_CAPACITY = 14（--demo 4）：SGLang 的规则删掉哪些叶子？修剪呢？
 """
 import os
+import signal
 import sys
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))   # 仓库根目录：lab_common、exercises
 from concurrent.futures import ProcessPoolExecutor  # noqa: E402
@@ -159,8 +160,10 @@ def demo_trace():
     trace = make_trace(TRACE_SEED)
     total = sum(len(r.blocks) for r in trace)
     caches = [c for cap in CAPACITIES for c in (LRUCache(cap), RadixCache(cap, "trim"), RadixCache(cap, "sglang"))]
-    with ProcessPoolExecutor(2) as pool:         # 同一个 hit_blocks（命中的规则只写在那里）回放每个缓存，两个核分着算；
-        hits = list(pool.map(hit_blocks, [trace] * len(caches), caches, chunksize=3))   # 一个容量的三个一起送
+    # 同一个 hit_blocks（命中的规则只写在那里）回放每个缓存，两个核分着算；工作进程不理 Ctrl-C，由这个进程停下它们
+    pool = ProcessPoolExecutor(2, initializer=signal.signal, initargs=(signal.SIGINT, signal.SIG_IGN))
+    hits = list(pool.map(hit_blocks, [trace] * len(caches), caches, chunksize=3))   # 一个容量的三个一起送
+    pool.shutdown()                              # 不用 with：Ctrl-C 时 with 会等剩下的都算完
     rows = [[show.num(cap) if cap else "无限", *(show.num(sum(h) / total, 2) for h in (lru, trim, sglang)),
              show.num(sum(int(a != b) for a, b in zip(lru, trim))), show.num(sum(sglang) - sum(lru))]
             for cap, lru, trim, sglang in zip(CAPACITIES, hits[0::3], hits[1::3], hits[2::3])]

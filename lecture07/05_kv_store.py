@@ -98,12 +98,15 @@ def demo_load_or_recompute():
 
 
 def in_parallel(fn, jobs):
-    """[fn(*job) for job in jobs] 用上两个核：前一半在另一个进程里算（它不理 Ctrl-C），后一半同时在这里算。"""
+    """[fn(*job) for job in jobs] 用上两个核：前一半在另一个进程里算（它不理 Ctrl-C），后一半同时在这里算。
+    不用 with：Ctrl-C 时 with 会等另一个进程算完，这里直接走，由 show.quietly 停下它。"""
     half = len(jobs) // 2
-    with ProcessPoolExecutor(1, initializer=signal.signal, initargs=(signal.SIGINT, signal.SIG_IGN)) as pool:
-        there = pool.map(fn, *zip(*jobs[:half]), chunksize=max(1, half))
-        here = [fn(*job) for job in jobs[half:]]
-        return list(there) + here
+    pool = ProcessPoolExecutor(1, initializer=signal.signal, initargs=(signal.SIGINT, signal.SIG_IGN))
+    there = pool.map(fn, *zip(*jobs[:half]), chunksize=max(1, half))
+    here = [fn(*job) for job in jobs[half:]]
+    there = list(there)
+    pool.shutdown()
+    return there + here
 
 
 def demo_hot_blocks(trace, source):
