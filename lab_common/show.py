@@ -156,12 +156,9 @@ def header(title, question=None):
     _claims[0] = 0
     if STEP:
         print("\033[2J\033[H", end="")                 # 清屏，光标回到左上角
-    print("\n" + "═" * WIDTH)
-    print(title)
-    print("─" * WIDTH)
+    print(f"\n{'═' * WIDTH}\n{title}\n{'─' * WIDTH}")
     if STEP and question:
-        for line in wrap("想一想：" + question, WIDTH - 2, indent=8):
-            print(line)
+        print("\n".join(wrap("想一想：" + question, WIDTH - 2, indent=8)))
         pause("（回车看结果）")
         print("（计算中…）", end="\r", flush=True)      # 算几秒时课堂上看得到；下一行印在它上面
 
@@ -190,8 +187,7 @@ def table(headers, rows, caption=None):
     for r in rows:
         print(line(r))
     if caption:
-        for x in wrap(caption, WIDTH, indent=2):
-            print(x)
+        print("\n".join(wrap(caption, WIDTH, indent=2)))
 
 
 def claim(text, holds, evidence):
@@ -206,8 +202,7 @@ def claim(text, holds, evidence):
         line = f"  {_claims[0]}. {text}"
     else:
         line = f"  {_claims[0]}. ✗ 在这组设置下不成立：{evidence}（要点：{text}）"
-    for x in wrap(line, WIDTH, indent=5):
-        print(x)
+    print("\n".join(wrap(line, WIDTH, indent=5)))
 
 
 # ---- 设置、出错 ----
@@ -230,8 +225,7 @@ def is_int(x, lo, hi):
 
 
 def is_number(x, lo, hi):
-    """lo ≤ x ≤ hi 的有限实数（bool 不算，-0.0 也不算：它的符号会在后面的计算里冒出来）。
-    要求严格为正的设置写 lo = 一个有意义的最小值（比如 0.01），而不是 0：1e-308 这样的值会在后面溢出。"""
+    """lo ≤ x ≤ hi 的有限实数（bool、-0.0 不算：符号会在后面冒出来）。严格为正的设置 lo 写有意义的最小值（如 0.01）。"""
     if isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(x):
         return False
     return lo <= x <= hi and not (x == 0 and math.copysign(1, x) < 0)
@@ -280,20 +274,27 @@ def quietly(main):
     try:
         sys.exit(main(sys.argv[1:]))
     except KeyboardInterrupt:
-        for child in multiprocessing.active_children():   # 工作进程不理 Ctrl-C：停下它们，不等它们算完
-            child.kill()
-        try:
-            sys.stdout.flush()                 # 已经印出的写出去（管道、文件里不丢）
-        finally:
-            print(f"\n{os.path.basename(sys.argv[0])}: 已中断（Ctrl-C）", file=sys.stderr)
-            os._exit(130)                      # 不做退出时的收尾：进程池的线程可能在等刚停下的进程，会卡住
+        stop(f"\n{os.path.basename(sys.argv[0])}: 已中断（Ctrl-C）", 130)
     except BrokenPipeError:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())    # 退出时冲缓冲区也不再报错
         sys.exit(0)
     except Exception as err:
-        mine = [f for f in traceback.extract_tb(err.__traceback__) if f"{os.sep}exercises{os.sep}" in f.filename]
+        where = [(f.filename, str(f.lineno), f.name) for f in traceback.extract_tb(err.__traceback__)]
+        where += re.findall(r'File "(.+)", line (\d+), in (\S+)', getattr(err.__cause__, "tb", ""))  # 工作进程里的
+        mine = [w for w in where if f"{os.sep}exercises{os.sep}" in w[0]]
         if not mine:
             raise
-        f = mine[-1]
-        fail(f"你的代码出错：exercises/{os.path.basename(f.filename)} 第 {f.lineno} 行（{f.name}）："
-             f"{type(err).__name__}: {err}", code=1)
+        file, line, name = mine[-1]
+        stop(f"{os.path.basename(sys.argv[0])}: 你的代码出错：exercises/{os.path.basename(file)} 第 {line} 行（{name}）："
+             f"{type(err).__name__}: {err}", 1)
+
+
+def stop(message, code):
+    """印一行就结束：还在算的工作进程（它们不理 Ctrl-C）直接停下，不等它们算完，也不做进程池退出时的收尾（会卡住）。"""
+    for child in multiprocessing.active_children():
+        child.kill()
+    try:
+        sys.stdout.flush()                 # 已经印出的写出去（管道、文件里不丢）
+    finally:
+        print(message, file=sys.stderr)
+        os._exit(code)

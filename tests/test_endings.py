@@ -43,3 +43,15 @@ def test_closed_pipe_prints_nothing():
     err = p.stderr.read()
     p.stderr.close()
     assert (p.wait(timeout=30), err) == (0, b"")
+
+
+def test_a_crash_in_a_worker_names_the_students_line(tmp_path):
+    """学生的代码在工作进程里出错（--mine 的类在两个核上算表）：一行说出 exercises/ 里的文件和行，退出码 1。"""
+    (tmp_path / "exercises").mkdir()
+    (tmp_path / "exercises" / "__init__.py").write_text("")
+    (tmp_path / "exercises" / "ex9.py").write_text("def touch(block):\n    raise ValueError('boom')\n")
+    code = ("from concurrent.futures import ProcessPoolExecutor; from lab_common import show; "
+            "from exercises.ex9 import touch; show.quietly(lambda argv: ProcessPoolExecutor(1).submit(touch, 1).result())")
+    p = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=dict(os.environ, PYTHONPATH=ROOT),
+                       capture_output=True, text=True, encoding="utf-8", timeout=60)
+    assert (p.returncode, p.stderr) == (1, "-c: 你的代码出错：exercises/ex9.py 第 2 行（touch）：ValueError: boom\n")
