@@ -269,12 +269,12 @@ def run(demos, args):
 
 
 def quietly(main):
-    """跑 main(sys.argv[1:])：Ctrl-C 印一行、退出码 130；管道被关（| head）什么都不印；学生代码里出的错只印一行：
+    """跑 main(sys.argv[1:])：Ctrl-C（或 --step 时 Ctrl-D）印一行、退出码 130；管道被关（| head）什么都不印；学生代码里出的错只印一行：
     exercises/ 里哪个文件、哪一行、什么错（退出码 1）。其余的错照常印 traceback（那是本课代码的 bug）。"""
     try:
         sys.exit(main(sys.argv[1:]))
-    except KeyboardInterrupt:
-        stop(f"\n{os.path.basename(sys.argv[0])}: 已中断（Ctrl-C）", 130)
+    except (KeyboardInterrupt, EOFError):           # Ctrl-C；--step 的提示处按了 Ctrl-D
+        stop(f"\n{os.path.basename(sys.argv[0])}: 已中断", 130)
     except BrokenPipeError:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())    # 退出时冲缓冲区也不再报错
         sys.exit(0)
@@ -286,7 +286,7 @@ def quietly(main):
             raise
         file, line, name = mine[-1]
         stop(f"{os.path.basename(sys.argv[0])}: 你的代码出错：exercises/{os.path.basename(file)} 第 {line} 行（{name}）："
-             f"{type(err).__name__}: {err}", 1)
+             f"{type(err).__name__}: {' '.join(str(err).split())}", 1)      # 多行的错误信息也只占一行
 
 
 def stop(message, code):

@@ -183,7 +183,7 @@ def demo_block_size():
     show.claim(f"块从 {first[0]} 到 {big[0]}，ShareGPT 的浪费从 {first[2]} 升到 {big[2]}，Alpaca 从 {first[3]} 升到 "
                f"{big[3]}：块越大，最后一块空着的越多；序列更短的 Alpaca 浪费的比例更高。",
                s_waste == sorted(s_waste) and a_waste == sorted(a_waste) and s_waste[-1] > s_waste[0]
-               and a_waste[-1] > s_waste[-1], "S / A 浪费 " + "、".join(f"{r[2]} / {r[3]}" for r in rows[:-1]))
+               and all(a > s for s, a in zip(s_waste, a_waste) if s + a > 0), "S / A 浪费 " + "、".join(f"{r[2]} / {r[3]}" for r in rows[:-1]))
     reads = [show.value(r[7]) for r in rows]
     show.claim(f"小块的代价在读：块 {first[0]} 时解码一步要读 {first[7]} 段、每段 {first[6]}，块 {big[0]} 时 {big[7]} 段、"
                f"{big[6]}；连续存放只要 {rows[-1][7]} 段。", reads[0] > reads[-2] >= reads[-1],

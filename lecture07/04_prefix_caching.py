@@ -142,7 +142,7 @@ def demo3_block_heat():
     ours = [show.num(len(trace)), show.num((trace[-1].arrival - trace[0].arrival) / 60),
             show.num(np.mean([r.input_len for r in trace])), show.num(np.mean([r.output_len for r in trace])), "-",
             show.pct(sum(c == 1 for c in counts) / len(counts)), show.num(counts[0]),
-            show.pct(sum(counts[:len(counts) // 100]) / sum(counts))]
+            show.pct(sum(counts[:max(1, len(counts) // 100)]) / sum(counts))]
     show.table(["", "本实验"] + list(PAPER_TRACES), [[k, x, *p] for (k, p), x in zip(PAPER_ROWS.items(), ours)],
                caption=f"本实验：{name}，{show.num(sum(counts))} 次块访问、{show.num(len(counts))} 个不同的块（每块 "
                        f"{TRACE_BLOCK} token）；trace 是请求记录：每个请求的到达时间、长度、用到的块。论文列：Mooncake（Kimi 的"
@@ -159,9 +159,7 @@ def demo3_block_heat():
 
 def capacity(c):
     """句子里的容量：'容量无限'、'容量 10,000 块'。"""
-    if c is None:
-        return "容量无限"
-    return f"容量 {c:,} 块"
+    return "容量无限" if c is None else f"容量 {c:,} 块"
 
 
 def demo4_policies():
@@ -189,7 +187,8 @@ def demo4_policies():
                        "真实系统做不到。论文行：Mooncake arXiv v3 表 1，在另一个 trace 上算的。")
     lru, best_row = (dict(zip(CAPACITIES, rows[i][1:])) for i in (POLICIES.index(LRUCache), len(POLICIES)))   # LRU、MIN
     small, big = min(CAPACITIES, key=lambda c: c or float("inf")), max(CAPACITIES, key=lambda c: c or float("inf"))
-    kept = show.pct(show.value(lru[small]) / show.value(lru[big]))
+    lru_hits = dict(zip(CAPACITIES, hits[POLICIES.index(LRUCache) * k:]))    # "保住了"按命中数算（印出的可能是 "< 0.01"）
+    kept = show.pct(sum(lru_hits[small]) / max(1, sum(lru_hits[big])))
     paper, t1 = "", PAPER_TABLE1["LRU"]
     if small in t1 and big in t1:             # 论文表 1 也有这两个容量
         paper = f"（论文 {t1[small]:.2f} / {t1[big]:.2f} = {show.pct(t1[small] / t1[big])}）"
@@ -202,7 +201,8 @@ def demo4_policies():
     below = [f"{n} 在{capacity(c)}时 {x}（LRU {lru[c]}）" for g, c, n, x in gaps if g < 0]
     show.claim(f"LRU 在每个容量都不低于 {'、'.join(row[0] for row in others)}，{capacity(c)}时比 {name} 高得最多"
                f"（{lru[c]} 对 {theirs}）：复用多在时间上相近的请求之间（同论文表 1）。",
-               not below, "；".join(below))
+               not below and show.value(lru[c]) > show.value(theirs),
+               "；".join(below) or f"LRU 在每个容量都和 {'、'.join(row[0] for row in others)} 一样（{capacity(c)}时 {lru[c]}）")
     return dict(capacities=CAPACITIES, rows=rows, hits=hits, min_hits=best, accesses=accesses)
 
 
@@ -213,9 +213,8 @@ def demo5_prefill_time():
     distinct = len({b for r in trace for b in r.blocks})
     base = trace_prefill_time(model, n_in, np.zeros_like(n_in), TIERS[1]) / 3600
     rows, row, stored = [["不缓存", "-", "0%", show.num(base, 2), "1.00×"]], {}, {}
-    for c in SAVED_CAPS:
-        hits = hit_blocks(trace, LRUCache(c))                 # 每个请求用得上的命中块数
-        n_hit = np.array([usable_tokens(u, r.input_len) for u, r in zip(hits, trace)])   # 用得上的命中 token
+    for c in SAVED_CAPS:                      # 每个请求用得上的命中 token（hit_blocks 给的是块数）
+        n_hit = np.array([usable_tokens(u, r.input_len) for u, r in zip(hit_blocks(trace, LRUCache(c)), trace)])
         stored[c] = min(c or distinct, distinct) * TRACE_BLOCK * model.kv_bytes_per_token()
         tier = hit_tier(stored[c], TIERS[1], TIERS[2], LOCAL_KV_BYTES)   # 放不下本机 DRAM 的部分从远端读
         hours = trace_prefill_time(model, n_in, n_hit, tier) / 3600
@@ -230,10 +229,10 @@ def demo5_prefill_time():
                        f"{TIERS[1].bandwidth()}，表 1）；缓存超出本机 {LOCAL_KV_BYTES / 1e12:g} TB DRAM 的部分放在远端，命中按这个比例从"
                        f"{TIERS[2].name}读（{TIERS[2].bandwidth()}，表 1；RDMA：经网卡直接读别的机器的内存）；读和算逐层重叠，见 arXiv v3 §5.2。")
     big = max(SAVED_CAPS, key=lambda c: c or float("inf"))
-    _, _, frac, hours, _ = row[big]
+    _, _, frac, hours, faster = row[big]
     show.claim(f"{capacity(big)}的缓存命中 {frac} 的输入 token，prefill 的 GPU 时间从 {rows[0][3]} 降到 {hours} 小时"
-               f"（少了 {show.pct(1 - show.value(hours) / show.value(rows[0][3]))}）。",
-               show.value(hours) < show.value(rows[0][3]), f"{capacity(big)}：{hours} 小时，不缓存 {rows[0][3]} 小时")
+               f"（快了 {faster}，少了 {show.pct(1 - 1 / show.value(faster))}）。", show.value(faster) > 1,
+               f"{capacity(big)}：{hours} 小时，不缓存 {rows[0][3]} 小时，快了 {faster}")
     c = max(c for c in SAVED_CAPS if c is not None)
     times_hbm, hbm = show.num(stored[c] / node.hbm_bytes, 1), show.size(node.hbm_bytes)
     show.claim(f"{capacity(c)}的缓存存 {row[c][1]}，是一台 8 卡机器全部显存（HBM，{hbm}）的 {times_hbm} 倍："
@@ -268,9 +267,12 @@ def check_settings():
                "不重复的容量（块，正整数；None = 无限），至少一个有限")
     show.check("LOCAL_KV_BYTES", LOCAL_KV_BYTES, ints(LOCAL_KV_BYTES, 1, 10 ** 18), "正整数（字节）")
     for cls in POLICIES:                      # 改坏了的策略类（比如 evict 什么也不删）：在任何输出之前一行拒绝
-        cache = cls(2)
-        cache.insert([1, 2, 3])
-        show.check(f"{cls.__name__}（容量 2）放进 3 块以后的块数", len(cache.entries), len(cache.entries) <= 2, "至多 2")
+        try:                                  # insert 发现 evict 没删掉块时抛 RuntimeError
+            cls(2).insert([1, 2, 3])
+        except NotImplementedError:           # 练习还没写完：照常抛出，quietly 指出文件和行
+            raise
+        except RuntimeError as err:
+            show.fail(str(err))
 
 
 DEMOS = [("演示 1：链式哈希——每块的哈希由前一块的哈希和这一块的 token 一起算出", demo1_hashing),

@@ -20,7 +20,7 @@ from lab_common import show  # noqa: E402
 from lab_common.transformer_lab import TINY  # noqa: E402
 from kv_store.policies import LRUCache, hit_blocks  # noqa: E402
 from kv_store.prefix import block_hashes, match_prefix  # noqa: E402
-from kv_store.trace import Request, make_trace  # noqa: E402
+from kv_store.trace import Request, check_workload, make_trace  # noqa: E402
 
 # --mine：用你在 exercises/ 里写的（见 exercises/README.md）；不加就用讲义的实现
 if "--mine" in sys.argv[1:]:
@@ -64,6 +64,7 @@ def check_settings():
     show.check("STEP_CAPACITY", STEP_CAPACITY, show.is_int(STEP_CAPACITY, 1, 10_000), " 1 到 10,000 的整数（token）")
     show.check("STEP_REQUESTS", STEP_REQUESTS, named(STEP_REQUESTS, lambda s: isinstance(s, str) and s.split(), 20),
                " 1 到 20 个 (名字, 至少一个词的句子)")
+    check_workload()                             # kv_store/trace.py 里合成负载的参数：演示 3 的表头印出之前就查
     probe = [Request(0, 1536, 1, (1, 2, 3)), Request(1, 512, 1, (4,)), Request(2, 1024, 1, (1, 2))]   # 容量 2 要淘汰
     try:                                         # 改坏了的 LRUCache（evict 没删掉块、出错）：在任何输出之前一行说清楚
         hit_blocks(probe, LRUCache(2))

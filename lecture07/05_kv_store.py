@@ -161,7 +161,7 @@ def demo_scheduling(trace, source):
     show.note(f"{source}，请求率是 trace 原来的 {scale:,.2f} 倍：不用缓存时要 {SCHED_NODES:,} 台算力的 {show.pct(SCHED_LOAD)}（超载）。每台本地缓存 "
               f"{show.size(SCHED_CAPACITY * BLOCK_BYTES)}（FAST'25 §5.3.1：每台留约 1 TB DRAM 给本地缓存，约 300 万 token）。")
     caption = ("TTFT：从到达到第一个输出 token，含排队和拉 KV；命中：用得上的命中 token / 全部输入 token；平均负载："
-               f"{SCHED_NODES:,} 台平均有多少时间在做 prefill。随机：随便挑"
+               f"要做的 prefill 时间 ÷ {SCHED_NODES:,} 台在 trace 时长里的全部时间（超过 100%：算不过来）。随机：随便挑"
                "一台；负载均衡：最早空下来的那台；本地缓存感知：估计排队 + 用本机缓存算完的时间，挑最早的；全局缓存感知："
                "还考虑从别的节点拉 KV。论文：FAST'25 §4.2 图 5，16 台 8×A800 回放对话 trace。这里是模拟（"
                f"{SCHED_NODES:,} 台、每台一次只做一个 prefill、排队时间精确已知）：只比顺序，不比数值。")

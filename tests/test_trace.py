@@ -7,6 +7,7 @@ import os
 import pytest
 
 from conftest import run
+from kv_store import trace
 from kv_store.trace import MAX_LINE, Request, load_trace, make_trace
 
 
@@ -106,3 +107,12 @@ def test_04_runs_on_a_small_trace_file(tmp_path):
     p = write(tmp_path, ("\n".join(rows) + "\n").encode())
     code, out, err = run("04_prefix_caching", "--trace", p, "--demo", "3")
     assert code == 0 and "你给的 trace（t.jsonl）" in out and "60" in out, err
+
+
+@pytest.mark.parametrize("name,value", [("P_ONE_SHOT", 1.5), ("FAMILY_WEIGHTS", (0.5, 0.5, 0.5, 0.5)), ("MAX_INPUT", 0)])
+def test_a_bad_workload_setting_is_one_line(monkeypatch, capsys, name, value):
+    monkeypatch.setattr(trace, name, value)                 # 学生改了 kv_store/trace.py 顶上的负载参数
+    with pytest.raises(SystemExit) as e:
+        make_trace(0, n_requests=10)
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and err.count("\n") == 1 and f"kv_store/trace.py 的 {name} = {value!r}" in err, err

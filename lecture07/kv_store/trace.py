@@ -54,9 +54,32 @@ def _mu(mean, sigma):
     return np.log(mean) - sigma ** 2 / 2
 
 
+def check_workload(n_requests=N_REQUESTS, duration_s=DURATION_S):
+    """上面的负载参数（和 make_trace 的两个参数）：不合理的一行拒绝，退出码 2。make_trace 生成之前先查。"""
+    num, n, at = show.is_number, len(FAMILY_BLOCKS), "kv_store/trace.py 的 "
+    show.check("n_requests", n_requests, show.is_int(n_requests, 1, 10 ** 7), " 1 到 10⁷ 的整数")
+    show.check("duration_s", duration_s, num(duration_s, 1, 10 ** 7), " 1 到 10⁷ 的数（秒）")
+    show.check(at + "FAMILY_BLOCKS", FAMILY_BLOCKS, isinstance(FAMILY_BLOCKS, tuple) and n > 0
+               and all(show.is_int(b, 1, 1000) for b in FAMILY_BLOCKS), "非空的、1 到 1,000 的整数的元组")
+    show.check(at + "FAMILY_WEIGHTS", FAMILY_WEIGHTS, isinstance(FAMILY_WEIGHTS, tuple) and len(FAMILY_WEIGHTS) == n
+               and all(num(w, 1e-6, 1) for w in FAMILY_WEIGHTS) and abs(sum(FAMILY_WEIGHTS) - 1) < 1e-6,
+               f" {n} 个（和 FAMILY_BLOCKS 一样多）0 到 1 之间、和为 1 的正数")
+    show.check(at + "TEMPLATES_PER_FAMILY", TEMPLATES_PER_FAMILY, show.is_int(TEMPLATES_PER_FAMILY, 1, 1000),
+               " 1 到 1,000 的整数")
+    show.check(at + "TEMPLATE_EXTRA", TEMPLATE_EXTRA, show.is_ints(TEMPLATE_EXTRA, 0, 10 ** 5) and len(TEMPLATE_EXTRA) == 2,
+               " (最少, 最多 + 1) 两个 0 到 100,000 的整数，前一个小")
+    show.check(at + "P_ONE_SHOT", P_ONE_SHOT, num(P_ONE_SHOT, 0, 1), " 0 到 1 的数（比例）")
+    show.check(at + "MEAN_TURNS", MEAN_TURNS, num(MEAN_TURNS, 1, 1000), " 1 到 1,000 的数")
+    show.check(at + "TURN_GAP_MEAN_S", TURN_GAP_MEAN_S, num(TURN_GAP_MEAN_S, 0.001, 10 ** 6), " 0.001 到 10⁶ 的数（秒）")
+    show.check(at + "MAX_INPUT", MAX_INPUT, show.is_int(MAX_INPUT, 1, 10 ** 7), " 1 到 10⁷ 的整数（token）")
+    for name in ("ONE_SHOT_MEAN", "FIRST_TURN_MEAN", "TOOL_RESULT_MEAN", "OUTPUT_MEAN"):
+        show.check(at + name, globals()[name], num(globals()[name], 1, 10 ** 6), " 1 到 10⁶ 的数（token）")
+
+
 def make_trace(seed=0, n_requests=N_REQUESTS, duration_s=DURATION_S):
     """n_requests 个请求，按到达时刻排好，最后一个在 duration_s 秒。同一个 seed → 同一个 trace。
     （随机数的抽取顺序是固定的：改了顺序，trace 就变了。）"""
+    check_workload(n_requests, duration_s)
     rng = np.random.default_rng(seed)
     next_id = [0]
 
