@@ -76,7 +76,7 @@ def size(nbytes):
         if nbytes >= scale:
             v = nbytes / scale
             return f"{v:.{max(0, 2 - int(math.log10(v)))}f} {unit}"
-    return f"{nbytes:.0f} B"
+    return f"{num(nbytes)} B"                      # 负数（学生的错答案）也用 − 号
 
 
 def value(text):
